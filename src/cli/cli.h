@@ -1,0 +1,26 @@
+/* cli: the `cllama` command. One file per subcommand (cmd_<name>.c) with an entry
+ * int cll_cmd_<name>(int argc, char **argv) (argv[0] is the subcommand name).
+ * Rule: commands print one clear error line and return non-zero on failure. */
+#ifndef CLL_CLI_H
+#define CLL_CLI_H
+
+#include <stddef.h>
+
+int cll_cmd_info(int argc, char **argv);
+int cll_cmd_tokenize(int argc, char **argv);
+int cll_cmd_run(int argc, char **argv);
+int cll_cmd_chat(int argc, char **argv);
+int cll_cmd_kernels(int argc, char **argv);
+int cll_cmd_bench(int argc, char **argv);
+int cll_cmd_board(int argc, char **argv);
+int cll_cmd_synth(int argc, char **argv);
+int cll_cmd_serve(int argc, char **argv);
+
+/* The default model: $CLLAMA_MODEL if set, else the Gemma-3-270M Q4_K_M in
+ * $XDG_CACHE_HOME/cllama/models/ (installed by scripts/setup.sh). Returns 0 and fills
+ * buf, or prints an error telling the user how to get it and returns -1. */
+int cll_cli_default_model(char *buf, size_t cap);
+/* model path from -m if given, else the default */
+const char *cll_cli_model_or_default(const char *given, char *buf, size_t cap);
+
+#endif

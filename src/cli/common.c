@@ -1,0 +1,36 @@
+/* cli/common: helpers shared by the subcommands (default model lookup). */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#define CLL_DEFAULT_MODEL_FILE "gemma-3-270m-q4_k_m.gguf"
+
+int cll_cli_default_model(char *buf, size_t cap) {
+    const char *env = getenv("CLLAMA_MODEL");
+    if (env && *env) {
+        snprintf(buf, cap, "%s", env);
+        return 0;
+    }
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(buf, cap, "%s/cllama/models/%s", xdg, CLL_DEFAULT_MODEL_FILE);
+    else
+        snprintf(buf, cap, "%s/.cache/cllama/models/%s", home ? home : ".", CLL_DEFAULT_MODEL_FILE);
+    struct stat st;
+    if (stat(buf, &st) != 0) {
+        fprintf(stderr,
+                "cllama: no model given and the default model is not installed (%s).\n"
+                "        run scripts/setup.sh to install it, or pass -m FILE.gguf\n",
+                buf);
+        return -1;
+    }
+    return 0;
+}
+
+const char *cll_cli_model_or_default(const char *given, char *buf, size_t cap) {
+    if (given) return given;
+    return cll_cli_default_model(buf, cap) == 0 ? buf : NULL;
+}

@@ -1,0 +1,52 @@
+/* cli/main: `cllama <command> [args]` — dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cllama.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} cmd;
+
+static const cmd k_cmds[] = {
+    {"run", cll_cmd_run, "generate a continuation of a prompt"},
+    {"chat", cll_cmd_chat, "interactive chat with the model's template"},
+    {"serve", cll_cmd_serve, "OpenAI-compatible HTTP server"},
+    {"bench", cll_cmd_bench, "llama-bench compatible benchmark (pp512 / tg128)"},
+    {"board", cll_cmd_board, "render / import / check the benchmark board"},
+    {"info", cll_cmd_info, "print a GGUF file's model facts"},
+    {"tokenize", cll_cmd_tokenize, "print the token ids of a text"},
+    {"kernels", cll_cmd_kernels, "list the CPU kernel registry"},
+    {"synth", cll_cmd_synth, "write a random-weight GGUF of a real model shape"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "cllama %s — LLM inference for GGUF models\n\nusage: cllama <command> [options]\n\ncommands:\n",
+            cllama_version());
+    for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++)
+        fprintf(f, "  %-9s %s\n", k_cmds[i].name, k_cmds[i].help);
+    fprintf(f, "\n`cllama <command> --help` shows a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("cllama %s\n", cllama_version());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++)
+        if (!strcmp(argv[1], k_cmds[i].name)) return k_cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "cllama: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,27 @@
+/* threads: a fixed pool of worker threads that run one task at a time on all threads
+ * (fork-join), used by every parallel op of the CPU driver.
+ * Owns its pthreads. Rule: cll_pool_run is called from one thread at a time; the
+ * caller takes part as thread 0, so a pool of 1 runs inline with no threads. */
+#ifndef CLL_THREADS_H
+#define CLL_THREADS_H
+
+#include "core/core.h"
+
+typedef struct cll_pool cll_pool;
+typedef void (*cll_task_fn)(void *arg, int ith, int nth);
+
+cll_status cll_pool_create(int n_threads, cll_pool **out); /* n_threads <= 0: physical cores */
+void cll_pool_free(cll_pool *p);
+int cll_pool_size(const cll_pool *p);
+/* run fn(arg, ith, nth) for ith in [0, nth) on the pool and wait for all */
+void cll_pool_run(cll_pool *p, cll_task_fn fn, void *arg);
+
+int cll_physical_cores(void);
+/* split [0, n) into nth near-equal chunks; chunk ith is [*b, *e) */
+static inline void cll_split(int64_t n, int ith, int nth, int64_t *b, int64_t *e) {
+    int64_t per = n / nth, rem = n % nth;
+    *b = ith * per + (ith < rem ? ith : rem);
+    *e = *b + per + (ith < rem ? 1 : 0);
+}
+
+#endif

@@ -1,0 +1,31 @@
+/* cpu/matmul: y = x · Wᵀ for every weight format, dispatched through the CPU kernel
+ * registry (kernels/registry.h). A weight is "prepared" once at load (it may be repacked
+ * into an interleaved layout the chosen kernel wants); the forward calls cll_cpu_matmul
+ * with caller-owned scratch, so nothing is allocated per step.
+ * Rule: every variant matches the reference (formats to_f32 + the activation quantizer
+ * of the type's vec_dot_type) within its declared tolerance; tests walk every row. */
+#ifndef CLL_CPU_MATMUL_H
+#define CLL_CPU_MATMUL_H
+
+#include "core/core.h"
+#include "core/threads.h"
+
+typedef struct cll_cpu_weight cll_cpu_weight;
+
+/* W is (rows x cols): rows output features, cols = K contiguous (GGUF ne[0] = cols,
+ * ne[1] = rows). data points into the model map and must outlive the weight. */
+cll_status cll_cpu_weight_create(uint32_t type, int64_t rows, int64_t cols, const void *data, cll_cpu_weight **out);
+void cll_cpu_weight_free(cll_cpu_weight *w);
+int64_t cll_cpu_weight_rows(const cll_cpu_weight *w);
+int64_t cll_cpu_weight_cols(const cll_cpu_weight *w);
+const char *cll_cpu_weight_kernel(const cll_cpu_weight *w); /* name of the chosen kernel row */
+
+/* bytes of scratch cll_cpu_matmul needs for n tokens (quantized activations etc.) */
+size_t cll_cpu_matmul_scratch(const cll_cpu_weight *w, int64_t n);
+
+/* y (n, rows) = x (n, cols) · Wᵀ ; x rows at stride ldx floats, y rows at stride ldy.
+ * Runs on the pool (call from the pool's owner thread, not from inside a task). */
+void cll_cpu_matmul(cll_pool *pool, const cll_cpu_weight *w, const float *x, int64_t ldx, int64_t n, float *y,
+                    int64_t ldy, void *scratch);
+
+#endif

@@ -1,0 +1,18 @@
+/* testutil: helpers for the cmocka tests — where the shared oracle data is, file reading. */
+#ifndef CLL_TESTUTIL_H
+#define CLL_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* $CLLAMA_SHARED or the configure-time default; path joined into a static buffer */
+const char *tu_shared(const char *rel);
+/* read a whole file (malloc'd, NUL-terminated); NULL on failure; *len if non-NULL */
+char *tu_read_file(const char *path, size_t *len);
+/* print a visible SKIP line and exit 77 (ctest SKIP_RETURN_CODE) */
+void tu_skip(const char *why);
+
+#endif
