@@ -1,0 +1,31 @@
+/* cuda: the C-side boundary of the CUDA driver (kernels in .cu files behind extern "C").
+ * Today it probes the devices for the bench rig's hardware record and the GPU tests;
+ * the GPU-resident forward plugs in behind the same boundary.
+ * Rule: CUDA errors become cll_status values here, with file:line in the message;
+ * a build without nvcc gets the same functions answering "not built". */
+#ifndef CLL_CUDA_H
+#define CLL_CUDA_H
+
+#include "core/core.h"
+
+typedef struct {
+    char name[256];
+    int sm_count;
+    int cc_major, cc_minor;
+    uint64_t mem_bytes;
+    int driver_version;  /* e.g. 13000 */
+    int runtime_version;
+    int clock_khz;       /* max SM clock, 0 if not readable */
+    int mem_clock_khz;
+    int mem_bus_bits;
+} cll_cuda_device;
+
+/* true when this binary was built with the CUDA driver */
+bool cll_cuda_built(void);
+/* number of visible devices; 0 with CLL_OK when none (or no driver) */
+cll_status cll_cuda_device_count(int *n);
+cll_status cll_cuda_device_info(int dev, cll_cuda_device *out);
+/* run a small kernel on dev and check its result (proves the device really computes) */
+cll_status cll_cuda_selftest(int dev);
+
+#endif
