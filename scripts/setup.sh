@@ -23,6 +23,7 @@ if [ $do_apt = 1 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
   fi
 fi
+export PIP_ROOT_USER_ACTION=ignore
 PIP="python3 -m pip install -q --disable-pip-version-check"
 # Debian's system python refuses global installs without this flag; pyenv/venv pythons ignore it.
 python3 -m pip install --help 2>/dev/null | grep -q break-system-packages && PIP="$PIP --break-system-packages"
