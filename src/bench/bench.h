@@ -1,0 +1,86 @@
+/* bench: the measurement rig — random-weight GGUF writer (synth), the llama-bench style
+ * timing loop, benchmark records (bench/records/<box>.json) and the board renderer.
+ * Owns nothing long-lived: every call opens, writes and closes its own files.
+ * Rule: a record row is a measurement with its provenance; ratios between engines are
+ * computed when the board is rendered and never stored. */
+#ifndef CLL_BENCH_H
+#define CLL_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/core.h"
+
+/* ---- sha256 (sha256.c) -------------------------------------------------------------- */
+typedef struct {
+    uint32_t h[8];
+    uint64_t n;
+    uint8_t buf[64];
+    size_t fill;
+} cll_sha256;
+void cll_bench_sha256_init(cll_sha256 *s);
+void cll_bench_sha256_update(cll_sha256 *s, const void *data, size_t len);
+void cll_bench_sha256_hex(cll_sha256 *s, char out[65]); /* finalises */
+/* sha256 of a file as 64 hex chars; false (and last error) if unreadable */
+bool cll_bench_sha256_file(const char *path, char out[65]);
+
+/* ---- GGUF v3 writer (gguf_write.c): metadata in memory, tensor data streamed -------- */
+typedef struct cll_gw cll_gw;
+cll_gw *cll_bench_gw_new(void);
+void cll_bench_gw_free(cll_gw *w);
+void cll_bench_gw_str(cll_gw *w, const char *key, const char *val);
+void cll_bench_gw_u32(cll_gw *w, const char *key, uint32_t v);
+void cll_bench_gw_f32(cll_gw *w, const char *key, float v);
+void cll_bench_gw_bool(cll_gw *w, const char *key, bool v);
+/* arrays; strings are copied as given (UTF-8) */
+void cll_bench_gw_arr_str(cll_gw *w, const char *key, const char *const *v, uint64_t n);
+void cll_bench_gw_arr_f32(cll_gw *w, const char *key, const float *v, uint64_t n);
+void cll_bench_gw_arr_i32(cll_gw *w, const char *key, const int32_t *v, uint64_t n);
+/* declare a tensor (ne[0] contiguous); returns its data size in bytes, 0 if the row
+ * length is not a multiple of the type's block */
+uint64_t cll_bench_gw_tensor(cll_gw *w, const char *name, uint32_t type, int n_dims, const uint64_t *ne);
+/* header, metadata, tensor infos and the padding before the data section */
+cll_status cll_bench_gw_write_header(cll_gw *w, FILE *f);
+/* padding after a tensor's data so the next one starts aligned */
+cll_status cll_bench_gw_pad(cll_gw *w, FILE *f, uint64_t nbytes);
+
+/* ---- synth (synth.c, synth_mix.c) ---------------------------------------------------- */
+typedef struct {
+    const char *shape;  /* llama2-7b, llama3-8b, llama32-1b, qwen3-moe-a3b, tiny, ... */
+    const char *type;   /* F16, Q4_0, Q4_K_M, ... (llama.cpp ftype names) */
+    const char *out;    /* output path, or NULL with layout_only */
+    int layers;         /* 0 = the shape's */
+    uint64_t seed;
+    bool layout_only;   /* print "name type" per tensor to stdout instead of writing */
+    bool quiet;
+} cll_synth_opts;
+cll_status cll_bench_synth(const cll_synth_opts *o);
+/* comma-separated lists for --help */
+const char *cll_bench_synth_shapes(void);
+const char *cll_bench_synth_types(void);
+
+/* The per-tensor type llama.cpp's quantizer picks for file type `ftype` (a llama.cpp ftype
+ * name such as "Q4_K_M"); tensor kind by name, i_layer of n_layer. Returns -1 for an
+ * unknown ftype. */
+typedef struct {
+    const char *ftype;
+    int n_gqa;       /* n_head / n_head_kv */
+    int n_expert;
+    bool has_output; /* false: tied embeddings (token_embd takes the output rule) */
+} cll_mix_ctx;
+int cll_bench_mix_default(const char *ftype); /* the ftype's base ggml type, -1 if unknown */
+int cll_bench_mix_type(const cll_mix_ctx *c, const char *name, int i_layer, int n_layer, uint64_t ne0);
+int cll_bench_mix_file_type(const char *ftype); /* general.file_type value */
+
+/* ---- hardware + build probe (probe.c) ------------------------------------------------- */
+char *cll_bench_git_sha(void);                   /* malloc'd; "unknown" if not readable */
+void cll_bench_default_box(char *buf, size_t cap); /* $CLLAMA_BOX, else the hostname */
+void cll_bench_cpu_model(char *buf, size_t cap);
+void cll_bench_gpu_name(char *buf, size_t cap);  /* "" when there is no nvidia-smi */
+/* JSON text of the hardware probe object (malloc'd) */
+char *cll_bench_hw_probe_json(void);
+void cll_bench_utc_now(char *buf, size_t cap); /* 2026-11-29T18:30:52Z */
+
+#endif

@@ -1,0 +1,36 @@
+/* bench/board: benchmark records (bench/records/<box>.json: {"box", "bandwidth_GBps",
+ * "rows": [...]}) and the board (BOARD.md + a self-contained board.html) rendered from them.
+ * Owns the records file format; a row is identified by model sha256 (else file name) + box
+ * + engine + backend + test. Rule: ratios are computed here at render time, never stored. */
+#ifndef CLL_BENCH_BOARD_H
+#define CLL_BENCH_BOARD_H
+
+#include <jansson.h>
+
+#include "bench/bench.h"
+
+/* records file of a box: loads it, or returns a fresh {"box": box, "rows": []} when absent.
+ * NULL (with last error) when the file exists but is not a records file. */
+json_t *cll_bench_records_load(const char *path, const char *box);
+cll_status cll_bench_records_save(const char *path, json_t *doc);
+/* insert row (reference stolen), replacing the row with the same identity */
+void cll_bench_records_upsert(json_t *doc, json_t *row);
+/* "<dir>/<box>.json" */
+void cll_bench_records_path(const char *dir, const char *box, char *buf, size_t cap);
+/* the default records dir: $CLLAMA_RECORDS, else <source dir>/bench/records */
+void cll_bench_records_dir(char *buf, size_t cap);
+
+/* "pp512" / "tg128" / "pp512+tg128" from a row's n_prompt / n_gen */
+void cll_bench_test_name(json_int_t n_prompt, json_int_t n_gen, char *buf, size_t cap);
+/* basename of a path (pointer into it) */
+const char *cll_bench_basename(const char *path);
+
+/* Import llama-bench JSONL rows as pinned reference rows (engine "llama.cpp") into the
+ * records file of box. bandwidth_GBps > 0 sets the box's read bandwidth (for rooflines). */
+cll_status cll_bench_import_ref(const char *jsonl, const char *records_file, const char *box,
+                                double bandwidth_GBps, int *n_imported);
+
+/* Render every records file of dir into md_path and html_path (either may be NULL). */
+cll_status cll_bench_board_render(const char *dir, const char *md_path, const char *html_path);
+
+#endif
