@@ -52,4 +52,12 @@ void cll_quantize_q8_0(const float *x, void *dst, int64_t n);
 void cll_quantize_q8_1(const float *x, void *dst, int64_t n);
 void cll_quantize_q8_K(const float *x, void *dst, int64_t n);
 
+/* Reference dot product of one weight row with one activation row, n elements.
+ * act_row is quantized to cll_type_traits_get(wtype)->vec_dot_type (Q8_0/Q8_1/Q8_K) for
+ * block types; for F32/F16/BF16 weights it is float32 (BF16 rounds it to bf16 first, as
+ * ggml does; F16 keeps it f32 and accumulates in f32). Computes what ggml computes: exact
+ * integer dots per (sub-)block times the float scales, equal up to float summation order.
+ * The CPU SIMD kernels are tested against this. NaN for types without a reference dot. */
+float cll_vec_dot_ref(uint32_t wtype, const void *wrow, const void *act_row, int64_t n);
+
 #endif
