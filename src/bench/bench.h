@@ -83,4 +83,30 @@ void cll_bench_gpu_name(char *buf, size_t cap);  /* "" when there is no nvidia-s
 char *cll_bench_hw_probe_json(void);
 void cll_bench_utc_now(char *buf, size_t cap); /* 2026-11-29T18:30:52Z */
 
+/* ---- the timing loop (runner.c), through the public API only ------------------------------ */
+typedef struct cll_bench_model cll_bench_model;
+/* load a model and make a context for tests of up to n_ctx tokens (prefill batch n_batch) */
+cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ctx, int n_batch,
+                          cll_bench_model **out);
+void cll_bench_close(cll_bench_model *bm);
+const char *cll_bench_model_type(const cll_bench_model *bm); /* "llama 1B Q4_K - Medium"-like */
+uint64_t cll_bench_model_size(const cll_bench_model *bm);    /* bytes of tensor data */
+uint64_t cll_bench_model_n_params(const cll_bench_model *bm);
+
+#define CLL_BENCH_MAX_REPS 100
+typedef struct {
+    int n;
+    double samples_ns[CLL_BENCH_MAX_REPS], samples_ts[CLL_BENCH_MAX_REPS];
+    double avg_ns, stddev_ns, avg_ts, stddev_ts; /* sample sd (n - 1) */
+} cll_bench_result;
+/* llama-bench's protocol: one untimed warm-up (the full prefill for pp; one step for tg),
+ * then reps timed runs from an empty cache; pp = one decode of n_prompt random tokens,
+ * tg = n_gen single-token decodes. progress: a status line on stderr. */
+cll_status cll_bench_measure(cll_bench_model *bm, int n_prompt, int n_gen, int reps, bool progress,
+                             cll_bench_result *res);
+
+/* Did the served path pass its oracle on this box: stories260K greedy continuations vs
+ * shared/oracle/golden/stories260K.json. Returns "pass", "fail" or "unchecked". */
+const char *cll_bench_parity(int backend, int n_threads, char *why, size_t cap);
+
 #endif

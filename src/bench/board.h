@@ -26,9 +26,10 @@ void cll_bench_test_name(json_int_t n_prompt, json_int_t n_gen, char *buf, size_
 const char *cll_bench_basename(const char *path);
 
 /* Import llama-bench JSONL rows as pinned reference rows (engine "llama.cpp") into the
- * records file of box. bandwidth_GBps > 0 sets the box's read bandwidth (for rooflines). */
+ * records file of box. bandwidth_GBps > 0 sets the box's read bandwidth (for rooflines);
+ * note (or NULL) is stored in each row's provenance (e.g. how the reference was built). */
 cll_status cll_bench_import_ref(const char *jsonl, const char *records_file, const char *box,
-                                double bandwidth_GBps, int *n_imported);
+                                double bandwidth_GBps, const char *note, int *n_imported);
 
 /* Render every records file of dir into md_path and html_path (either may be NULL). */
 cll_status cll_bench_board_render(const char *dir, const char *md_path, const char *html_path);

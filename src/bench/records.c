@@ -83,7 +83,7 @@ void cll_bench_records_upsert(json_t *doc, json_t *row) {
 }
 
 cll_status cll_bench_import_ref(const char *jsonl, const char *records_file, const char *box, double bw,
-                                int *n_out) {
+                                const char *note, int *n_out) {
     *n_out = 0;
     FILE *f = fopen(jsonl, "r");
     if (!f) return cll_err(CLL_ERR_IO, "%s: %s", jsonl, strerror(errno));
@@ -134,6 +134,7 @@ cll_status cll_bench_import_ref(const char *jsonl, const char *records_file, con
             json_object_set_new(row, "provenance", prov);
         }
         json_object_set_new(prov, "imported_from", json_string(cll_bench_basename(jsonl)));
+        if (note && *note) json_object_set_new(prov, "note", json_string(note));
         cll_bench_records_upsert(doc, row);
         (*n_out)++;
     }

@@ -1,0 +1,141 @@
+/* bench/probe: who measured, on what, with which build — the provenance of a record.
+ * Reads /proc/cpuinfo and /proc/meminfo, asks nvidia-smi when it exists, and asks git
+ * about the source tree the binary was built from (CLLAMA_SOURCE_DIR) at run time. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "bench/bench.h"
+
+/* first line of a command's stdout, trimmed; false if it printed nothing or failed */
+static bool run_line(const char *cmd, char *buf, size_t cap) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return false;
+    bool ok = fgets(buf, (int)cap, p) != NULL;
+    if (pclose(p) != 0) ok = false;
+    if (ok) buf[strcspn(buf, "\r\n")] = 0;
+    return ok && *buf;
+}
+
+char *cll_bench_git_sha(void) {
+    char sha[128], cmd[4200], dirty[16];
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", CLLAMA_SOURCE_DIR);
+    if (!run_line(cmd, sha, sizeof sha)) return strdup("unknown");
+    /* a measurement of uncommitted code says so */
+    snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain -uno 2>/dev/null | head -1 | wc -l", CLLAMA_SOURCE_DIR);
+    if (run_line(cmd, dirty, sizeof dirty) && atoi(dirty) > 0) strncat(sha, "+dirty", sizeof sha - strlen(sha) - 1);
+    return strdup(sha);
+}
+
+void cll_bench_default_box(char *buf, size_t cap) {
+    const char *env = getenv("CLLAMA_BOX");
+    if (env && *env) {
+        snprintf(buf, cap, "%s", env);
+        return;
+    }
+    char h[256] = "unknown";
+    gethostname(h, sizeof h - 1);
+    /* a box name is a file name: keep [A-Za-z0-9._-] */
+    size_t j = 0;
+    for (size_t i = 0; h[i] && j + 1 < cap; i++) {
+        char c = h[i];
+        buf[j++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' ? c : '-';
+    }
+    buf[j] = 0;
+}
+
+static bool cpuinfo_field(const char *field, char *buf, size_t cap) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return false;
+    char line[8192];
+    bool ok = false;
+    size_t fl = strlen(field);
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, field, fl) && (line[fl] == ' ' || line[fl] == '\t' || line[fl] == ':')) {
+            char *v = strchr(line, ':');
+            if (!v) continue;
+            v++;
+            while (*v == ' ') v++;
+            v[strcspn(v, "\n")] = 0;
+            snprintf(buf, cap, "%s", v);
+            ok = true;
+            break;
+        }
+    }
+    fclose(f);
+    return ok;
+}
+
+void cll_bench_cpu_model(char *buf, size_t cap) {
+    if (!cpuinfo_field("model name", buf, cap)) snprintf(buf, cap, "unknown");
+}
+
+void cll_bench_gpu_name(char *buf, size_t cap) {
+    if (!run_line("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null", buf, cap)) buf[0] = 0;
+}
+
+void cll_bench_utc_now(char *buf, size_t cap) {
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+char *cll_bench_hw_probe_json(void) {
+    json_t *o = json_object();
+    char buf[8192];
+    cll_bench_cpu_model(buf, sizeof buf);
+    json_object_set_new(o, "cpu", json_string(buf));
+    json_object_set_new(o, "cpus_online", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    if (cpuinfo_field("cpu cores", buf, sizeof buf)) json_object_set_new(o, "cores_per_socket", json_integer(atoi(buf)));
+    if (cpuinfo_field("cpu MHz", buf, sizeof buf)) json_object_set_new(o, "cpu_mhz_now", json_real(atof(buf)));
+    /* only the flags that decide which kernels run */
+    if (cpuinfo_field("flags", buf, sizeof buf)) {
+        static const char *want[] = {"avx", "avx2", "fma", "f16c", "bmi2", "avx512f", "avx512bw", "avx512vl",
+                                     "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "sha_ni"};
+        json_t *fl = json_array();
+        char pad[8200];
+        snprintf(pad, sizeof pad, " %s ", buf);
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            char w[64];
+            snprintf(w, sizeof w, " %s ", want[i]);
+            if (strstr(pad, w)) json_array_append_new(fl, json_string(want[i]));
+        }
+        json_object_set_new(o, "cpu_flags", fl);
+    }
+    FILE *m = fopen("/proc/meminfo", "r");
+    if (m) {
+        long kb = 0;
+        if (fscanf(m, "MemTotal: %ld kB", &kb) == 1) json_object_set_new(o, "mem_total_gib", json_real(kb / 1048576.0));
+        fclose(m);
+    }
+    FILE *g = popen("nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm,clocks.max.mem,"
+                    "power.limit --format=csv,noheader 2>/dev/null",
+                    "r");
+    if (g) {
+        json_t *gpus = json_array();
+        char line[1024];
+        while (fgets(line, sizeof line, g)) {
+            line[strcspn(line, "\r\n")] = 0;
+            static const char *keys[] = {"name", "memory", "driver", "sm_clock_now", "sm_clock_max", "mem_clock_max",
+                                         "power_limit"};
+            json_t *one = json_object();
+            char *save = NULL, *tok = strtok_r(line, ",", &save);
+            for (int k = 0; tok && k < 7; k++, tok = strtok_r(NULL, ",", &save)) {
+                while (*tok == ' ') tok++;
+                json_object_set_new(one, keys[k], json_string(tok));
+            }
+            json_array_append_new(gpus, one);
+        }
+        pclose(g);
+        if (json_array_size(gpus)) json_object_set_new(o, "gpus", gpus);
+        else json_decref(gpus);
+    }
+    if (run_line("uname -sr 2>/dev/null", buf, sizeof buf)) json_object_set_new(o, "kernel", json_string(buf));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}

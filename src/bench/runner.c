@@ -1,0 +1,275 @@
+/* bench/runner: the llama-bench timing loop over the public API (cllama.h), and the parity
+ * probe that stamps "pass"/"fail"/"unchecked" on a record. Model load is never timed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "bench/bench.h"
+#include "cllama.h"
+
+struct cll_bench_model {
+    cllama_model *m;
+    cllama_context *c;
+    int n_vocab, n_batch;
+    cllama_token *tok; /* (n_batch) */
+    int32_t *pos, *seq;
+    int8_t *logits;
+    char type[128];
+    uint64_t rng;
+};
+
+static cll_status from_api(cllama_status st, const char *what) {
+    return cll_err((cll_status)st, "%s: %s", what, cllama_last_error());
+}
+
+cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ctx, int n_batch, cll_bench_model **out) {
+    *out = NULL;
+    cll_bench_model *bm = calloc(1, sizeof *bm);
+    if (!bm) return cll_err(CLL_ERR_NOMEM, "bench: out of memory");
+    cllama_model_params mp = cllama_model_default_params();
+    mp.n_threads = n_threads;
+    cllama_status st = cllama_model_load(path, &mp, &bm->m);
+    if (st != CLLAMA_OK) {
+        free(bm);
+        return from_api(st, path);
+    }
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = (uint32_t)n_ctx;
+    cp.n_batch = (uint32_t)(n_batch > 0 ? n_batch : 1);
+    cp.n_threads = n_threads;
+    cp.n_seq_max = 1;
+    cp.backend = backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU;
+    st = cllama_context_create(bm->m, &cp, &bm->c);
+    if (st != CLLAMA_OK) {
+        cll_status s = from_api(st, path);
+        cllama_model_free(bm->m);
+        free(bm);
+        return s;
+    }
+    bm->n_vocab = cllama_model_n_vocab(bm->m);
+    bm->n_batch = (int)cp.n_batch;
+    bm->tok = calloc((size_t)bm->n_batch, sizeof(cllama_token));
+    bm->pos = calloc((size_t)bm->n_batch, sizeof(int32_t));
+    bm->seq = calloc((size_t)bm->n_batch, sizeof(int32_t));
+    bm->logits = calloc((size_t)bm->n_batch, 1);
+    if (!bm->tok || !bm->pos || !bm->seq || !bm->logits) {
+        cll_bench_close(bm);
+        return cll_err(CLL_ERR_NOMEM, "bench: out of memory");
+    }
+    const char *desc = cllama_model_desc(bm->m);
+    snprintf(bm->type, sizeof bm->type, "%s", desc ? desc : "?");
+    bm->rng = 0x9e3779b97f4a7c15ull;
+    *out = bm;
+    return CLL_OK;
+}
+
+void cll_bench_close(cll_bench_model *bm) {
+    if (!bm) return;
+    cllama_context_free(bm->c);
+    cllama_model_free(bm->m);
+    free(bm->tok);
+    free(bm->pos);
+    free(bm->seq);
+    free(bm->logits);
+    free(bm);
+}
+
+const char *cll_bench_model_type(const cll_bench_model *bm) { return bm->type; }
+uint64_t cll_bench_model_size(const cll_bench_model *bm) { return cllama_model_size_bytes(bm->m); }
+uint64_t cll_bench_model_n_params(const cll_bench_model *bm) { return cllama_model_n_params(bm->m); }
+
+static cllama_token rand_tok(cll_bench_model *bm) {
+    bm->rng ^= bm->rng << 13;
+    bm->rng ^= bm->rng >> 7;
+    bm->rng ^= bm->rng << 17;
+    return (cllama_token)(bm->rng % (uint64_t)bm->n_vocab);
+}
+
+/* one prefill of n tokens (BOS first, then random ids, as llama-bench) from an empty cache */
+static cll_status run_pp(cll_bench_model *bm, int n) {
+    cllama_status st = cllama_seq_truncate(bm->c, 0, 0);
+    if (st != CLLAMA_OK) return from_api(st, "clear cache");
+    cllama_token bos = cllama_token_bos(bm->m);
+    for (int i = 0; i < n; i++) {
+        bm->tok[i] = i == 0 && bos >= 0 ? bos : rand_tok(bm);
+        bm->pos[i] = i;
+        bm->seq[i] = 0;
+        bm->logits[i] = i == n - 1;
+    }
+    cllama_batch b = {n, bm->tok, bm->pos, bm->seq, bm->logits};
+    st = cllama_decode(bm->c, &b);
+    if (st != CLLAMA_OK) return from_api(st, "prefill");
+    /* the logits must exist: reading them is the synchronisation point of a GPU step */
+    if (!cllama_get_logits(bm->c, n - 1)) return cll_err(CLL_ERR_INTERNAL, "prefill produced no logits");
+    return CLL_OK;
+}
+
+/* n single-token steps from an empty cache, logits every step (as llama-bench's tg) */
+static cll_status run_tg(cll_bench_model *bm, int n) {
+    cllama_status st = cllama_seq_truncate(bm->c, 0, 0);
+    if (st != CLLAMA_OK) return from_api(st, "clear cache");
+    cllama_token bos = cllama_token_bos(bm->m);
+    cllama_token t = bos >= 0 ? bos : rand_tok(bm);
+    for (int i = 0; i < n; i++) {
+        int32_t pos = i, seq = 0;
+        int8_t lg = 1;
+        cllama_batch b = {1, &t, &pos, &seq, &lg};
+        st = cllama_decode(bm->c, &b);
+        if (st != CLLAMA_OK) return from_api(st, "decode step");
+        if (!cllama_get_logits(bm->c, 0)) return cll_err(CLL_ERR_INTERNAL, "decode step produced no logits");
+        t = rand_tok(bm);
+    }
+    return CLL_OK;
+}
+
+cll_status cll_bench_measure(cll_bench_model *bm, int n_prompt, int n_gen, int reps, bool progress,
+                             cll_bench_result *res) {
+    memset(res, 0, sizeof *res);
+    if (reps < 1 || reps > CLL_BENCH_MAX_REPS) return cll_err(CLL_ERR_ARG, "repetitions must be 1..%d", CLL_BENCH_MAX_REPS);
+    if (n_prompt > bm->n_batch) return cll_err(CLL_ERR_ARG, "prompt of %d tokens exceeds n_batch %d", n_prompt, bm->n_batch);
+    /* untimed warm-up: first-touch of the weights, kernel selection, clocks */
+    cll_status st = CLL_OK;
+    if (n_prompt > 0) st = run_pp(bm, n_prompt);
+    if (st == CLL_OK && n_gen > 0) st = run_tg(bm, 1);
+    if (st != CLL_OK) return st;
+    for (int r = 0; r < reps; r++) {
+        if (progress)
+            fprintf(stderr, "\rbench: %s%d%s%d rep %d/%d   ", n_prompt ? "pp" : "", n_prompt ? n_prompt : 0,
+                    n_gen ? " tg" : "", n_gen, r + 1, reps);
+        double t0 = cll_now();
+        if (n_prompt > 0) st = run_pp(bm, n_prompt);
+        if (st == CLL_OK && n_gen > 0) {
+            /* pp+tg in one test continues after the prompt; plain tg starts empty */
+            if (n_prompt > 0) {
+                cllama_token t = rand_tok(bm);
+                for (int i = 0; i < n_gen && st == CLL_OK; i++) {
+                    int32_t pos = n_prompt + i, seq = 0;
+                    int8_t lg = 1;
+                    cllama_batch b = {1, &t, &pos, &seq, &lg};
+                    cllama_status s2 = cllama_decode(bm->c, &b);
+                    if (s2 != CLLAMA_OK) st = from_api(s2, "decode step");
+                    t = rand_tok(bm);
+                }
+            } else st = run_tg(bm, n_gen);
+        }
+        double dt = cll_now() - t0;
+        if (st != CLL_OK) return st;
+        res->samples_ns[r] = dt * 1e9;
+        res->samples_ts[r] = (n_prompt + n_gen) / dt;
+        res->n = r + 1;
+    }
+    if (progress) fprintf(stderr, "\r%60s\r", "");
+    double sn = 0, st_ = 0;
+    for (int i = 0; i < res->n; i++) {
+        sn += res->samples_ns[i];
+        st_ += res->samples_ts[i];
+    }
+    res->avg_ns = sn / res->n;
+    res->avg_ts = st_ / res->n;
+    double vn = 0, vt = 0;
+    for (int i = 0; i < res->n; i++) {
+        vn += (res->samples_ns[i] - res->avg_ns) * (res->samples_ns[i] - res->avg_ns);
+        vt += (res->samples_ts[i] - res->avg_ts) * (res->samples_ts[i] - res->avg_ts);
+    }
+    res->stddev_ns = res->n > 1 ? sqrt(vn / (res->n - 1)) : 0;
+    res->stddev_ts = res->n > 1 ? sqrt(vt / (res->n - 1)) : 0;
+    return CLL_OK;
+}
+
+/* ---- parity --------------------------------------------------------------------------------- */
+typedef struct {
+    cllama_token *ids;
+    int n, cap;
+} collect;
+static bool on_tok(cllama_token t, const char *piece, size_t len, void *user) {
+    (void)piece;
+    (void)len;
+    collect *c = user;
+    if (c->n < c->cap) c->ids[c->n++] = t;
+    return c->n < c->cap;
+}
+
+static void shared_dir(char *buf, size_t cap) {
+    const char *env = getenv("CLLAMA_SHARED");
+    if (env && *env) snprintf(buf, cap, "%s", env);
+    else {
+        snprintf(buf, cap, "%s/../shared", CLLAMA_SOURCE_DIR);
+        if (access(buf, R_OK) != 0) snprintf(buf, cap, "/work/shared");
+    }
+}
+
+const char *cll_bench_parity(int backend, int n_threads, char *why, size_t cap) {
+    char dir[4096], gpath[4200], mpath[4200];
+    shared_dir(dir, sizeof dir);
+    snprintf(gpath, sizeof gpath, "%s/oracle/golden/stories260K.json", dir);
+    snprintf(mpath, sizeof mpath, "%s/models/stories260K.gguf", dir);
+    json_error_t e;
+    json_t *g = json_load_file(gpath, 0, &e);
+    if (!g || access(mpath, R_OK) != 0) {
+        snprintf(why, cap, "no oracle (%s)", gpath);
+        json_decref(g);
+        return "unchecked";
+    }
+    cllama_model *m = NULL;
+    cllama_context *c = NULL;
+    cllama_sampler *s = NULL;
+    const char *verdict = "unchecked";
+    cllama_model_params mp = cllama_model_default_params();
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 512;
+    cp.n_threads = n_threads;
+    cp.backend = backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU;
+    cllama_sampler_params sp = cllama_sampler_default_params();
+    sp.temperature = 0;
+    if (cllama_model_load(mpath, &mp, &m) != CLLAMA_OK || cllama_context_create(m, &cp, &c) != CLLAMA_OK ||
+        cllama_sampler_create(&sp, cllama_model_n_vocab(m), &s) != CLLAMA_OK) {
+        snprintf(why, cap, "stories260K does not load: %s", cllama_last_error());
+        verdict = "fail";
+        goto done;
+    }
+    json_t *prompts = json_object_get(g, "prompts"), *p;
+    size_t i;
+    int checked = 0;
+    verdict = "pass";
+    snprintf(why, cap, "stories260K greedy continuations match the llama.cpp golden ids");
+    json_array_foreach(prompts, i, p) {
+        json_t *pt = json_object_get(p, "prompt_tokens"), *gen = json_object_get(p, "generated_tokens");
+        int np = (int)json_array_size(pt), ng = (int)json_array_size(gen);
+        json_int_t eog = json_integer_value(json_object_get(p, "first_eog_step"));
+        if (eog >= 0 && eog < ng) ng = (int)eog; /* we stop at end-of-generation; the golden ran on */
+        if (np == 0 || ng == 0) continue;
+        cllama_token *in = calloc((size_t)np, sizeof *in), *outv = calloc((size_t)ng, sizeof *outv);
+        for (int k = 0; k < np; k++) in[k] = (cllama_token)json_integer_value(json_array_get(pt, (size_t)k));
+        collect col = {outv, 0, ng};
+        cllama_sampler_reset(s);
+        cllama_status st = cllama_generate_tokens(c, 0, in, np, false, ng, s, on_tok, &col, NULL);
+        bool ok = st == CLLAMA_OK && col.n == ng;
+        for (int k = 0; ok && k < ng; k++)
+            if (outv[k] != json_integer_value(json_array_get(gen, (size_t)k))) {
+                ok = false;
+                snprintf(why, cap, "stories260K prompt %zu: token %d differs from the golden", i, k);
+            }
+        if (!ok && st != CLLAMA_OK) snprintf(why, cap, "stories260K prompt %zu: %s", i, cllama_last_error());
+        else if (!ok && col.n != ng) snprintf(why, cap, "stories260K prompt %zu: %d of %d tokens", i, col.n, ng);
+        free(in);
+        free(outv);
+        checked++;
+        if (!ok) {
+            verdict = "fail";
+            break;
+        }
+    }
+    if (!checked) {
+        verdict = "unchecked";
+        snprintf(why, cap, "golden file has no prompts");
+    }
+done:
+    cllama_sampler_free(s);
+    cllama_context_free(c);
+    cllama_model_free(m);
+    json_decref(g);
+    return verdict;
+}
