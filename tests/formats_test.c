@@ -201,7 +201,8 @@ static void test_activation_quantizers(void **state) {
 
 static void test_weight_quantizers(void **state) {
     (void)state;
-    static const char *const files[] = {"F16.bin", "BF16.bin", "Q4_0.bin", "Q4_1.bin", "Q5_0.bin", "Q5_1.bin", "Q8_0.bin"};
+    static const char *const files[] = {"F16.bin", "BF16.bin", "Q4_0.bin", "Q4_1.bin", "Q5_0.bin", "Q5_1.bin", "Q8_0.bin",
+                                        "Q4_K.bin", "Q5_K.bin", "Q6_K.bin"};
     int checked = 0;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         golden g;
@@ -213,7 +214,7 @@ static void test_weight_quantizers(void **state) {
         free(g.buf);
     }
     printf("weight quantizers byte-exact with ggml: %d types\n", checked);
-    assert_int_equal(checked, 7);
+    assert_int_equal(checked, 10);
 }
 
 /* ---- fp16 / bf16 ------------------------------------------------------------------ */

@@ -63,7 +63,7 @@ void cll_dequant_iq1_s(const void *src, float *dst, int64_t n);
 void cll_dequant_iq1_m(const void *src, float *dst, int64_t n);
 void cll_dequant_iq4_xs(const void *src, float *dst, int64_t n);
 
-/* weight quantizers (ggml's *_ref, no importance matrix) */
+/* weight quantizers (ggml's *_ref, no importance matrix; quantize.c, quantize_kquant.c) */
 void cll_quantize_f32(const float *x, void *dst, int64_t n);
 void cll_quantize_f16(const float *x, void *dst, int64_t n);
 void cll_quantize_bf16(const float *x, void *dst, int64_t n);
@@ -72,5 +72,8 @@ void cll_quantize_q4_1(const float *x, void *dst, int64_t n);
 void cll_quantize_q5_0(const float *x, void *dst, int64_t n);
 void cll_quantize_q5_1(const float *x, void *dst, int64_t n);
 void cll_quantize_q8_0_ref(const float *x, void *dst, int64_t n);
+void cll_quantize_q4_K(const float *x, void *dst, int64_t n);
+void cll_quantize_q5_K(const float *x, void *dst, int64_t n);
+void cll_quantize_q6_K(const float *x, void *dst, int64_t n);
 
 #endif

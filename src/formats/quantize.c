@@ -1,7 +1,8 @@
 /* formats/quantize: float32 -> block quantizers. Two kinds live here:
  *  - activation quantizers (Q8_0, Q8_1, Q8_K) that reproduce ggml-cpu's from_float byte
  *    for byte (act_Q8_*.bin): these feed the integer dot products;
- *  - weight quantizers, ggml's *_ref without an importance matrix (Q4_0.bin, Q8_0.bin).
+ *  - weight quantizers for the legacy types, ggml's *_ref without an importance matrix
+ *    (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 bytes; K-quants are in quantize_kquant.c).
  * The rounding mode is part of the format contract: each function says which one. */
 #include <math.h>
 #include <string.h>
