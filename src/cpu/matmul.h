@@ -18,7 +18,8 @@ cll_status cll_cpu_weight_create(uint32_t type, int64_t rows, int64_t cols, cons
 void cll_cpu_weight_free(cll_cpu_weight *w);
 int64_t cll_cpu_weight_rows(const cll_cpu_weight *w);
 int64_t cll_cpu_weight_cols(const cll_cpu_weight *w);
-const char *cll_cpu_weight_kernel(const cll_cpu_weight *w); /* name of the chosen kernel row */
+const char *cll_cpu_weight_kernel(const cll_cpu_weight *w); /* name of the chosen kernel row (n > 1) */
+const char *cll_cpu_weight_gemv_kernel(const cll_cpu_weight *w); /* ... and for n == 1 */
 
 /* bytes of scratch cll_cpu_matmul needs for n tokens (quantized activations etc.) */
 size_t cll_cpu_matmul_scratch(const cll_cpu_weight *w, int64_t n);
@@ -27,5 +28,9 @@ size_t cll_cpu_matmul_scratch(const cll_cpu_weight *w, int64_t n);
  * Runs on the pool (call from the pool's owner thread, not from inside a task). */
 void cll_cpu_matmul(cll_pool *pool, const cll_cpu_weight *w, const float *x, int64_t ldx, int64_t n, float *y,
                     int64_t ldy, void *scratch);
+
+/* the CPU kernel registry (every row; `cllama kernels`, tests and kbench walk it) */
+struct cll_kernel_table;
+const struct cll_kernel_table *cll_cpu_kernel_table(void);
 
 #endif

@@ -1,0 +1,241 @@
+/* cpu/kern_r8_avx2: GEMV/GEMM on the r8 layouts (kern_r8_pack.c) with AVX2.
+ * Micro-kernel: 8 weight rows x T tokens (T <= 4). The 8 unpacked weight registers of
+ * a block are reused for every token of the tile; each token's activations arrive as
+ * 4-byte broadcasts, so vpmaddubsw + vpmaddwd leave one int32 per row in each lane and
+ * no horizontal reduction is ever needed. 16 ymm registers: 8 weights + 4 accumulators
+ * + temporaries, hence T = 4.
+ * vpmaddubsw takes unsigned x signed bytes and saturates int16 pairs: unsigned nibbles
+ * (<= 15) x |a| <= 127 allow 8 products summed in int16 (8*2*15*127 = 30480 < 32767);
+ * 6-bit quants allow 2; Q8_0 uses the sign trick (|w| x sign(a, w)) and widens each. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/kern_common.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE __m256i bcast32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+INLINE __m256 load_fp16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+/* ---- Q4_0 x Q8_0 ----------------------------------------------------------------- */
+
+INLINE void tile_q4_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
+                      const int T) {
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    __m256 acc[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *rec = wg + b * 144;
+        const __m256 dw = load_fp16x8((const uint16_t *)rec);
+        __m256i w[8];
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(rec + 16 + 32 * c));
+            w[2 * c] = _mm256_and_si256(v, m4);
+            w[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const kact_q8_0x *ab = (const kact_q8_0x *)(act + t * stride) + b;
+            __m256i s = _mm256_maddubs_epi16(w[0], bcast32(ab->qs));
+#pragma GCC unroll 8
+            for (int g = 1; g < 8; g++) s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[g], bcast32(ab->qs + 4 * g)));
+            __m256i s32 = _mm256_sub_epi32(_mm256_madd_epi16(s, ones), _mm256_set1_epi32(ab->s8));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d)), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+/* ---- Q8_0 x Q8_0 ----------------------------------------------------------------- */
+
+INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
+                      const int T) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *rec = wg + b * 272;
+        const __m256 dw = load_fp16x8((const uint16_t *)rec);
+        const __m256i *wq = (const __m256i *)(rec + 16);
+        __m256i aw[8];
+#pragma GCC unroll 8
+        for (int g = 0; g < 8; g++) aw[g] = _mm256_abs_epi8(_mm256_loadu_si256(wq + g));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const kact_q8_0x *ab = (const kact_q8_0x *)(act + t * stride) + b;
+            __m256i s32 = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int g = 0; g < 8; g++) {
+                __m256i sa = _mm256_sign_epi8(bcast32(ab->qs + 4 * g), _mm256_loadu_si256(wq + g));
+                s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(_mm256_maddubs_epi16(aw[g], sa), ones));
+            }
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d)), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+/* ---- Q4_K x Q8_K ----------------------------------------------------------------- */
+
+INLINE void tile_q4_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
+                      const int T) {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256 acc[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *rec = wg + b * 1184;
+        const uint8_t *sc = rec + 32, *mm = rec + 96, *qs = rec + 160;
+        __m256i isum[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+            const __m256i *src = (const __m256i *)(qs + 256 * (s >> 1));
+            __m256i w[8];
+            if (s & 1) {
+#pragma GCC unroll 8
+                for (int c = 0; c < 8; c++) w[c] = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256(src + c), 4), m4);
+            } else {
+#pragma GCC unroll 8
+                for (int c = 0; c < 8; c++) w[c] = _mm256_and_si256(_mm256_loadu_si256(src + c), m4);
+            }
+            __m256i scv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8 * s)));
+            scv = _mm256_or_si256(scv, _mm256_slli_epi32(scv, 16)); /* (sc, sc) int16 pair per row */
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
+                const int8_t *aq = ab->qs + 32 * s;
+                __m256i p = _mm256_maddubs_epi16(w[0], bcast32(aq));
+#pragma GCC unroll 8
+                for (int c = 1; c < 8; c++) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(w[c], bcast32(aq + 4 * c)));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, scv));
+            }
+        }
+        const __m256 dw = load_fp16x8((const uint16_t *)rec), dmw = load_fp16x8((const uint16_t *)rec + 8);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
+            /* sums of the activations per 32-element sub-block, as int16 pairs (subs 2j, 2j+1) */
+            __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
+            int32_t bsp[4];
+            _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
+            __m256i msum = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(mm + 16 * j)));
+                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mv, _mm256_set1_epi32(bsp[j])));
+            }
+            const __m256 da = _mm256_set1_ps(ab->d);
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+            acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmw, da), _mm256_cvtepi32_ps(msum), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+/* ---- Q6_K x Q8_K ----------------------------------------------------------------- */
+
+INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
+                      const int T) {
+    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    /* pshufb masks: replicate int16 lane 0 (sub 2k) or lane 1 (sub 2k+1) of each 32-bit pair */
+    const __m256i dup_lo = _mm256_set_epi8(13, 12, 13, 12, 9, 8, 9, 8, 5, 4, 5, 4, 1, 0, 1, 0, 13, 12, 13, 12, 9, 8,
+                                           9, 8, 5, 4, 5, 4, 1, 0, 1, 0);
+    const __m256i dup_hi = _mm256_set_epi8(15, 14, 15, 14, 11, 10, 11, 10, 7, 6, 7, 6, 3, 2, 3, 2, 15, 14, 15, 14, 11,
+                                           10, 11, 10, 7, 6, 7, 6, 3, 2, 3, 2);
+    __m256 acc[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *rec = wg + b * 1680;
+        const int8_t *sc = (const int8_t *)(rec + 16);
+        const uint8_t *ql = rec + 144, *qh = rec + 1168;
+        __m256i isum[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+        for (int k = 0; k < 8; k++) {
+            const __m256i *lsrc = (const __m256i *)(ql + 256 * (k >> 1));
+            const __m256i *hsrc = (const __m256i *)(qh + 256 * (k >> 2));
+            const int hs = 2 * (k & 3);
+            __m256i w[8];
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; c++) {
+                __m256i lo = _mm256_loadu_si256(lsrc + c);
+                lo = (k & 1) ? _mm256_and_si256(_mm256_srli_epi16(lo, 4), m4) : _mm256_and_si256(lo, m4);
+                __m256i hi = _mm256_loadu_si256(hsrc + c);
+                hi = hs <= 4 ? _mm256_slli_epi16(hi, 4 - hs) : _mm256_srli_epi16(hi, hs - 4);
+                w[c] = _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
+            }
+            const __m256i sck = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(sc + 16 * k)));
+            const __m256i s0 = _mm256_shuffle_epi8(sck, dup_lo), s1 = _mm256_shuffle_epi8(sck, dup_hi);
+            const __m256i sck32 = _mm256_slli_epi16(sck, 5); /* 32 * sc: the -32 offset of the quants */
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
+                const int8_t *aq = ab->qs + 32 * k;
+                __m256i p0 = _mm256_add_epi16(_mm256_maddubs_epi16(w[0], bcast32(aq)),
+                                              _mm256_maddubs_epi16(w[1], bcast32(aq + 4)));
+                __m256i p1 = _mm256_add_epi16(_mm256_maddubs_epi16(w[2], bcast32(aq + 8)),
+                                              _mm256_maddubs_epi16(w[3], bcast32(aq + 12)));
+                __m256i p2 = _mm256_add_epi16(_mm256_maddubs_epi16(w[4], bcast32(aq + 16)),
+                                              _mm256_maddubs_epi16(w[5], bcast32(aq + 20)));
+                __m256i p3 = _mm256_add_epi16(_mm256_maddubs_epi16(w[6], bcast32(aq + 24)),
+                                              _mm256_maddubs_epi16(w[7], bcast32(aq + 28)));
+                __m256i v = _mm256_add_epi32(_mm256_madd_epi16(p0, s0), _mm256_madd_epi16(p1, s0));
+                v = _mm256_add_epi32(v, _mm256_add_epi32(_mm256_madd_epi16(p2, s1), _mm256_madd_epi16(p3, s1)));
+                v = _mm256_sub_epi32(v, _mm256_madd_epi16(sck32, bcast32(ab->bsums + 2 * k)));
+                isum[t] = _mm256_add_epi32(isum[t], v);
+            }
+        }
+        const __m256 dw = load_fp16x8((const uint16_t *)rec);
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab->d)), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+/* ---- drivers: token chunks stay in L2 while each 8-row group sweeps them ---------- */
+
+#define DEFINE_R8_RUN(NAME, TILE, BLK, REC)                                                                     \
+    void NAME(const kern_args *a, int64_t r0, int64_t r1) {                                                     \
+        const int64_t nb = a->cols / (BLK);                                                                     \
+        const size_t gbytes = (size_t)nb * (REC);                                                               \
+        const int64_t chunk = a->n == 1 ? 1 : kern_token_chunk(a->act_stride);                                  \
+        for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {                                                          \
+            const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;                                           \
+            for (int64_t g = r0 / 8; g < r1 / 8; g++) {                                                         \
+                const uint8_t *wg = a->w + (size_t)g * gbytes;                                                  \
+                int64_t t = t0;                                                                                 \
+                for (; t + 4 <= t1; t += 4)                                                                     \
+                    TILE(wg, nb, a->act + t * a->act_stride, a->act_stride, a->y + t * a->ldy + g * 8, a->ldy, 4); \
+                const uint8_t *at = a->act + t * a->act_stride;                                                 \
+                float *yt = a->y + t * a->ldy + g * 8;                                                          \
+                switch (t1 - t) {                                                                               \
+                case 3: TILE(wg, nb, at, a->act_stride, yt, a->ldy, 3); break;                                 \
+                case 2: TILE(wg, nb, at, a->act_stride, yt, a->ldy, 2); break;                                 \
+                case 1: TILE(wg, nb, at, a->act_stride, yt, a->ldy, 1); break;                                 \
+                default: break;                                                                                 \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
+DEFINE_R8_RUN(cll_kern_run_r8_q4_0_avx2, tile_q4_0, 32, 144)
+DEFINE_R8_RUN(cll_kern_run_r8_q8_0_avx2, tile_q8_0, 32, 272)
+DEFINE_R8_RUN(cll_kern_run_r8_q4_K_avx2, tile_q4_K, 256, 1184)
+DEFINE_R8_RUN(cll_kern_run_r8_q6_K_avx2, tile_q6_K, 256, 1680)

@@ -1,0 +1,132 @@
+/* cpu/matmul: weight preparation (kernel choice through the registry, repacking) and the
+ * threaded matmul: quantize the activations once per call into scratch, then split the
+ * output rows over the pool; each kernel loops the tokens inside its tiles. */
+#include "cpu/matmul.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/kern_common.h"
+
+struct cll_cpu_weight {
+    uint32_t type;
+    int64_t rows, cols;
+    const cll_kernel_row *gemv, *gemm; /* same layout */
+    const uint8_t *w;                  /* the map, or packed */
+    void *packed;                      /* owned repacked copy (NULL for plain layouts) */
+    size_t row_bytes;
+};
+
+static const kern_impl *impl_of(const cll_kernel_row *r) { return (const kern_impl *)r->impl; }
+
+cll_status cll_cpu_weight_create(uint32_t type, int64_t rows, int64_t cols, const void *data, cll_cpu_weight **out) {
+    *out = NULL;
+    const cll_type_traits *tr = cll_type_traits_get(type);
+    if (!tr || !tr->weight_ok)
+        return cll_err(CLL_ERR_UNSUPPORTED, "matmul: weight type %s is not supported on the CPU", cll_type_name(type));
+    if (rows <= 0 || cols <= 0 || cols % tr->blck)
+        return cll_err(CLL_ERR_ARG, "matmul: %s weight of %lld x %lld: cols must be a positive multiple of %u",
+                       tr->name, (long long)rows, (long long)cols, tr->blck);
+    if (!data) return cll_err(CLL_ERR_ARG, "matmul: weight data is NULL");
+    const cll_kernel_table *t = cll_cpu_kernel_table_get();
+    cll_kernel_shape s = {type, rows, cols, cll_kernels_cpu_features()};
+    bool fv = false, fm = false;
+    const cll_kernel_row *gv = cll_kernels_select(t, CLL_KOP_GEMV, &s, -1, &fv);
+    const cll_kernel_row *gm = cll_kernels_select(t, CLL_KOP_GEMM, &s, -1, &fm);
+    if (gv && gm && gv->layout != gm->layout) {
+        /* one weight has one layout: a forced GEMV row wins over a default GEMM row */
+        if (fv && !fm) gm = cll_kernels_select(t, CLL_KOP_GEMM, &s, gv->layout, NULL);
+        else gv = cll_kernels_select(t, CLL_KOP_GEMV, &s, gm->layout, NULL);
+    }
+    if (!gv || !gm)
+        return cll_err(CLL_ERR_UNSUPPORTED, "matmul: no CPU kernel row for %s %lld x %lld", tr->name,
+                       (long long)rows, (long long)cols);
+    cll_cpu_weight *w = calloc(1, sizeof *w);
+    if (!w) return cll_err(CLL_ERR_NOMEM, "matmul: out of memory");
+    w->type = type;
+    w->rows = rows;
+    w->cols = cols;
+    w->gemv = gv;
+    w->gemm = gm;
+    w->row_bytes = cll_row_bytes(type, (uint64_t)cols);
+    w->w = data;
+    const kern_impl *im = impl_of(gm);
+    if (im->pack) {
+        size_t bytes = im->packed_size(rows, cols);
+        w->packed = cll_aalloc(bytes);
+        if (!w->packed) {
+            free(w);
+            return cll_err(CLL_ERR_NOMEM, "matmul: out of memory repacking a %s weight (%zu bytes)", tr->name, bytes);
+        }
+        im->pack(data, w->packed, rows, cols);
+        w->w = w->packed;
+    }
+    *out = w;
+    return CLL_OK;
+}
+
+void cll_cpu_weight_free(cll_cpu_weight *w) {
+    if (!w) return;
+    cll_afree(w->packed);
+    free(w);
+}
+
+int64_t cll_cpu_weight_rows(const cll_cpu_weight *w) { return w->rows; }
+int64_t cll_cpu_weight_cols(const cll_cpu_weight *w) { return w->cols; }
+const char *cll_cpu_weight_kernel(const cll_cpu_weight *w) { return w->gemm->name; }
+const char *cll_cpu_weight_gemv_kernel(const cll_cpu_weight *w) { return w->gemv->name; }
+
+size_t cll_cpu_matmul_scratch(const cll_cpu_weight *w, int64_t n) {
+    size_t a = cll_kern_act_stride(impl_of(w->gemv)->act, w->cols);
+    size_t b = cll_kern_act_stride(impl_of(w->gemm)->act, w->cols) * (size_t)(n > 0 ? n : 1);
+    return (a > b ? a : b) + 64;
+}
+
+typedef struct {
+    const kern_impl *k;
+    kern_args a;
+    const float *x;
+    int64_t ldx;
+} mm_task;
+
+static void quant_task(void *arg, int ith, int nth) {
+    mm_task *m = arg;
+    int64_t b, e;
+    cll_split(m->a.n, ith, nth, &b, &e);
+    for (int64_t t = b; t < e; t++)
+        cll_kern_act_quantize(m->k->act, m->x + t * m->ldx, (uint8_t *)m->a.act + t * m->a.act_stride, m->a.cols);
+}
+
+static void run_task(void *arg, int ith, int nth) {
+    mm_task *m = arg;
+    const int64_t al = m->k->row_align;
+    int64_t b, e;
+    cll_split(m->a.rows / al, ith, nth, &b, &e);
+    if (e > b) m->k->run(&m->a, b * al, e * al);
+}
+
+void cll_cpu_matmul(cll_pool *pool, const cll_cpu_weight *w, const float *x, int64_t ldx, int64_t n, float *y,
+                    int64_t ldy, void *scratch) {
+    if (n <= 0) return;
+    const cll_kernel_row *row = n == 1 ? w->gemv : w->gemm;
+    mm_task m;
+    m.k = impl_of(row);
+    m.x = x;
+    m.ldx = ldx;
+    m.a.w = w->w;
+    m.a.w_row_bytes = w->row_bytes;
+    m.a.rows = w->rows;
+    m.a.cols = w->cols;
+    m.a.act = (const uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    m.a.act_stride = cll_kern_act_stride(m.k->act, w->cols);
+    m.a.n = n;
+    m.a.y = y;
+    m.a.ldy = ldy;
+    m.a.wtype = w->type;
+    /* quantizing a token costs ~1 us; below a few tokens a fork-join costs more */
+    if (n >= 4 && cll_pool_size(pool) > 1) cll_pool_run(pool, quant_task, &m);
+    else quant_task(&m, 0, 1);
+    cll_pool_run(pool, run_task, &m);
+}
+
+const cll_kernel_table *cll_cpu_kernel_table(void) { return cll_cpu_kernel_table_get(); }

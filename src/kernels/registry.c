@@ -1,0 +1,193 @@
+/* kernels/registry: CPU feature probe, row filtering and the override table. */
+#include "kernels/registry.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/formats.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+uint32_t cll_kernels_cpu_features(void) {
+    static _Atomic uint32_t cached = 0xffffffffu;
+    uint32_t f = cached;
+    if (f != 0xffffffffu) return f;
+    f = 0;
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (__get_cpuid(1, &a, &b, &c, &d)) {
+        bool osxsave = c & (1u << 27), fma = c & (1u << 12), f16c = c & (1u << 29), avx = c & (1u << 28);
+        uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+        bool ymm_os = (xcr0 & 6) == 6, zmm_os = (xcr0 & 0xe6) == 0xe6;
+        if (__get_cpuid_max(0, NULL) >= 7) {
+            __cpuid_count(7, 0, a, b, c, d);
+            bool avx2 = b & (1u << 5), bmi2 = b & (1u << 8);
+            bool f512 = b & (1u << 16), dq = b & (1u << 17), bw = b & (1u << 30), vl = b & (1u << 31);
+            bool vnni = c & (1u << 11);
+            if (avx && avx2 && fma && f16c && bmi2 && ymm_os) f |= CLL_ISA_AVX2;
+            if ((f & CLL_ISA_AVX2) && f512 && dq && bw && vl && zmm_os) f |= CLL_ISA_AVX512;
+            if ((f & CLL_ISA_AVX512) && vnni) f |= CLL_ISA_VNNI;
+        }
+    }
+#endif
+    cached = f;
+    return f;
+}
+
+const char *cll_kernels_isa_str(uint32_t isa, char *buf, size_t cap) {
+    if (!isa) {
+        snprintf(buf, cap, "scalar");
+        return buf;
+    }
+    snprintf(buf, cap, "%s%s%s", (isa & CLL_ISA_AVX2) && !(isa & CLL_ISA_AVX512) ? "avx2" : "",
+             (isa & CLL_ISA_AVX512) ? "avx512" : "", (isa & CLL_ISA_VNNI) ? "vnni" : "");
+    return buf;
+}
+
+bool cll_kernel_row_supported(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    if (r->wtype != s->wtype) return false;
+    if ((r->isa & s->features) != r->isa) return false;
+    if (r->interleave > 1 && s->rows % r->interleave) return false;
+    return r->supports ? r->supports(r, s) : true;
+}
+
+static const char *op_name(uint32_t op) { return op == CLL_KOP_GEMV ? "gemv" : op == CLL_KOP_GEMM ? "gemm" : "matmul"; }
+
+const char *cll_kernels_site(const cll_kernel_table *t, uint32_t op, uint32_t wtype, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s/%s/%s", t->backend, op_name(op), cll_type_name(wtype));
+    return buf;
+}
+
+/* ---- overrides ------------------------------------------------------------------ */
+
+#define MAX_OVERRIDES 64
+#define MAX_WARNED 64
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char site[64];
+    char name[64];
+} g_ovr[MAX_OVERRIDES];
+static int g_n_ovr;
+static char g_warned[MAX_WARNED][160];
+static int g_n_warned;
+
+cll_status cll_kernels_set_override(const char *site, const char *name) {
+    if (!site || strlen(site) >= 64 || (name && strlen(name) >= 64))
+        return cll_err(CLL_ERR_ARG, "kernel override: site/name too long or missing");
+    pthread_mutex_lock(&g_mu);
+    int i;
+    for (i = 0; i < g_n_ovr; i++)
+        if (!strcmp(g_ovr[i].site, site)) break;
+    if (!name) {
+        if (i < g_n_ovr) g_ovr[i] = g_ovr[--g_n_ovr];
+    } else if (i < g_n_ovr) {
+        snprintf(g_ovr[i].name, sizeof g_ovr[i].name, "%s", name);
+    } else if (g_n_ovr < MAX_OVERRIDES) {
+        snprintf(g_ovr[i].site, sizeof g_ovr[i].site, "%s", site);
+        snprintf(g_ovr[i].name, sizeof g_ovr[i].name, "%s", name);
+        g_n_ovr++;
+    } else {
+        pthread_mutex_unlock(&g_mu);
+        return cll_err(CLL_ERR_RANGE, "kernel override: table full (%d sites)", MAX_OVERRIDES);
+    }
+    pthread_mutex_unlock(&g_mu);
+    return CLL_OK;
+}
+
+void cll_kernels_clear_overrides(void) {
+    pthread_mutex_lock(&g_mu);
+    g_n_ovr = 0;
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* one loud line per distinct message */
+static void warn_once(const char *msg) {
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < g_n_warned; i++)
+        if (!strcmp(g_warned[i], msg)) {
+            pthread_mutex_unlock(&g_mu);
+            return;
+        }
+    if (g_n_warned < MAX_WARNED) snprintf(g_warned[g_n_warned++], sizeof g_warned[0], "%s", msg);
+    pthread_mutex_unlock(&g_mu);
+    cll_log(CLL_LOG_ERROR, "%s", msg);
+}
+
+static const cll_kernel_row *find_named(const cll_kernel_table *t, const char *name, size_t len) {
+    for (size_t i = 0; i < t->n; i++)
+        if (strlen(t->rows[i].name) == len && !strncmp(t->rows[i].name, name, len)) return &t->rows[i];
+    return NULL;
+}
+
+/* the row forced at this site, if any: explicit override first, then CLLAMA_KERNEL */
+static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, uint32_t wtype, const char *site) {
+    const cll_kernel_row *r = NULL;
+    pthread_mutex_lock(&g_mu);
+    for (int i = 0; i < g_n_ovr && !r; i++)
+        if (!strcmp(g_ovr[i].site, site)) {
+            r = find_named(t, g_ovr[i].name, strlen(g_ovr[i].name));
+            if (!r) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "WARNING: kernel override %s=%s: no such row; using the default", site,
+                         g_ovr[i].name);
+                pthread_mutex_unlock(&g_mu);
+                warn_once(msg);
+                pthread_mutex_lock(&g_mu);
+            }
+        }
+    pthread_mutex_unlock(&g_mu);
+    if (r) return r;
+    const char *env = getenv("CLLAMA_KERNEL");
+    if (!env || !*env) return NULL;
+    for (const char *p = env; *p;) {
+        size_t len = strcspn(p, ",");
+        const cll_kernel_row *c = len ? find_named(t, p, len) : NULL;
+        if (!c && len) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "WARNING: CLLAMA_KERNEL names '%.*s', which is no %s kernel row; ignored", (int)len,
+                     p, t->backend);
+            warn_once(msg);
+        }
+        if (c && c->wtype == wtype && (c->op & op)) return c;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return NULL;
+}
+
+const cll_kernel_row *cll_kernels_select(const cll_kernel_table *t, uint32_t op, const cll_kernel_shape *s,
+                                         int layout, bool *forced) {
+    char site[64];
+    cll_kernels_site(t, op, s->wtype, site, sizeof site);
+    if (forced) *forced = false;
+    const cll_kernel_row *f = forced_row(t, op, s->wtype, site);
+    if (f) {
+        if ((f->op & op) && cll_kernel_row_supported(f, s) && (layout < 0 || f->layout == layout)) {
+            if (forced) *forced = true;
+            return f;
+        }
+        char msg[160];
+        snprintf(msg, sizeof msg, "WARNING: forced kernel %s does not support %s (%lld x %lld%s); using the default",
+                 f->name, site, (long long)s->rows, (long long)s->cols,
+                 layout >= 0 && f->layout != layout ? ", other weight layout" : "");
+        warn_once(msg);
+    }
+    const cll_kernel_row *any = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        if (!(r->op & op) || (layout >= 0 && r->layout != layout) || !cll_kernel_row_supported(r, s)) continue;
+        if (r->is_default) return r;
+        if (!any) any = r;
+    }
+    return any;
+}
