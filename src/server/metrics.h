@@ -1,0 +1,42 @@
+/* server/metrics: the counters and gauges behind GET /metrics (Prometheus text format).
+ * Owns: one mutex-guarded block of numbers; writers are the HTTP threads (status codes) and
+ * the engine thread (tokens, queue depth, active sequences, throughput window).
+ * Rule: every update is O(1) under the lock; rendering copies the numbers first. */
+#ifndef CLL_SERVER_METRICS_H
+#define CLL_SERVER_METRICS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define CLL_SERVER_METRICS_CODES 8
+
+typedef struct {
+    pthread_mutex_t mu;
+    int codes[CLL_SERVER_METRICS_CODES];         /* HTTP status codes seen, 0 = unused row */
+    uint64_t code_count[CLL_SERVER_METRICS_CODES];
+    uint64_t code_other;
+    uint64_t prompt_tokens;       /* prompt tokens of admitted requests */
+    uint64_t prompt_tokens_cached;/* of those, served from the prefix cache */
+    uint64_t gen_tokens;          /* sampled tokens */
+    uint64_t decode_steps;        /* cllama_decode calls */
+    double decode_seconds;        /* time inside cllama_decode */
+    /* throughput over a sliding window: generated tokens and seconds of the last steps */
+    double win_t0;
+    uint64_t win_tokens;
+    double rate;                  /* generated tokens/s of the last completed window */
+    int queue_depth;
+    int active;
+    int parallel;
+} cll_server_metrics;
+
+void cll_server_metrics_init(cll_server_metrics *m, int parallel);
+void cll_server_metrics_free(cll_server_metrics *m);
+void cll_server_metrics_status(cll_server_metrics *m, int http_status);
+/* one engine step: tokens decoded in the batch, of which generated (sampled), its time */
+void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds);
+void cll_server_metrics_admit(cll_server_metrics *m, int prompt_tokens, int cached_tokens);
+void cll_server_metrics_gauges(cll_server_metrics *m, int queue_depth, int active);
+/* malloc'd Prometheus exposition text */
+char *cll_server_metrics_render(cll_server_metrics *m);
+
+#endif
