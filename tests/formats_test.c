@@ -419,8 +419,13 @@ static void test_vec_dot_ref(void **state) {
             } else if (t->vec_dot_type == CLL_TYPE_BF16) {
                 for (int i = 0; i < N; i++) xdq[i] = cll_bf16_to_f32(cll_f32_to_bf16(x[i]));
             } else {
-                const cll_type_traits *at = cll_type_traits_get(t->vec_dot_type);
-                at->from_f32(x, xq, N);
+                /* the activation quantizers (ggml-cpu's from_float), not the weight ones */
+                const cll_from_f32_fn aq = t->vec_dot_type == CLL_TYPE_Q8_0   ? cll_quantize_q8_0
+                                           : t->vec_dot_type == CLL_TYPE_Q8_1 ? cll_quantize_q8_1
+                                                                              : cll_quantize_q8_K;
+                assert_true(t->vec_dot_type == CLL_TYPE_Q8_0 || t->vec_dot_type == CLL_TYPE_Q8_1 ||
+                            t->vec_dot_type == CLL_TYPE_Q8_K);
+                aq(x, xq, N);
                 act_dequant(t->vec_dot_type, xq, xdq, N);
                 act = xq;
             }

@@ -47,7 +47,10 @@ uint16_t cll_f32_to_fp16(float f);
 float cll_bf16_to_f32(uint16_t h);
 uint16_t cll_f32_to_bf16(float f);
 
-/* activation quantizers, bit-exact with ggml-cpu's from_float (act_Q8_*.bin goldens) */
+/* activation quantizers, bit-exact with ggml-cpu's from_float (act_Q8_*.bin goldens).
+ * Use these for activations: traits[Q8_0].from_f32 is the *weight* quantizer (ggml's
+ * quantize_row_q8_0_ref: id = 1/d, roundf), which can differ from the activation path
+ * (id = 127/amax, round-half-even) on rare ties. */
 void cll_quantize_q8_0(const float *x, void *dst, int64_t n);
 void cll_quantize_q8_1(const float *x, void *dst, int64_t n);
 void cll_quantize_q8_K(const float *x, void *dst, int64_t n);
