@@ -116,11 +116,9 @@ static void table_free(table_t *t) {
     free(t->r);
 }
 
-static void fmt_ts(double v, char *buf, size_t cap) {
-    if (v >= 1000) snprintf(buf, cap, "%.0f", v);
-    else if (v >= 100) snprintf(buf, cap, "%.1f", v);
-    else snprintf(buf, cap, "%.2f", v);
-}
+/* decimals follow the size of the mean, so "11480 ± 1025" and "15.83 ± 0.20" */
+static int decimals(double v) { return v >= 1000 ? 0 : v >= 100 ? 1 : 2; }
+static void fmt_ts(double v, char *buf, size_t cap) { snprintf(buf, cap, "%.*f", decimals(v), v); }
 
 /* "123.4 ± 1.2" plus markers; "—" when missing */
 static void cell_text(json_t *row, char *buf, size_t cap) {
@@ -130,7 +128,7 @@ static void cell_text(json_t *row, char *buf, size_t cap) {
     }
     char a[32], b[32];
     fmt_ts(nget(row, "avg_ts"), a, sizeof a);
-    fmt_ts(nget(row, "stddev_ts"), b, sizeof b);
+    snprintf(b, sizeof b, "%.*f", decimals(nget(row, "avg_ts")), nget(row, "stddev_ts"));
     snprintf(buf, cap, "%s ± %s%s%s", a, b, !strcmp(sget(row, "noise"), "noisy") ? " ⚠noisy" : "",
              !strcmp(sget(row, "parity"), "fail") ? " ✗parity" : "");
 }

@@ -1,0 +1,177 @@
+/* board_test: the board renders the fixture records (tests/fixtures/board) into BOARD.md and
+ * board.html with the right cells, ratios (computed at render time), rooflines and markers;
+ * import-ref pins llama-bench rows and replaces them on re-import. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/board.h"
+#include "testutil.h"
+
+static char g_tmp[256];
+
+static const char *src_dir(void) {
+    const char *s = getenv("CLLAMA_SRC");
+    return s && *s ? s : CLLAMA_SOURCE_DIR;
+}
+
+static void render(const char *recdir, char **md, char **html) {
+    char mdp[512], htp[512];
+    snprintf(mdp, sizeof mdp, "%s/BOARD.md", g_tmp);
+    snprintf(htp, sizeof htp, "%s/board.html", g_tmp);
+    assert_int_equal(cll_bench_board_render(recdir, mdp, htp), CLL_OK);
+    *md = tu_read_file(mdp, NULL);
+    *html = tu_read_file(htp, NULL);
+    assert_non_null(*md);
+    assert_non_null(*html);
+}
+
+static void test_md_cells(void **state) {
+    (void)state;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/board", src_dir());
+    char *md, *html;
+    render(dir, &md, &html);
+    /* means ± sd, ratio = cllama / llama.cpp, roofline = t/s x bytes / bandwidth */
+    assert_non_null(strstr(md, "| l32-1b-Q4_0 | 1.00 | 100.0 ± 2.0 | 50.00 ± 1.00 | 2.00× | 30.00 ± 0.30 | "
+                               "40.00 ± 0.40 | 0.75× | 30% / 40% |"));
+    /* matched by sha256 across names, shown under the cllama file name */
+    assert_non_null(strstr(md, "| mine-Q8_0 | 2.00 | — | — | — | 12.00 ± 0.10 | 10.00 ± 0.10 | 1.20× | 24% / 20% |"));
+    assert_null(strstr(md, "theirs-Q8_0"));
+    assert_non_null(strstr(md, "20.00 ± 2.00 ⚠noisy"));
+    assert_non_null(strstr(md, "80.00 ± 0.50 ✗parity"));
+    assert_non_null(strstr(md, "n/a (MoE) / n/a (MoE)"));
+    /* second box, other backend, no bandwidth known */
+    assert_non_null(strstr(md, "## gpubox — cuda"));
+    assert_non_null(strstr(md, "| l2-7b-Q4_0 | 3.80 | 400.0 ± 4.0 | 357.6 ± 4.4 | 1.12× | n/a / n/a |"));
+    free(md);
+    free(html);
+}
+
+static void test_html(void **state) {
+    (void)state;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tests/fixtures/board", src_dir());
+    char *md, *html;
+    render(dir, &md, &html);
+    assert_non_null(strstr(html, "<!DOCTYPE html>"));
+    assert_non_null(strstr(html, "<svg"));
+    assert_non_null(strstr(html, "class=\"win\">2.00×"));
+    assert_non_null(strstr(html, "class=\"loss\">0.75×"));
+    assert_non_null(strstr(html, "<td>30% / 40%</td>"));
+    assert_non_null(strstr(html, "⚠noisy"));
+    /* self-contained: no scripts, no fetched assets */
+    assert_null(strstr(html, "<script"));
+    assert_null(strstr(html, "src=\""));
+    assert_null(strstr(html, "href=\"http"));
+    assert_null(strstr(html, "@import"));
+    /* bars share a scale: the 100 t/s bar is twice the 50 t/s one (420 px full width) */
+    assert_non_null(strstr(html, "width=\"420\" height=\"14\" class=\"ours\""));
+    assert_non_null(strstr(html, "width=\"210\" height=\"14\" class=\"ref\""));
+    free(md);
+    free(html);
+}
+
+/* control: the same check fails on a changed reference (the bar can fail) */
+static void test_poisoned_reference(void **state) {
+    (void)state;
+    char dir[512], path[600], cmd[600];
+    snprintf(dir, sizeof dir, "%s/poison", g_tmp);
+    snprintf(path, sizeof path, "%s/tests/fixtures/board/fixbox.json", src_dir());
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", g_tmp);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/poison'", g_tmp);
+    assert_int_equal(system(cmd), 0);
+    json_t *doc = cll_bench_records_load(path, "fixbox");
+    assert_non_null(doc);
+    json_t *rows = json_object_get(doc, "rows"), *r;
+    size_t i;
+    json_array_foreach(rows, i, r) if (!strcmp(json_string_value(json_object_get(r, "engine")), "llama.cpp") &&
+                                       !strcmp(json_string_value(json_object_get(r, "test")), "pp512"))
+        json_object_set_new(r, "avg_ts", json_real(25.0));
+    char out[600];
+    snprintf(out, sizeof out, "%s/fixbox.json", dir);
+    assert_int_equal(cll_bench_records_save(out, doc), CLL_OK);
+    json_decref(doc);
+    char *md, *html;
+    render(dir, &md, &html);
+    assert_null(strstr(md, "| 50.00 ± 1.00 | 2.00× |"));
+    assert_non_null(strstr(md, "| 25.00 ± 1.00 | 4.00× |"));
+    free(md);
+    free(html);
+}
+
+static void test_import_ref(void **state) {
+    (void)state;
+    char rec[512];
+    snprintf(rec, sizeof rec, "%s/import/h200.json", g_tmp);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/import'", g_tmp);
+    assert_int_equal(system(cmd), 0);
+    const char *jl = tu_shared("anchors/h200/bench-l2-7b-Q4_0.jsonl");
+    int n = 0;
+    assert_int_equal(cll_bench_import_ref(jl, rec, "h200", 4293.0, "anchor", &n), CLL_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(cll_bench_import_ref(jl, rec, "h200", 0, NULL, &n), CLL_OK); /* replaces, never duplicates */
+    json_t *doc = cll_bench_records_load(rec, "h200");
+    assert_non_null(doc);
+    json_t *rows = json_object_get(doc, "rows");
+    assert_int_equal(json_array_size(rows), 2);
+    json_t *r0 = json_array_get(rows, 0), *r1 = json_array_get(rows, 1);
+    assert_string_equal(json_string_value(json_object_get(r0, "engine")), "llama.cpp");
+    assert_string_equal(json_string_value(json_object_get(r0, "backend")), "cuda");
+    assert_string_equal(json_string_value(json_object_get(r0, "test")), "pp512");
+    assert_string_equal(json_string_value(json_object_get(r1, "test")), "tg128");
+    assert_true(json_is_true(json_object_get(r0, "pinned")));
+    assert_float_equal(json_number_value(json_object_get(r1, "avg_ts")), 357.578739, 1e-6);
+    assert_float_equal(json_number_value(json_object_get(doc, "bandwidth_GBps")), 4293.0, 1e-9);
+    /* a cllama row of the same file: the board pairs them by file name */
+    json_t *mine = json_deep_copy(r1);
+    json_object_set_new(mine, "engine", json_string("cllama"));
+    json_object_set_new(mine, "avg_ts", json_real(715.157478));
+    cll_bench_records_upsert(doc, mine);
+    assert_int_equal(json_array_size(rows), 3);
+    assert_int_equal(cll_bench_records_save(rec, doc), CLL_OK);
+    json_decref(doc);
+    char dir[512], *md, *html;
+    snprintf(dir, sizeof dir, "%s/import", g_tmp);
+    render(dir, &md, &html);
+    assert_non_null(strstr(md, "| 715.2 ± 4.4 | 357.6 ± 4.4 | 2.00× |"));
+    /* 715.16 t/s x 3.825 GB / 4293 GB/s = 64% of the roofline */
+    assert_non_null(strstr(md, "| 64% / 32% |"));
+    free(md);
+    free(html);
+}
+
+static void test_bad_input(void **state) {
+    (void)state;
+    char p[512];
+    snprintf(p, sizeof p, "%s/bad.jsonl", g_tmp);
+    FILE *f = fopen(p, "w");
+    fputs("{\"not\": \"a bench row\"}\n", f);
+    fclose(f);
+    char rec[600];
+    snprintf(rec, sizeof rec, "%s/bad.json", g_tmp);
+    int n;
+    assert_int_equal(cll_bench_import_ref(p, rec, "x", 0, NULL, &n), CLL_ERR_FORMAT);
+    assert_non_null(strstr(cll_last_error(), "bad.jsonl:1"));
+    f = fopen(rec, "w");
+    fputs("[1,2]", f);
+    fclose(f);
+    assert_null(cll_bench_records_load(rec, "x"));
+}
+
+int main(void) {
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/board_test.XXXXXX");
+    if (!mkdtemp(g_tmp)) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_md_cells),   cmocka_unit_test(test_html),    cmocka_unit_test(test_poisoned_reference),
+        cmocka_unit_test(test_import_ref), cmocka_unit_test(test_bad_input),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_tmp);
+    return rc;
+}
