@@ -1,0 +1,142 @@
+/* bench_test: `cllama bench -o jsonl` on stories260K (-p 16 -n 8 -r 2) gives one row per test
+ * whose fields are a superset of llama-bench's (anchors/h200/bench-l2-7b-Q4_0.jsonl), each of
+ * the same JSON kind, so one reader serves both; samples and means are consistent. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "testutil.h"
+
+/* every key of ref is in row with the same JSON kind (integer and real count as numbers);
+ * returns the number of problems and names the first in why */
+static int compare_fields(json_t *ref, json_t *row, char *why, size_t cap) {
+    const char *k;
+    json_t *v;
+    int bad = 0;
+    json_object_foreach(ref, k, v) {
+        json_t *o = json_object_get(row, k);
+        bool same = o && (json_typeof(o) == json_typeof(v) || (json_is_number(o) && json_is_number(v)) ||
+                          (json_is_boolean(o) && json_is_boolean(v)));
+        if (!same && !bad++) snprintf(why, cap, "field %s %s", k, o ? "has another JSON type" : "is missing");
+    }
+    return bad;
+}
+
+static json_t *anchor_row(void) {
+    char *txt = tu_read_file(tu_shared("anchors/h200/bench-l2-7b-Q4_0.jsonl"), NULL);
+    assert_non_null(txt);
+    char *nl = strchr(txt, '\n');
+    if (nl) *nl = 0;
+    json_t *r = json_loads(txt, 0, NULL);
+    free(txt);
+    assert_non_null(r);
+    return r;
+}
+
+static json_t *g_rows; /* rows printed by the bench run */
+
+static void run_bench(void) {
+    const char *bin = getenv("CLLAMA_BIN");
+    if (!bin) tu_skip("CLLAMA_BIN not set");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' bench -m '%s' -p 16 -n 8 -r 2 -t 2 -o jsonl 2>/dev/null", bin,
+             tu_shared("models/stories260K.gguf"));
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    g_rows = json_array();
+    char line[65536];
+    while (fgets(line, sizeof line, p)) {
+        json_error_t e;
+        json_t *r = json_loads(line, 0, &e);
+        if (!r) fail_msg("bench printed a line that is not JSON: %s (%s)", line, e.text);
+        json_array_append_new(g_rows, r);
+    }
+    int rc = pclose(p);
+    if (rc != 0) fail_msg("cllama bench exited with status %d", rc);
+}
+
+static void test_rows_superset(void **state) {
+    (void)state;
+    json_t *ref = anchor_row();
+    assert_int_equal(json_array_size(g_rows), 2);
+    size_t i;
+    json_t *r;
+    json_array_foreach(g_rows, i, r) {
+        char why[256] = "";
+        int bad = compare_fields(ref, r, why, sizeof why);
+        if (bad) fail_msg("row %zu: %d llama-bench fields differ; first: %s", i, bad, why);
+        assert_string_equal(json_string_value(json_object_get(r, "engine")), "cllama");
+        assert_non_null(json_string_value(json_object_get(r, "tune_sha256")));
+    }
+    json_decref(ref);
+}
+
+static void test_values(void **state) {
+    (void)state;
+    json_t *pp = json_array_get(g_rows, 0), *tg = json_array_get(g_rows, 1);
+    assert_int_equal(json_integer_value(json_object_get(pp, "n_prompt")), 16);
+    assert_int_equal(json_integer_value(json_object_get(pp, "n_gen")), 0);
+    assert_int_equal(json_integer_value(json_object_get(tg, "n_prompt")), 0);
+    assert_int_equal(json_integer_value(json_object_get(tg, "n_gen")), 8);
+    assert_string_equal(json_string_value(json_object_get(pp, "test")), "pp16");
+    assert_string_equal(json_string_value(json_object_get(tg, "test")), "tg8");
+    for (int k = 0; k < 2; k++) {
+        json_t *r = k ? tg : pp;
+        int ntok = k ? 8 : 16;
+        json_t *sn = json_object_get(r, "samples_ns"), *st = json_object_get(r, "samples_ts");
+        assert_int_equal(json_array_size(sn), 2);
+        assert_int_equal(json_array_size(st), 2);
+        double mean = 0;
+        for (size_t i = 0; i < 2; i++) {
+            double ns = json_number_value(json_array_get(sn, i)), ts = json_number_value(json_array_get(st, i));
+            assert_true(ns > 0);
+            assert_float_equal(ts, ntok * 1e9 / ns, ts * 1e-6); /* tokens/s is tokens over that sample's time */
+            mean += ts / 2;
+        }
+        assert_float_equal(json_number_value(json_object_get(r, "avg_ts")), mean, mean * 1e-9);
+        double a = json_number_value(json_array_get(st, 0)), b = json_number_value(json_array_get(st, 1));
+        assert_float_equal(json_number_value(json_object_get(r, "stddev_ts")), fabs(a - b) / sqrt(2.0), mean * 1e-6);
+        assert_int_equal(json_integer_value(json_object_get(r, "model_size")) > 0, 1);
+    }
+}
+
+/* control: the field check does fail on a row that lacks a field or changes its kind */
+static void test_checker_can_fail(void **state) {
+    (void)state;
+    json_t *ref = anchor_row(), *row = json_deep_copy(ref);
+    char why[256];
+    assert_int_equal(compare_fields(ref, row, why, sizeof why), 0);
+    json_object_del(row, "avg_ts");
+    assert_int_equal(compare_fields(ref, row, why, sizeof why), 1);
+    assert_string_equal(why, "field avg_ts is missing");
+    json_object_set_new(row, "avg_ts", json_real(1));
+    json_object_set_new(row, "samples_ns", json_string("1,2"));
+    assert_int_equal(compare_fields(ref, row, why, sizeof why), 1);
+    json_decref(row);
+    json_decref(ref);
+}
+
+static void test_bad_args(void **state) {
+    (void)state;
+    const char *bin = getenv("CLLAMA_BIN");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' bench -m /nonexistent.gguf -p 4 -n 0 -r 1 >/dev/null 2>&1", bin);
+    assert_int_not_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "'%s' bench -m x.gguf -o xml >/dev/null 2>&1", bin);
+    assert_int_not_equal(system(cmd), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest pure[] = {cmocka_unit_test(test_checker_can_fail)};
+    int rc = cmocka_run_group_tests_name("bench_checker", pure, NULL, NULL);
+    run_bench();
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_rows_superset), cmocka_unit_test(test_values),
+                                       cmocka_unit_test(test_bad_args)};
+    rc |= cmocka_run_group_tests_name("bench_run", tests, NULL, NULL);
+    json_decref(g_rows);
+    return rc;
+}
