@@ -1,0 +1,391 @@
+/* cpu_kernels_test: every CPU kernel row runnable here, every type it serves, against a
+ * float64 reference (formats' to_f32 of the weights . the activations quantized and
+ * dequantized the way the type's vec_dot_type is), with NaN-poisoned outputs, odd row
+ * counts, strided x/y, n in {1, 3, 8, 17, 64}, and a poison control per shape. Also:
+ * the SIMD activation quantizers are byte-identical with formats', dispatch honours
+ * overrides and falls back loudly, and results do not depend on the pool size. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "core/threads.h"
+#include "cpu/kern_common.h"
+#include "cpu/matmul.h"
+#include "formats/formats.h"
+#include "kernels/registry.h"
+
+#define TOL 2e-5 /* relative to sum |w*a|: float accumulation over <= 1024 products */
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t rnd_u64(void) {
+    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static double rnd_unif(void) { return (double)(rnd_u64() >> 11) / 9007199254740992.0; }
+static float rnd_normal(void) {
+    double u = rnd_unif() + 1e-300, v = rnd_unif();
+    return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v));
+}
+
+/* ---- weights: quantize random rows with formats' quantizer, or mix golden blocks ---- */
+
+static uint8_t *g_gold[CLL_TYPE_COUNT];
+static size_t g_gold_len[CLL_TYPE_COUNT];
+
+static const uint8_t *golden_quants(uint32_t type, uint64_t *row_size, uint32_t *nrows) {
+    if (!g_gold[type]) {
+        char name[32];
+        snprintf(name, sizeof name, "%s", cll_type_name(type));
+        for (char *p = name; *p; p++) *p = (char)toupper((unsigned char)*p);
+        char rel[64];
+        snprintf(rel, sizeof rel, "oracle/quant/%s.bin", name);
+        g_gold[type] = (uint8_t *)tu_read_file(tu_shared(rel), &g_gold_len[type]);
+        if (!g_gold[type]) return NULL;
+    }
+    const uint8_t *f = g_gold[type];
+    uint64_t off_q;
+    memcpy(row_size, f + 48, 8);
+    memcpy(nrows, f + 40, 4);
+    memcpy(&off_q, f + 88, 8);
+    return f + off_q;
+}
+
+static uint8_t *make_weights(uint32_t type, int64_t rows, int64_t cols) {
+    const cll_type_traits *tr = cll_type_traits_get(type);
+    const uint64_t rb = cll_row_bytes(type, (uint64_t)cols);
+    uint8_t *w = malloc(rb * (uint64_t)rows);
+    assert_non_null(w);
+    if (tr->from_f32) {
+        float *x = malloc((size_t)cols * sizeof *x);
+        for (int64_t r = 0; r < rows; r++) {
+            const float scale = (float)pow(10.0, (double)(r % 5) - 2); /* 1e-2 .. 1e2 */
+            const float off = (r % 3 == 0) ? 0.3f * scale : 0.0f;      /* some rows with an offset */
+            for (int64_t k = 0; k < cols; k++) x[k] = scale * rnd_normal() + off;
+            tr->from_f32(x, w + r * rb, cols);
+        }
+        free(x);
+        return w;
+    }
+    uint64_t grs = 0;
+    uint32_t gn = 0;
+    const uint8_t *g = golden_quants(type, &grs, &gn);
+    assert_non_null(g);
+    const uint64_t gblocks = grs / tr->type_size * gn, nb = (uint64_t)cols / tr->blck;
+    for (int64_t r = 0; r < rows; r++)
+        for (uint64_t b = 0; b < nb; b++)
+            memcpy(w + r * rb + b * tr->type_size, g + (rnd_u64() % gblocks) * tr->type_size, tr->type_size);
+    return w;
+}
+
+/* ---- reference ---- */
+
+/* the activations as the type's vec_dot_type carries them, dequantized; for Q8_1 also the
+ * per-block correction m*(s - d*sum(q)) that ggml's m*s form adds (returned in corr[b]) */
+static void act_as_vec_dot(uint32_t type, const float *x, int64_t cols, double *xa, double *sq, double *sdiff) {
+    const uint32_t vdt = cll_type_traits_get(type)->vec_dot_type;
+    if (vdt == CLL_TYPE_F32) {
+        for (int64_t k = 0; k < cols; k++) xa[k] = x[k];
+    } else if (vdt == CLL_TYPE_F16) {
+        for (int64_t k = 0; k < cols; k++) xa[k] = cll_fp16_to_f32(cll_f32_to_fp16(x[k]));
+    } else if (vdt == CLL_TYPE_BF16) {
+        for (int64_t k = 0; k < cols; k++) xa[k] = cll_bf16_to_f32(cll_f32_to_bf16(x[k]));
+    } else if (vdt == CLL_TYPE_Q8_0) {
+        cll_block_q8_0 *q = malloc((size_t)cols / 32 * sizeof *q);
+        cll_quantize_q8_0(x, q, cols);
+        for (int64_t k = 0; k < cols; k++) xa[k] = (double)cll_fp16_to_f32(q[k / 32].d) * q[k / 32].qs[k % 32];
+        free(q);
+    } else if (vdt == CLL_TYPE_Q8_1) {
+        cll_block_q8_1 *q = malloc((size_t)cols / 32 * sizeof *q);
+        cll_quantize_q8_1(x, q, cols);
+        for (int64_t b = 0; b < cols / 32; b++) {
+            const double d = cll_fp16_to_f32(q[b].d);
+            int s = 0;
+            for (int j = 0; j < 32; j++) {
+                xa[32 * b + j] = d * q[b].qs[j];
+                s += q[b].qs[j];
+            }
+            sq[b] = d * s;
+            sdiff[b] = (double)cll_fp16_to_f32(q[b].s) - d * s;
+        }
+        free(q);
+    } else {
+        cll_block_q8_K *q = malloc((size_t)cols / 256 * sizeof *q);
+        cll_quantize_q8_K(x, q, cols);
+        for (int64_t k = 0; k < cols; k++) xa[k] = (double)q[k / 256].d * q[k / 256].qs[k % 256];
+        free(q);
+    }
+}
+
+/* ref[t*rows + r] and scale = sum |w*a| */
+static void reference(uint32_t type, const uint8_t *w, int64_t rows, int64_t cols, const float *x, int64_t ldx,
+                      int64_t n, double *ref, double *scale) {
+    const cll_type_traits *tr = cll_type_traits_get(type);
+    const uint64_t rb = cll_row_bytes(type, (uint64_t)cols);
+    float *wf = malloc((size_t)cols * sizeof *wf);
+    double *xa = malloc((size_t)(cols * n) * sizeof *xa);
+    double *sq = calloc((size_t)(cols / 32 + 1) * (size_t)n, sizeof *sq);
+    double *sd = calloc((size_t)(cols / 32 + 1) * (size_t)n, sizeof *sd);
+    const int64_t nb32 = cols / 32 + 1;
+    for (int64_t t = 0; t < n; t++) act_as_vec_dot(type, x + t * ldx, cols, xa + t * cols, sq + t * nb32, sd + t * nb32);
+    const bool q81 = tr->vec_dot_type == CLL_TYPE_Q8_1;
+    for (int64_t r = 0; r < rows; r++) {
+        tr->to_f32(w + r * rb, wf, cols);
+        for (int64_t t = 0; t < n; t++) {
+            double s = 0, a = 0;
+            for (int64_t k = 0; k < cols; k++) {
+                const double p = (double)wf[k] * xa[t * cols + k];
+                s += p;
+                a += fabs(p);
+            }
+            if (q81) /* Q4_1/Q5_1: m at bytes 2..3 of each block; ggml adds m*s with s in fp16 */
+                for (int64_t b = 0; b < cols / 32; b++) {
+                    uint16_t mh;
+                    memcpy(&mh, w + r * rb + b * tr->type_size + 2, 2);
+                    s += (double)cll_fp16_to_f32(mh) * sd[t * nb32 + b];
+                }
+            ref[t * rows + r] = s;
+            scale[t * rows + r] = a;
+        }
+    }
+    free(wf);
+    free(xa);
+    free(sq);
+    free(sd);
+}
+
+/* number of elements outside tolerance (NaN counts); first failure described in msg */
+static int compare(const float *y, int64_t ldy, const double *ref, const double *scale, int64_t rows, int64_t n,
+                   char *msg, size_t cap) {
+    int bad = 0;
+    for (int64_t t = 0; t < n; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            const double e = fabs((double)y[t * ldy + r] - ref[t * rows + r]);
+            if (!(e <= TOL * scale[t * rows + r] + 1e-30)) {
+                if (!bad)
+                    snprintf(msg, cap, "t=%lld r=%lld: got %.9g want %.9g (err %.3g, bar %.3g)", (long long)t,
+                             (long long)r, y[t * ldy + r], ref[t * rows + r], e, TOL * scale[t * rows + r]);
+                bad++;
+            }
+        }
+    return bad;
+}
+
+/* ---- the row walk ---- */
+
+static cll_pool *g_pool2;
+
+static void check_row_shape(const cll_kernel_row *row, int64_t rows, int64_t cols, int *n_checked) {
+    char site_v[64], site_m[64], msg[256] = "";
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    cll_kernels_site(t, CLL_KOP_GEMV, row->wtype, site_v, sizeof site_v);
+    cll_kernels_site(t, CLL_KOP_GEMM, row->wtype, site_m, sizeof site_m);
+    uint8_t *w = make_weights(row->wtype, rows, cols);
+    cll_kernel_shape s = {row->wtype, rows, cols, cll_kernels_cpu_features()};
+    const bool sup = cll_kernel_row_supported(row, &s);
+    assert_int_equal(cll_kernels_set_override(site_v, row->name), CLL_OK);
+    assert_int_equal(cll_kernels_set_override(site_m, row->name), CLL_OK);
+    cll_cpu_weight *cw = NULL;
+    assert_int_equal(cll_cpu_weight_create(row->wtype, rows, cols, w, &cw), CLL_OK);
+    if (!sup) {
+        /* refused shape: the forced row must not be used, another row serves it */
+        assert_true(row->interleave > 1 && rows % row->interleave);
+        assert_string_not_equal(cll_cpu_weight_kernel(cw), row->name);
+        printf("  %-28s %4lld x %-5lld refused (rows %% %d), served by %s\n", row->name, (long long)rows,
+               (long long)cols, row->interleave, cll_cpu_weight_kernel(cw));
+    } else {
+        assert_string_equal(cll_cpu_weight_kernel(cw), row->name);
+        if (row->op & CLL_KOP_GEMV) assert_string_equal(cll_cpu_weight_gemv_kernel(cw), row->name);
+    }
+    static const int64_t ns[] = {1, 3, 8, 17, 64};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        const int64_t n = ns[i], ldx = cols + 5, ldy = rows + 3;
+        float *x = malloc((size_t)(ldx * n) * sizeof *x), *y = malloc((size_t)(ldy * n) * sizeof *y);
+        for (int64_t tt = 0; tt < n; tt++) {
+            const float sc = (float)pow(10.0, (double)(tt % 4) - 1.5);
+            for (int64_t k = 0; k < ldx; k++) x[tt * ldx + k] = sc * rnd_normal();
+            if (tt % 5 == 1) x[tt * ldx + (tt * 37) % cols] *= 30; /* an outlier sets the block scale */
+        }
+        for (int64_t k = 0; k < ldy * n; k++) y[k] = NAN;
+        void *scratch = malloc(cll_cpu_matmul_scratch(cw, n));
+        cll_cpu_matmul(g_pool2, cw, x, ldx, n, y, ldy, scratch);
+        double *ref = malloc((size_t)(rows * n) * sizeof *ref), *scale = malloc((size_t)(rows * n) * sizeof *scale);
+        reference(row->wtype, w, rows, cols, x, ldx, n, ref, scale);
+        int bad = compare(y, ldy, ref, scale, rows, n, msg, sizeof msg);
+        if (bad) printf("FAIL %s rows=%lld cols=%lld n=%lld: %d bad, %s\n", row->name, (long long)rows, (long long)cols,
+                        (long long)n, bad, msg);
+        assert_int_equal(bad, 0);
+        /* nothing written past the rows (padding of ldy stays NaN) */
+        for (int64_t tt = 0; tt < n; tt++)
+            for (int64_t r = rows; r < ldy; r++) assert_true(isnan(y[tt * ldy + r]));
+        /* poison control: the element most above its bar, perturbed by 1e-2, must fail */
+        int64_t best = 0;
+        for (int64_t k = 0; k < rows * n; k++)
+            if (fabs(ref[k]) / (scale[k] + 1e-300) > fabs(ref[best]) / (scale[best] + 1e-300)) best = k;
+        ref[best] *= 1.01;
+        assert_true(compare(y, ldy, ref, scale, rows, n, msg, sizeof msg) >= 1);
+        free(ref);
+        free(scale);
+        free(scratch);
+        free(x);
+        free(y);
+        (*n_checked)++;
+    }
+    cll_cpu_weight_free(cw);
+    cll_kernels_set_override(site_v, NULL);
+    cll_kernels_set_override(site_m, NULL);
+    free(w);
+}
+
+static void test_every_row(void **state) {
+    (void)state;
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const uint32_t feat = cll_kernels_cpu_features();
+    int checked = 0, rows_run = 0, skipped = 0;
+    assert_int_equal(cll_pool_create(2, &g_pool2), CLL_OK);
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *row = &t->rows[i];
+        char isa[48];
+        if ((row->isa & feat) != row->isa) {
+            printf("SKIP row %s: this CPU lacks %s\n", row->name, cll_kernels_isa_str(row->isa, isa, sizeof isa));
+            skipped++;
+            continue;
+        }
+        const int64_t cols_list[] = {256, 1024};
+        const int64_t rows_list[] = {8, 24, 17};
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 3; b++) check_row_shape(row, rows_list[b], cols_list[a], &checked);
+        rows_run++;
+        printf("ok   row %-30s (%s)\n", row->name, cll_type_name(row->wtype));
+    }
+    printf("%d rows checked (%d matmuls compared), %d rows skipped for ISA\n", rows_run, checked, skipped);
+    cll_pool_free(g_pool2);
+    assert_true(rows_run > 0);
+}
+
+/* ---- activation quantizers: SIMD bytes == formats' bytes ---- */
+
+static void test_act_quantizers(void **state) {
+    (void)state;
+    if (!(cll_kernels_cpu_features() & CLL_ISA_AVX2)) {
+        printf("SKIP act quantizers: this CPU lacks avx2\n");
+        return;
+    }
+    const int64_t cols = 4096;
+    float *x = malloc(cols * sizeof *x);
+    for (int rep = 0; rep < 20; rep++) {
+        for (int64_t k = 0; k < cols; k++) x[k] = rnd_normal() * (rep % 3 ? 1.f : 1e-3f);
+        if (rep == 1) memset(x, 0, 256 * sizeof *x);              /* all-zero blocks */
+        if (rep == 2) for (int k = 0; k < 32; k++) x[k] = (float)(k - 16) * 0.5f; /* exact ties */
+        if (rep == 3) { x[5] = -9; x[6] = 9; }                      /* |max| tie: first wins */
+        cll_block_q8_0 ref0[cols / 32];
+        kact_q8_0x got0[cols / 32];
+        cll_quantize_q8_0(x, ref0, cols);
+        cll_kern_act_q8_0x_avx2(x, got0, cols);
+        for (int b = 0; b < cols / 32; b++) {
+            assert_memory_equal(ref0[b].qs, got0[b].qs, 32);
+            assert_true(cll_fp16_to_f32(ref0[b].d) == got0[b].d);
+            int s = 0;
+            for (int j = 0; j < 32; j++) s += ref0[b].qs[j];
+            assert_int_equal(8 * s, got0[b].s8);
+        }
+        cll_block_q8_K refk[cols / 256], gotk[cols / 256];
+        cll_quantize_q8_K(x, refk, cols);
+        cll_kern_act_q8_K_avx2(x, gotk, cols);
+        assert_memory_equal(refk, gotk, sizeof refk);
+        uint16_t h[cols];
+        cll_kern_act_f16_avx2(x, h, cols);
+        for (int64_t k = 0; k < cols; k++) assert_int_equal(h[k], cll_f32_to_fp16(x[k]));
+    }
+    free(x);
+}
+
+/* ---- dispatch: defaults, overrides, loud fallback ---- */
+
+static void test_dispatch(void **state) {
+    (void)state;
+    const bool avx2 = (cll_kernels_cpu_features() & CLL_ISA_AVX2) != 0;
+    uint8_t *w = make_weights(CLL_TYPE_Q4_0, 24, 256);
+    cll_cpu_weight *cw;
+    assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 24, 256, w, &cw), CLL_OK);
+    printf("default q4_0 24x256: %s / gemv %s\n", cll_cpu_weight_kernel(cw), cll_cpu_weight_gemv_kernel(cw));
+    if (avx2 && !(cll_kernels_cpu_features() & CLL_ISA_VNNI))
+        assert_string_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_avx2_r8x4");
+    cll_cpu_weight_free(cw);
+    /* forced row by env: the scalar row */
+    setenv("CLLAMA_KERNEL", "matmul_q4_0_scalar", 1);
+    assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 24, 256, w, &cw), CLL_OK);
+    assert_string_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_scalar");
+    assert_string_equal(cll_cpu_weight_gemv_kernel(cw), "matmul_q4_0_scalar");
+    cll_cpu_weight_free(cw);
+    /* a forced r8 row on 17 rows falls back (with a warning) */
+    if (avx2) {
+        setenv("CLLAMA_KERNEL", "matmul_q4_0_avx2_r8x4", 1);
+        uint8_t *w17 = make_weights(CLL_TYPE_Q4_0, 17, 256);
+        assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 17, 256, w17, &cw), CLL_OK);
+        assert_string_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_avx2_row");
+        cll_cpu_weight_free(cw);
+        free(w17);
+    }
+    /* an unknown name is ignored loudly */
+    setenv("CLLAMA_KERNEL", "no_such_kernel", 1);
+    assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 24, 256, w, &cw), CLL_OK);
+    cll_cpu_weight_free(cw);
+    unsetenv("CLLAMA_KERNEL");
+    /* the override table beats the default */
+    assert_int_equal(cll_kernels_set_override("cpu/gemm/q4_0", "matmul_q4_0_scalar"), CLL_OK);
+    assert_int_equal(cll_kernels_set_override("cpu/gemv/q4_0", "matmul_q4_0_scalar"), CLL_OK);
+    assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 24, 256, w, &cw), CLL_OK);
+    assert_string_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_scalar");
+    cll_cpu_weight_free(cw);
+    cll_kernels_clear_overrides();
+    /* bad shapes / types are errors, not crashes */
+    assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 24, 100, w, &cw), CLL_ERR_ARG);
+    assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q8_K, 24, 256, w, &cw), CLL_ERR_UNSUPPORTED);
+    free(w);
+}
+
+/* ---- the pool size never changes a result ---- */
+
+static void test_pool_sizes_identical(void **state) {
+    (void)state;
+    const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_Q5_K, CLL_TYPE_F16};
+    const int64_t rows = 40, cols = 512, n = 9;
+    float *x = malloc(n * cols * sizeof *x), *y[3];
+    for (int64_t k = 0; k < n * cols; k++) x[k] = rnd_normal();
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        uint8_t *w = make_weights(types[ti], rows, cols);
+        cll_cpu_weight *cw;
+        assert_int_equal(cll_cpu_weight_create(types[ti], rows, cols, w, &cw), CLL_OK);
+        for (int nn = 1; nn <= n; nn += n - 1) /* GEMV and GEMM */
+            for (int p = 0; p < 3; p++) {
+                cll_pool *pool;
+                assert_int_equal(cll_pool_create(p + 1, &pool), CLL_OK);
+                y[p] = malloc(nn * rows * sizeof(float));
+                void *scratch = malloc(cll_cpu_matmul_scratch(cw, nn));
+                cll_cpu_matmul(pool, cw, x, cols, nn, y[p], rows, scratch);
+                free(scratch);
+                cll_pool_free(pool);
+                if (p) assert_memory_equal(y[0], y[p], nn * rows * sizeof(float));
+                if (p == 2)
+                    for (int q = 0; q < 3; q++) free(y[q]);
+            }
+        cll_cpu_weight_free(cw);
+        free(w);
+    }
+    free(x);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_act_quantizers),
+        cmocka_unit_test(test_dispatch),
+        cmocka_unit_test(test_pool_sizes_identical),
+        cmocka_unit_test(test_every_row),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
