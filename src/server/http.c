@@ -267,7 +267,7 @@ int cll_server_run(const cll_server_config *cfg) {
         size_t n = strlen(srv->model_id);
         if (n > 5 && !strcmp(srv->model_id + n - 5, ".gguf")) srv->model_id[n - 5] = 0;
     }
-    if (cll_server_sched_start(srv->ctx, srv->cfg.queue + srv->cfg.parallel, cfg->chunk, &srv->metrics, &srv->sched)) {
+    if (cll_server_sched_start(srv->ctx, srv->cfg.queue, cfg->chunk, &srv->metrics, &srv->sched)) {
         fprintf(stderr, "cllama serve: cannot start the scheduler\n");
         goto out;
     }

@@ -108,7 +108,11 @@ void cll_server_job_cancel(cll_server_sched *s, cll_server_job *j) {
 
 int cll_server_sched_submit(cll_server_sched *s, cll_server_job *j) {
     pthread_mutex_lock(&s->mu);
-    if (s->quit || s->q_len >= s->queue_max) {
+    /* a job waits in the queue even when a slot is free (until the engine admits it), so
+     * free slots count as room on top of queue_max */
+    int free_slots = 0;
+    for (int i = 0; i < s->n_slots; i++) free_slots += s->slots[i].job == NULL;
+    if (s->quit || s->q_len >= s->queue_max + free_slots) {
         pthread_mutex_unlock(&s->mu);
         return -1;
     }
@@ -380,8 +384,9 @@ static void on_token(cll_server_sched *s, slot *sl, cllama_token t) {
         slot_finish(s, sl, CLL_SERVER_FINISH_STOP, NULL);
     } else if (j->max_tokens >= 0 && j->n_gen >= j->max_tokens) {
         slot_finish(s, sl, CLL_SERVER_FINISH_LENGTH, NULL);
-    } else if (sl->n_cache >= s->n_ctx) {
-        /* the sampled token has no room to be decoded: the sequence's context is full */
+    } else if (sl->n_cache + 1 >= s->n_ctx) {
+        /* prompt + completion fill the sequence's context (the KV holds all but the token
+         * just sampled): a longer reply could not be continued, so stop with "length" */
         slot_finish(s, sl, CLL_SERVER_FINISH_LENGTH, NULL);
     } else {
         pthread_cond_broadcast(&j->cond);
@@ -482,7 +487,7 @@ int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, cll_se
     s->n_slots = (int)cllama_n_seq_max(ctx);
     s->n_ctx = (int)cllama_n_ctx(ctx);
     s->chunk = chunk > 0 ? chunk : 64;
-    s->queue_max = queue_max > 0 ? queue_max : 1;
+    s->queue_max = queue_max > 0 ? queue_max : 0;
     /* every generating sequence gets its token, plus room for at least one prompt chunk */
     s->n_batch = s->n_slots + s->chunk;
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);

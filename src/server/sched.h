@@ -52,8 +52,7 @@ typedef struct cll_server_job {
 
 typedef struct cll_server_sched cll_server_sched;
 
-/* Start the engine thread. queue_max: waiting jobs beyond the running ones before submit
- * refuses; chunk: prompt tokens per sequence per step. */
+/* Start the engine thread. queue_max: jobs allowed to wait while every slot is busy; chunk: prompt tokens per sequence per step. */
 int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, cll_server_metrics *metrics,
                            cll_server_sched **out);
 /* Stop the engine thread: running and queued jobs finish as cancelled, submit refuses.

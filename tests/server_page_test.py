@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""server_page_test: the chat page at GET / in headless Chromium.
+
+The page is opened with ?q=...&autorun=1&temp=0&max_tokens=N, sends the message itself and
+streams the reply through fetch + ReadableStream; the dumped DOM must hold the user bubble,
+the assistant bubble with exactly the greedy reply the API gives for the same message, and
+the "done" status. A screenshot is written to $CLLAMA_BUILD/server_page.png.
+SKIPs visibly when chromium is missing. Env: CLLAMA_BIN, CLLAMA_SHARED, CLLAMA_BUILD."""
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_api_test import BIN, STORIES, Server, check, skip, FAILS  # noqa: E402
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "headless_shell"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None
+
+
+def run_chromium(exe, args, url, timeout=90):
+    prof = tempfile.mkdtemp(prefix="cllama-chromium-")
+    try:
+        cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+               "--user-data-dir=" + prof, "--virtual-time-budget=30000"] + args + [url]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    finally:
+        shutil.rmtree(prof, ignore_errors=True)
+
+
+def main():
+    if not BIN or not os.path.exists(BIN):
+        skip("CLLAMA_BIN not built")
+    if not os.path.exists(STORIES):
+        skip("stories260K.gguf missing")
+    exe = chromium()
+    if not exe:
+        skip("chromium is not installed (apt-get install -y chromium): chat page not tested")
+    probe = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        skip("this cllama has no serve command")
+    s = Server(STORIES, "--parallel", "2", "--ctx", "256")
+    try:
+        q, n = "Tell me a story about a dog", 24
+        st, _, j = s.post_json("/v1/chat/completions", {"messages": [{"role": "user", "content": q}],
+                                                         "max_tokens": n, "temperature": 0})
+        want = j["choices"][0]["message"]["content"]
+        url = "%s/?q=%s&autorun=1&temp=0&max_tokens=%d" % (s.base, q.replace(" ", "%20"), n)
+        r = run_chromium(exe, ["--dump-dom"], url)
+        dom = r.stdout
+        check(r.returncode == 0 and "<html" in dom, "chromium dumped the page DOM")
+        user = re.search(r'<div class="msg user">(.*?)</div>', dom, re.S)
+        reply = re.search(r'<div class="msg assistant" id="reply-1">(.*?)</div>', dom, re.S)
+        status = re.search(r'<div id="status">(.*?)</div>', dom, re.S)
+        check(user is not None and html.unescape(user.group(1)) == q, "the user bubble shows the question")
+        got = html.unescape(reply.group(1)) if reply else None
+        check(got is not None and got == want and len(want) > 0,
+              "the streamed reply in the page equals the API's greedy reply (%r)" % (got or "")[:60])
+        check(status is not None and status.group(1).startswith("done"), "status says done (%s)"
+              % (status.group(1) if status else None))
+        check('class="msg error"' not in dom, "no error bubble")
+        shot = os.path.join(os.environ.get("CLLAMA_BUILD", tempfile.gettempdir()), "server_page.png")
+        r = run_chromium(exe, ["--screenshot=" + shot, "--window-size=1000,640", "--hide-scrollbars"], url)
+        check(os.path.exists(shot) and os.path.getsize(shot) > 5000, "screenshot written: " + shot)
+    finally:
+        rc = s.stop()
+        check(rc == 0, "server exits 0")
+    print("%d failure(s)" % len(FAILS))
+    sys.exit(1 if FAILS else 0)
+
+
+if __name__ == "__main__":
+    main()
