@@ -36,7 +36,15 @@ cll_status cll_tok_encode(const cll_tokenizer *t, const char *text, size_t len, 
                           int32_t *out, int32_t cap, int32_t *n_out);
 /* one token's bytes; returns bytes needed, writes up to cap */
 int32_t cll_tok_piece(const cll_tokenizer *t, int32_t id, char *buf, int32_t cap, bool special);
-/* whole-sequence decode; returns bytes needed (excl. NUL), writes up to cap-1 + NUL */
+/* whole-sequence decode; returns bytes needed (excl. NUL), writes up to cap-1 + NUL.
+ * Same as llama_detokenize(remove_special = false, unparse_special = special):
+ * the first piece loses one leading space when the vocab adds a space prefix
+ * (SPM); a BOS in front hides nothing (its piece is empty unless special), so
+ * decode(encode(s, add_special=false)) == s where the vocab can spell s. */
 int64_t cll_tok_decode(const cll_tokenizer *t, const int32_t *ids, int32_t n, char *buf, int64_t cap, bool special);
+/* the full llama_detokenize: remove_special drops a leading BOS (then keeps the
+ * space after it) and a trailing EOS when the vocab adds them. -1 on bad args/OOM. */
+int64_t cll_tok_detokenize(const cll_tokenizer *t, const int32_t *ids, int32_t n, char *buf, int64_t cap,
+                           bool remove_special, bool special);
 
 #endif
