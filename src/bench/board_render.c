@@ -253,8 +253,27 @@ static void html_table(FILE *f, const table_t *t) {
     fprintf(f, "<section><h2>");
     html_esc(f, t->box);
     fprintf(f, " — %s</h2>\n", t->backend);
-    if (t->bw > 0) fprintf(f, "<p>read bandwidth %.0f GB/s; decode roofline = bandwidth / bytes of weights</p>\n", t->bw);
-    fprintf(f, "<table><thead><tr><th>model file</th><th>size GB</th>");
+    const char *cpu = first_str(t, "cllama", "cpu_info"), *gpu = first_str(t, "cllama", "gpu_info");
+    if (!cpu) cpu = first_str(t, "llama.cpp", "cpu_info");
+    if (!gpu) gpu = first_str(t, "llama.cpp", "gpu_info");
+    const char *sha = first_prov(t, "cllama", "engine_git_sha"), *bc = first_str(t, "llama.cpp", "build_commit");
+    const char *note = first_prov(t, "llama.cpp", "note");
+    fprintf(f, "<p>hardware: ");
+    html_esc(f, cpu ? cpu : "?");
+    if (gpu && *gpu) {
+        fprintf(f, "; ");
+        html_esc(f, gpu);
+    }
+    if (t->bw > 0) fprintf(f, "<br>read bandwidth %.0f GB/s; decode roofline = bandwidth / bytes of weights", t->bw);
+    fprintf(f, "<br>cllama: git ");
+    html_esc(f, sha ? sha : "—");
+    fprintf(f, "; llama.cpp: build ");
+    html_esc(f, bc ? bc : "—");
+    if (note) {
+        fprintf(f, " — ");
+        html_esc(f, note);
+    }
+    fprintf(f, "</p>\n<table><thead><tr><th>model file</th><th>size GB</th>");
     for (int q = 0; q < t->nt; q++) {
         const char *n = t->t[q].name;
         fprintf(f, "<th>%s cllama</th><th>%s llama.cpp</th><th>%s ratio</th>", n, n, n);
