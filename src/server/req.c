@@ -316,6 +316,7 @@ static int parse_root(cll_server_req_kind kind, json_t *root, cll_server_req *r,
         if (get_bool(so, "include_usage", &r->include_usage, err) < 0) return -1;
     }
     if (get_bool(root, "return_tokens", &r->return_tokens, err) < 0) return -1;
+    if (get_bool(root, "ignore_eos", &r->ignore_eos, err) < 0) return -1;
     long long x;
     int k;
     /* max_completion_tokens is the newer name; when both are given it wins */

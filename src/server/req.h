@@ -27,6 +27,7 @@ typedef struct {
     bool stream;
     bool include_usage;           /* stream_options.include_usage */
     bool return_tokens;           /* extension: ids of the generated tokens in the reply */
+    bool ignore_eos;              /* extension (as llama.cpp): keep going past end-of-generation */
     int32_t max_tokens;           /* -1 = until end of generation or context */
     char **stop;                  /* stop strings (non-empty), owned here */
     size_t n_stop;

@@ -123,6 +123,7 @@ static cll_server_job *make_job(cll_server *srv, cll_server_req *r, cll_server_e
         return NULL;
     }
     cll_server_job *j = cll_server_job_new(toks, n, r->max_tokens, smp, r->stop, r->n_stop);
+    if (j) j->ignore_eos = r->ignore_eos;
     r->stop = NULL; /* the job owns them now */
     r->n_stop = 0;
     if (!j) {

@@ -352,8 +352,8 @@ static void on_token(cll_server_sched *s, slot *sl, cllama_token t) {
     const cllama_model *m = s->model;
     char piece[256];
     int32_t np = 0;
-    bool eog = cllama_token_is_eog(m, t);
-    if (!eog) {
+    bool eog = cllama_token_is_eog(m, t) && !j->ignore_eos;
+    if (!cllama_token_is_eog(m, t)) {
         np = cllama_token_to_piece(m, t, piece, (int32_t)sizeof piece, false);
         if (np < 0) np = 0;
         if (np > (int32_t)sizeof piece) np = (int32_t)sizeof piece; /* no real piece is this long */

@@ -29,6 +29,7 @@ typedef struct cll_server_job {
     cllama_token *prompt;        /* owned */
     int32_t n_prompt;
     int32_t max_tokens;          /* -1 = until end of generation or context */
+    bool ignore_eos;             /* end-of-generation tokens do not end the job (benchmarks) */
     cllama_sampler *sampler;     /* owned; used only by the engine thread once submitted */
     char **stops;                /* owned: the engine may still read them after the client left */
     size_t n_stops;
