@@ -219,12 +219,21 @@ static void test_bad_input(void **s) {
         int64_t dl = 0;
         char *d = dec(v.t, ids, n, &dl);
         assert_non_null(d);
-        if (k == 0) {
-            /* SPM byte fallback keeps every byte: the round trip is exact */
-            assert_int_equal(dl, (int64_t)sizeof bad - 1);
-            assert_memory_equal(d, bad, sizeof bad - 1);
-        }
         free(d);
+        if (k == 0) {
+            /* SPM byte fallback keeps every byte: the round trip is exact as long as no
+             * truncated sequence swallows the U+2581 of a following space (llama.cpp
+             * groups bytes by the lead byte's length, and so do we) */
+            static const char bad2[] = "a\xff\xfe" "b\xc3(c\0d\xed\xa0\x80\xc0\x80\xe2\x82";
+            int32_t *i2 = NULL;
+            int32_t n2 = enc(v.t, bad2, sizeof bad2 - 1, false, false, &i2);
+            char *d2 = dec(v.t, i2, n2, &dl);
+            assert_non_null(d2);
+            assert_int_equal(dl, (int64_t)sizeof bad2 - 1);
+            assert_memory_equal(d2, bad2, sizeof bad2 - 1);
+            free(d2);
+            free(i2);
+        }
         int32_t small[2], got = 0;
         assert_int_equal(cll_tok_encode(v.t, bad, sizeof bad - 1, true, true, small, 2, &got), CLL_ERR_RANGE);
         assert_int_equal(got, n);
