@@ -100,12 +100,16 @@ int64_t cllama_chat_apply(const cllama_model *m, const cllama_chat_message *msgs
 const char *cllama_chat_template_name(const cllama_model *m);
 
 /* ---- contexts (KV cache + activations) ---------------------------------------------------- */
+/* KV cache element type: F16 is llama.cpp's default; F32 is what the oracle goldens used */
+typedef enum { CLLAMA_KV_F16 = 0, CLLAMA_KV_F32 = 1 } cllama_kv_type;
+
 typedef struct {
     uint32_t n_ctx;        /* tokens of KV per sequence; 0 = min(model n_ctx_train, 4096) */
     uint32_t n_seq_max;    /* independent sequences (each has its own KV region); default 1 */
     uint32_t n_batch;      /* max tokens per cllama_decode call; default 512 */
     int n_threads;         /* 0 = physical cores */
     cllama_backend backend;
+    cllama_kv_type kv_type; /* default CLLAMA_KV_F16 */
 } cllama_context_params;
 
 cllama_context_params cllama_context_default_params(void);

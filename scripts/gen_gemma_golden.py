@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Greedy reference continuations of the default model (Gemma-3-270M Q4_K_M) by llama.cpp,
+through the PyPI package `llama-cpp-py-sync` (it bundles llama.cpp's libllama).
+
+  scripts/gen_gemma_golden.py [--model PATH] [--out tests/golden/gemma3-270m.json]
+
+llama.cpp runs with its own context defaults (F16 KV cache, flash attention "auto"), 2 threads,
+the prompt prefilled in one batch, then one token per llama_decode. Each step takes the argmax
+of the raw logits (ties to the lowest id) and generation stops at end-of-generation (the EOG id
+is not recorded) or after n_gen tokens. Prompts are plain text, BOS added as the model says,
+no chat template. tests/gemma_ref_test.py imports reference() from here.
+"""
+import argparse, json, os, sys
+
+N_GEN = 32
+
+_LONG = " ".join(
+    "Paragraph %d. The lighthouse keeper counted the ships that passed the rocks each night, wrote their names in "
+    "a blue notebook, and wondered where each of them was going and who was waiting for them at home." % i
+    for i in range(1, 16))
+
+PROMPTS = [
+    "Once upon a time",
+    "The capital of France is",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Water boils at 100 degrees Celsius because",
+    "Here is a list of three colors: red,",
+    _LONG + " Summarize the story in one sentence:",
+]
+
+
+def default_model():
+    env = os.environ.get("CLLAMA_MODEL")
+    if env:
+        return env
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "cllama", "models", "gemma-3-270m-q4_k_m.gguf")
+
+
+_SHIM_C = r"""
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+long __isoc23_strtol(const char *s, char **e, int b) { return strtol(s, e, b); }
+unsigned long __isoc23_strtoul(const char *s, char **e, int b) { return strtoul(s, e, b); }
+unsigned long long __isoc23_strtoull(const char *s, char **e, int b) { return strtoull(s, e, b); }
+int __isoc23_sscanf(const char *s, const char *f, ...) { va_list ap; va_start(ap, f); int r = vsscanf(s, f, ap); va_end(ap); return r; }
+"""
+
+
+def _weaken_glibc_238(path):
+    """Mark the GLIBC_2.38 version needs of an ELF64 file weak (in place), so an older glibc loads it."""
+    import struct
+    b = bytearray(open(path, "rb").read())
+    shoff, = struct.unpack_from("<Q", b, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", b, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", b, shoff + i * shentsize) for i in range(shnum)]
+    for sec in secs:
+        if sec[1] != 0x6FFFFFFE:  # SHT_GNU_verneed
+            continue
+        strtab = secs[sec[6]][4]
+        off = sec[4]
+        while True:
+            _, cnt, _, aux, nxt = struct.unpack_from("<HHIII", b, off)
+            a = off + aux
+            for _ in range(cnt):
+                _, flags, _, name, anext = struct.unpack_from("<IHHII", b, a)
+                end = b.index(0, strtab + name)
+                if bytes(b[strtab + name:end]) == b"GLIBC_2.38":
+                    struct.pack_into("<H", b, a + 4, flags | 2)  # VER_FLG_WEAK
+                a += anext
+            if not nxt:
+                break
+            off += nxt
+    open(path, "wb").write(bytes(b))
+
+
+def _compat_libdir(pkg_dir):
+    """The bundled libllama needs glibc 2.38 only for four C23 parsing functions: on an older
+    glibc, copy the libraries to a cache folder, weaken those version needs and provide the
+    functions from a tiny shim loaded first (RTLD_GLOBAL)."""
+    import ctypes, glob, shutil, subprocess, tempfile
+    d = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "cllama", "llamaref-compat")
+    os.makedirs(d, exist_ok=True)
+    shim = os.path.join(d, "libc23shim.so")
+    if not os.path.exists(shim):
+        with tempfile.TemporaryDirectory() as t:
+            open(os.path.join(t, "s.c"), "w").write(_SHIM_C)
+            open(os.path.join(t, "v.map"), "w").write("GLIBC_2.38 { global: __isoc23_*; local: *; };\n")
+            subprocess.check_call(["cc", "-shared", "-fPIC", "-O1", "-o", shim, os.path.join(t, "s.c"),
+                                   "-Wl,--version-script=" + os.path.join(t, "v.map")])
+    for f in glob.glob(os.path.join(pkg_dir, "lib*.so*")):
+        dst = os.path.join(d, os.path.basename(f))
+        if not os.path.exists(dst) or os.path.getmtime(dst) < os.path.getmtime(f):
+            shutil.copyfile(f, dst)
+            _weaken_glibc_238(dst)
+    ctypes.CDLL(shim, mode=ctypes.RTLD_GLOBAL)
+    return d
+
+
+def _import_reference():
+    import llama_cpp_py_sync as lcp
+    from llama_cpp_py_sync import _cffi_bindings as cb
+    try:
+        cb.get_lib()
+    except RuntimeError as e:
+        if "GLIBC_2.38" not in str(e):
+            raise
+        d = _compat_libdir(os.path.dirname(cb.__file__))
+        cb._find_library = lambda: os.path.join(d, "libllama.so")
+        if hasattr(cb, "_find_mtmd_library"):
+            cb._find_mtmd_library = lambda: os.path.join(d, "libmtmd.so")
+        cb._lib = None
+        cb.get_lib()
+    return lcp
+
+
+def reference(model_path, prompts=PROMPTS, n_gen=N_GEN, n_threads=2):
+    """Greedy ids per prompt from llama.cpp. Raises ImportError when the package is missing."""
+    lcp = _import_reference()
+    from llama_cpp_py_sync import _version
+
+    llm = lcp.Llama(model_path, n_ctx=1024, n_batch=1024, n_threads=n_threads, flash_attn_type=-1, verbose=False)
+    lib, ffi = llm._lib, llm._ffi
+    n_vocab = llm.n_vocab
+    out = []
+    for text in prompts:
+        llm._clear_context_state()
+        toks = llm.tokenize(text, add_special=True, parse_special=False)
+        n_past = llm._eval_tokens(toks, 0)
+        gen, stopped = [], False
+        for _ in range(n_gen):
+            lg = lib.llama_get_logits_ith(llm._ctx, -1)
+            buf = ffi.unpack(lg, n_vocab)
+            best = 0
+            for i in range(1, n_vocab):
+                if buf[i] > buf[best]:
+                    best = i
+            if lib.llama_vocab_is_eog(llm._vocab, best):
+                stopped = True
+                break
+            gen.append(best)
+            if len(gen) == n_gen:
+                break
+            n_past = llm._eval_tokens([best], n_past)
+        out.append({"prompt": text, "prompt_tokens": toks, "generated_tokens": gen, "stopped_eog": stopped,
+                    "generated_text": llm.detokenize(gen)})
+    info = {"package": "llama-cpp-py-sync", "version": lcp.__version__ if hasattr(lcp, "__version__") else _version.__version__,
+            "llama_cpp_tag": getattr(_version, "__llama_cpp_tag__", "?"),
+            "llama_cpp_commit": getattr(_version, "__llama_cpp_commit__", "?"),
+            "system_info": ffi.string(lib.llama_print_system_info()).decode()}
+    llm.close()
+    return info, out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=default_model())
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(here, "..", "tests", "golden", "gemma3-270m.json"))
+    a = ap.parse_args()
+    info, prompts = reference(a.model)
+    doc = {"format": "cllama-greedy-ref/1", "generator": "scripts/gen_gemma_golden.py", "reference": info,
+           "model": os.path.basename(a.model),
+           "settings": {"n_ctx": 1024, "n_threads": 2, "kv_cache": "llama.cpp default (f16)", "flash_attn": "auto",
+                        "prefill": "one batch", "tokenize": "add_special=true, parse_special=false",
+                        "sampling": "argmax of raw logits, ties to lowest id", "n_gen": N_GEN,
+                        "stop_at_eog": "yes; the EOG id is not recorded"},
+           "prompts": prompts}
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    for p in prompts:
+        print(len(p["prompt_tokens"]), p["generated_tokens"][:8], repr(p["generated_text"][:60]))
+    print("wrote", a.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+/* cpu/forward: one batched pass of the model over a batch of tokens (any mix of sequences).
+ * Matmuls run n rows at once through cll_cpu_matmul; row-wise ops and attention are split
+ * over the pool. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu/forward_internal.h"
+#include "cpu/ops.h"
+#include "formats/formats.h"
+
+/* ---- row-parallel tasks ------------------------------------------------------------------ */
+
+static void task_embed(void *arg, int ith, int nth) {
+    cll_cpu_state *s = arg;
+    const cll_model *m = s->cm->m;
+    const cll_gguf_tensor *te = m->tok_embd;
+    const cll_type_traits *tr = cll_type_traits_get(te->type);
+    const int64_t d = m->hp.n_embd;
+    const uint64_t rb = cll_row_bytes(te->type, (uint64_t)d);
+    const float scale = sqrtf((float)d);
+    int64_t b, e;
+    cll_split(s->b->n, ith, nth, &b, &e);
+    for (int64_t i = b; i < e; i++) {
+        float *x = s->x + i * d;
+        tr->to_f32((const uint8_t *)te->data + (uint64_t)s->b->tokens[i] * rb, x, d);
+        if (m->recipe.embd_scale)
+            for (int64_t j = 0; j < d; j++) x[j] *= scale;
+    }
+}
+
+/* xn = rmsnorm(x) * w for the block input */
+typedef struct {
+    cll_cpu_state *s;
+    const float *src;
+    float *dst;
+    const float *w;
+    int64_t n;
+} norm_args;
+
+static void task_norm(void *arg, int ith, int nth) {
+    norm_args *a = arg;
+    const int64_t d = a->s->cm->m->hp.n_embd;
+    const float eps = a->s->cm->m->hp.eps;
+    int64_t b, e;
+    cll_split(a->n, ith, nth, &b, &e);
+    for (int64_t i = b; i < e; i++) cll_ops_rmsnorm(a->dst + i * d, a->src + i * d, a->w, d, eps);
+}
+
+static void run_norm(cll_cpu_state *s, const float *src, float *dst, const float *w, int64_t n) {
+    norm_args a = {s, src, dst, w, n};
+    cll_pool_run(s->pool, task_norm, &a);
+}
+
+/* biases, q/k norms, rope, q prescale; then K/V into the cache at (seq, pos) */
+static void task_qkv(void *arg, int ith, int nth) {
+    cll_cpu_state *s = arg;
+    const cll_cpu_model *cm = s->cm;
+    const cll_model *m = cm->m;
+    const cll_hparams *hp = &m->hp;
+    const cll_layer *L = &m->layers[s->il];
+    const cll_cpu_layer *C = &cm->layers[s->il];
+    const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k;
+    const bool f16 = !s->p.kv_f32;
+    float *cs = s->rope + (int64_t)ith * hp->n_rot;
+    int64_t b, e;
+    cll_split(s->b->n, ith, nth, &b, &e);
+    for (int64_t i = b; i < e; i++) {
+        float *q = s->q + i * nq, *k = s->k + i * s->kv_k, *v = s->v + i * s->kv_v;
+        if (C->bq)
+            for (int64_t j = 0; j < nq; j++) q[j] += C->bq[j];
+        if (C->bk)
+            for (int64_t j = 0; j < s->kv_k; j++) k[j] += C->bk[j];
+        if (C->bv)
+            for (int64_t j = 0; j < s->kv_v; j++) v[j] += C->bv[j];
+        if (C->q_norm) {
+            for (int32_t h = 0; h < hp->n_head; h++)
+                cll_ops_rmsnorm(q + h * hp->head_dim_k, q + h * hp->head_dim_k, C->q_norm, hp->head_dim_k, hp->eps);
+            for (int32_t h = 0; h < hp->n_head_kv; h++)
+                cll_ops_rmsnorm(k + h * hp->head_dim_k, k + h * hp->head_dim_k, C->k_norm, hp->head_dim_k, hp->eps);
+        }
+        const int32_t pos = s->b->pos[i];
+        cll_ops_rope_cs(cs, pos, hp->n_rot, L->rope_base, L->rope_freq_scale, cm->rope_ff);
+        cll_ops_rope_apply(q, hp->n_head, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);
+        cll_ops_rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);
+        if (m->recipe.q_prescale)
+            for (int64_t j = 0; j < nq; j++) q[j] *= hp->attn_scale;
+        if (f16) /* llama.cpp rounds q to fp16 to dot it with an F16 cache */
+            for (int64_t j = 0; j < nq; j++) q[j] = cll_fp16_to_f32(cll_f32_to_fp16(q[j]));
+        const int64_t slot = (int64_t)s->b->seq[i] * s->p.n_ctx + pos;
+        if (f16) {
+            cll_ops_to_f16((uint16_t *)s->kc[s->il] + slot * s->kv_k, k, s->kv_k);
+            cll_ops_to_f16((uint16_t *)s->vc[s->il] + slot * s->kv_v, v, s->kv_v);
+        } else {
+            memcpy((float *)s->kc[s->il] + slot * s->kv_k, k, sizeof(float) * s->kv_k);
+            memcpy((float *)s->vc[s->il] + slot * s->kv_v, v, sizeof(float) * s->kv_v);
+        }
+    }
+}
+
+/* attention: one work item per (token, head) */
+static void task_attn(void *arg, int ith, int nth) {
+    cll_cpu_state *s = arg;
+    const cll_model *m = s->cm->m;
+    const cll_hparams *hp = &m->hp;
+    const cll_layer *L = &m->layers[s->il];
+    const int32_t H = hp->n_head, gqa = hp->n_head / hp->n_head_kv;
+    const int32_t hk = hp->head_dim_k, hv = hp->head_dim_v;
+    const bool f16 = !s->p.kv_f32;
+    const size_t esz = f16 ? sizeof(uint16_t) : sizeof(float);
+    const float scale = m->recipe.q_prescale ? 1.0f : hp->attn_scale;
+    float *scores = s->scores + (int64_t)ith * s->p.n_ctx;
+    int64_t b, e;
+    cll_split((int64_t)s->b->n * H, ith, nth, &b, &e);
+    for (int64_t it = b; it < e; it++) {
+        const int64_t i = it / H;
+        const int32_t h = (int32_t)(it % H), kvh = h / gqa;
+        const int32_t pos = s->b->pos[i];
+        const int64_t base = (int64_t)s->b->seq[i] * s->p.n_ctx;
+        const uint8_t *kb = (const uint8_t *)s->kc[s->il] + ((size_t)base * s->kv_k + (size_t)kvh * hk) * esz;
+        const uint8_t *vb = (const uint8_t *)s->vc[s->il] + ((size_t)base * s->kv_v + (size_t)kvh * hv) * esz;
+        int32_t lo = 0;
+        if (L->swa && pos - hp->n_swa + 1 > 0) lo = pos - hp->n_swa + 1;
+        cll_ops_attn_head(s->q + i * (int64_t)H * hk + (int64_t)h * hk, kb, vb, s->kv_k, s->kv_v, f16, lo, pos + 1, hk,
+                          hv, scale, scores, s->ao + i * (int64_t)H * hv + (int64_t)h * hv);
+    }
+}
+
+/* x += post_norm(t) */
+typedef struct {
+    cll_cpu_state *s;
+    const float *post; /* NULL: no post norm */
+} resid_args;
+
+static void task_resid(void *arg, int ith, int nth) {
+    resid_args *a = arg;
+    cll_cpu_state *s = a->s;
+    const int64_t d = s->cm->m->hp.n_embd;
+    int64_t b, e;
+    cll_split(s->b->n, ith, nth, &b, &e);
+    for (int64_t i = b; i < e; i++) {
+        float *t = s->t + i * d, *x = s->x + i * d;
+        if (a->post) cll_ops_rmsnorm(t, t, a->post, d, s->cm->m->hp.eps);
+        for (int64_t j = 0; j < d; j++) x[j] += t[j];
+    }
+}
+
+/* g = act(g) * u over n rows of width f (rows at stride ld) */
+typedef struct {
+    cll_cpu_state *s;
+    int64_t n, f;
+} act_args;
+
+static void task_act(void *arg, int ith, int nth) {
+    act_args *a = arg;
+    const cll_cpu_model *cm = a->s->cm;
+    int64_t b, e; /* split the flattened (n*f) range so a single-token step uses every thread */
+    cll_split(a->n * a->f, ith, nth, &b, &e);
+    if (cm->m->recipe.act == CLL_ACT_GELU_TANH)
+        cll_ops_gelu_mul(a->s->g + b, a->s->u + b, e - b, cm->gelu_tab);
+    else
+        cll_ops_silu_mul(a->s->g + b, a->s->u + b, e - b);
+}
+
+static void run_act(cll_cpu_state *s, int64_t n, int64_t f) {
+    act_args a = {s, n, f};
+    cll_pool_run(s->pool, task_act, &a);
+}
+
+/* ---- MoE ------------------------------------------------------------------------------------ */
+
+/* softmax over all router logits, top-k (ties to the lower expert id), renormalize */
+static void moe_route(cll_cpu_state *s) {
+    const cll_hparams *hp = &s->cm->m->hp;
+    const int32_t E = hp->n_expert, K = hp->n_expert_used;
+    for (int32_t i = 0; i < s->b->n; i++) {
+        float *r = s->router + (int64_t)i * E;
+        float mx = -INFINITY;
+        for (int32_t x = 0; x < E; x++) mx = r[x] > mx ? r[x] : mx;
+        double sum = 0.0;
+        for (int32_t x = 0; x < E; x++) {
+            r[x] = expf(r[x] - mx);
+            sum += (double)r[x];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int32_t x = 0; x < E; x++) r[x] *= inv;
+        int32_t *sel = s->sel + (int64_t)i * K;
+        float *w = s->selw + (int64_t)i * K;
+        float wsum = 0.0f;
+        for (int32_t k = 0; k < K; k++) {
+            int32_t best = -1;
+            for (int32_t x = 0; x < E; x++) {
+                bool taken = false;
+                for (int32_t j = 0; j < k; j++) taken |= sel[j] == x;
+                if (!taken && (best < 0 || r[x] > r[best])) best = x;
+            }
+            sel[k] = best;
+            w[k] = r[best];
+            wsum += w[k];
+        }
+        if (hp->moe_norm_topk) {
+            if (wsum < 6.103515625e-5f) wsum = 6.103515625e-5f;
+            for (int32_t k = 0; k < K; k++) w[k] /= wsum;
+        }
+    }
+}
+
+static void moe_ffn(cll_cpu_state *s, const cll_cpu_layer *C) {
+    const cll_hparams *hp = &s->cm->m->hp;
+    const int64_t d = hp->n_embd, f = hp->n_ff_exp, n = s->b->n;
+    const int32_t E = hp->n_expert, K = hp->n_expert_used;
+    cll_cpu_matmul(s->pool, C->router, s->xn, d, n, s->router, E, s->mm);
+    moe_route(s);
+    for (int32_t x = 0; x < E; x++) {
+        int64_t cnt = 0;
+        for (int64_t i = 0; i < n; i++)
+            for (int32_t k = 0; k < K; k++)
+                if (s->sel[i * K + k] == x) {
+                    s->erow[cnt] = (int32_t)i;
+                    s->eslot[cnt] = k;
+                    memcpy(s->xe + cnt * d, s->xn + i * d, sizeof(float) * d);
+                    cnt++;
+                }
+        if (!cnt) continue;
+        cll_cpu_matmul(s->pool, C->gate_e[x], s->xe, d, cnt, s->g, f, s->mm);
+        cll_cpu_matmul(s->pool, C->up_e[x], s->xe, d, cnt, s->u, f, s->mm);
+        run_act(s, cnt, f);
+        cll_cpu_matmul(s->pool, C->down_e[x], s->g, f, cnt, s->de, d, s->mm);
+        for (int64_t r = 0; r < cnt; r++) {
+            const int64_t i = s->erow[r];
+            const int32_t k = s->eslot[r];
+            const float w = s->selw[i * K + k];
+            float *dst = s->moe + (i * K + k) * d;
+            const float *src = s->de + r * d;
+            for (int64_t j = 0; j < d; j++) dst[j] = src[j] * w;
+        }
+    }
+    /* sum the slots in order, as llama.cpp adds its per-slot views */
+    for (int64_t i = 0; i < n; i++) {
+        float *t = s->t + i * d;
+        memcpy(t, s->moe + i * K * d, sizeof(float) * d);
+        for (int32_t k = 1; k < K; k++) {
+            const float *src = s->moe + (i * K + k) * d;
+            for (int64_t j = 0; j < d; j++) t[j] += src[j];
+        }
+    }
+}
+
+/* ---- the pass ----------------------------------------------------------------------------------- */
+
+cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logits) {
+    const cll_cpu_model *cm = s->cm;
+    const cll_model *m = cm->m;
+    const cll_hparams *hp = &m->hp;
+    const int64_t n = b->n, d = hp->n_embd;
+    if (n <= 0 || n > s->p.n_batch)
+        return cll_err(CLL_ERR_RANGE, "forward: batch of %lld tokens (n_batch %d)", (long long)n, s->p.n_batch);
+    int64_t n_want = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= hp->n_vocab)
+            return cll_err(CLL_ERR_ARG, "forward: token %d at batch index %lld is outside the vocab (%d)",
+                           b->tokens[i], (long long)i, hp->n_vocab);
+        if (b->seq[i] < 0 || b->seq[i] >= s->p.n_seq || b->pos[i] < 0 || b->pos[i] >= s->p.n_ctx)
+            return cll_err(CLL_ERR_RANGE, "forward: batch index %lld has seq %d pos %d outside (%d seqs, n_ctx %d)",
+                           (long long)i, b->seq[i], b->pos[i], s->p.n_seq, s->p.n_ctx);
+        n_want += b->want ? (b->want[i] != 0) : (i == n - 1);
+    }
+    if (n_want > s->p.n_out_max)
+        return cll_err(CLL_ERR_RANGE, "forward: %lld tokens want logits, the session holds %d rows", (long long)n_want,
+                       s->p.n_out_max);
+    s->b = b;
+    cll_pool_run(s->pool, task_embed, s);
+    const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k, nao = (int64_t)hp->n_head * hp->head_dim_v;
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const cll_cpu_layer *C = &cm->layers[il];
+        s->il = il;
+        run_norm(s, s->x, s->xn, C->attn_norm, n);
+        cll_cpu_matmul(s->pool, C->wq, s->xn, d, n, s->q, nq, s->mm);
+        cll_cpu_matmul(s->pool, C->wk, s->xn, d, n, s->k, s->kv_k, s->mm);
+        cll_cpu_matmul(s->pool, C->wv, s->xn, d, n, s->v, s->kv_v, s->mm);
+        cll_pool_run(s->pool, task_qkv, s);
+        cll_pool_run(s->pool, task_attn, s);
+        cll_cpu_matmul(s->pool, C->wo, s->ao, nao, n, s->t, d, s->mm);
+        resid_args ra = {s, C->post_attn_norm};
+        cll_pool_run(s->pool, task_resid, &ra);
+
+        run_norm(s, s->x, s->xn, C->ffn_norm, n);
+        if (hp->n_expert > 0) {
+            moe_ffn(s, C);
+        } else {
+            const int64_t f = hp->n_ff;
+            cll_cpu_matmul(s->pool, C->gate, s->xn, d, n, s->g, f, s->mm);
+            cll_cpu_matmul(s->pool, C->up, s->xn, d, n, s->u, f, s->mm);
+            run_act(s, n, f);
+            cll_cpu_matmul(s->pool, C->down, s->g, f, n, s->t, d, s->mm);
+        }
+        resid_args rf = {s, C->post_ffn_norm};
+        cll_pool_run(s->pool, task_resid, &rf);
+    }
+    if (n_want == 0) {
+        s->b = NULL;
+        return CLL_OK;
+    }
+    /* logits only for the rows that asked */
+    int64_t r = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (b->want ? b->want[i] != 0 : i == n - 1) memcpy(s->xo + (r++) * d, s->x + i * d, sizeof(float) * d);
+    run_norm(s, s->xo, s->xo, cm->output_norm, n_want);
+    cll_cpu_matmul(s->pool, cm->output, s->xo, d, n_want, logits, hp->n_vocab, s->mm);
+    if (hp->logit_softcap > 0.0f) {
+        const float c = hp->logit_softcap;
+        for (int64_t j = 0; j < n_want * hp->n_vocab; j++) logits[j] = tanhf(logits[j] / c) * c;
+    }
+    s->b = NULL;
+    return CLL_OK;
+}

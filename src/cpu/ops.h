@@ -1,0 +1,37 @@
+/* cpu/ops: the non-matmul math of the CPU forward: RMSNorm, RoPE, gated activations,
+ * attention of one query head over a KV range.
+ * Owns nothing; every buffer is the caller's (the session's scratch).
+ * Rule: numerics follow ggml-cpu where it is cheap to (double-accumulated norm and softmax
+ * sums, iterated rope theta, the fp16 GELU table), so logits land near llama.cpp's. */
+#ifndef CLL_CPU_OPS_H
+#define CLL_CPU_OPS_H
+
+#include "core/core.h"
+#include "model/model.h"
+
+/* y = x / sqrt(mean(x^2) + eps) * w  (w may be NULL = 1; y may alias x) */
+void cll_ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps);
+
+/* rope cos/sin for one position: cs (n_rot/2, 2) = {cos, sin} per pair; ff = frequency
+ * factors (n_rot/2) or NULL */
+void cll_ops_rope_cs(float *cs, int32_t pos, int32_t n_rot, float base, float freq_scale, const float *ff);
+/* rotate the first n_rot dims of each of n_heads heads (x is (n_heads, hd)) */
+void cll_ops_rope_apply(float *x, int32_t n_heads, int32_t hd, int32_t n_rot, const float *cs, cll_rope_kind kind);
+
+/* g = act(g) * u over n elements */
+void cll_ops_silu_mul(float *g, const float *u, int64_t n);
+/* gelu_tab (65536) from cll_ops_gelu_table_init: ggml-cpu's fp16 GELU table */
+void cll_ops_gelu_mul(float *g, const float *u, int64_t n, const uint16_t *gelu_tab);
+void cll_ops_gelu_table_init(uint16_t *tab);
+
+/* One query head against keys/values [lo, hi) of a cache region.
+ * q (hd_k); k rows of hd_k at stride ks elements, v rows of hd_v at stride vs elements, both
+ * F32 (kv_f16 false) or F16 (true); scores (hi - lo) scratch; out (hd_v).
+ * softmax(scale * q·k) · v with the max-subtracted exp summed in double. */
+void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16,
+                       int32_t lo, int32_t hi, int32_t hd_k, int32_t hd_v, float scale, float *scores, float *out);
+
+/* dst[i] = fp16(src[i]) */
+void cll_ops_to_f16(uint16_t *dst, const float *src, int64_t n);
+
+#endif

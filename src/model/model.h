@@ -1,0 +1,70 @@
+/* model: the architecture recipes. general.architecture picks a recipe that reads the
+ * hparams from metadata and binds tensor names to weight views (pointers into the GGUF map).
+ * Owns the layer table only; the cll_gguf (and its map) must outlive the model.
+ * Rule: a recipe only describes (norm/rope/act kind, biases, q/k-norm, post-norms, sliding
+ * window, MoE); no backend code branches on the architecture name. */
+#ifndef CLL_MODEL_H
+#define CLL_MODEL_H
+
+#include "gguf/gguf.h"
+
+typedef enum { CLL_ROPE_NORM = 0, CLL_ROPE_NEOX = 1 } cll_rope_kind;
+typedef enum { CLL_ACT_SILU = 0, CLL_ACT_GELU_TANH = 1 } cll_act_kind;
+
+/* what the forward must do for this architecture */
+typedef struct {
+    const char *name;        /* recipe name: "llama", "qwen2", ... */
+    cll_rope_kind rope;
+    cll_act_kind act;        /* gated FFN: down(act(gate(x)) * up(x)) */
+    bool qkv_bias;           /* attn_{q,k,v}.bias required */
+    bool qk_norm;            /* per-head RMS norm of q and k before RoPE */
+    bool post_norms;         /* post_attention_norm / post_ffw_norm before the residual adds */
+    bool embd_scale;         /* input embeddings * sqrt(n_embd) */
+    bool q_prescale;         /* q *= attn_scale after RoPE and attention uses scale 1 (gemma) */
+    bool moe_allowed;        /* expert_count > 0 selects the MoE FFN */
+} cll_recipe;
+
+typedef struct {
+    int32_t n_vocab, n_embd, n_layer, n_ctx_train;
+    int32_t n_head, n_head_kv, head_dim_k, head_dim_v, n_rot;
+    int32_t n_ff;            /* dense FFN width */
+    int32_t n_expert, n_expert_used, n_ff_exp; /* MoE (n_expert 0 = dense) */
+    bool moe_norm_topk;      /* renormalize the k selected router weights to sum 1 */
+    float eps;               /* RMSNorm epsilon */
+    float rope_base, rope_base_swa, rope_freq_scale;
+    int32_t n_swa;           /* sliding window in tokens (0 = none) */
+    float attn_scale;        /* applied to q·k (or to q when q_prescale) */
+    float logit_softcap;     /* 0 = off */
+} cll_hparams;
+
+typedef struct {
+    const cll_gguf_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    const cll_gguf_tensor *bq, *bk, *bv;                 /* optional biases */
+    const cll_gguf_tensor *q_norm, *k_norm;              /* (head_dim) */
+    const cll_gguf_tensor *post_attn_norm, *ffn_norm, *post_ffn_norm;
+    const cll_gguf_tensor *ffn_gate, *ffn_up, *ffn_down; /* dense */
+    const cll_gguf_tensor *ffn_gate_inp;                 /* router (n_embd -> n_expert) */
+    const cll_gguf_tensor *gate_exps, *up_exps, *down_exps; /* (n_expert, ...) 3-D */
+    bool swa;                /* sliding-window (local) layer */
+    float rope_base, rope_freq_scale;
+} cll_layer;
+
+typedef struct {
+    const cll_gguf *g;
+    char arch[32];           /* general.architecture */
+    cll_recipe recipe;
+    cll_hparams hp;
+    const cll_gguf_tensor *tok_embd, *output_norm, *output; /* output == tok_embd when tied */
+    const cll_gguf_tensor *rope_freqs;                      /* optional (n_rot/2) frequency factors */
+    cll_layer *layers;       /* (n_layer) */
+    uint64_t n_params, n_bytes;
+} cll_model;
+
+/* Bind the recipe for g's architecture. Errors name the architecture (listing the supported
+ * ones), the missing tensor, or the tensor with a bad shape/type. */
+cll_status cll_model_load(const cll_gguf *g, cll_model **out);
+void cll_model_free(cll_model *m);
+/* "llama, qwen2, ..." */
+const char *cll_model_supported_archs(void);
+
+#endif

@@ -1,0 +1,163 @@
+/* session/context: contexts, batched multi-sequence decode, logits, sequence bookkeeping. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/session.h"
+
+/* logits rows are n_vocab floats each; cap what one decode may ask for so a 256k vocab
+ * does not cost n_batch MB (a bigger request gets a clear CLLAMA_ERR_RANGE) */
+#define LOGITS_BUDGET_BYTES (64u << 20)
+
+cllama_context_params cllama_context_default_params(void) {
+    cllama_context_params p = {.n_ctx = 0, .n_seq_max = 1, .n_batch = 512, .n_threads = 0,
+                               .backend = CLLAMA_BACKEND_CPU, .kv_type = CLLAMA_KV_F16};
+    return p;
+}
+
+cllama_status cllama_context_create(cllama_model *m, const cllama_context_params *pp, cllama_context **out) {
+    if (!out) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_create: out is NULL");
+    *out = NULL;
+    if (!m) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_create: model is NULL");
+    if (!m->m) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_create: model was loaded vocab_only");
+    cllama_context_params p = pp ? *pp : cllama_context_default_params();
+    if (p.backend == CLLAMA_BACKEND_CUDA)
+        return (cllama_status)cll_err(CLL_ERR_UNSUPPORTED, "backend cuda: CUDA driver not built/available");
+    if (p.backend != CLLAMA_BACKEND_CPU)
+        return (cllama_status)cll_err(CLL_ERR_ARG, "unknown backend %d", (int)p.backend);
+    if (p.kv_type != CLLAMA_KV_F16 && p.kv_type != CLLAMA_KV_F32)
+        return (cllama_status)cll_err(CLL_ERR_ARG, "unknown kv_type %d", (int)p.kv_type);
+    const cll_hparams *hp = &m->m->hp;
+    if (p.n_ctx == 0) p.n_ctx = (uint32_t)(hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096);
+    if (p.n_seq_max == 0) p.n_seq_max = 1;
+    if (p.n_batch == 0) p.n_batch = 512;
+    if (p.n_ctx > (1u << 24) || p.n_seq_max > 4096 || p.n_batch > (1u << 20))
+        return (cllama_status)cll_err(CLL_ERR_ARG, "context: n_ctx %u, n_seq_max %u or n_batch %u is too large",
+                                      p.n_ctx, p.n_seq_max, p.n_batch);
+    cllama_context *c = calloc(1, sizeof *c);
+    if (!c) return (cllama_status)cll_err(CLL_ERR_NOMEM, "context: out of memory");
+    c->model = m;
+    c->p = p;
+    c->n_vocab = hp->n_vocab;
+    int64_t rows = LOGITS_BUDGET_BYTES / ((int64_t)hp->n_vocab * (int64_t)sizeof(float));
+    if (rows < (int64_t)p.n_seq_max) rows = p.n_seq_max;
+    if (rows > (int64_t)p.n_batch) rows = p.n_batch;
+    if (rows < 1) rows = 1;
+    c->n_out_max = (int32_t)rows;
+    cll_status st = cll_pool_create(p.n_threads, &c->pool);
+    if (st != CLL_OK) goto fail;
+    cll_cpu_state_params sp = {.n_ctx = (int32_t)p.n_ctx,
+                               .n_seq = (int32_t)p.n_seq_max,
+                               .n_batch = (int32_t)p.n_batch,
+                               .n_out_max = c->n_out_max,
+                               .kv_f32 = p.kv_type == CLLAMA_KV_F32};
+    st = cll_cpu_state_create(m->cpu, &sp, c->pool, &c->st);
+    if (st != CLL_OK) goto fail;
+    c->seq_len = calloc(p.n_seq_max, sizeof *c->seq_len);
+    c->logits = cll_aalloc((size_t)rows * (size_t)hp->n_vocab * sizeof(float));
+    c->logit_row = malloc(p.n_batch * sizeof *c->logit_row);
+    c->g_tok = malloc(p.n_batch * sizeof *c->g_tok);
+    c->g_pos = malloc(p.n_batch * sizeof *c->g_pos);
+    c->g_seq = malloc(p.n_batch * sizeof *c->g_seq);
+    c->g_want = malloc(p.n_batch * sizeof *c->g_want);
+    if (!c->seq_len || !c->logits || !c->logit_row || !c->g_tok || !c->g_pos || !c->g_seq || !c->g_want) {
+        st = cll_err(CLL_ERR_NOMEM, "context: out of memory");
+        goto fail;
+    }
+    *out = c;
+    return CLLAMA_OK;
+fail:
+    cllama_context_free(c);
+    return (cllama_status)st;
+}
+
+void cllama_context_free(cllama_context *c) {
+    if (!c) return;
+    cll_cpu_state_free(c->st);
+    cll_pool_free(c->pool);
+    free(c->seq_len);
+    cll_afree(c->logits);
+    free(c->logit_row);
+    free(c->g_tok);
+    free(c->g_pos);
+    free(c->g_seq);
+    free(c->g_want);
+    free(c);
+}
+
+uint32_t cllama_n_ctx(const cllama_context *c) { return c ? c->p.n_ctx : 0; }
+uint32_t cllama_n_seq_max(const cllama_context *c) { return c ? c->p.n_seq_max : 0; }
+const cllama_model *cllama_context_model(const cllama_context *c) { return c ? c->model : NULL; }
+
+cllama_status cllama_decode(cllama_context *c, const cllama_batch *b) {
+    if (!c || !b || !b->tokens || !b->pos || !b->seq_id)
+        return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode: NULL context, batch or batch array");
+    const int32_t n = b->n_tokens;
+    if (n <= 0 || (uint32_t)n > c->p.n_batch)
+        return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode: n_tokens %d outside [1, n_batch %u]", n,
+                                      c->p.n_batch);
+    /* validate everything before touching the cache: each sequence's tokens must continue it */
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t s = b->seq_id[i];
+        if (s < 0 || (uint32_t)s >= c->p.n_seq_max)
+            return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode: token %d has seq_id %d (n_seq_max %u)", i, s,
+                                          c->p.n_seq_max);
+        if (b->tokens[i] < 0 || b->tokens[i] >= c->n_vocab)
+            return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode: token %d has id %d outside the vocab (%d)", i,
+                                          b->tokens[i], c->n_vocab);
+        n_out += b->logits ? (b->logits[i] != 0) : (i == n - 1);
+    }
+    if (n_out > c->n_out_max)
+        return (cllama_status)cll_err(CLL_ERR_RANGE, "cllama_decode: %d tokens ask for logits; this context holds %d rows",
+                                      n_out, c->n_out_max);
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t s = b->seq_id[i];
+        int32_t expect = c->seq_len[s];
+        for (int32_t j = 0; j < i; j++) expect += b->seq_id[j] == s;
+        if (b->pos[i] != expect)
+            return (cllama_status)cll_err(CLL_ERR_ARG,
+                                          "cllama_decode: token %d of sequence %d has pos %d; the sequence continues at %d",
+                                          i, s, b->pos[i], expect);
+        if ((uint32_t)expect >= c->p.n_ctx)
+            return (cllama_status)cll_err(CLL_ERR_RANGE, "cllama_decode: context full: sequence %d has %u of n_ctx %u tokens",
+                                          s, (uint32_t)expect, c->p.n_ctx);
+    }
+    cll_cpu_batch cb = {.n = n, .tokens = b->tokens, .pos = b->pos, .seq = b->seq_id, .want = b->logits};
+    c->last_n = 0;
+    cll_status st = cll_cpu_forward(c->st, &cb, c->logits);
+    if (st != CLL_OK) return (cllama_status)st;
+    int32_t r = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const bool want = b->logits ? b->logits[i] != 0 : i == n - 1;
+        c->logit_row[i] = want ? r++ : -1;
+        c->seq_len[b->seq_id[i]]++;
+    }
+    c->last_n = n;
+    return CLLAMA_OK;
+}
+
+const float *cllama_get_logits(cllama_context *c, int32_t i) {
+    if (!c) return NULL;
+    if (i < 0) i += c->last_n;
+    if (i < 0 || i >= c->last_n || c->logit_row[i] < 0) {
+        cll_err(CLL_ERR_ARG, "cllama_get_logits: no logits for batch index %d of the last decode", i);
+        return NULL;
+    }
+    return c->logits + (size_t)c->logit_row[i] * (size_t)c->n_vocab;
+}
+
+cllama_status cllama_seq_truncate(cllama_context *c, int32_t seq_id, int32_t p0) {
+    if (!c) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_seq_truncate: context is NULL");
+    if (seq_id < 0 || (uint32_t)seq_id >= c->p.n_seq_max)
+        return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_seq_truncate: seq_id %d (n_seq_max %u)", seq_id,
+                                      c->p.n_seq_max);
+    if (p0 < 0) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_seq_truncate: p0 %d < 0", p0);
+    /* the cache rows past the length are simply overwritten by later decodes */
+    if (p0 < c->seq_len[seq_id]) c->seq_len[seq_id] = p0;
+    return CLLAMA_OK;
+}
+
+int32_t cllama_seq_len(const cllama_context *c, int32_t seq_id) {
+    if (!c || seq_id < 0 || (uint32_t)seq_id >= c->p.n_seq_max) return -1;
+    return c->seq_len[seq_id];
+}

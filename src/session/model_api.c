@@ -1,0 +1,118 @@
+/* session/model_api: cllama_model_* and the tokenizer entry points of the public API. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/formats.h"
+#include "session/session.h"
+
+cllama_model_params cllama_model_default_params(void) {
+    cllama_model_params p = {.n_threads = 0, .vocab_only = false};
+    return p;
+}
+
+/* llama.cpp's LLAMA_FTYPE names, for the model description */
+static const char *ftype_name(uint32_t ft) {
+    static const char *names[] = {
+        [0] = "F32",      [1] = "F16",     [2] = "Q4_0",    [3] = "Q4_1",    [7] = "Q8_0",    [8] = "Q5_0",
+        [9] = "Q5_1",     [10] = "Q2_K",   [11] = "Q3_K_S", [12] = "Q3_K_M", [13] = "Q3_K_L", [14] = "Q4_K_S",
+        [15] = "Q4_K_M",  [16] = "Q5_K_S", [17] = "Q5_K_M", [18] = "Q6_K",   [19] = "IQ2_XXS", [20] = "IQ2_XS",
+        [21] = "Q2_K_S",  [22] = "IQ3_XS", [23] = "IQ3_XXS", [24] = "IQ1_S", [25] = "IQ4_NL", [26] = "IQ3_S",
+        [27] = "IQ3_M",   [28] = "IQ2_S",  [29] = "IQ2_M",  [30] = "IQ4_XS", [31] = "IQ1_M",  [32] = "BF16",
+    };
+    if (ft < sizeof names / sizeof names[0] && names[ft]) return names[ft];
+    return "?";
+}
+
+cllama_status cllama_model_load(const char *path, const cllama_model_params *p, cllama_model **out) {
+    if (!out) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_model_load: out is NULL");
+    *out = NULL;
+    if (!path) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_model_load: path is NULL");
+    cllama_model_params dp = cllama_model_default_params();
+    if (!p) p = &dp;
+    cllama_model *m = calloc(1, sizeof *m);
+    if (!m) return (cllama_status)cll_err(CLL_ERR_NOMEM, "model: out of memory");
+    cll_status st = cll_gguf_open(path, &m->g);
+    if (st != CLL_OK) goto fail;
+    cll_gguf_get_cstr(m->g, "general.architecture", m->arch, sizeof m->arch);
+    st = cll_tok_create(m->g, &m->tok);
+    if (st != CLL_OK) goto fail;
+    if (!p->vocab_only) {
+        st = cll_model_load(m->g, &m->m);
+        if (st != CLL_OK) goto fail;
+        st = cll_cpu_model_create(m->m, &m->cpu);
+        if (st != CLL_OK) goto fail;
+        if (cll_tok_n_vocab(m->tok) > m->m->hp.n_vocab) {
+            st = cll_err(CLL_ERR_FORMAT, "tokenizer has %d tokens but token_embd.weight has %d rows",
+                         cll_tok_n_vocab(m->tok), m->m->hp.n_vocab);
+            goto fail;
+        }
+        uint32_t ft = 0;
+        const bool has_ft = cll_gguf_get_u32(m->g, "general.file_type", &ft);
+        const double np = (double)m->m->n_params;
+        char size[32];
+        if (np >= 1e9)
+            snprintf(size, sizeof size, "%.1fB", np / 1e9);
+        else if (np >= 1e6)
+            snprintf(size, sizeof size, "%.0fM", np / 1e6);
+        else
+            snprintf(size, sizeof size, "%.0fK", np / 1e3);
+        snprintf(m->desc, sizeof m->desc, "%s %s %s", m->arch, size, has_ft ? ftype_name(ft) : "F32");
+    } else {
+        snprintf(m->desc, sizeof m->desc, "%s (vocab only)", m->arch[0] ? m->arch : "?");
+    }
+    *out = m;
+    return CLLAMA_OK;
+fail:
+    cll_err_prefix(st, "loading %s", path);
+    cllama_model_free(m);
+    return (cllama_status)st;
+}
+
+void cllama_model_free(cllama_model *m) {
+    if (!m) return;
+    cll_cpu_model_free(m->cpu);
+    cll_model_free(m->m);
+    cll_tok_free(m->tok);
+    cll_gguf_free(m->g);
+    free(m);
+}
+
+const char *cllama_model_arch(const cllama_model *m) { return m ? m->arch : ""; }
+const char *cllama_model_desc(const cllama_model *m) { return m ? m->desc : ""; }
+uint64_t cllama_model_n_params(const cllama_model *m) { return m && m->m ? m->m->n_params : 0; }
+uint64_t cllama_model_size_bytes(const cllama_model *m) { return m && m->m ? m->m->n_bytes : 0; }
+int32_t cllama_model_n_vocab(const cllama_model *m) {
+    if (!m) return 0;
+    return m->m ? m->m->hp.n_vocab : cll_tok_n_vocab(m->tok);
+}
+int32_t cllama_model_n_ctx_train(const cllama_model *m) { return m && m->m ? m->m->hp.n_ctx_train : 0; }
+int32_t cllama_model_n_embd(const cllama_model *m) { return m && m->m ? m->m->hp.n_embd : 0; }
+int32_t cllama_model_n_layer(const cllama_model *m) { return m && m->m ? m->m->hp.n_layer : 0; }
+bool cllama_model_meta_str(const cllama_model *m, const char *key, char *buf, size_t cap) {
+    return m && key && buf && cap && cll_gguf_get_cstr(m->g, key, buf, cap);
+}
+
+/* ---- tokenizer ---------------------------------------------------------------------------------- */
+cllama_token cllama_token_bos(const cllama_model *m) { return m ? cll_tok_bos(m->tok) : -1; }
+cllama_token cllama_token_eos(const cllama_model *m) { return m ? cll_tok_eos(m->tok) : -1; }
+bool cllama_token_is_eog(const cllama_model *m, cllama_token t) { return m && cll_tok_is_eog(m->tok, t); }
+bool cllama_add_bos(const cllama_model *m) { return m && cll_tok_add_bos(m->tok); }
+
+cllama_status cllama_tokenize(const cllama_model *m, const char *text, size_t len, bool add_special,
+                              bool parse_special, cllama_token *out, int32_t cap, int32_t *n_out) {
+    if (!m || (!text && len) || (!out && cap > 0) || !n_out)
+        return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_tokenize: NULL argument");
+    return (cllama_status)cll_tok_encode(m->tok, text ? text : "", len, add_special, parse_special, out, cap, n_out);
+}
+
+int32_t cllama_token_to_piece(const cllama_model *m, cllama_token t, char *buf, int32_t cap, bool special) {
+    if (!m) return 0;
+    return cll_tok_piece(m->tok, t, buf, cap, special);
+}
+
+int64_t cllama_detokenize(const cllama_model *m, const cllama_token *toks, int32_t n, char *buf, int64_t cap,
+                          bool special) {
+    if (!m) return 0;
+    return cll_tok_decode(m->tok, toks, n, buf, cap, special);
+}

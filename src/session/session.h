@@ -1,0 +1,43 @@
+/* session: the implementation of the public API (include/cllama.h) — model handles
+ * (GGUF + tokenizer + recipe + prepared weights), contexts (KV cache, activations, logits
+ * of the last decode, per-sequence lengths), generation.
+ * Owns: the model owns its gguf map, tokenizer, recipe and CPU weights; the context owns its
+ * thread pool, CPU state and logits. Rule: everything a decode needs is allocated when the
+ * context is created; cllama_decode validates the whole batch before touching the cache. */
+#ifndef CLL_SESSION_H
+#define CLL_SESSION_H
+
+#include "cllama.h"
+#include "core/threads.h"
+#include "cpu/forward.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+struct cllama_model {
+    cll_gguf *g;
+    cll_tokenizer *tok;
+    cll_model *m;          /* NULL when vocab_only */
+    cll_cpu_model *cpu;    /* NULL when vocab_only */
+    char arch[32];
+    char desc[96];
+};
+
+struct cllama_context {
+    cllama_model *model;
+    cllama_context_params p;
+    cll_pool *pool;
+    cll_cpu_state *st;
+    int32_t n_vocab;
+    int32_t n_out_max;     /* logits rows one decode may ask for */
+    int32_t *seq_len;      /* (n_seq_max) tokens in each sequence's cache */
+    float *logits;         /* (n_out_max, n_vocab) logits of the last decode */
+    int32_t *logit_row;    /* (n_batch) row of batch token i in logits, -1 if none */
+    int32_t last_n;        /* tokens in the last decode */
+    /* generation scratch */
+    int32_t *g_tok, *g_pos, *g_seq; /* (n_batch) */
+    int8_t *g_want;        /* (n_batch) */
+    char piece[256];
+};
+
+#endif

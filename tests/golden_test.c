@@ -1,0 +1,382 @@
+/* golden_test: the engine against llama.cpp's goldens (shared/oracle/golden) and the
+ * Gemma-3-270M greedy reference (tests/golden/gemma3-270m.json).
+ * stories260K: prompt ids and all 5 x 32 greedy ids exact (free-running), logits <= 1e-3.
+ * Random-weight models: teacher-forced logits within the README's tolerance per format class,
+ * top-1 / greedy agreement where the golden margin clears the class threshold. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "cllama.h"
+#include "testutil.h"
+
+/* Tolerance classes, from the table in shared/oracle/README.md ("Tolerances"). */
+typedef struct {
+    const char *name;
+    double tol;       /* max |dlogit| over compared entries */
+    double tol_std;   /* or this many logit_std, whichever is larger (0: unused) */
+    double margin;    /* greedy / top-1 checked only where the golden top-2 margin exceeds this */
+    bool moe;         /* allow up to 10% of steps beyond tol (router flips) */
+} tol_class;
+
+static const tol_class k_exact = {"f32 trained (exact greedy)", 1e-3, 0, -1.0, false};
+static const tol_class k_tiny_random = {"llama-2-tiny-random (greedy informative)", 1e-3, 0, INFINITY, false};
+static const tol_class k_float = {"synthetic F16/BF16", 0.1, 0, 0.25, false};
+static const tol_class k_quant = {"synthetic quantized", 0.5, 0.2, 0.5, false};
+static const tol_class k_float_moe = {"synthetic MoE F16", 0.1, 0, 0.5, true};
+static const tol_class k_quant_moe = {"synthetic MoE quantized", 0.5, 0.2, 0.5, true};
+
+static tol_class classify(const char *file) {
+    if (strstr(file, "stories260K")) return k_exact;
+    if (strstr(file, "llama-2-tiny-random")) return k_tiny_random;
+    const bool moe = strstr(file, "moe") || strstr(file, "mixtral");
+    const bool flt = strstr(file, "-F16.") || strstr(file, "-BF16.");
+    if (moe) return flt ? k_float_moe : k_quant_moe;
+    return flt ? k_float : k_quant;
+}
+
+typedef struct {
+    double max_abs, max_rel;  /* max |dlogit| and max |dlogit| / logit_std */
+    int n_steps, n_bad_steps; /* steps beyond tolerance */
+    int tok_miss;             /* prompts whose tokenization differs */
+    int top1_checked, top1_miss;
+    int greedy_checked, greedy_miss;
+} result;
+
+static void ids_of(json_t *arr, int32_t *out, int32_t *n, int32_t cap) {
+    *n = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        if (*n < cap) out[(*n)++] = (int32_t)json_integer_value(v);
+    }
+}
+
+static int32_t argmax(const float *x, int32_t n) {
+    int32_t b = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+static cllama_context *make_ctx(cllama_model *m, cllama_kv_type kv, int threads, uint32_t n_ctx) {
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_batch = 256;
+    cp.n_threads = threads;
+    cp.kv_type = kv;
+    cllama_context *c = NULL;
+    if (cllama_context_create(m, &cp, &c) != CLLAMA_OK) {
+        print_message("context: %s\n", cllama_last_error());
+        return NULL;
+    }
+    return c;
+}
+
+/* decode ids at the end of sequence 0; logits after the last */
+static const float *feed(cllama_context *c, const int32_t *ids, int32_t n) {
+    static int32_t pos[1024], seq[1024];
+    static int8_t want[1024];
+    const int32_t p0 = cllama_seq_len(c, 0);
+    for (int32_t i = 0; i < n; i++) {
+        pos[i] = p0 + i;
+        seq[i] = 0;
+        want[i] = i == n - 1;
+    }
+    cllama_batch b = {n, ids, pos, seq, want};
+    if (cllama_decode(c, &b) != CLLAMA_OK) {
+        print_message("decode: %s\n", cllama_last_error());
+        return NULL;
+    }
+    return cllama_get_logits(c, n - 1);
+}
+
+/* teacher-forced run of every prompt of one golden file */
+static bool run_golden(const char *golden_path, const char *model_path, const tol_class *tc, result *r) {
+    memset(r, 0, sizeof *r);
+    json_error_t jerr;
+    json_t *G = json_load_file(golden_path, 0, &jerr);
+    if (!G) {
+        print_message("%s: %s\n", golden_path, jerr.text);
+        return false;
+    }
+    cllama_model *m = NULL;
+    if (cllama_model_load(model_path, NULL, &m) != CLLAMA_OK) {
+        print_message("load %s: %s\n", model_path, cllama_last_error());
+        json_decref(G);
+        return false;
+    }
+    cllama_context *c = make_ctx(m, CLLAMA_KV_F32, 1, 512);
+    bool ok = c != NULL;
+    const int32_t nv = cllama_model_n_vocab(m);
+    size_t pi;
+    json_t *P;
+    json_array_foreach(json_object_get(G, "prompts"), pi, P) {
+        if (!ok) break;
+        int32_t gold[1024], ours[1024], n_gold, n_ours = 0;
+        ids_of(json_object_get(P, "prompt_tokens"), gold, &n_gold, 1024);
+        const char *text = json_string_value(json_object_get(P, "prompt"));
+        if (cllama_tokenize(m, text, strlen(text), true, false, ours, 1024, &n_ours) != CLLAMA_OK ||
+            n_ours != n_gold || memcmp(ours, gold, sizeof(int32_t) * (size_t)n_gold) != 0) {
+            print_message("  prompt %zu: tokenization differs (%d vs %d ids)\n", pi, n_ours, n_gold);
+            r->tok_miss++;
+        }
+        cllama_seq_truncate(c, 0, 0);
+        const float *L = feed(c, gold, n_gold); /* the prompt in one batched pass */
+        json_t *steps = json_object_get(P, "steps");
+        bool greedy_on = true;
+        for (size_t s = 0; s < json_array_size(steps) && L; s++) {
+            json_t *S = json_array_get(steps, s);
+            double dev = 0.0;
+            json_t *top = json_object_get(S, "top"), *fl = json_object_get(P, "first_step_logits");
+            if (s == 0 && json_is_array(fl)) {
+                for (size_t j = 0; j < json_array_size(fl) && (int32_t)j < nv; j++) {
+                    json_t *v = json_array_get(fl, j);
+                    if (json_is_number(v)) dev = fmax(dev, fabs(L[j] - json_number_value(v)));
+                }
+            }
+            if (s == 0 && json_is_array(json_object_get(P, "first_step_top"))) top = json_object_get(P, "first_step_top");
+            for (int pass = 0; pass < 2; pass++) {
+                json_t *list = pass == 0 ? top : json_object_get(S, "top");
+                size_t k;
+                json_t *e;
+                json_array_foreach(list, k, e) {
+                    const int32_t id = (int32_t)json_integer_value(json_array_get(e, 0));
+                    if (id >= 0 && id < nv) dev = fmax(dev, fabs(L[id] - json_number_value(json_array_get(e, 1))));
+                }
+            }
+            const double std = json_number_value(json_object_get(S, "logit_std"));
+            const double tol = fmax(tc->tol, tc->tol_std * std);
+            r->max_abs = fmax(r->max_abs, dev);
+            if (std > 0) r->max_rel = fmax(r->max_rel, dev / std);
+            r->n_steps++;
+            const bool bad = dev > tol;
+            r->n_bad_steps += bad;
+            json_t *stop = json_object_get(S, "top");
+            const double margin = json_number_value(json_array_get(json_array_get(stop, 0), 1)) -
+                                  json_number_value(json_array_get(json_array_get(stop, 1), 1));
+            const int32_t tok = (int32_t)json_integer_value(json_object_get(S, "token"));
+            const int32_t am = argmax(L, nv);
+            if (margin > tc->margin && !(tc->moe && bad)) {
+                r->top1_checked++;
+                if (am != tok) {
+                    r->top1_miss++;
+                    print_message("  prompt %zu step %zu: top-1 %d, golden %d (margin %.3f, dev %.4f)\n", pi, s, am,
+                                  tok, margin, dev);
+                }
+            }
+            /* free-running greedy = teacher forcing until the first mismatch, so it is checked
+             * here up to the first step whose golden margin is under the class threshold */
+            if (greedy_on && !(margin > tc->margin)) greedy_on = false;
+            if (greedy_on) {
+                r->greedy_checked++;
+                if (am != tok) {
+                    r->greedy_miss++;
+                    greedy_on = false;
+                }
+            }
+            if (s + 1 < json_array_size(steps)) L = feed(c, &tok, 1);
+        }
+        if (!L) ok = false;
+    }
+    cllama_context_free(c);
+    cllama_model_free(m);
+    json_decref(G);
+    return ok;
+}
+
+static bool verdict(const tol_class *tc, const result *r) {
+    const int allowed = tc->moe ? r->n_steps / 10 : 0;
+    return r->tok_miss == 0 && r->n_bad_steps <= allowed && r->top1_miss == 0 && r->greedy_miss == 0;
+}
+
+static void print_result(const char *file, const tol_class *tc, const result *r, bool pass) {
+    printf("%-28s %-4s max|d| %.5f  max|d|/std %.5f  steps>tol %d/%d  top1 miss %d/%d  greedy %d/%d exact  [%s, tol %g%s]\n",
+           file, pass ? "ok" : "FAIL", r->max_abs, r->max_rel, r->n_bad_steps, r->n_steps, r->top1_miss,
+           r->top1_checked, r->greedy_checked - r->greedy_miss, r->greedy_checked, tc->name, tc->tol,
+           tc->tol_std > 0 ? " or 0.2 std" : "");
+    fflush(stdout);
+}
+
+/* ---- stories260K: logits + free-running greedy through cllama_generate_tokens ---------------------- */
+
+typedef struct {
+    int32_t ids[64];
+    int n;
+} collect;
+
+static bool on_tok(cllama_token t, const char *piece, size_t len, void *user) {
+    (void)piece, (void)len;
+    collect *c = user;
+    if (c->n < 64) c->ids[c->n++] = t;
+    return true;
+}
+
+static void test_stories(void **state) {
+    (void)state;
+    char golden[4096], model[4096];
+    snprintf(golden, sizeof golden, "%s", tu_shared("oracle/golden/stories260K.json"));
+    snprintf(model, sizeof model, "%s", tu_shared("models/stories260K.gguf"));
+    const tol_class tc = k_exact;
+    result r;
+    assert_true(run_golden(golden, model, &tc, &r));
+    const bool pass = verdict(&tc, &r);
+    print_result("stories260K.json", &tc, &r, pass);
+    assert_true(pass);
+    assert_int_equal(r.greedy_checked, r.n_steps); /* every step of every prompt */
+
+    json_t *G = json_load_file(golden, 0, NULL);
+    assert_non_null(G);
+    cllama_model *m;
+    assert_int_equal(cllama_model_load(model, NULL, &m), CLLAMA_OK);
+    cllama_context *c = make_ctx(m, CLLAMA_KV_F32, 2, 512);
+    assert_non_null(c);
+    cllama_sampler_params sp = cllama_sampler_default_params();
+    sp.temperature = 0.0f;
+    cllama_sampler *smp;
+    assert_int_equal(cllama_sampler_create(&sp, cllama_model_n_vocab(m), &smp), CLLAMA_OK);
+    size_t pi;
+    json_t *P;
+    int exact = 0;
+    json_array_foreach(json_object_get(G, "prompts"), pi, P) {
+        int32_t prompt[512], want[64], np, nw;
+        ids_of(json_object_get(P, "prompt_tokens"), prompt, &np, 512);
+        ids_of(json_object_get(P, "generated_tokens"), want, &nw, 64);
+        collect got = {.n = 0};
+        cllama_generate_stats st;
+        /* the golden does not stop at end-of-generation; stories260K's 32 steps have none */
+        assert_int_equal(cllama_generate_tokens(c, 0, prompt, np, false, nw, smp, on_tok, &got, &st), CLLAMA_OK);
+        if (got.n == nw && !memcmp(got.ids, want, sizeof(int32_t) * (size_t)nw)) exact++;
+        else
+            print_message("stories260K prompt %zu: free-running greedy differs (%d ids)\n", pi, got.n);
+    }
+    printf("stories260K free-running greedy: %d/%zu prompts exact (32 ids each)\n", exact,
+           json_array_size(json_object_get(G, "prompts")));
+    assert_int_equal(exact, (int)json_array_size(json_object_get(G, "prompts")));
+    cllama_sampler_free(smp);
+    cllama_context_free(c);
+    cllama_model_free(m);
+    json_decref(G);
+}
+
+/* ---- every synthetic model ----------------------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void test_synthetic(void **state) {
+    (void)state;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", tu_shared("oracle/golden"));
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    char *names[128];
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 128) {
+        const size_t l = strlen(de->d_name);
+        if (l > 5 && !strcmp(de->d_name + l - 5, ".json") && strcmp(de->d_name, "stories260K.json"))
+            names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    const char *only = getenv("GOLDEN_ONLY"); /* debugging: one file */
+    int failed = 0, ran = 0;
+    for (int i = 0; i < n; i++) {
+        if (only && !strstr(names[i], only)) {
+            free(names[i]);
+            continue;
+        }
+        char golden[8448], model[4096], rel[512];
+        snprintf(golden, sizeof golden, "%s/%s", dir, names[i]);
+        snprintf(rel, sizeof rel, "oracle/models/%.*s.gguf", (int)(strlen(names[i]) - 5), names[i]);
+        snprintf(model, sizeof model, "%s", tu_shared(rel));
+        FILE *f = fopen(model, "rb");
+        if (!f) { /* llama-2-tiny-random lives in shared/models */
+            snprintf(rel, sizeof rel, "models/%.*s.gguf", (int)(strlen(names[i]) - 5), names[i]);
+            snprintf(model, sizeof model, "%s", tu_shared(rel));
+        } else
+            fclose(f);
+        const tol_class tc = classify(names[i]);
+        result r;
+        const bool ran_ok = run_golden(golden, model, &tc, &r);
+        const bool pass = ran_ok && verdict(&tc, &r);
+        print_result(names[i], &tc, &r, pass);
+        failed += !pass;
+        ran++;
+        free(names[i]);
+    }
+    printf("synthetic goldens: %d/%d files pass\n", ran - failed, ran);
+    assert_true(ran > 0);
+    assert_int_equal(failed, 0);
+}
+
+/* ---- Gemma-3-270M vs llama.cpp (tests/golden/gemma3-270m.json) --------------------------------------------- */
+
+static void test_gemma270m(void **state) {
+    (void)state;
+    char golden[4096], model[4096];
+    const char *src = getenv("CLLAMA_SRC");
+    snprintf(golden, sizeof golden, "%s/tests/golden/gemma3-270m.json", src && *src ? src : CLLAMA_SOURCE_DIR);
+    json_t *G = json_load_file(golden, 0, NULL);
+    if (!G) {
+        printf("SKIP: gemma3-270m golden %s missing\n", golden);
+        skip();
+    }
+    if (cll_cli_default_model(model, sizeof model) != 0) {
+        printf("SKIP: the default model (Gemma-3-270M) is not installed\n");
+        json_decref(G);
+        skip();
+    }
+    cllama_model *m;
+    assert_int_equal(cllama_model_load(model, NULL, &m), CLLAMA_OK);
+    cllama_context *c = make_ctx(m, CLLAMA_KV_F16, 2, 1024);
+    assert_non_null(c);
+    cllama_sampler_params sp = cllama_sampler_default_params();
+    sp.temperature = 0.0f;
+    cllama_sampler *smp;
+    assert_int_equal(cllama_sampler_create(&sp, cllama_model_n_vocab(m), &smp), CLLAMA_OK);
+    size_t pi;
+    json_t *P;
+    int exact = 0, n = 0;
+    json_array_foreach(json_object_get(G, "prompts"), pi, P) {
+        int32_t gold[2048], ours[2048], want[64], ng, no = 0, nw;
+        ids_of(json_object_get(P, "prompt_tokens"), gold, &ng, 2048);
+        ids_of(json_object_get(P, "generated_tokens"), want, &nw, 64);
+        const char *text = json_string_value(json_object_get(P, "prompt"));
+        assert_int_equal(cllama_tokenize(m, text, strlen(text), true, false, ours, 2048, &no), CLLAMA_OK);
+        assert_int_equal(no, ng);
+        assert_memory_equal(ours, gold, sizeof(int32_t) * (size_t)ng);
+        collect got = {.n = 0};
+        cllama_generate_stats st;
+        assert_int_equal(cllama_generate_tokens(c, 0, gold, ng, false, nw, smp, on_tok, &got, &st), CLLAMA_OK);
+        /* the reference stops at end-of-generation too: compare what both produced */
+        int same = got.n == nw && !memcmp(got.ids, want, sizeof(int32_t) * (size_t)nw);
+        if (!same) {
+            int k = 0;
+            while (k < got.n && k < nw && got.ids[k] == want[k]) k++;
+            print_message("gemma3-270m prompt %zu: first difference at generated id %d (of %d/%d)\n", pi, k, got.n, nw);
+        }
+        exact += same;
+        n++;
+    }
+    printf("gemma3-270m greedy vs llama.cpp: %d/%d prompts token-exact\n", exact, n);
+    assert_int_equal(exact, n);
+    cllama_sampler_free(smp);
+    cllama_context_free(c);
+    cllama_model_free(m);
+    json_decref(G);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stories),
+        cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_gemma270m),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
