@@ -1,8 +1,109 @@
-/* placeholder until the serve command lands: says so instead of pretending */
+/* cli/cmd_serve: `cllama serve` — parses the flags and hands over to the HTTP server. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli/cli.h"
+
+#ifdef CLLAMA_HAVE_SERVER
+#include "server/server.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: cllama serve [-m MODEL] [options]\n"
+            "  -m, --model FILE       GGUF model (default: the installed Gemma-3-270M)\n"
+            "      --host ADDR        address to listen on (default 127.0.0.1)\n"
+            "      --port N           port (default 8080; 0 = any free port)\n"
+            "  -np, --parallel N      sequences decoded together (default 4)\n"
+            "  -c, --ctx N            tokens of context per sequence (default: engine default)\n"
+            "      --backend cpu|cuda (default cpu)\n"
+            "  -t, --threads N        CPU threads (default: physical cores)\n"
+            "      --max-body BYTES   request body limit, 413 beyond (default 1048576)\n"
+            "      --queue N          waiting requests before 503 (default 64)\n"
+            "      --model-alias NAME model id to serve (default: file name without .gguf)\n"
+            "      --timeout S        idle seconds allowed while a request is being received (default 30)\n"
+            "      --chunk N          prompt tokens per sequence per batched step (default 128)\n");
+}
+
+/* strict integer flag: the whole value must be a number in [lo, hi] */
+static int int_arg(const char *flag, const char *v, long lo, long hi, long *out) {
+    char *end;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || x < lo || x > hi) {
+        fprintf(stderr, "cllama serve: %s needs an integer in [%ld, %ld]\n", flag, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
 int cll_cmd_serve(int argc, char **argv) {
-    (void)argc; (void)argv;
-    fprintf(stderr, "cllama: 'serve' is not built yet\n");
+    cll_server_config cfg;
+    cll_server_config_default(&cfg);
+    const char *model = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x = 0;
+#define FLAG(s, l) (!strcmp(a, s) || !strcmp(a, l))
+        if (FLAG("-h", "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (FLAG("-m", "--model") && v) {
+            model = v;
+        } else if (!strcmp(a, "--host") && v) {
+            cfg.host = v;
+        } else if (!strcmp(a, "--model-alias") && v) {
+            cfg.alias = v;
+        } else if (!strcmp(a, "--backend") && v) {
+            if (!strcmp(v, "cpu")) cfg.backend = CLLAMA_BACKEND_CPU;
+            else if (!strcmp(v, "cuda")) cfg.backend = CLLAMA_BACKEND_CUDA;
+            else {
+                fprintf(stderr, "cllama serve: --backend must be cpu or cuda\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--port")) {
+            if (int_arg(a, v, 0, 65535, &x)) return 2;
+            cfg.port = (int)x;
+        } else if (FLAG("-np", "--parallel")) {
+            if (int_arg(a, v, 1, 256, &x)) return 2;
+            cfg.parallel = (int)x;
+        } else if (FLAG("-c", "--ctx")) {
+            if (int_arg(a, v, 0, 1 << 22, &x)) return 2;
+            cfg.n_ctx = (int)x;
+        } else if (FLAG("-t", "--threads")) {
+            if (int_arg(a, v, 0, 1024, &x)) return 2;
+            cfg.threads = (int)x;
+        } else if (!strcmp(a, "--max-body")) {
+            if (int_arg(a, v, 1, 1L << 30, &x)) return 2;
+            cfg.max_body = (size_t)x;
+        } else if (!strcmp(a, "--queue")) {
+            if (int_arg(a, v, 0, 1 << 16, &x)) return 2;
+            cfg.queue = (int)x;
+        } else if (!strcmp(a, "--timeout")) {
+            if (int_arg(a, v, 1, 86400, &x)) return 2;
+            cfg.timeout_s = (int)x;
+        } else if (!strcmp(a, "--chunk")) {
+            if (int_arg(a, v, 1, 4096, &x)) return 2;
+            cfg.chunk = (int)x;
+        } else {
+            fprintf(stderr, "cllama serve: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+#undef FLAG
+        /* every option but --help takes a value */
+        i++;
+    }
+    char buf[4096];
+    cfg.model_path = cll_cli_model_or_default(model, buf, sizeof buf);
+    if (!cfg.model_path) return 1;
+    return cll_server_run(&cfg);
+}
+#else
+int cll_cmd_serve(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "cllama: this build has no server (configure with -DCLLAMA_SERVER=ON)\n");
     return 2;
 }
+#endif

@@ -26,7 +26,7 @@ static bool model_matches(const cll_server *srv, const char *name) {
 static char *render_chat(const cll_server *srv, const cll_server_req *r, size_t *len, cll_server_err *e) {
     int64_t need = cllama_chat_apply(srv->model, r->msgs, r->n_msgs, true, NULL, 0);
     if (need < 0) {
-        cll_server_err_set(e, 400, "invalid_request_error", "messages", NULL, "cannot render the chat template: %s",
+        cll_server_err_set(e, 500, "server_error", "messages", NULL, "cannot render the chat template: %s",
                            cllama_last_error());
         return NULL;
     }

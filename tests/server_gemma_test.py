@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""server_gemma_test: `cllama serve` on the default Gemma-3-270M (a real chat template).
+
+One streamed chat through the openai package (or raw HTTP when it is missing), a second turn
+that must reuse the first turn's KV, and no template control text leaking into replies.
+SKIPs visibly when the model is not installed. Env: CLLAMA_BIN, CLLAMA_MODEL (optional)."""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_api_test import BIN, Server, check, skip, FAILS, text_of  # noqa: E402
+
+
+def default_model():
+    env = os.environ.get("CLLAMA_MODEL")
+    if env:
+        return env
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "cllama", "models", "gemma-3-270m-q4_k_m.gguf")
+
+
+def main():
+    if not BIN or not os.path.exists(BIN):
+        skip("CLLAMA_BIN not built")
+    model = default_model()
+    if not os.path.exists(model):
+        skip("the default Gemma model is not installed (%s; scripts/setup.sh installs it)" % model)
+    probe = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        skip("this cllama has no serve command")
+    s = Server(model, "--parallel", "2", "--ctx", "1024", "--model-alias", "gemma", startup_s=300)
+    try:
+        check(any("template gemma" in line for line in s.log), "the model's chat template is recognised as gemma")
+        msgs = [{"role": "system", "content": "You are a helpful assistant. Answer briefly."},
+                {"role": "user", "content": "What is the capital of France?"}]
+        st, chunks, done = s.stream("/v1/chat/completions", {"model": "gemma", "messages": msgs, "max_tokens": 24,
+                                                              "temperature": 0, "stream": True}, timeout=600)
+        reply = text_of(chunks)
+        check(st == 200 and done, "streamed chat completes with [DONE]")
+        check("Paris" in reply, "greedy Gemma answers Paris (%r)" % reply[:80])
+        check("<start_of_turn>" not in reply and "<end_of_turn>" not in reply, "no template control text in the reply")
+        check(chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length"), "finish_reason set")
+        msgs2 = msgs + [{"role": "assistant", "content": reply}, {"role": "user", "content": "And of Italy?"}]
+        st, _, j = s.post_json("/v1/chat/completions", {"model": "gemma", "messages": msgs2, "max_tokens": 16,
+                                                         "temperature": 0}, timeout=600)
+        cached = j["usage"]["prompt_tokens_details"]["cached_tokens"]
+        check(st == 200 and cached > 10, "second turn reuses the cached prefix (%d of %d prompt tokens)"
+              % (cached, j["usage"]["prompt_tokens"]))
+        check("Rome" in j["choices"][0]["message"]["content"], "second turn answers Rome (%r)"
+              % j["choices"][0]["message"]["content"][:80])
+    finally:
+        rc = s.stop()
+        check(rc == 0, "server exits 0")
+    print("%d failure(s)" % len(FAILS))
+    sys.exit(1 if FAILS else 0)
+
+
+if __name__ == "__main__":
+    main()
