@@ -1,0 +1,137 @@
+/* kbench: kernel micro-benchmark (not a test). Times the chosen CPU matmul row per weight
+ * type on Llama-3.2-1B shapes: GEMV (n = 1, a ring of weight copies larger than the L3 so
+ * weights stream from DRAM, as in decode) and GEMM (n = 512, prefill). Prints GB/s of
+ * weights streamed and GOP/s (2 ops per multiply-add, int8 for the quantized types).
+ * usage: kbench [-t threads] [-r reps] [-T type[,type..]] [-k row-name (forces it)] [-c]
+ * -c: with -t 1, time with the thread's CPU clock (meaningful on a box shared with
+ *     other jobs: time the scheduler gives to others is not counted). */
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/threads.h"
+#include "cpu/matmul.h"
+#include "formats/formats.h"
+
+static uint64_t g_rng = 12345;
+static uint64_t rnd(void) {
+    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+static float rndf(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2 - 1); }
+
+/* weights: the first row quantized from random floats, the rest copies with shuffled
+ * blocks (fast, realistic scales, no NaN bit patterns) */
+static void *make_weights(uint32_t type, int64_t rows, int64_t cols) {
+    const cll_type_traits *tr = cll_type_traits_get(type);
+    const uint64_t rb = cll_row_bytes(type, (uint64_t)cols), nb = (uint64_t)cols / tr->blck;
+    uint8_t *w = cll_aalloc(rb * (uint64_t)rows);
+    float *x = malloc((size_t)cols * 4);
+    for (int pass = 0; pass < 4; pass++) {
+        for (int64_t k = 0; k < cols; k++) x[k] = rndf() * 0.05f;
+        if (tr->from_f32) tr->from_f32(x, w + pass * rb, cols);
+        else for (uint64_t i = 0; i < rb; i++) w[pass * rb + i] = (uint8_t)rnd(); /* no quantizer: random bytes */
+    }
+    for (int64_t r = 4; r < rows; r++)
+        for (uint64_t b = 0; b < nb; b++)
+            memcpy(w + r * rb + b * tr->type_size, w + (rnd() % 4) * rb + (rnd() % nb) * tr->type_size, tr->type_size);
+    free(x);
+    return w;
+}
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int type_by_name(const char *s) {
+    for (uint32_t t = 0; t < CLL_TYPE_COUNT; t++) {
+        const cll_type_traits *tr = cll_type_traits_get(t);
+        if (tr && !strcasecmp(tr->name, s)) return (int)t;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    int threads = 2, reps = 3, cpu_clock = 0;
+    const char *types = "q4_0,q8_0,q4_K,q6_K,q5_K,q2_K,q3_K,iq4_xs,q4_1,q5_0,iq4_nl,f16";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-T") && i + 1 < argc) types = argv[++i];
+        else if (!strcmp(argv[i], "-c")) cpu_clock = 1;
+        else if (!strcmp(argv[i], "-k") && i + 1 < argc) setenv("CLLAMA_KERNEL", argv[++i], 1);
+        else {
+            fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-T types] [-k row]\n");
+            return 2;
+        }
+    }
+    cll_pool *pool;
+    if (cll_pool_create(threads, &pool)) return 1;
+    const int64_t shapes[2][2] = {{8192, 2048}, {2048, 8192}}; /* rows x cols: ffn up/gate, ffn down */
+    printf("threads %d, reps %d (best of reps shown)%s\n", threads, reps, cpu_clock ? ", thread CPU time" : "");
+    printf("%-8s %-26s %-11s %-5s %9s %9s %9s\n", "type", "kernel", "rows x cols", "n", "ms", "GB/s", "GOP/s");
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", types);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int type = type_by_name(tok);
+        if (type < 0) {
+            fprintf(stderr, "unknown type %s\n", tok);
+            continue;
+        }
+        for (int s = 0; s < 2; s++) {
+            const int64_t rows = shapes[s][0], cols = shapes[s][1];
+            const uint64_t wbytes = cll_row_bytes((uint32_t)type, (uint64_t)cols) * (uint64_t)rows;
+            /* ring of copies: >= 160 MB so GEMV streams from DRAM, not the 32 MB L3 */
+            int ncopy = (int)(160e6 / (double)wbytes) + 1;
+            if (ncopy > 64) ncopy = 64;
+            void *data[64];
+            cll_cpu_weight *w[64];
+            data[0] = make_weights((uint32_t)type, rows, cols);
+            for (int c = 0; c < ncopy; c++) {
+                if (c) {
+                    data[c] = cll_aalloc(wbytes);
+                    memcpy(data[c], data[0], wbytes);
+                }
+                if (cll_cpu_weight_create((uint32_t)type, rows, cols, data[c], &w[c])) {
+                    fprintf(stderr, "%s\n", cll_last_error());
+                    return 1;
+                }
+            }
+            const int64_t n_list[2] = {1, 512};
+            for (int ni = 0; ni < 2; ni++) {
+                const int64_t n = n_list[ni];
+                float *x = malloc((size_t)(n * cols) * 4), *y = malloc((size_t)(n * rows) * 4);
+                for (int64_t k = 0; k < n * cols; k++) x[k] = rndf();
+                void *scratch = malloc(cll_cpu_matmul_scratch(w[0], n));
+                const int iters = n == 1 ? 4 * ncopy : 1;
+                double best = 1e30;
+                for (int r = 0; r < reps + 1; r++) { /* first round warms up */
+                    double t0 = cpu_clock ? cpu_now() : cll_now();
+                    for (int it = 0; it < iters; it++)
+                        cll_cpu_matmul(pool, w[it % ncopy], x, cols, n, y, rows, scratch);
+                    double dt = ((cpu_clock ? cpu_now() : cll_now()) - t0) / iters;
+                    if (r && dt < best) best = dt;
+                }
+                printf("%-8s %-26s %5lldx%-5lld %-5lld %9.3f %9.2f %9.1f\n", tok,
+                       n == 1 ? cll_cpu_weight_gemv_kernel(w[0]) : cll_cpu_weight_kernel(w[0]), (long long)rows,
+                       (long long)cols, (long long)n, best * 1e3, (double)wbytes / best / 1e9,
+                       2.0 * (double)rows * (double)cols * (double)n / best / 1e9);
+                fflush(stdout);
+                free(x);
+                free(y);
+                free(scratch);
+            }
+            for (int c = 0; c < ncopy; c++) {
+                cll_cpu_weight_free(w[c]);
+                cll_afree(data[c]);
+            }
+        }
+    }
+    cll_pool_free(pool);
+    return 0;
+}
