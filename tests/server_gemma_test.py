@@ -31,6 +31,12 @@ def main():
         skip("this cllama has no serve command")
     s = Server(model, "--parallel", "2", "--ctx", "1024", "--model-alias", "gemma", startup_s=300)
     try:
+        st, _, data = s.request("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                                                  "max_tokens": 1}, timeout=600)
+        if st != 200:
+            print("SKIP: chat completions unavailable (%d %s)" % (st, data[:120]))
+            s.stop()
+            sys.exit(77)
         check(any("template gemma" in line for line in s.log), "the model's chat template is recognised as gemma")
         msgs = [{"role": "system", "content": "You are a helpful assistant. Answer briefly."},
                 {"role": "user", "content": "What is the capital of France?"}]
