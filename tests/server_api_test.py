@@ -328,6 +328,35 @@ def test_concurrent(s, n=6):
     check(m.get("cllama_active_sequences", -1) == 0, "metrics: no active sequences after the streams")
 
 
+def test_batched_equals_alone(s):
+    """continuous batching must not change what a sequence says: greedy replies decoded
+    together (with prompts of different lengths joining mid-flight) equal those decoded alone"""
+    prompts = ["Once upon a time, there was a big dog", "Tom had a red ball. He", "The sun",
+               "Lily went to the park with her mom and dad. They saw a duck in the pond and"]
+    alone = []
+    for p in prompts:
+        st, _, j = s.post_json("/v1/completions", {"prompt": p, "max_tokens": 20, "temperature": 0,
+                                                   "return_tokens": True})
+        alone.append(j["choices"][0]["tokens"])
+    # break the prefix cache's exact-match advantage: fill every slot with something else first
+    for k in range(4):
+        s.post_json("/v1/completions", {"prompt": "Zzz %d" % k, "max_tokens": 2})
+    together = [None] * len(prompts)
+
+    def one(i):
+        time.sleep(0.05 * i)  # staggered: later prompts prefill while earlier ones decode
+        st, _, j = s.post_json("/v1/completions", {"prompt": prompts[i], "max_tokens": 20, "temperature": 0,
+                                                   "return_tokens": True})
+        together[i] = j["choices"][0]["tokens"] if st == 200 else None
+
+    th = [threading.Thread(target=one, args=(i,)) for i in range(len(prompts))]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join(300)
+    check(together == alone, "greedy token ids decoded in one batch == decoded alone (%d prompts)" % len(prompts))
+
+
 def test_prefix_cache(s):
     p1 = "Lily and Ben were friends. They liked to play in the park with a big red ball."
     st, _, j1 = s.post_json("/v1/completions", {"prompt": p1, "max_tokens": 8, "temperature": 0})
@@ -427,6 +456,7 @@ def main():
         test_stop_and_length(s)
         test_openai_package(s)
         test_concurrent(s)
+        test_batched_equals_alone(s)
         test_prefix_cache(s)
         check(s.alive(), "server alive after the API tests")
     finally:
