@@ -41,9 +41,10 @@ done
 
 # -O1 keeps the fuzzer fast while ASan/UBSan reports stay readable
 echo "fuzz.sh: configuring $BUILD" >&2
+mkdir -p "$BUILD"
 CC=clang cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
-  -DCLLAMA_FUZZ=ON -DCLLAMA_SANITIZE=ON -DCLLAMA_CUDA=OFF -DCLLAMA_SERVER=OFF >"$BUILD.configure.log" 2>&1 \
-  || { cat "$BUILD.configure.log" >&2; echo "fuzz.sh: configure failed" >&2; exit 2; }
+  -DCLLAMA_FUZZ=ON -DCLLAMA_SANITIZE=ON -DCLLAMA_CUDA=OFF -DCLLAMA_SERVER=OFF >"$BUILD/configure.log" 2>&1 \
+  || { tail -30 "$BUILD/configure.log" >&2; echo "fuzz.sh: configure failed" >&2; exit 2; }
 for t in "${targets[@]}"; do
   echo "fuzz.sh: building $t" >&2
   cmake --build "$BUILD" -j "$(nproc)" --target "$t" >"$BUILD/$t.build.log" 2>&1 \
