@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -130,12 +131,62 @@ static void test_bad_args(void **state) {
     assert_int_not_equal(system(cmd), 0);
 }
 
+/* --record writes rows with provenance; board --check passes against a record it beats and
+ * fails against one it cannot reach (the record scaled x0.001 and then x1e6: no timing luck involved) */
+static void scale_records(const char *path, double k) {
+    json_t *doc = json_load_file(path, 0, NULL);
+    assert_non_null(doc);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "rows"), i, r)
+        json_object_set_new(r, "avg_ts", json_real(json_number_value(json_object_get(r, "avg_ts")) * k));
+    assert_int_equal(json_dump_file(doc, path, JSON_INDENT(1)), 0);
+    json_decref(doc);
+}
+
+static void test_record_and_check(void **state) {
+    (void)state;
+    const char *bin = getenv("CLLAMA_BIN");
+    char dir[] = "/tmp/bench_test.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmd[2048], path[600];
+    snprintf(cmd, sizeof cmd, "'%s' bench -m '%s' -p 16 -n 8 -r 2 -t 2 --record --box t1 --records %s -o jsonl >/dev/null 2>&1",
+             bin, tu_shared("models/stories260K.gguf"), dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/t1.json", dir);
+    json_t *doc = json_load_file(path, 0, NULL);
+    assert_non_null(doc);
+    json_t *rows = json_object_get(doc, "rows");
+    assert_int_equal(json_array_size(rows), 2);
+    json_t *r = json_array_get(rows, 0), *prov = json_object_get(r, "provenance");
+    assert_string_equal(json_string_value(json_object_get(r, "model_filename")), "stories260K.gguf");
+    assert_int_equal(strlen(json_string_value(json_object_get(r, "model_sha256"))), 64);
+    assert_non_null(strstr(json_string_value(json_object_get(prov, "command")), "--record"));
+    assert_non_null(json_string_value(json_object_get(prov, "engine_git_sha")));
+    assert_non_null(json_object_get(json_object_get(prov, "hardware"), "cpu"));
+    const char *parity = json_string_value(json_object_get(r, "parity"));
+    assert_true(!strcmp(parity, "pass") || !strcmp(parity, "fail") || !strcmp(parity, "unchecked"));
+    json_decref(doc);
+    /* re-recording replaces, never appends */
+    assert_int_equal(system(cmd), 0);
+    doc = json_load_file(path, 0, NULL);
+    assert_int_equal(json_array_size(json_object_get(doc, "rows")), 2);
+    json_decref(doc);
+    snprintf(cmd, sizeof cmd, "'%s' board --check --box t1 --records %s >/dev/null 2>&1", bin, dir);
+    scale_records(path, 0.001);
+    assert_int_equal(system(cmd), 0);
+    scale_records(path, 1e6);
+    assert_int_not_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
     const struct CMUnitTest pure[] = {cmocka_unit_test(test_checker_can_fail)};
     int rc = cmocka_run_group_tests_name("bench_checker", pure, NULL, NULL);
     run_bench();
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_rows_superset), cmocka_unit_test(test_values),
-                                       cmocka_unit_test(test_bad_args)};
+                                       cmocka_unit_test(test_bad_args), cmocka_unit_test(test_record_and_check)};
     rc |= cmocka_run_group_tests_name("bench_run", tests, NULL, NULL);
     json_decref(g_rows);
     return rc;
