@@ -16,7 +16,7 @@ test: all
 # ASan+UBSan libFuzzer build (clang) in build-fuzz/
 fuzz:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCLLAMA_FUZZ=ON -DCLLAMA_SANITIZE=ON -DCLLAMA_CUDA=OFF -DCLLAMA_SERVER=OFF
-	cmake --build build-fuzz -j $(JOBS)
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_all
 
 clean:
 	rm -rf $(BUILD) build-fuzz
