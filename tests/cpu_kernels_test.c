@@ -380,11 +380,59 @@ static void test_pool_sizes_identical(void **state) {
     free(x);
 }
 
+/* ---- matmul_many == one call per weight, bit for bit (shared and mixed act layouts) ---- */
+
+static void test_matmul_many(void **state) {
+    (void)state;
+    const uint32_t sets[3][3] = {{CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_Q4_K},
+                                 {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q4_0},
+                                 {CLL_TYPE_Q4_0, CLL_TYPE_Q4_K, CLL_TYPE_F16}};
+    const int64_t rows[3] = {48, 16, 24}, cols = 512;
+    cll_pool *pool;
+    assert_int_equal(cll_pool_create(2, &pool), CLL_OK);
+    float *x = malloc(17 * cols * sizeof *x);
+    for (int64_t k = 0; k < 17 * cols; k++) x[k] = rnd_normal();
+    for (int si = 0; si < 3; si++)
+        for (int64_t n = 1; n <= 17; n += 16) {
+            cll_cpu_weight *ws[3];
+            uint8_t *wd[3];
+            float *y1[3], *y2[3];
+            int64_t ld[3];
+            size_t sc = 0;
+            for (int i = 0; i < 3; i++) {
+                wd[i] = make_weights(sets[si][i], rows[i], cols);
+                assert_int_equal(cll_cpu_weight_create(sets[si][i], rows[i], cols, wd[i], &ws[i]), CLL_OK);
+                ld[i] = rows[i];
+                y1[i] = malloc(n * rows[i] * sizeof(float));
+                y2[i] = malloc(n * rows[i] * sizeof(float));
+                for (int64_t k = 0; k < n * rows[i]; k++) y2[i][k] = NAN;
+                size_t s = cll_cpu_matmul_scratch(ws[i], n);
+                if (s > sc) sc = s;
+            }
+            void *scratch = malloc(sc);
+            for (int i = 0; i < 3; i++) cll_cpu_matmul(pool, ws[i], x, cols, n, y1[i], ld[i], scratch);
+            cll_cpu_matmul_many(pool, 3, (const cll_cpu_weight *const *)ws, x, cols, n, y2, ld, scratch);
+            for (int i = 0; i < 3; i++) {
+                assert_memory_equal(y1[i], y2[i], n * rows[i] * sizeof(float));
+                y1[i][0] += 1.0f; /* control */
+                assert_true(memcmp(y1[i], y2[i], n * rows[i] * sizeof(float)) != 0);
+                cll_cpu_weight_free(ws[i]);
+                free(wd[i]);
+                free(y1[i]);
+                free(y2[i]);
+            }
+            free(scratch);
+        }
+    free(x);
+    cll_pool_free(pool);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_act_quantizers),
         cmocka_unit_test(test_dispatch),
         cmocka_unit_test(test_pool_sizes_identical),
+        cmocka_unit_test(test_matmul_many),
         cmocka_unit_test(test_every_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

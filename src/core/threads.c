@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,16 +56,20 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* spin until *word != seen or the spin budget runs out; true if it changed */
+/* spin until *word != seen or the spin budget runs out; true if it changed. After the
+ * first YIELD_NS the spinner also yields: on an oversubscribed box the thread it waits
+ * for may be queued behind it on the same core. */
+#define YIELD_NS 20000LL
 static int spin_until_changed(_Atomic uint32_t *word, uint32_t seen) {
-    int64_t t0 = 0;
+    int64_t t0 = 0, t = 0;
     for (unsigned i = 0;; i++) {
         if (atomic_load_explicit(word, memory_order_acquire) != seen) return 1;
         CPU_RELAX();
         if ((i & 255) == 255) {
-            int64_t t = now_ns();
+            t = now_ns();
             if (!t0) t0 = t;
             else if (t - t0 > SPIN_NS) return 0;
+            if (t - t0 > YIELD_NS) sched_yield();
         }
     }
 }

@@ -129,4 +129,61 @@ void cll_cpu_matmul(cll_pool *pool, const cll_cpu_weight *w, const float *x, int
     cll_pool_run(pool, run_task, &m);
 }
 
+/* ---- several weights, one input (q/k/v, gate/up): quantize once, one fork-join ---- */
+
+#define MANY_MAX 8
+typedef struct {
+    int nw;
+    const kern_impl *k[MANY_MAX];
+    kern_args a[MANY_MAX];
+} mm_many;
+
+static void run_many_task(void *arg, int ith, int nth) {
+    mm_many *m = arg;
+    for (int i = 0; i < m->nw; i++) {
+        const int64_t al = m->k[i]->row_align;
+        int64_t b, e;
+        cll_split(m->a[i].rows / al, ith, nth, &b, &e);
+        if (e > b) m->k[i]->run(&m->a[i], b * al, e * al);
+    }
+}
+
+void cll_cpu_matmul_many(cll_pool *pool, int nw, const cll_cpu_weight *const *ws, const float *x, int64_t ldx,
+                         int64_t n, float *const *ys, const int64_t *ldys, void *scratch) {
+    if (n <= 0 || nw <= 0) return;
+    bool same = nw <= MANY_MAX;
+    for (int i = 1; i < nw && same; i++) {
+        const cll_kernel_row *r0 = n == 1 ? ws[0]->gemv : ws[0]->gemm, *ri = n == 1 ? ws[i]->gemv : ws[i]->gemm;
+        same = ws[i]->cols == ws[0]->cols && impl_of(ri)->act == impl_of(r0)->act;
+    }
+    if (!same) {
+        for (int i = 0; i < nw; i++) cll_cpu_matmul(pool, ws[i], x, ldx, n, ys[i], ldys[i], scratch);
+        return;
+    }
+    mm_task q; /* quantize once with the first weight's layout */
+    q.k = impl_of(n == 1 ? ws[0]->gemv : ws[0]->gemm);
+    q.x = x;
+    q.ldx = ldx;
+    q.a.cols = ws[0]->cols;
+    q.a.n = n;
+    q.a.act = (const uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    q.a.act_stride = cll_kern_act_stride(q.k->act, q.a.cols);
+    if (n >= 4 && cll_pool_size(pool) > 1) cll_pool_run(pool, quant_task, &q);
+    else quant_task(&q, 0, 1);
+    mm_many m;
+    m.nw = nw;
+    for (int i = 0; i < nw; i++) {
+        const cll_cpu_weight *w = ws[i];
+        m.k[i] = impl_of(n == 1 ? w->gemv : w->gemm);
+        m.a[i] = q.a;
+        m.a[i].w = w->w;
+        m.a[i].w_row_bytes = w->row_bytes;
+        m.a[i].rows = w->rows;
+        m.a[i].y = ys[i];
+        m.a[i].ldy = ldys[i];
+        m.a[i].wtype = w->type;
+    }
+    cll_pool_run(pool, run_many_task, &m);
+}
+
 const cll_kernel_table *cll_cpu_kernel_table(void) { return cll_cpu_kernel_table_get(); }

@@ -29,6 +29,13 @@ size_t cll_cpu_matmul_scratch(const cll_cpu_weight *w, int64_t n);
 void cll_cpu_matmul(cll_pool *pool, const cll_cpu_weight *w, const float *x, int64_t ldx, int64_t n, float *y,
                     int64_t ldy, void *scratch);
 
+/* Several weights applied to the same x (q/k/v, gate/up): the activations are quantized
+ * once and all products run in one fork-join. ys[i] is (n, ldys[i]). scratch must hold
+ * the largest cll_cpu_matmul_scratch of the weights. Falls back to one call per weight
+ * when the weights read different activation layouts or more than 8 are given. */
+void cll_cpu_matmul_many(cll_pool *pool, int nw, const cll_cpu_weight *const *ws, const float *x, int64_t ldx,
+                         int64_t n, float *const *ys, const int64_t *ldys, void *scratch);
+
 /* the CPU kernel registry (every row; `cllama kernels`, tests and kbench walk it) */
 struct cll_kernel_table;
 const struct cll_kernel_table *cll_cpu_kernel_table(void);
