@@ -131,14 +131,20 @@ static void encode_word(const cll_tokenizer *t, bpe_work *w, const char *word, s
         if (w->sym[i].n) emit_symbol(t, w->sym[i].text, w->sym[i].n, out);
 }
 
-cll_status cll_tok_bpe_encode(const cll_tokenizer *t, const char *text, size_t len, tok_vec *out) {
+cll_status cll_tok_bpe_encode(const cll_tokenizer *t, const char *text, size_t len, tok_cache *cache, tok_vec *out) {
     tok_words words;
     cll_status st = cll_tok_pretok_split(t, text, len, &words);
     if (st) { cll_tok_words_free(&words); return st; }
     bpe_work w = {0};
     size_t off = 0;
     for (size_t i = 0; i < words.n && !w.oom; i++) {
-        if (words.len[i]) encode_word(t, &w, words.norm + off, words.len[i], out);
+        const char *wd = words.norm + off;
+        size_t wl = words.len[i];
+        if (wl && !cll_tok_cache_get(cache, wd, wl, out)) {
+            size_t before = out->n;
+            encode_word(t, &w, wd, wl, out);
+            if (!out->oom) cll_tok_cache_put(cache, wd, wl, out->v + before, out->n - before);
+        }
         off += words.len[i];
     }
     if (w.oom) st = cll_err(CLL_ERR_NOMEM, "tokenize: BPE work buffers");

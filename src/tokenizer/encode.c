@@ -117,12 +117,13 @@ static cll_status partition(const cll_tokenizer *t, const uint8_t *s, size_t n, 
     return CLL_OK;
 }
 
-static cll_status encode_fragment(const cll_tokenizer *t, const char *text, size_t len, bool prev_special, tok_vec *v) {
+static cll_status encode_fragment(const cll_tokenizer *t, const char *text, size_t len, bool prev_special,
+                                  tok_cache *cache, tok_vec *v) {
     if (t->kind == CLL_TOK_SPM) {
-        cll_tok_spm_encode(t, text, len, t->add_space_prefix && prev_special, v);
+        cll_tok_spm_encode(t, text, len, t->add_space_prefix && prev_special, cache, v);
         return CLL_OK;
     }
-    return cll_tok_bpe_encode(t, text, len, v);
+    return cll_tok_bpe_encode(t, text, len, cache, v);
 }
 
 cll_status cll_tok_encode(const cll_tokenizer *t, const char *text, size_t len, bool add_special, bool parse_special,
@@ -131,6 +132,7 @@ cll_status cll_tok_encode(const cll_tokenizer *t, const char *text, size_t len, 
     if (!t || (!text && len) || cap < 0 || (!out && cap > 0)) return cll_err(CLL_ERR_ARG, "tokenize: bad arguments");
     if (len > POS_MASK) return cll_err(CLL_ERR_RANGE, "tokenize: text of %zu bytes is too long", len);
     tok_vec v = {0};
+    tok_cache cache = {0};
     cll_status st = CLL_OK;
     if (add_special && t->add_bos) tok_vec_push(&v, t->bos);
 
@@ -157,12 +159,13 @@ cll_status cll_tok_encode(const cll_tokenizer *t, const char *text, size_t len, 
         if (state && state[pos] == BYTE_DROPPED) { pos++; continue; }
         size_t end = pos;
         while (end < len && (!state || state[end] == BYTE_RAW)) end++;
-        st = encode_fragment(t, text + pos, end - pos, prev_special, &v);
+        st = encode_fragment(t, text + pos, end - pos, prev_special, &cache, &v);
         prev_special = false;
         pos = end;
     }
     free(state);
     free(acc);
+    cll_tok_cache_free(&cache);
     if (st == CLL_OK && add_special && t->add_eos) tok_vec_push(&v, t->eos);
     if (st == CLL_OK && v.oom) st = cll_err(CLL_ERR_NOMEM, "tokenize: token buffer");
     if (st == CLL_OK && v.n > INT32_MAX) st = cll_err(CLL_ERR_RANGE, "tokenize: %zu tokens exceed int32", v.n);

@@ -82,12 +82,53 @@ static void emit(const cll_tokenizer *t, const char *s, uint32_t n, tok_vec *out
     }
 }
 
-void cll_tok_spm_encode(const cll_tokenizer *t, const char *text, size_t len, bool prefix_space, tok_vec *out) {
+static uint32_t pack_sym(const char *s, uint32_t n) {
+    uint32_t v = 0;
+    memcpy(&v, s, n > 4 ? 4 : n);
+    return v;
+}
+
+/* Can no token contain symbol x followed by y (U+2581 or a newline)? Then no merge
+ * ever crosses the boundary between them, and the two sides encode independently
+ * (each side's merges keep their relative order, so the ids are the same). */
+static bool boundary_safe(const cll_tokenizer *t, const spm_sym *x, const spm_sym *y) {
+    int cls = cll_tok_boundary_class(y->text, y->n);
+    if (!t->sp_before || !cls) return false;
+    uint64_t key = ((uint64_t)pack_sym(x->text, x->n) + 1) | ((uint64_t)cls << 40);
+    uint32_t h = cll_tok_hash(&key, sizeof key, 3);
+    for (uint32_t i = h & t->sp_mask;; i = (i + 1) & t->sp_mask) {
+        if (!t->sp_before[i]) return true;
+        if (t->sp_before[i] == key) return false;
+    }
+}
+
+/* merge one independent run of symbols sy[a..b) and append its ids */
+static void merge_segment(const cll_tokenizer *t, spm_sym *sy, int32_t a, int32_t b, spm_heap *h, tok_vec *out) {
+    h->n = 0;
+    for (int32_t i = a + 1; i < b; i++) try_bigram(t, sy, h, i - 1, i);
+    while (h->n > 0) {
+        spm_bigram bg = heap_pop(h);
+        spm_sym *l = &sy[bg.left], *r = &sy[bg.right];
+        /* stale: one side already merged elsewhere */
+        if (l->n == 0 || r->n == 0 || l->n + r->n != bg.size) continue;
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) sy[r->next].prev = bg.left;
+        try_bigram(t, sy, h, l->prev, bg.left);
+        try_bigram(t, sy, h, bg.left, l->next);
+    }
+    for (int32_t i = a; i != -1; i = sy[i].next) emit(t, sy[i].text, sy[i].n, out);
+}
+
+void cll_tok_spm_encode(const cll_tokenizer *t, const char *text, size_t len, bool prefix_space, tok_cache *cache,
+                        tok_vec *out) {
     /* escape: ' ' -> U+2581 (3 bytes) */
     size_t cap = len * 3 + 3;
     char *buf = malloc(cap);
     spm_sym *sy = malloc((len + 1) * sizeof *sy);
     spm_heap h = {0};
+    tok_vec seg = {0};
     if (!buf || !sy) { out->oom = true; goto done; }
     size_t n = 0;
     if (prefix_space) { memcpy(buf, "\xe2\x96\x81", 3); n = 3; }
@@ -101,27 +142,31 @@ void cll_tok_spm_encode(const cll_tokenizer *t, const char *text, size_t len, bo
         if (cl > n - off) cl = n - off;
         sy[ns].text = buf + off;
         sy[ns].n = (uint32_t)cl;
-        sy[ns].prev = ns - 1;
         off += cl;
-        sy[ns].next = off == n ? -1 : ns + 1;
         ns++; /* at most len + 1 symbols: an escaped space is one symbol */
     }
-    for (int32_t i = 1; i < ns; i++) try_bigram(t, sy, &h, i - 1, i);
-    while (h.n > 0) {
-        spm_bigram b = heap_pop(&h);
-        spm_sym *l = &sy[b.left], *r = &sy[b.right];
-        /* stale: one side already merged elsewhere */
-        if (l->n == 0 || r->n == 0 || l->n + r->n != b.size) continue;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sy[r->next].prev = b.left;
-        try_bigram(t, sy, &h, l->prev, b.left);
-        try_bigram(t, sy, &h, b.left, l->next);
+    /* segments: cut in front of a space or newline wherever no token spans the pair */
+    for (int32_t a = 0; a < ns;) {
+        int32_t b = a + 1;
+        while (b < ns && !boundary_safe(t, &sy[b - 1], &sy[b])) b++;
+        for (int32_t i = a; i < b; i++) {
+            sy[i].prev = i == a ? -1 : i - 1;
+            sy[i].next = i + 1 == b ? -1 : i + 1;
+        }
+        const char *key = sy[a].text;
+        size_t klen = (size_t)(sy[b - 1].text + sy[b - 1].n - key);
+        if (!cll_tok_cache_get(cache, key, klen, out)) {
+            seg.n = 0;
+            merge_segment(t, sy, a, b, &h, &seg);
+            if (seg.oom) out->oom = true;
+            for (size_t k = 0; k < seg.n; k++) tok_vec_push(out, seg.v[k]);
+            cll_tok_cache_put(cache, key, klen, seg.v, seg.n);
+        }
+        a = b;
     }
     if (h.oom) out->oom = true;
-    for (int32_t i = ns ? 0 : -1; i != -1; i = sy[i].next) emit(t, sy[i].text, sy[i].n, out);
 done:
+    free(seg.v);
     free(h.v);
     free(sy);
     free(buf);

@@ -64,7 +64,11 @@ struct cll_tokenizer {
     int32_t *eog;               /* end-of-generation ids */
     int32_t n_eog;
 
-    int32_t byte_tok[256];      /* SPM: byte -> <0xXX> (or the raw 1-byte) token, -1 if none */
+    int32_t byte_tok[256];
+    /* SPM: set of (symbol x, class of y) such that some token holds x then y, y being
+     * U+2581 (class 1) or '\n' (class 2); key = (packed bytes of x + 1) | class << 40 */
+    uint64_t *sp_before;
+    uint32_t sp_mask;      /* SPM: byte -> <0xXX> (or the raw 1-byte) token, -1 if none */
 
     /* tokens matched in raw text before the normal split (control, user-defined, unknown),
      * in llama.cpp's priority order: longer text first */
@@ -88,6 +92,7 @@ uint32_t cll_tok_hash(const void *p, size_t n, uint32_t seed);
 int32_t cll_tok_lookup(const cll_tokenizer *t, const char *s, size_t n); /* -1 if none */
 int32_t cll_tok_merge_rank(const cll_tokenizer *t, const char *l, size_t ll, const char *r, size_t rl);
 
+int cll_tok_boundary_class(const char *s, size_t n); /* 1: U+2581, 2: '\n', 0: other */
 int32_t cll_tok_trie_child(const cll_tokenizer *t, int32_t node, uint8_t c); /* -1 if none */
 
 /* ---- growable id vector ---- */
@@ -106,6 +111,26 @@ static inline void tok_vec_push(tok_vec *o, int32_t id) {
     }
     o->v[o->n++] = id;
 }
+
+/* ---- per-call memo: segment text -> ids (cache.c) ---- */
+#define TOK_CACHE_MAX_KEY 256
+typedef struct {
+    uint32_t koff, len, off, cnt; /* key in kpool, ids in pool */
+} tok_cache_ent;
+typedef struct {
+    tok_slot *slots;
+    uint32_t mask, n;
+    tok_cache_ent *ent;
+    size_t cent;
+    int32_t *pool;
+    size_t npool, cpool;
+    char *kpool;
+    size_t nk, ck;
+    bool failed;
+} tok_cache;
+bool cll_tok_cache_get(const tok_cache *c, const char *s, size_t n, tok_vec *out); /* appends; false if absent */
+void cll_tok_cache_put(tok_cache *c, const char *s, size_t n, const int32_t *ids, size_t cnt);
+void cll_tok_cache_free(tok_cache *c);
 
 /* ---- UTF-8 as llama.cpp reads it ---- */
 /* sequence length from the lead byte alone (continuation bytes count 1) */
@@ -130,8 +155,9 @@ static inline int tok_utf8_put(uint32_t c, char *o) {
 bool cll_tok_utf8_next(const char *s, size_t n, size_t *i, uint32_t *cpt);
 
 /* ---- encoders on one raw-text fragment, appending to out ---- */
-void cll_tok_spm_encode(const cll_tokenizer *t, const char *text, size_t len, bool prefix_space, tok_vec *out);
-cll_status cll_tok_bpe_encode(const cll_tokenizer *t, const char *text, size_t len, tok_vec *out);
+void cll_tok_spm_encode(const cll_tokenizer *t, const char *text, size_t len, bool prefix_space, tok_cache *cache,
+                        tok_vec *out);
+cll_status cll_tok_bpe_encode(const cll_tokenizer *t, const char *text, size_t len, tok_cache *cache, tok_vec *out);
 
 /* ---- BPE pre-tokenizer (pretok.c) ---- */
 /* choose the split regexes and flags for tokenizer.ggml.pre; error if unknown */

@@ -296,6 +296,48 @@ static void init_byte_maps(cll_tokenizer *t) {
     }
 }
 
+int cll_tok_boundary_class(const char *s, size_t n) {
+    if (n >= 3 && !memcmp(s, "\xe2\x96\x81", 3)) return 1;
+    if (n >= 1 && s[0] == '\n') return 2;
+    return 0;
+}
+
+/* SPM segment boundaries: which symbols ever precede U+2581 or a newline inside one token */
+static cll_status build_space_pairs(cll_tokenizer *t) {
+    size_t n = 0;
+    for (int32_t id = 0; id < t->n_vocab; id++) {
+        const tok_entry *e = &t->tok[id];
+        for (uint32_t i = 0; i < e->len;) {
+            uint32_t cl = (uint32_t)tok_utf8_len((uint8_t)e->text[i]);
+            if (cl > e->len - i) cl = e->len - i;
+            if (cll_tok_boundary_class(e->text + i + cl, e->len - i - cl)) n++;
+            i += cl;
+        }
+    }
+    t->sp_mask = pow2_at_least(n + 1) - 1;
+    t->sp_before = calloc((size_t)t->sp_mask + 1, sizeof *t->sp_before);
+    if (!t->sp_before) return cll_err(CLL_ERR_NOMEM, "tokenizer: space pairs");
+    for (int32_t id = 0; id < t->n_vocab; id++) {
+        const tok_entry *e = &t->tok[id];
+        for (uint32_t i = 0; i < e->len;) {
+            uint32_t cl = (uint32_t)tok_utf8_len((uint8_t)e->text[i]);
+            if (cl > e->len - i) cl = e->len - i;
+            int cls = cll_tok_boundary_class(e->text + i + cl, e->len - i - cl);
+            if (cls) {
+                uint32_t v = 0;
+                memcpy(&v, e->text + i, cl > 4 ? 4 : cl);
+                uint64_t key = ((uint64_t)v + 1) | ((uint64_t)cls << 40);
+                uint32_t h = cll_tok_hash(&key, sizeof key, 3);
+                uint32_t j = h & t->sp_mask;
+                while (t->sp_before[j] && t->sp_before[j] != key) j = (j + 1) & t->sp_mask;
+                t->sp_before[j] = key;
+            }
+            i += cl;
+        }
+    }
+    return CLL_OK;
+}
+
 static cll_status load(cll_tokenizer *t, const cll_gguf *g) {
     char model[64] = "", pre[64] = "";
     if (!cll_gguf_get_cstr(g, "tokenizer.ggml.model", model, sizeof model))
@@ -378,6 +420,7 @@ static cll_status load(cll_tokenizer *t, const cll_gguf *g) {
         set_attr_by_text(t, "<|endoftext|>", TOK_ATTR_RSTRIP, false);
     }
     init_byte_maps(t);
+    if (t->kind == CLL_TOK_SPM && (st = build_space_pairs(t))) return st;
     return CLL_OK;
 }
 
@@ -409,6 +452,7 @@ void cll_tok_free(cll_tokenizer *t) {
     free(t->trie_tok);
     free(t->te_key);
     free(t->te_child);
+    free(t->sp_before);
     free(t);
 }
 
