@@ -1,8 +1,249 @@
-/* placeholder until the run command lands: says so instead of pretending */
+/* cli/cmd_run: `cllama run` — generate a continuation of a prompt, streaming text as it is
+ * produced (incomplete UTF-8 held back), or printing the prompt and generated ids. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
+#include "cllama.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: cllama run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
+            "                  [--repeat-penalty R] [--repeat-last-n N] [--seed S] [-t THREADS] [-c CTX]\n"
+            "                  [--kv f16|f32] [--print-ids]\n"
+            "  -p PROMPT   text to continue (default: read stdin)\n"
+            "  -n N        tokens to generate (default 128; -1 = until end of generation / context)\n"
+            "  --temp 0    greedy (argmax)\n"
+            "  --print-ids print 'prompt: <ids>' and 'generated: <ids>' instead of text\n");
+}
+
+/* emit the longest prefix of buf that ends on a UTF-8 character boundary; keep the rest */
+typedef struct {
+    char buf[512];
+    size_t n;
+} utf8_out;
+
+static size_t complete_prefix(const char *s, size_t n) {
+    /* look back at most 3 bytes for a lead byte whose sequence is not complete yet */
+    for (size_t back = 1; back <= 4 && back <= n; back++) {
+        const unsigned char c = (unsigned char)s[n - back];
+        if ((c & 0xC0) == 0x80) continue; /* continuation byte */
+        size_t need = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+        return need > back ? n - back : n;
+    }
+    return n;
+}
+
+static void out_put(utf8_out *o, const char *p, size_t len) {
+    while (len > 0) {
+        size_t k = len < sizeof o->buf - o->n ? len : sizeof o->buf - o->n;
+        memcpy(o->buf + o->n, p, k);
+        o->n += k;
+        p += k;
+        len -= k;
+        size_t ok = complete_prefix(o->buf, o->n);
+        if (ok == 0 && o->n == sizeof o->buf) ok = o->n; /* garbage: do not stall */
+        fwrite(o->buf, 1, ok, stdout);
+        memmove(o->buf, o->buf + ok, o->n - ok);
+        o->n -= ok;
+    }
+    fflush(stdout);
+}
+
+typedef struct {
+    bool print_ids;
+    utf8_out out;
+    int32_t *ids;
+    int32_t n, cap;
+} run_state;
+
+static bool on_token(cllama_token t, const char *piece, size_t len, void *user) {
+    run_state *r = user;
+    if (r->print_ids) {
+        if (r->n == r->cap) {
+            int32_t cap = r->cap ? 2 * r->cap : 256;
+            int32_t *p = realloc(r->ids, sizeof *p * (size_t)cap);
+            if (!p) return false;
+            r->ids = p;
+            r->cap = cap;
+        }
+        r->ids[r->n++] = t;
+    } else {
+        out_put(&r->out, piece, len);
+    }
+    return true;
+}
+
+static char *read_all(FILE *f) {
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    if (!b) return NULL;
+    size_t k;
+    while ((k = fread(b + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) {
+                free(b);
+                return NULL;
+            }
+            b = nb;
+        }
+    }
+    b[n] = 0;
+    return b;
+}
+
 int cll_cmd_run(int argc, char **argv) {
-    (void)argc; (void)argv;
-    fprintf(stderr, "cllama: 'run' is not built yet\n");
-    return 2;
+    const char *model_arg = NULL, *prompt = NULL;
+    int32_t n_predict = 128;
+    cllama_sampler_params sp = cllama_sampler_default_params();
+    cllama_context_params cp = cllama_context_default_params();
+    bool print_ids = false, seed_given = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE()                                                     \
+    do {                                                                 \
+        if (!v) {                                                        \
+            fprintf(stderr, "cllama run: %s needs a value\n", a);        \
+            return 2;                                                    \
+        }                                                                \
+        i++;                                                             \
+    } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            NEED_VALUE();
+            model_arg = v;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
+            NEED_VALUE();
+            prompt = v;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+            NEED_VALUE();
+            n_predict = atoi(v);
+        } else if (!strcmp(a, "--temp")) {
+            NEED_VALUE();
+            sp.temperature = strtof(v, NULL);
+        } else if (!strcmp(a, "--top-k")) {
+            NEED_VALUE();
+            sp.top_k = atoi(v);
+        } else if (!strcmp(a, "--top-p")) {
+            NEED_VALUE();
+            sp.top_p = strtof(v, NULL);
+        } else if (!strcmp(a, "--min-p")) {
+            NEED_VALUE();
+            sp.min_p = strtof(v, NULL);
+        } else if (!strcmp(a, "--repeat-penalty")) {
+            NEED_VALUE();
+            sp.repeat_penalty = strtof(v, NULL);
+        } else if (!strcmp(a, "--repeat-last-n")) {
+            NEED_VALUE();
+            sp.repeat_last_n = atoi(v);
+        } else if (!strcmp(a, "--seed") || !strcmp(a, "-s")) {
+            NEED_VALUE();
+            sp.seed = strtoull(v, NULL, 0);
+            seed_given = true;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            NEED_VALUE();
+            cp.n_threads = atoi(v);
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+            NEED_VALUE();
+            cp.n_ctx = (uint32_t)atoi(v);
+        } else if (!strcmp(a, "--kv")) {
+            NEED_VALUE();
+            if (!strcmp(v, "f32"))
+                cp.kv_type = CLLAMA_KV_F32;
+            else if (!strcmp(v, "f16"))
+                cp.kv_type = CLLAMA_KV_F16;
+            else {
+                fprintf(stderr, "cllama run: --kv takes f16 or f32, not '%s'\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--print-ids")) {
+            print_ids = true;
+        } else {
+            fprintf(stderr, "cllama run: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+#undef NEED_VALUE
+    }
+    if (!seed_given) sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    char defpath[4096];
+    const char *path = cll_cli_model_or_default(model_arg, defpath, sizeof defpath);
+    if (!path) return 1;
+    char *owned_prompt = NULL;
+    if (!prompt) {
+        owned_prompt = read_all(stdin);
+        if (!owned_prompt) {
+            fprintf(stderr, "cllama run: cannot read the prompt from stdin\n");
+            return 1;
+        }
+        prompt = owned_prompt;
+    }
+    int rc = 1;
+    cllama_model *m = NULL;
+    cllama_context *c = NULL;
+    cllama_sampler *s = NULL;
+    cllama_token *ids = NULL;
+    run_state rs = {.print_ids = print_ids};
+    if (cllama_model_load(path, NULL, &m) != CLLAMA_OK) {
+        fprintf(stderr, "cllama run: %s\n", cllama_last_error());
+        goto done;
+    }
+    int32_t n = 0;
+    const size_t plen = strlen(prompt);
+    cllama_tokenize(m, prompt, plen, true, true, NULL, 0, &n);
+    ids = malloc(sizeof *ids * (size_t)(n > 0 ? n : 1));
+    if (!ids || cllama_tokenize(m, prompt, plen, true, true, ids, n, &n) != CLLAMA_OK) {
+        fprintf(stderr, "cllama run: tokenize: %s\n", cllama_last_error());
+        goto done;
+    }
+    if (n == 0) {
+        fprintf(stderr, "cllama run: the prompt is empty\n");
+        goto done;
+    }
+    if (cp.n_ctx == 0) {
+        uint32_t train = (uint32_t)cllama_model_n_ctx_train(m);
+        uint32_t want = (uint32_t)n + (n_predict > 0 ? (uint32_t)n_predict : 0) + 1;
+        cp.n_ctx = train < 4096 ? train : 4096;
+        if (cp.n_ctx < want) cp.n_ctx = want;
+    }
+    if (cllama_context_create(m, &cp, &c) != CLLAMA_OK || cllama_sampler_create(&sp, cllama_model_n_vocab(m), &s) != CLLAMA_OK) {
+        fprintf(stderr, "cllama run: %s\n", cllama_last_error());
+        goto done;
+    }
+    cllama_generate_stats st;
+    if (cllama_generate_tokens(c, 0, ids, n, false, n_predict, s, on_token, &rs, &st) != CLLAMA_OK) {
+        fprintf(stderr, "\ncllama run: %s\n", cllama_last_error());
+        goto done;
+    }
+    if (print_ids) {
+        printf("prompt:");
+        for (int32_t i = 0; i < n; i++) printf(" %d", ids[i]);
+        printf("\ngenerated:");
+        for (int32_t i = 0; i < rs.n; i++) printf(" %d", rs.ids[i]);
+        printf("\n");
+    } else {
+        fwrite(rs.out.buf, 1, rs.out.n, stdout);
+        printf("\n");
+    }
+    fflush(stdout);
+    fprintf(stderr, "prefill: %d tokens in %.3f s (%.2f tok/s) | decode: %d tokens in %.3f s (%.2f tok/s)%s\n",
+            st.n_prompt, st.prefill_s, st.prefill_s > 0 ? st.n_prompt / st.prefill_s : 0.0, st.n_gen, st.decode_s,
+            st.decode_s > 0 ? st.n_gen / st.decode_s : 0.0, st.stopped_eog ? " | stopped at end of generation" : "");
+    rc = 0;
+done:
+    free(rs.ids);
+    free(ids);
+    free(owned_prompt);
+    cllama_sampler_free(s);
+    cllama_context_free(c);
+    cllama_model_free(m);
+    return rc;
 }
