@@ -81,16 +81,20 @@ size_t cll_kern_r8_size_q8_0(int64_t rows, int64_t cols);
 void cll_kern_r8_pack_q8_0(const void *src, void *dst, int64_t rows, int64_t cols);
 size_t cll_kern_r8_size_q4_K(int64_t rows, int64_t cols);
 void cll_kern_r8_pack_q4_K(const void *src, void *dst, int64_t rows, int64_t cols);
+size_t cll_kern_r8_size_q5_K(int64_t rows, int64_t cols);
+void cll_kern_r8_pack_q5_K(const void *src, void *dst, int64_t rows, int64_t cols);
 size_t cll_kern_r8_size_q6_K(int64_t rows, int64_t cols);
 void cll_kern_r8_pack_q6_K(const void *src, void *dst, int64_t rows, int64_t cols);
 
 void cll_kern_run_r8_q4_0_avx2(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q8_0_avx2(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q4_K_avx2(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8_q5_K_avx2(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q6_K_avx2(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q4_0_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q8_0_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q4_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8_q5_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q6_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 
 /* the CPU registry (kern_table.c) */

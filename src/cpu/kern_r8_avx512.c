@@ -80,16 +80,17 @@ INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
-/* ---- Q4_K x Q8_K ----------------------------------------------------------------- */
+/* ---- Q4_K / Q5_K x Q8_K (q5: the 5th bits follow the q4_K record) ------------------ */
 
-INLINE void tile_q4_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
-                      const int T) {
+INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
+                       const int T, const int q5) {
+    const size_t recsz = q5 ? 1440 : 1184;
     const __m256i m4 = _mm256_set1_epi8(15);
     __m256 acc[4];
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *rec = wg + b * 1184;
+        const uint8_t *rec = wg + b * recsz;
         const uint8_t *sc = rec + 32, *mm = rec + 96, *qs = rec + 160;
         __m256i isum[4];
 #pragma GCC unroll 4
@@ -103,6 +104,15 @@ INLINE void tile_q4_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
             } else {
 #pragma GCC unroll 8
                 for (int c = 0; c < 8; c++) w[c] = _mm256_and_si256(_mm256_loadu_si256(src + c), m4);
+            }
+            if (q5) {
+                const __m256i *hsrc = (const __m256i *)(rec + 1184), b4 = _mm256_set1_epi8(0x10);
+#pragma GCC unroll 8
+                for (int c = 0; c < 8; c++) {
+                    __m256i h = _mm256_loadu_si256(hsrc + c); /* bit s -> bit 4 (16-bit shifts stay in-byte here) */
+                    h = s <= 4 ? _mm256_slli_epi16(h, 4 - s) : _mm256_srli_epi16(h, s - 4);
+                    w[c] = _mm256_or_si256(w[c], _mm256_and_si256(h, b4));
+                }
             }
             const __m256i scv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8 * s)));
 #pragma GCC unroll 4
@@ -224,5 +234,8 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
 
 DEFINE_R8_RUN(cll_kern_run_r8_q4_0_avx512, tile_q4_0, 32, 144)
 DEFINE_R8_RUN(cll_kern_run_r8_q8_0_avx512, tile_q8_0, 32, 272)
+#define tile_q4_K(wg, nb, act, st, y, ldy, T) tile_q45_K(wg, nb, act, st, y, ldy, T, 0)
+#define tile_q5_K(wg, nb, act, st, y, ldy, T) tile_q45_K(wg, nb, act, st, y, ldy, T, 1)
 DEFINE_R8_RUN(cll_kern_run_r8_q4_K_avx512, tile_q4_K, 256, 1184)
+DEFINE_R8_RUN(cll_kern_run_r8_q5_K_avx512, tile_q5_K, 256, 1440)
 DEFINE_R8_RUN(cll_kern_run_r8_q6_K_avx512, tile_q6_K, 256, 1680)

@@ -9,6 +9,7 @@
  *   q8_0  272 B: d[8] fp16 | q[8 g][32]  int8 elems 4g..4g+3
  *   q4_K 1184 B: d[8] dmin[8] fp16 | sc[8 s][8 r] u8 | m[4 j][8 r][2] u8 (mins of subs 2j,2j+1)
  *                | q[4 p][8 c][32]: lo nibble = sub 2p elems 4c..4c+3, hi = sub 2p+1
+ *   q5_K 1440 B: the q4_K record, then qh[8 c][32]: bit s = 5th bit of sub s, elems 4c..4c+3
  *   q6_K 1680 B: d[8] fp16 | sc[8 k][8 r][2] int8 (16-elem subs 2k,2k+1)
  *                | ql[4 p][8 c][32]: lo nibble = low 4 bits of chunk 2p, hi = chunk 2p+1
  *                | qh[2 h][8 c][32]: bits 2i..2i+1 = high 2 bits of chunk 4h+i
@@ -46,6 +47,16 @@ static void q4_K_quants(const cll_block_q4_K *b, uint8_t q[256], uint8_t sc[8], 
     }
 }
 
+static void q5_K_quants(const cll_block_q5_K *b, uint8_t q[256], uint8_t sc[8], uint8_t m[8]) {
+    for (int s = 0; s < 8; s++) {
+        q4k_scale_min(s, b->scales, &sc[s], &m[s]);
+        for (int l = 0; l < 32; l++) {
+            uint8_t byte = b->qs[32 * (s / 2) + l];
+            q[32 * s + l] = (uint8_t)(((s & 1) ? byte >> 4 : byte & 15) | (((b->qh[l] >> s) & 1) << 4));
+        }
+    }
+}
+
 static void q6_K_quants(const cll_block_q6_K *b, uint8_t q[256]) {
     for (int h = 0; h < 2; h++) {
         const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
@@ -64,6 +75,7 @@ static void q6_K_quants(const cll_block_q6_K *b, uint8_t q[256]) {
 size_t cll_kern_r8_size_q4_0(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 32) * 144; }
 size_t cll_kern_r8_size_q8_0(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 32) * 272; }
 size_t cll_kern_r8_size_q4_K(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 256) * 1184; }
+size_t cll_kern_r8_size_q5_K(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 256) * 1440; }
 size_t cll_kern_r8_size_q6_K(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 256) * 1680; }
 
 /* ---- packers ---- */
@@ -105,20 +117,24 @@ void cll_kern_r8_pack_q8_0(const void *src, void *dst, int64_t rows, int64_t col
         }
 }
 
-void cll_kern_r8_pack_q4_K(const void *src, void *dst, int64_t rows, int64_t cols) {
+/* q4_K and q5_K share the record; q5_K appends the 5th bits */
+static void pack_q45_K(const void *src, void *dst, int64_t rows, int64_t cols, bool q5) {
     const int64_t nb = cols / 256;
-    const cll_block_q4_K *w = src;
+    const size_t bsz = q5 ? sizeof(cll_block_q5_K) : sizeof(cll_block_q4_K), rec = q5 ? 1440 : 1184;
+    const uint8_t *w = src;
     uint8_t *o = dst;
     for (int64_t g = 0; g < rows / 8; g++)
-        for (int64_t b = 0; b < nb; b++, o += 1184) {
+        for (int64_t b = 0; b < nb; b++, o += rec) {
             uint16_t *d = (uint16_t *)o, *dmin = d + 8;
-            uint8_t *sc = o + 32, *mm = o + 96, *qs = o + 160;
+            uint8_t *sc = o + 32, *mm = o + 96, *qs = o + 160, *qh = o + 1184;
+            if (q5) memset(qh, 0, 256);
             for (int r = 0; r < 8; r++) {
-                const cll_block_q4_K *blk = &w[(g * 8 + r) * nb + b];
+                const uint8_t *blk = w + ((size_t)(g * 8 + r) * (size_t)nb + (size_t)b) * bsz;
                 uint8_t q[256], s[8], m[8];
-                q4_K_quants(blk, q, s, m);
-                d[r] = blk->d;
-                dmin[r] = blk->dmin;
+                if (q5) q5_K_quants((const cll_block_q5_K *)blk, q, s, m);
+                else q4_K_quants((const cll_block_q4_K *)blk, q, s, m);
+                memcpy(&d[r], blk, 2); /* d, dmin lead both block types */
+                memcpy(&dmin[r], blk + 2, 2);
                 for (int k = 0; k < 8; k++) sc[8 * k + r] = s[k];
                 for (int j = 0; j < 4; j++) {
                     mm[16 * j + 2 * r] = m[2 * j];
@@ -128,9 +144,22 @@ void cll_kern_r8_pack_q4_K(const void *src, void *dst, int64_t rows, int64_t col
                     for (int c = 0; c < 8; c++)
                         for (int i = 0; i < 4; i++)
                             qs[256 * p + 32 * c + 4 * r + i] =
-                                (uint8_t)(q[64 * p + 4 * c + i] | (q[64 * p + 32 + 4 * c + i] << 4));
+                                (uint8_t)((q[64 * p + 4 * c + i] & 15) | ((q[64 * p + 32 + 4 * c + i] & 15) << 4));
+                if (q5)
+                    for (int k = 0; k < 8; k++)
+                        for (int c = 0; c < 8; c++)
+                            for (int i = 0; i < 4; i++)
+                                qh[32 * c + 4 * r + i] |= (uint8_t)((q[32 * k + 4 * c + i] >> 4) << k);
             }
         }
+}
+
+void cll_kern_r8_pack_q4_K(const void *src, void *dst, int64_t rows, int64_t cols) {
+    pack_q45_K(src, dst, rows, cols, false);
+}
+
+void cll_kern_r8_pack_q5_K(const void *src, void *dst, int64_t rows, int64_t cols) {
+    pack_q45_K(src, dst, rows, cols, true);
 }
 
 void cll_kern_r8_pack_q6_K(const void *src, void *dst, int64_t rows, int64_t cols) {

@@ -16,10 +16,12 @@ static bool plain_avx2_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
 R8_IMPL(q4_0, KACT_Q8_0X, avx2)
 R8_IMPL(q8_0, KACT_Q8_0X, avx2)
 R8_IMPL(q4_K, KACT_Q8_K, avx2)
+R8_IMPL(q5_K, KACT_Q8_K, avx2)
 R8_IMPL(q6_K, KACT_Q8_K, avx2)
 R8_IMPL(q4_0, KACT_Q8_0X, avx512)
 R8_IMPL(q8_0, KACT_Q8_0X, avx512)
 R8_IMPL(q4_K, KACT_Q8_K, avx512)
+R8_IMPL(q5_K, KACT_Q8_K, avx512)
 R8_IMPL(q6_K, KACT_Q8_K, avx512)
 
 static const kern_impl k_scalar_f32 = {KACT_F32, 1, NULL, NULL, cll_kern_run_scalar};
@@ -51,12 +53,14 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
 #define CLL_TYPE_q4_0_ID CLL_TYPE_Q4_0
 #define CLL_TYPE_q8_0_ID CLL_TYPE_Q8_0
 #define CLL_TYPE_q4_K_ID CLL_TYPE_Q4_K
+#define CLL_TYPE_q5_K_ID CLL_TYPE_Q5_K
 #define CLL_TYPE_q6_K_ID CLL_TYPE_Q6_K
 
 static const cll_kernel_row k_rows[] = {
     R8_ROWS(q4_0),
     R8_ROWS(q8_0),
     R8_ROWS(q4_K),
+    R8_ROWS(q5_K),
     R8_ROWS(q6_K),
     PLAIN_ROW(f32, CLL_TYPE_F32, k_plain_f32),
     PLAIN_ROW(f16, CLL_TYPE_F16, k_plain_f16),
