@@ -1,7 +1,8 @@
 /* cpu/kern_table: every CPU kernel row. Order is best-first: dispatch takes the first
  * supported default row, else the first supported row, so an AVX-512 VNNI row precedes
  * its AVX2 twin, an r8 (repacked) row precedes the plain-layout row that serves shapes
- * it refuses (rows % 8 != 0), and the scalar row closes every type. */
+ * it refuses (rows % 8 != 0), and the scalar row closes every type. Default = the type's
+ * first choice on its ISA tier; the rows after it are the fallbacks. */
 #include "cpu/kern_common.h"
 
 static bool plain_avx2_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
@@ -43,12 +44,13 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
      KLAYOUT_R8, 8, NULL, true, true, &k_r8_##T##_avx512},                                                  \
     {"matmul_" #T "_avx2_r8x4", CLL_KOP_MATMUL, CLL_TYPE_##T##_ID, CLL_ISA_AVX2,                           \
      "layout=r8 tile=8x4 maddubs", KLAYOUT_R8, 8, NULL, true, true, &k_r8_##T##_avx2}
-#define PLAIN_ROW(T, ID, IMPL)                                                                               \
+/* DFLT: the row is its type's first choice (no r8 row exists for the type) */
+#define PLAIN_ROW(T, ID, IMPL, DFLT)                                                                         \
     {"matmul_" #T "_avx2_row", CLL_KOP_MATMUL, ID, CLL_ISA_AVX2, "layout=plain rows=1 tokens-inner",          \
-     KLAYOUT_PLAIN, 1, plain_avx2_ok, false, true, &IMPL}
-#define SCALAR_ROW(T, ID, IMPL)                                                                              \
+     KLAYOUT_PLAIN, 1, plain_avx2_ok, DFLT, DFLT, &IMPL}
+#define SCALAR_ROW(T, ID, IMPL, DFLT)                                                                        \
     {"matmul_" #T "_scalar", CLL_KOP_MATMUL, ID, 0, "layout=plain reference-dot", KLAYOUT_PLAIN, 1, NULL,     \
-     false, true, &IMPL}
+     DFLT, DFLT, &IMPL}
 
 #define CLL_TYPE_q4_0_ID CLL_TYPE_Q4_0
 #define CLL_TYPE_q8_0_ID CLL_TYPE_Q8_0
@@ -62,40 +64,40 @@ static const cll_kernel_row k_rows[] = {
     R8_ROWS(q4_K),
     R8_ROWS(q5_K),
     R8_ROWS(q6_K),
-    PLAIN_ROW(f32, CLL_TYPE_F32, k_plain_f32),
-    PLAIN_ROW(f16, CLL_TYPE_F16, k_plain_f16),
-    PLAIN_ROW(q4_0, CLL_TYPE_Q4_0, k_plain_q8_0x),
-    PLAIN_ROW(q4_1, CLL_TYPE_Q4_1, k_plain_q8_1),
-    PLAIN_ROW(q5_0, CLL_TYPE_Q5_0, k_plain_q8_0x),
-    PLAIN_ROW(q5_1, CLL_TYPE_Q5_1, k_plain_q8_1),
-    PLAIN_ROW(q8_0, CLL_TYPE_Q8_0, k_plain_q8_0x),
-    PLAIN_ROW(iq4_nl, CLL_TYPE_IQ4_NL, k_plain_q8_0x),
-    PLAIN_ROW(q2_K, CLL_TYPE_Q2_K, k_plain_q8_K),
-    PLAIN_ROW(q3_K, CLL_TYPE_Q3_K, k_plain_q8_K),
-    PLAIN_ROW(q4_K, CLL_TYPE_Q4_K, k_plain_q8_K),
-    PLAIN_ROW(q5_K, CLL_TYPE_Q5_K, k_plain_q8_K),
-    PLAIN_ROW(q6_K, CLL_TYPE_Q6_K, k_plain_q8_K),
-    PLAIN_ROW(iq4_xs, CLL_TYPE_IQ4_XS, k_plain_q8_K),
-    SCALAR_ROW(f32, CLL_TYPE_F32, k_scalar_f32),
-    SCALAR_ROW(f16, CLL_TYPE_F16, k_scalar_f16),
-    SCALAR_ROW(bf16, CLL_TYPE_BF16, k_scalar_bf16),
-    SCALAR_ROW(q4_0, CLL_TYPE_Q4_0, k_scalar_q8_0),
-    SCALAR_ROW(q4_1, CLL_TYPE_Q4_1, k_scalar_q8_1),
-    SCALAR_ROW(q5_0, CLL_TYPE_Q5_0, k_scalar_q8_0),
-    SCALAR_ROW(q5_1, CLL_TYPE_Q5_1, k_scalar_q8_1),
-    SCALAR_ROW(q8_0, CLL_TYPE_Q8_0, k_scalar_q8_0),
-    SCALAR_ROW(q2_K, CLL_TYPE_Q2_K, k_scalar_q8_K),
-    SCALAR_ROW(q3_K, CLL_TYPE_Q3_K, k_scalar_q8_K),
-    SCALAR_ROW(q4_K, CLL_TYPE_Q4_K, k_scalar_q8_K),
-    SCALAR_ROW(q5_K, CLL_TYPE_Q5_K, k_scalar_q8_K),
-    SCALAR_ROW(q6_K, CLL_TYPE_Q6_K, k_scalar_q8_K),
-    SCALAR_ROW(iq2_xxs, CLL_TYPE_IQ2_XXS, k_scalar_q8_K),
-    SCALAR_ROW(iq2_xs, CLL_TYPE_IQ2_XS, k_scalar_q8_K),
-    SCALAR_ROW(iq2_s, CLL_TYPE_IQ2_S, k_scalar_q8_K),
-    SCALAR_ROW(iq3_xxs, CLL_TYPE_IQ3_XXS, k_scalar_q8_K),
-    SCALAR_ROW(iq3_s, CLL_TYPE_IQ3_S, k_scalar_q8_K),
-    SCALAR_ROW(iq4_nl, CLL_TYPE_IQ4_NL, k_scalar_q8_0),
-    SCALAR_ROW(iq4_xs, CLL_TYPE_IQ4_XS, k_scalar_q8_K),
+    PLAIN_ROW(f32, CLL_TYPE_F32, k_plain_f32, true),
+    PLAIN_ROW(f16, CLL_TYPE_F16, k_plain_f16, true),
+    PLAIN_ROW(q4_0, CLL_TYPE_Q4_0, k_plain_q8_0x, false),
+    PLAIN_ROW(q4_1, CLL_TYPE_Q4_1, k_plain_q8_1, true),
+    PLAIN_ROW(q5_0, CLL_TYPE_Q5_0, k_plain_q8_0x, true),
+    PLAIN_ROW(q5_1, CLL_TYPE_Q5_1, k_plain_q8_1, true),
+    PLAIN_ROW(q8_0, CLL_TYPE_Q8_0, k_plain_q8_0x, false),
+    PLAIN_ROW(iq4_nl, CLL_TYPE_IQ4_NL, k_plain_q8_0x, true),
+    PLAIN_ROW(q2_K, CLL_TYPE_Q2_K, k_plain_q8_K, true),
+    PLAIN_ROW(q3_K, CLL_TYPE_Q3_K, k_plain_q8_K, true),
+    PLAIN_ROW(q4_K, CLL_TYPE_Q4_K, k_plain_q8_K, false),
+    PLAIN_ROW(q5_K, CLL_TYPE_Q5_K, k_plain_q8_K, false),
+    PLAIN_ROW(q6_K, CLL_TYPE_Q6_K, k_plain_q8_K, false),
+    PLAIN_ROW(iq4_xs, CLL_TYPE_IQ4_XS, k_plain_q8_K, true),
+    SCALAR_ROW(f32, CLL_TYPE_F32, k_scalar_f32, false),
+    SCALAR_ROW(f16, CLL_TYPE_F16, k_scalar_f16, false),
+    SCALAR_ROW(bf16, CLL_TYPE_BF16, k_scalar_bf16, true),
+    SCALAR_ROW(q4_0, CLL_TYPE_Q4_0, k_scalar_q8_0, false),
+    SCALAR_ROW(q4_1, CLL_TYPE_Q4_1, k_scalar_q8_1, false),
+    SCALAR_ROW(q5_0, CLL_TYPE_Q5_0, k_scalar_q8_0, false),
+    SCALAR_ROW(q5_1, CLL_TYPE_Q5_1, k_scalar_q8_1, false),
+    SCALAR_ROW(q8_0, CLL_TYPE_Q8_0, k_scalar_q8_0, false),
+    SCALAR_ROW(q2_K, CLL_TYPE_Q2_K, k_scalar_q8_K, false),
+    SCALAR_ROW(q3_K, CLL_TYPE_Q3_K, k_scalar_q8_K, false),
+    SCALAR_ROW(q4_K, CLL_TYPE_Q4_K, k_scalar_q8_K, false),
+    SCALAR_ROW(q5_K, CLL_TYPE_Q5_K, k_scalar_q8_K, false),
+    SCALAR_ROW(q6_K, CLL_TYPE_Q6_K, k_scalar_q8_K, false),
+    SCALAR_ROW(iq2_xxs, CLL_TYPE_IQ2_XXS, k_scalar_q8_K, true),
+    SCALAR_ROW(iq2_xs, CLL_TYPE_IQ2_XS, k_scalar_q8_K, true),
+    SCALAR_ROW(iq2_s, CLL_TYPE_IQ2_S, k_scalar_q8_K, true),
+    SCALAR_ROW(iq3_xxs, CLL_TYPE_IQ3_XXS, k_scalar_q8_K, true),
+    SCALAR_ROW(iq3_s, CLL_TYPE_IQ3_S, k_scalar_q8_K, true),
+    SCALAR_ROW(iq4_nl, CLL_TYPE_IQ4_NL, k_scalar_q8_0, false),
+    SCALAR_ROW(iq4_xs, CLL_TYPE_IQ4_XS, k_scalar_q8_K, false),
 };
 
 static const cll_kernel_table k_table = {"cpu", k_rows, sizeof k_rows / sizeof k_rows[0]};

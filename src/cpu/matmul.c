@@ -76,6 +76,8 @@ int64_t cll_cpu_weight_cols(const cll_cpu_weight *w) { return w->cols; }
 const char *cll_cpu_weight_kernel(const cll_cpu_weight *w) { return w->gemm->name; }
 const char *cll_cpu_weight_gemv_kernel(const cll_cpu_weight *w) { return w->gemv->name; }
 
+bool cll_cpu_weight_repacked(const cll_cpu_weight *w) { return w->packed != NULL; }
+
 size_t cll_cpu_matmul_scratch(const cll_cpu_weight *w, int64_t n) {
     size_t a = cll_kern_act_stride(impl_of(w->gemv)->act, w->cols);
     size_t b = cll_kern_act_stride(impl_of(w->gemm)->act, w->cols) * (size_t)(n > 0 ? n : 1);
