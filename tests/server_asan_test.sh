@@ -1,7 +1,7 @@
 #!/bin/bash
 # server_asan_test: the server's bad-input and API suites against an ASan+UBSan build of
 # cllama. Builds nothing itself: point CLLAMA_BUILD_ASAN at a build configured with
-#   cmake -S . -B build-server-asan -DCLLAMA_SANITIZE=ON -DCLLAMA_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+#   cmake -S . -B build-server-asan -DCLLAMA_SANITIZE=ON -DCLLAMA_CUDA=OFF -DCMAKE_BUILD_TYPE=Release
 #   cmake --build build-server-asan -j2
 # A leak, a memory error or UB in the server makes it exit non-zero on SIGTERM, which the
 # suites check. SKIPs (exit 77) when CLLAMA_BUILD_ASAN is unset or holds no cllama.
