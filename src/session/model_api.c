@@ -35,11 +35,13 @@ cllama_status cllama_model_load(const char *path, const cllama_model_params *p, 
     cll_status st = cll_gguf_open(path, &m->g);
     if (st != CLL_OK) goto fail;
     cll_gguf_get_cstr(m->g, "general.architecture", m->arch, sizeof m->arch);
+    if (!p->vocab_only) { /* the recipe first: an unknown architecture is the clearest error */
+        st = cll_model_load(m->g, &m->m);
+        if (st != CLL_OK) goto fail;
+    }
     st = cll_tok_create(m->g, &m->tok);
     if (st != CLL_OK) goto fail;
     if (!p->vocab_only) {
-        st = cll_model_load(m->g, &m->m);
-        if (st != CLL_OK) goto fail;
         st = cll_cpu_model_create(m->m, &m->cpu);
         if (st != CLL_OK) goto fail;
         if (cll_tok_n_vocab(m->tok) > m->m->hp.n_vocab) {

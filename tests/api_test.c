@@ -1,0 +1,299 @@
+/* api_test: the public API's session semantics on stories260K — a sequence's logits do not
+ * depend on what else is in the batch, seq_truncate + re-decode equals a fresh decode, a
+ * batched prefill equals token-by-token — and its error paths (bad path, unknown
+ * architecture, unsupported tensor type, context full, bad positions/sequences, CUDA). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "cllama.h"
+#include "testutil.h"
+
+#define TOL 1e-4 /* same math, possibly another matmul row grouping */
+
+static cllama_model *g_model;
+static int32_t g_nv;
+
+static int setup(void **st) {
+    (void)st;
+    char path[4096];
+    snprintf(path, sizeof path, "%s", tu_shared("models/stories260K.gguf"));
+    if (cllama_model_load(path, NULL, &g_model) != CLLAMA_OK) {
+        print_message("load: %s\n", cllama_last_error());
+        return -1;
+    }
+    g_nv = cllama_model_n_vocab(g_model);
+    return 0;
+}
+static int teardown(void **st) {
+    (void)st;
+    cllama_model_free(g_model);
+    return 0;
+}
+
+static cllama_context *ctx(uint32_t n_seq, uint32_t n_ctx) {
+    cllama_context_params p = cllama_context_default_params();
+    p.n_seq_max = n_seq;
+    p.n_ctx = n_ctx;
+    p.n_batch = 64;
+    p.n_threads = 2;
+    p.kv_type = CLLAMA_KV_F32;
+    cllama_context *c = NULL;
+    assert_int_equal(cllama_context_create(g_model, &p, &c), CLLAMA_OK);
+    return c;
+}
+
+static int tok(const char *text, int32_t *ids) {
+    int32_t n = 0;
+    assert_int_equal(cllama_tokenize(g_model, text, strlen(text), true, false, ids, 64, &n), CLLAMA_OK);
+    return n;
+}
+
+static double maxdiff(const float *a, const float *b) {
+    double d = 0;
+    for (int32_t i = 0; i < g_nv; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+static int32_t argmax(const float *x) {
+    int32_t b = 0;
+    for (int32_t i = 1; i < g_nv; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+static const char *k_prompts[3] = {"Once upon a time", "The little dog ran to the", "Lily and Ben"};
+enum { N_STEPS = 4 };
+
+/* reference: each prompt alone, then N_STEPS greedy tokens; logits (3, N_STEPS+1, n_vocab) */
+static float *alone(int32_t gen[3][N_STEPS]) {
+    float *ref = malloc(sizeof(float) * 3 * (N_STEPS + 1) * (size_t)g_nv);
+    for (int p = 0; p < 3; p++) {
+        cllama_context *c = ctx(1, 128);
+        int32_t ids[64], pos[64], seq[64];
+        int8_t want[64];
+        const int n = tok(k_prompts[p], ids);
+        for (int i = 0; i < n; i++) pos[i] = i, seq[i] = 0, want[i] = i == n - 1;
+        cllama_batch b = {n, ids, pos, seq, want};
+        assert_int_equal(cllama_decode(c, &b), CLLAMA_OK);
+        for (int s = 0; s <= N_STEPS; s++) {
+            const float *L = cllama_get_logits(c, -1);
+            assert_non_null(L);
+            memcpy(ref + ((size_t)p * (N_STEPS + 1) + s) * g_nv, L, sizeof(float) * g_nv);
+            if (s == N_STEPS) break;
+            int32_t t = gen[p][s] = argmax(L), ps = n + s, sq = 0;
+            int8_t w = 1;
+            cllama_batch b1 = {1, &t, &ps, &sq, &w};
+            assert_int_equal(cllama_decode(c, &b1), CLLAMA_OK);
+        }
+        cllama_context_free(c);
+    }
+    return ref;
+}
+
+static void test_multi_sequence_equals_single(void **st) {
+    (void)st;
+    int32_t gen[3][N_STEPS];
+    float *ref = alone(gen);
+    cllama_context *c = ctx(4, 128);
+    /* one mixed batch: the three prompts interleaved token by token, in sequences 3, 1, 0 */
+    const int32_t sid[3] = {3, 1, 0};
+    int32_t ids[3][64], n[3], bt[192], bp[192], bs[192], idx_last[3];
+    int8_t bw[192];
+    int nb = 0;
+    for (int p = 0; p < 3; p++) n[p] = tok(k_prompts[p], ids[p]);
+    for (int i = 0; i < 64; i++)
+        for (int p = 0; p < 3; p++)
+            if (i < n[p]) {
+                bt[nb] = ids[p][i], bp[nb] = i, bs[nb] = sid[p], bw[nb] = i == n[p] - 1;
+                if (bw[nb]) idx_last[p] = nb;
+                nb++;
+            }
+    cllama_batch b = {nb, bt, bp, bs, bw};
+    assert_int_equal(cllama_decode(c, &b), CLLAMA_OK);
+    double worst = 0;
+    for (int p = 0; p < 3; p++) worst = fmax(worst, maxdiff(cllama_get_logits(c, idx_last[p]), ref + (size_t)p * (N_STEPS + 1) * g_nv));
+    /* then N_STEPS steps with one token per sequence in one batch (continuous batching) */
+    for (int s = 0; s < N_STEPS; s++) {
+        int32_t t[3], ps[3], sq[3];
+        int8_t w[3] = {1, 1, 1};
+        for (int p = 0; p < 3; p++) t[p] = gen[p][s], ps[p] = n[p] + s, sq[p] = sid[p];
+        cllama_batch b3 = {3, t, ps, sq, w};
+        assert_int_equal(cllama_decode(c, &b3), CLLAMA_OK);
+        for (int p = 0; p < 3; p++)
+            worst = fmax(worst, maxdiff(cllama_get_logits(c, p), ref + ((size_t)p * (N_STEPS + 1) + s + 1) * g_nv));
+    }
+    for (int p = 0; p < 3; p++) assert_int_equal(cllama_seq_len(c, sid[p]), n[p] + N_STEPS);
+    assert_int_equal(cllama_seq_len(c, 2), 0);
+    print_message("multi-sequence vs alone: max |dlogit| %.2e\n", worst);
+    assert_true(worst < TOL);
+    cllama_context_free(c);
+    free(ref);
+}
+
+static void test_decode_step_plus_prompt_chunk(void **st) {
+    (void)st;
+    int32_t gen[3][N_STEPS];
+    float *ref = alone(gen);
+    cllama_context *c = ctx(2, 128);
+    int32_t a[64], bq[64];
+    const int na = tok(k_prompts[0], a), nbq = tok(k_prompts[1], bq);
+    /* seq 0: prompt A alone first */
+    int32_t pos[64], seq[64];
+    int8_t want[64];
+    for (int i = 0; i < na; i++) pos[i] = i, seq[i] = 0, want[i] = 0;
+    cllama_batch b = {na, a, pos, seq, want};
+    assert_int_equal(cllama_decode(c, &b), CLLAMA_OK);
+    /* then one batch: seq 0 decodes its first generated token, seq 1 prefills all of prompt B */
+    int32_t t[65], p2[65], s2[65];
+    int8_t w2[65];
+    t[0] = gen[0][0], p2[0] = na, s2[0] = 0, w2[0] = 1;
+    for (int i = 0; i < nbq; i++) t[1 + i] = bq[i], p2[1 + i] = i, s2[1 + i] = 1, w2[1 + i] = i == nbq - 1;
+    cllama_batch bb = {1 + nbq, t, p2, s2, w2};
+    assert_int_equal(cllama_decode(c, &bb), CLLAMA_OK);
+    const double d0 = maxdiff(cllama_get_logits(c, 0), ref + 1 * (size_t)g_nv);
+    const double d1 = maxdiff(cllama_get_logits(c, nbq), ref + (size_t)1 * (N_STEPS + 1) * g_nv);
+    assert_null(cllama_get_logits(c, 1)); /* not requested */
+    print_message("step + chunk: %.2e %.2e\n", d0, d1);
+    assert_true(d0 < TOL && d1 < TOL);
+    cllama_context_free(c);
+    free(ref);
+}
+
+static void test_truncate_then_redecode_equals_fresh(void **st) {
+    (void)st;
+    int32_t ids[64], pos[64], seq[64];
+    int8_t want[64];
+    const int n = tok(k_prompts[0], ids);
+    const int32_t other[3] = {300, 301, 302}, cont[3] = {400, 401, 402};
+    cllama_context *c = ctx(1, 64);
+    for (int i = 0; i < n; i++) pos[i] = i, seq[i] = 0, want[i] = 0;
+    cllama_batch b = {n, ids, pos, seq, want};
+    assert_int_equal(cllama_decode(c, &b), CLLAMA_OK);
+    for (int i = 0; i < 3; i++) pos[i] = n + i, want[i] = i == 2;
+    cllama_batch bo = {3, other, pos, seq, want};
+    assert_int_equal(cllama_decode(c, &bo), CLLAMA_OK);
+    assert_int_equal(cllama_seq_truncate(c, 0, n), CLLAMA_OK);
+    assert_int_equal(cllama_seq_len(c, 0), n);
+    cllama_batch bc = {3, cont, pos, seq, want};
+    assert_int_equal(cllama_decode(c, &bc), CLLAMA_OK);
+    float *got = malloc(sizeof(float) * g_nv);
+    memcpy(got, cllama_get_logits(c, 2), sizeof(float) * g_nv);
+    cllama_context_free(c);
+    /* fresh, one token at a time (also checks batched prefill == token by token) */
+    c = ctx(1, 64);
+    int32_t all[64];
+    memcpy(all, ids, sizeof(int32_t) * n);
+    memcpy(all + n, cont, sizeof cont);
+    for (int i = 0; i < n + 3; i++) {
+        int32_t p = i, s = 0;
+        int8_t w = 1;
+        cllama_batch b1 = {1, &all[i], &p, &s, &w};
+        assert_int_equal(cllama_decode(c, &b1), CLLAMA_OK);
+    }
+    const double d = maxdiff(got, cllama_get_logits(c, 0));
+    print_message("truncate + re-decode vs fresh: %.2e\n", d);
+    assert_true(d < TOL);
+    cllama_context_free(c);
+    free(got);
+}
+
+static void test_context_errors(void **st) {
+    (void)st;
+    cllama_context *c = ctx(2, 8);
+    int32_t t[9] = {1, 300, 301, 302, 303, 304, 305, 306, 307}, pos[9], seq[9];
+    for (int i = 0; i < 9; i++) pos[i] = i, seq[i] = 0;
+    cllama_batch b8 = {8, t, pos, seq, NULL};
+    assert_int_equal(cllama_decode(c, &b8), CLLAMA_OK);
+    assert_non_null(cllama_get_logits(c, 7)); /* NULL logits flags: the last token */
+    cllama_batch b1 = {1, t + 8, pos + 8, seq, NULL};
+    assert_int_equal(cllama_decode(c, &b1), CLLAMA_ERR_RANGE);
+    assert_non_null(strstr(cllama_last_error(), "context full"));
+    assert_int_equal(cllama_seq_len(c, 0), 8); /* unchanged by the failed call */
+    int32_t bad_pos = 3, s1 = 1;
+    cllama_batch bp = {1, t, &bad_pos, &s1, NULL}; /* seq 1 is empty: pos must be 0 */
+    assert_int_equal(cllama_decode(c, &bp), CLLAMA_ERR_ARG);
+    int32_t p0 = 0, s9 = 9;
+    cllama_batch bs = {1, t, &p0, &s9, NULL};
+    assert_int_equal(cllama_decode(c, &bs), CLLAMA_ERR_ARG);
+    int32_t huge = 1 << 30;
+    cllama_batch bt = {1, &huge, &p0, &s1, NULL};
+    assert_int_equal(cllama_decode(c, &bt), CLLAMA_ERR_ARG);
+    assert_int_equal(cllama_seq_len(c, 1), 0);
+    cllama_context_free(c);
+
+    cllama_context_params p = cllama_context_default_params();
+    p.backend = CLLAMA_BACKEND_CUDA;
+    cllama_context *cc = NULL;
+    assert_int_equal(cllama_context_create(g_model, &p, &cc), CLLAMA_ERR_UNSUPPORTED);
+    assert_null(cc);
+    assert_non_null(strstr(cllama_last_error(), "CUDA"));
+}
+
+static void test_bad_path(void **st) {
+    (void)st;
+    cllama_model *m = (cllama_model *)1;
+    assert_int_equal(cllama_model_load("/nonexistent/dir/model.gguf", NULL, &m), CLLAMA_ERR_IO);
+    assert_null(m);
+    assert_non_null(strstr(cllama_last_error(), "/nonexistent/dir/model.gguf"));
+}
+
+/* write a GGUF with the given architecture and one token_embd tensor of the given type */
+static void craft(const char *path, const char *arch, uint32_t type) {
+    cll_gw *w = cll_bench_gw_new();
+    cll_bench_gw_str(w, "general.architecture", arch);
+    char key[64];
+    snprintf(key, sizeof key, "%s.block_count", arch);
+    cll_bench_gw_u32(w, key, 1);
+    snprintf(key, sizeof key, "%s.embedding_length", arch);
+    cll_bench_gw_u32(w, key, 256);
+    snprintf(key, sizeof key, "%s.attention.head_count", arch);
+    cll_bench_gw_u32(w, key, 4);
+    snprintf(key, sizeof key, "%s.feed_forward_length", arch);
+    cll_bench_gw_u32(w, key, 256);
+    const uint64_t ne[2] = {256, 4};
+    const uint64_t nbytes = cll_bench_gw_tensor(w, "token_embd.weight", type, 2, ne);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(cll_bench_gw_write_header(w, f), CLL_OK);
+    void *zero = calloc(1, nbytes);
+    fwrite(zero, 1, nbytes, f);
+    free(zero);
+    assert_int_equal(cll_bench_gw_pad(w, f, nbytes), CLL_OK);
+    fclose(f);
+    cll_bench_gw_free(w);
+}
+
+static void test_unknown_arch_and_bad_type(void **st) {
+    (void)st;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/cllama_api_test_%d.gguf", (int)getpid());
+    cllama_model *m = NULL;
+    craft(path, "frobnicator", 1 /* F16 */);
+    assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_ERR_UNSUPPORTED);
+    assert_null(m);
+    print_message("unknown arch: %s\n", cllama_last_error());
+    assert_non_null(strstr(cllama_last_error(), "frobnicator"));
+    assert_non_null(strstr(cllama_last_error(), "qwen3moe")); /* lists what is supported */
+    craft(path, "llama", 15 /* Q8_K: an activation type, not a weight type */);
+    assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_ERR_UNSUPPORTED);
+    print_message("bad type: %s\n", cllama_last_error());
+    assert_non_null(strstr(cllama_last_error(), "token_embd.weight"));
+    assert_non_null(strstr(cllama_last_error(), "q8_K"));
+    unlink(path);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_multi_sequence_equals_single),
+        cmocka_unit_test(test_decode_step_plus_prompt_chunk),
+        cmocka_unit_test(test_truncate_then_redecode_equals_fresh),
+        cmocka_unit_test(test_context_errors),
+        cmocka_unit_test(test_bad_path),
+        cmocka_unit_test(test_unknown_arch_and_bad_type),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
