@@ -39,12 +39,23 @@ cll_status cll_err(cll_status st, const char *fmt, ...) {
 cll_status cll_err_prefix(cll_status st, const char *fmt, ...) {
     char old[sizeof g_err];
     memcpy(old, g_err, sizeof old);
-    char pre[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(pre, sizeof pre, fmt, ap);
+    int n = vsnprintf(g_err, sizeof g_err, fmt, ap);
     va_end(ap);
-    snprintf(g_err, sizeof g_err, "%s: %s", pre, old[0] ? old : cll_status_str(st));
+    /* append ": <old message>" after the prefix, truncating the old message if needed */
+    size_t at = n < 0 ? 0 : (size_t)n < sizeof g_err ? (size_t)n : sizeof g_err - 1;
+    const char *tail = old[0] ? old : cll_status_str(st);
+    size_t room = sizeof g_err - at;
+    if (room > 2) {
+        g_err[at++] = ':';
+        g_err[at++] = ' ';
+        room -= 2;
+        size_t tl = strlen(tail);
+        if (tl >= room) tl = room - 1;
+        memcpy(g_err + at, tail, tl);
+        g_err[at + tl] = 0;
+    }
     return st;
 }
 
