@@ -213,47 +213,76 @@ static void get_id(const cll_gguf *g, const char *key, int32_t n_vocab, int32_t 
     *id = (int32_t)v;
 }
 
+static bool eog_push(cll_tokenizer *t, int32_t *cap, int32_t id) {
+    if (id < 0 || cll_tok_is_eog(t, id)) return true;
+    if (t->n_eog == *cap) {
+        int32_t *nv = realloc(t->eog, (size_t)*cap * 2 * sizeof *nv);
+        if (!nv) return false;
+        t->eog = nv;
+        *cap *= 2;
+    }
+    t->eog[t->n_eog++] = id;
+    return true;
+}
+
+static bool text_in(const tok_entry *e, const char *const *names) {
+    for (int k = 0; names[k]; k++)
+        if (text_is(e, names[k])) return true;
+    return false;
+}
+
+/* llama.cpp's special-token auto-detection by text: EOT, EOM, the FIM tokens and the
+ * end-of-generation set. Every token found is made CONTROL (OR'ed into its attributes),
+ * which also keeps it out of the text unless parse_special. Lists as of llama.cpp b10472. */
 static void detect_eog(cll_tokenizer *t) {
+#define FW "\xef\xbd\x9c" /* U+FF5C fullwidth vertical bar */
+#define SP "\xe2\x96\x81" /* U+2581 */
     static const char *const eot_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                                            "<|end_of_text|>", "<EOT>", "_<EOT>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+                                            "<|end_of_text|>", "<EOT>", "_<EOT>", "<" FW "end" SP "of" SP "sentence" FW ">",
                                             "<end_of_utterance>", NULL};
-    static const char *const eog_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
-                                            "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
-                                            "<|end_of_text|>", "<end_of_utterance>", NULL};
-    int32_t cap = 16;
+    static const char *const eog_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
+                                            "<|calls|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+                                            "<|end_of_text|>", "<end_of_utterance>", "</s>",
+                                            "<" FW "end" SP "of" SP "sentence" FW ">", "<eos>", NULL};
+    static const char *const fim[6][8] = {
+        {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<" FW "fim" SP "begin" FW ">", "<PRE>", SP "<PRE>", "<|code_prefix|>", NULL},
+        {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<" FW "fim" SP "hole" FW ">", "<SUF>", SP "<SUF>", "<|code_suffix|>", NULL},
+        {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<" FW "fim" SP "end" FW ">", "<MID>", SP "<MID>", "<|code_middle|>", NULL},
+        {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", NULL},
+        {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", NULL},
+        {"<|file_sep|>", "<file_sep>", "<fim-sep>", NULL},
+    };
+#undef FW
+#undef SP
+    int32_t fim_id[6] = {-1, -1, -1, -1, -1, -1};
+    int32_t cap = 16, end_id = -1;
+    bool has_return = false;
     t->eog = malloc((size_t)cap * sizeof *t->eog);
     if (!t->eog) return;
     for (int32_t id = 0; id < t->n_vocab; id++) {
         tok_entry *e = &t->tok[id];
-        if (e->len < 5 || (e->text[0] != '<' && e->text[0] != '_')) continue;
-        if (t->eot < 0) {
-            for (int k = 0; eot_names[k]; k++)
-                if (text_is(e, eot_names[k])) { t->eot = id; e->attr = TOK_ATTR_CONTROL; break; }
+        if (e->len < 4 || e->len > 40) continue;
+        if (t->eot < 0 && text_in(e, eot_names)) { t->eot = id; e->attr |= TOK_ATTR_CONTROL; }
+        if (t->eom < 0 && text_is(e, "<|eom_id|>")) { t->eom = id; e->attr |= TOK_ATTR_CONTROL; }
+        for (int f = 0; f < 6; f++)
+            if (fim_id[f] < 0 && text_in(e, fim[f])) { fim_id[f] = id; e->attr |= TOK_ATTR_CONTROL; }
+        if (text_in(e, eog_names)) {
+            e->attr |= TOK_ATTR_CONTROL;
+            if (!eog_push(t, &cap, id)) return;
         }
-        if (t->eom < 0 && text_is(e, "<|eom_id|>")) t->eom = id;
-        for (int k = 0; eog_names[k]; k++) {
-            if (!text_is(e, eog_names[k])) continue;
-            if (!(e->attr & TOK_ATTR_CONTROL)) e->attr = TOK_ATTR_CONTROL;
-            if (t->n_eog == cap) {
-                int32_t *nv = realloc(t->eog, (size_t)cap * 2 * sizeof *nv);
-                if (!nv) return;
-                t->eog = nv;
-                cap *= 2;
-            }
-            t->eog[t->n_eog++] = id;
-            break;
-        }
+        if (text_is(e, "<|end|>")) end_id = id;
+        if (text_is(e, "<|return|>") || text_is(e, "<|call|>")) has_return = true;
     }
-    int32_t extra[3] = {t->eos, t->eot, t->eom};
-    for (int k = 0; k < 3; k++) {
-        if (extra[k] < 0 || cll_tok_is_eog(t, extra[k])) continue;
-        if (t->n_eog == cap) {
-            int32_t *nv = realloc(t->eog, (size_t)cap * 2 * sizeof *nv);
-            if (!nv) return;
-            t->eog = nv;
-            cap *= 2;
-        }
-        t->eog[t->n_eog++] = extra[k];
+    for (int f = 3; f < 6; f++) eog_push(t, &cap, fim_id[f]); /* pad, repo, file separator end generation */
+    eog_push(t, &cap, t->eos);
+    eog_push(t, &cap, t->eot);
+    eog_push(t, &cap, t->eom);
+    /* gpt-oss: <|end|> closes a message mid-conversation when <|return|>/<|call|> exist */
+    if (has_return && end_id >= 0) {
+        for (int32_t i = 0; i < t->n_eog; i++)
+            if (t->eog[i] == end_id) t->eog[i--] = t->eog[--t->n_eog];
+        t->tok[end_id].attr = TOK_ATTR_USER_DEFINED;
+        if (t->eot == end_id) t->eot = -1;
     }
 }
 
