@@ -10,6 +10,17 @@
 
 /* ---- row-parallel tasks ------------------------------------------------------------------ */
 
+/* Small elementwise work runs inline on the calling thread: a fork-join costs more than it
+ * saves below a few tens of thousands of elements (and much more on an oversubscribed box). */
+#define PAR_MIN_WORK 32768
+
+static void run(cll_cpu_state *s, cll_task_fn fn, void *arg, int64_t work) {
+    if (work < PAR_MIN_WORK || s->nth == 1)
+        fn(arg, 0, 1);
+    else
+        cll_pool_run(s->pool, fn, arg);
+}
+
 static void task_embed(void *arg, int ith, int nth) {
     cll_cpu_state *s = arg;
     const cll_model *m = s->cm->m;
@@ -48,7 +59,7 @@ static void task_norm(void *arg, int ith, int nth) {
 
 static void run_norm(cll_cpu_state *s, const float *src, float *dst, const float *w, int64_t n) {
     norm_args a = {s, src, dst, w, n};
-    cll_pool_run(s->pool, task_norm, &a);
+    run(s, task_norm, &a, n * s->cm->m->hp.n_embd);
 }
 
 /* biases, q/k norms, rope, q prescale; then K/V into the cache at (seq, pos) */
@@ -163,7 +174,7 @@ static void task_act(void *arg, int ith, int nth) {
 
 static void run_act(cll_cpu_state *s, int64_t n, int64_t f) {
     act_args a = {s, n, f};
-    cll_pool_run(s->pool, task_act, &a);
+    run(s, task_act, &a, n * f * 4);
 }
 
 /* ---- MoE ------------------------------------------------------------------------------------ */
@@ -268,7 +279,10 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
         return cll_err(CLL_ERR_RANGE, "forward: %lld tokens want logits, the session holds %d rows", (long long)n_want,
                        s->p.n_out_max);
     s->b = b;
-    cll_pool_run(s->pool, task_embed, s);
+    run(s, task_embed, s, n * d);
+    /* attention work ~ sum over tokens of keys seen, times heads and head size */
+    int64_t attn_work = 0;
+    for (int64_t i = 0; i < n; i++) attn_work += (int64_t)(b->pos[i] + 1) * hp->n_head * hp->head_dim_k;
     const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k, nao = (int64_t)hp->n_head * hp->head_dim_v;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const cll_cpu_layer *C = &cm->layers[il];
@@ -277,11 +291,11 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
         cll_cpu_matmul(s->pool, C->wq, s->xn, d, n, s->q, nq, s->mm);
         cll_cpu_matmul(s->pool, C->wk, s->xn, d, n, s->k, s->kv_k, s->mm);
         cll_cpu_matmul(s->pool, C->wv, s->xn, d, n, s->v, s->kv_v, s->mm);
-        cll_pool_run(s->pool, task_qkv, s);
-        cll_pool_run(s->pool, task_attn, s);
+        run(s, task_qkv, s, n * (nq + 2 * s->kv_k) * 4);
+        run(s, task_attn, s, attn_work);
         cll_cpu_matmul(s->pool, C->wo, s->ao, nao, n, s->t, d, s->mm);
         resid_args ra = {s, C->post_attn_norm};
-        cll_pool_run(s->pool, task_resid, &ra);
+        run(s, task_resid, &ra, n * d);
 
         run_norm(s, s->x, s->xn, C->ffn_norm, n);
         if (hp->n_expert > 0) {
@@ -294,7 +308,7 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
             cll_cpu_matmul(s->pool, C->down, s->g, f, n, s->t, d, s->mm);
         }
         resid_args rf = {s, C->post_ffn_norm};
-        cll_pool_run(s->pool, task_resid, &rf);
+        run(s, task_resid, &rf, n * d);
     }
     if (n_want == 0) {
         s->b = NULL;

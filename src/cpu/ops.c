@@ -3,7 +3,14 @@
 
 #include <math.h>
 
+#include "cpu/ops_simd.h"
 #include "formats/formats.h"
+
+/* AVX2 + FMA + F16C: the inner loops of attention and fp16 stores (checked per call: the
+ * check is one load, and no global state is kept) */
+static inline bool have_avx2(void) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
 
 void cll_ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps) {
     double sum = 0.0; /* ggml sums squares in double */
@@ -81,21 +88,32 @@ void cll_ops_gelu_mul(float *g, const float *u, int64_t n, const uint16_t *tab) 
 }
 
 void cll_ops_to_f16(uint16_t *dst, const float *src, int64_t n) {
+    if (have_avx2()) {
+        cll_ops_to_f16_avx2(dst, src, n);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) dst[i] = cll_f32_to_fp16(src[i]);
 }
 
 void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16,
                        int32_t lo, int32_t hi, int32_t hd_k, int32_t hd_v, float scale, float *scores, float *out) {
     const int32_t nk = hi - lo;
+    const bool simd = have_avx2();
     float mx = -INFINITY;
     for (int32_t j = 0; j < nk; j++) {
         float s = 0.0f;
         if (kv_f16) {
             const uint16_t *kr = (const uint16_t *)k + (int64_t)(lo + j) * ks;
-            for (int32_t d = 0; d < hd_k; d++) s += q[d] * cll_fp16_to_f32(kr[d]);
+            if (simd)
+                s = cll_ops_dot_f16_avx2(q, kr, hd_k);
+            else
+                for (int32_t d = 0; d < hd_k; d++) s += q[d] * cll_fp16_to_f32(kr[d]);
         } else {
             const float *kr = (const float *)k + (int64_t)(lo + j) * ks;
-            for (int32_t d = 0; d < hd_k; d++) s += q[d] * kr[d];
+            if (simd)
+                s = cll_ops_dot_f32_avx2(q, kr, hd_k);
+            else
+                for (int32_t d = 0; d < hd_k; d++) s += q[d] * kr[d];
         }
         s *= scale;
         scores[j] = s;
@@ -113,10 +131,16 @@ void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks,
         const float w = scores[j] * inv;
         if (kv_f16) {
             const uint16_t *vr = (const uint16_t *)v + (int64_t)(lo + j) * vs;
-            for (int32_t d = 0; d < hd_v; d++) out[d] += w * cll_fp16_to_f32(vr[d]);
+            if (simd)
+                cll_ops_axpy_f16_avx2(out, w, vr, hd_v);
+            else
+                for (int32_t d = 0; d < hd_v; d++) out[d] += w * cll_fp16_to_f32(vr[d]);
         } else {
             const float *vr = (const float *)v + (int64_t)(lo + j) * vs;
-            for (int32_t d = 0; d < hd_v; d++) out[d] += w * vr[d];
+            if (simd)
+                cll_ops_axpy_f32_avx2(out, w, vr, hd_v);
+            else
+                for (int32_t d = 0; d < hd_v; d++) out[d] += w * vr[d];
         }
     }
 }
