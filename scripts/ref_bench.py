@@ -59,6 +59,9 @@ def main():
     a = ap.parse_args()
 
     L.llama_backend_init()
+    global _quiet  # llama.cpp keeps calling the log callback: it must outlive this call
+    _quiet = L.llama_log_callback(lambda lvl, txt, ud: None)
+    L.llama_log_set(_quiet, None)
     load = fn("llama_model_load_from_file", "llama_load_model_from_file")
     new_ctx = fn("llama_init_from_model", "llama_new_context_with_model")
     sysinfo = L.llama_print_system_info().decode(errors="replace")
