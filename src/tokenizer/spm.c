@@ -126,16 +126,20 @@ void cll_tok_spm_encode(const cll_tokenizer *t, const char *text, size_t len, bo
     /* escape: ' ' -> U+2581 (3 bytes) */
     size_t cap = len * 3 + 3;
     char *buf = malloc(cap);
-    spm_sym *sy = malloc((len + 1) * sizeof *sy);
+    spm_sym *sy = NULL;
     spm_heap h = {0};
     tok_vec seg = {0};
-    if (!buf || !sy) { out->oom = true; goto done; }
+    if (!buf) { out->oom = true; goto done; }
     size_t n = 0;
     if (prefix_space) { memcpy(buf, "\xe2\x96\x81", 3); n = 3; }
     for (size_t i = 0; i < len; i++) {
         if (text[i] == ' ') { memcpy(buf + n, "\xe2\x96\x81", 3); n += 3; }
         else buf[n++] = text[i];
     }
+    /* one symbol per escaped byte at most: a truncated lead byte can swallow part of an
+     * escaped space and leave its other bytes as one-byte symbols */
+    sy = malloc((n + 1) * sizeof *sy);
+    if (!sy) { out->oom = true; goto done; }
     int32_t ns = 0;
     for (size_t off = 0; off < n;) {
         size_t cl = tok_utf8_len((uint8_t)buf[off]);
@@ -143,7 +147,7 @@ void cll_tok_spm_encode(const cll_tokenizer *t, const char *text, size_t len, bo
         sy[ns].text = buf + off;
         sy[ns].n = (uint32_t)cl;
         off += cl;
-        ns++; /* at most len + 1 symbols: an escaped space is one symbol */
+        ns++;
     }
     /* segments: cut in front of a space or newline wherever no token spans the pair */
     for (int32_t a = 0; a < ns;) {
