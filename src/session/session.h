@@ -12,6 +12,7 @@
 #include "cpu/forward.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
 struct cllama_model {
@@ -19,6 +20,7 @@ struct cllama_model {
     cll_tokenizer *tok;
     cll_model *m;          /* NULL when vocab_only */
     cll_cpu_model *cpu;    /* NULL when vocab_only */
+    cll_chat_tmpl chat;    /* recognised chat template family */
     char arch[32];
     char desc[96];
 };
