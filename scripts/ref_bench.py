@@ -131,17 +131,27 @@ def main():
                 pp(np_)
             if ng:
                 tg(1)
-            samples = []
-            for _ in range(a.r):
-                clear()
-                t0 = time.perf_counter_ns()
-                if np_:
-                    pp(np_)
-                if ng:
-                    tg(ng)
-                samples.append(time.perf_counter_ns() - t0)
+            def measure():
+                samples = []
+                for _ in range(a.r):
+                    clear()
+                    t0 = time.perf_counter_ns()
+                    if np_:
+                        pp(np_)
+                    if ng:
+                        tg(ng)
+                    samples.append(time.perf_counter_ns() - t0)
+                ts = [(np_ + ng) * 1e9 / s for s in samples]
+                cv = statistics.stdev(ts) / statistics.mean(ts) if len(ts) > 1 else 0.0
+                return samples, ts, cv
+
+            # the same noise rule as cllama bench --record: cv > 3% -> one re-run, still noisy -> marked
+            samples, ts, cv = measure()
+            noise = "ok"
+            if cv > 0.03:
+                samples, ts, cv = measure()
+                noise = "noisy" if cv > 0.03 else "ok (re-run)"
             L.llama_free(ctx)
-            ts = [(np_ + ng) * 1e9 / s for s in samples]
             row = {
                 "build_commit": "llama-cpp-python-%s" % version, "build_number": 0, "cpu_info": cpu_name(),
                 "gpu_info": "", "backends": "CPU", "model_filename": os.path.basename(path),
@@ -155,7 +165,7 @@ def main():
                 "avg_ns": int(statistics.mean(samples)), "stddev_ns": int(statistics.stdev(samples)) if len(samples) > 1 else 0,
                 "avg_ts": statistics.mean(ts), "stddev_ts": statistics.stdev(ts) if len(ts) > 1 else 0.0,
                 "samples_ns": samples, "samples_ts": ts,
-                "engine": "llama.cpp", "model_sha256": msha, "model_bytes": os.path.getsize(path),
+                "engine": "llama.cpp", "model_sha256": msha, "cv": cv, "noise": noise, "model_bytes": os.path.getsize(path),
                 "provenance": {"command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]), "note": note},
             }
             print(json.dumps(row), flush=True)
