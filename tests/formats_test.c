@@ -290,7 +290,12 @@ static float rng_normal(void) {
 __attribute__((target("f16c"))) static uint16_t fp16_hw(float f) {
     return (uint16_t)_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0);
 }
-static bool have_f16c(void) { return __builtin_cpu_supports("f16c"); }
+/* CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports has no "f16c") */
+#include <cpuid.h>
+static bool have_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
 #else
 static uint16_t fp16_hw(float f) { return fp16_by_search(f); }
 static bool have_f16c(void) { return false; }

@@ -4,12 +4,14 @@
 #include <math.h>
 
 #include "cpu/ops_simd.h"
+#include "kernels/registry.h"
 #include "formats/formats.h"
 
 /* AVX2 + FMA + F16C: the inner loops of attention and fp16 stores (checked per call: the
  * check is one load, and no global state is kept) */
 static inline bool have_avx2(void) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    /* the registry's CPUID probe (clang's __builtin_cpu_supports has no "f16c") */
+    return (cll_kernels_cpu_features() & CLL_ISA_AVX2) != 0; /* AVX2 implies FMA+F16C+BMI2 there */
 }
 
 void cll_ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, float eps) {
