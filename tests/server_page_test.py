@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from server_api_test import BIN, STORIES, Server, check, skip, FAILS  # noqa: E402
@@ -33,6 +34,72 @@ def run_chromium(exe, args, url, timeout=90):
                "--user-data-dir=" + prof, "--virtual-time-budget=30000"] + args + [url]
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     finally:
+        shutil.rmtree(prof, ignore_errors=True)
+
+
+def page_after_stream(exe, url, shot, timeout=180):
+    """Open url in headless Chromium and drive it over the DevTools protocol: wait until the
+    page's status line says the stream is done (a real wait, so a slow, loaded machine cannot
+    make the DOM dump race the stream), then return the DOM and write a screenshot.
+    Returns None when the DevTools route is unavailable (no websockets module)."""
+    try:
+        import asyncio
+        import base64
+        import json
+        import urllib.request
+        import websockets
+    except ImportError:
+        return None
+    prof = tempfile.mkdtemp(prefix="cllama-chromium-")
+    proc = subprocess.Popen([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                             "--no-first-run", "--user-data-dir=" + prof, "--remote-debugging-port=0",
+                             "--window-size=1000,640", "--hide-scrollbars", url],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        deadline = time.time() + 60
+        while port is None and time.time() < deadline:
+            line = proc.stderr.readline()
+            m = re.search(r"DevTools listening on ws://[^:]+:(\d+)/", line or "")
+            if m:
+                port = int(m.group(1))
+        if port is None:
+            return None
+        pages = json.load(urllib.request.urlopen("http://127.0.0.1:%d/json" % port, timeout=10))
+        ws_url = [p for p in pages if p.get("type") == "page"][0]["webSocketDebuggerUrl"]
+
+        async def drive():
+            async with websockets.connect(ws_url, max_size=None) as ws:
+                seq = [0]
+
+                async def call(method, **params):
+                    seq[0] += 1
+                    await ws.send(json.dumps({"id": seq[0], "method": method, "params": params}))
+                    while True:
+                        msg = json.loads(await ws.recv())
+                        if msg.get("id") == seq[0]:
+                            return msg.get("result", {})
+
+                async def js(expr):
+                    r = await call("Runtime.evaluate", expression=expr, returnByValue=True)
+                    return r.get("result", {}).get("value")
+
+                end = time.time() + timeout
+                while time.time() < end:
+                    st = await js("(document.getElementById('status')||{}).textContent || ''")
+                    if st and (st.startswith("done") or st.startswith("error")):
+                        break
+                    await asyncio.sleep(0.25)
+                dom = await js("document.documentElement.outerHTML")
+                png = await call("Page.captureScreenshot", format="png")
+                with open(shot, "wb") as f:
+                    f.write(base64.b64decode(png.get("data", "")))
+                return dom
+
+        return asyncio.run(drive())
+    finally:
+        proc.kill()
+        proc.wait()
         shutil.rmtree(prof, ignore_errors=True)
 
 
@@ -58,9 +125,13 @@ def main():
             sys.exit(77)
         want = j["choices"][0]["message"]["content"]
         url = "%s/?q=%s&autorun=1&temp=0&max_tokens=%d" % (s.base, q.replace(" ", "%20"), n)
-        r = run_chromium(exe, ["--dump-dom"], url)
-        dom = r.stdout
-        check(r.returncode == 0 and "<html" in dom, "chromium dumped the page DOM")
+        shot = os.path.join(os.environ.get("CLLAMA_BUILD", tempfile.gettempdir()), "server_page.png")
+        dom = page_after_stream(exe, url, shot)
+        if dom is None:  # no DevTools route: a one-shot dump (may race a slow stream)
+            r = run_chromium(exe, ["--dump-dom"], url)
+            dom = r.stdout if r.returncode == 0 else ""
+            run_chromium(exe, ["--screenshot=" + shot, "--window-size=1000,640", "--hide-scrollbars"], url)
+        check("<html" in dom, "chromium gave the page DOM")
         user = re.search(r'<div class="msg user">(.*?)</div>', dom, re.S)
         reply = re.search(r'<div class="msg assistant" id="reply-1">(.*?)</div>', dom, re.S)
         status = re.search(r'<div id="status">(.*?)</div>', dom, re.S)
@@ -71,8 +142,6 @@ def main():
         check(status is not None and status.group(1).startswith("done"), "status says done (%s)"
               % (status.group(1) if status else None))
         check('class="msg error"' not in dom, "no error bubble")
-        shot = os.path.join(os.environ.get("CLLAMA_BUILD", tempfile.gettempdir()), "server_page.png")
-        r = run_chromium(exe, ["--screenshot=" + shot, "--window-size=1000,640", "--hide-scrollbars"], url)
         check(os.path.exists(shot) and os.path.getsize(shot) > 5000, "screenshot written: " + shot)
     finally:
         rc = s.stop()
