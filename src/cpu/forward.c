@@ -108,7 +108,15 @@ static void task_qkv(void *arg, int ith, int nth) {
     }
 }
 
-/* attention: one work item per (token, head) */
+/* attention: one work item per (token, head).
+ * With an F16 cache the numerics are llama.cpp's CPU flash attention (cll_ops_attn_head_fa16),
+ * its default: this model family amplifies any rounding difference into different greedy
+ * tokens. A one-token batch over >= 512 cache cells is what ggml splits over its threads
+ * (split-KV decode); REF_THREADS is the thread count of the reference runs
+ * (tests/golden/gemma3-270m.json), and the chunk edges are where its threads' ranges meet. */
+#define REF_THREADS 2
+#define SPLIT_KV_MIN 512
+
 static void task_attn(void *arg, int ith, int nth) {
     cll_cpu_state *s = arg;
     const cll_model *m = s->cm->m;
@@ -119,7 +127,9 @@ static void task_attn(void *arg, int ith, int nth) {
     const bool f16 = !s->p.kv_f32;
     const size_t esz = f16 ? sizeof(uint16_t) : sizeof(float);
     const float scale = m->recipe.q_prescale ? 1.0f : hp->attn_scale;
-    float *scores = s->scores + (int64_t)ith * s->p.n_ctx;
+    const int32_t kv_chunk =
+        s->b->n == 1 && s->p.n_ctx >= SPLIT_KV_MIN ? (s->p.n_ctx + REF_THREADS - 1) / REF_THREADS : 0;
+    float *scores = s->scores + (int64_t)ith * s->sc_ld;
     int64_t b, e;
     cll_split((int64_t)s->b->n * H, ith, nth, &b, &e);
     for (int64_t it = b; it < e; it++) {
@@ -131,8 +141,13 @@ static void task_attn(void *arg, int ith, int nth) {
         const uint8_t *vb = (const uint8_t *)s->vc[s->il] + ((size_t)base * s->kv_v + (size_t)kvh * hv) * esz;
         int32_t lo = 0;
         if (L->swa && pos - hp->n_swa + 1 > 0) lo = pos - hp->n_swa + 1;
-        cll_ops_attn_head(s->q + i * (int64_t)H * hk + (int64_t)h * hk, kb, vb, s->kv_k, s->kv_v, f16, lo, pos + 1, hk,
-                          hv, scale, scores, s->ao + i * (int64_t)H * hv + (int64_t)h * hv);
+        const float *q = s->q + i * (int64_t)H * hk + (int64_t)h * hk;
+        float *out = s->ao + i * (int64_t)H * hv + (int64_t)h * hv;
+        if (f16)
+            cll_ops_attn_head_fa16(q, (const uint16_t *)kb, (const uint16_t *)vb, s->kv_k, s->kv_v, lo, pos + 1,
+                                   kv_chunk, hk, hv, scale, (uint16_t *)scores, out);
+        else
+            cll_ops_attn_head(q, kb, vb, s->kv_k, s->kv_v, false, lo, pos + 1, hk, hv, scale, scores, out);
     }
 }
 

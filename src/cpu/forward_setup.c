@@ -178,6 +178,7 @@ cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_par
     s->vc = calloc((size_t)hp->n_layer, sizeof *s->vc);
     if (!s->kc || !s->vc) goto nomem;
     const size_t slots = (size_t)p->n_seq * (size_t)p->n_ctx;
+    s->sc_ld = p->n_ctx > hp->head_dim_v ? p->n_ctx : hp->head_dim_v;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         if (!(s->kc[il] = zalloc(s, slots * (size_t)s->kv_k * esz))) goto nomem;
         if (!(s->vc[il] = zalloc(s, slots * (size_t)s->kv_v * esz))) goto nomem;
@@ -188,7 +189,7 @@ cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_par
         !(s->k = zalloc(s, nb * (size_t)s->kv_k * F)) || !(s->v = zalloc(s, nb * (size_t)s->kv_v * F)) ||
         !(s->ao = zalloc(s, nb * (size_t)hp->n_head * (size_t)hp->head_dim_v * F)) ||
         !(s->t = zalloc(s, nb * d * F)) || !(s->g = zalloc(s, nb * ff * F)) || !(s->u = zalloc(s, nb * ff * F)) ||
-        !(s->scores = zalloc(s, nth * (size_t)p->n_ctx * F)) ||
+        !(s->scores = zalloc(s, nth * (size_t)s->sc_ld * F)) ||
         !(s->rope = zalloc(s, nth * (size_t)hp->n_rot * F)) || !(s->xo = zalloc(s, (size_t)p->n_out_max * d * F)))
         goto nomem;
     if (hp->n_expert > 0) {

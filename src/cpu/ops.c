@@ -2,6 +2,7 @@
 #include "cpu/ops.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "cpu/ops_simd.h"
 #include "kernels/registry.h"
@@ -145,4 +146,90 @@ void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks,
                 for (int32_t d = 0; d < hd_v; d++) out[d] += w * vr[d];
         }
     }
+}
+
+/* ---- llama.cpp's CPU flash attention over an F16 cache ------------------------------------------
+ * This model family is chaotic under 8-bit activation quantization: one flipped rounding anywhere
+ * moves the logits by ~0.2, so greedy paths only agree with llama.cpp when every op rounds as
+ * ggml-cpu does. Its flash attention (ggml_compute_forward_flash_attn_ext_f16, the default on CPU)
+ * for one query row: q rounded to fp16; s = ggml_vec_dot_f16(q, k) * scale; online softmax with
+ * the running V sum kept in fp16 (rescaled by expf(Mold - M) when the max moves, then
+ * acc = fp16(fma(v, expf(s - M), acc))), S = fma(S, ms, vs) in f32; out = f32(acc) * (1 / S).
+ * A single-token batch over a cache of >= 512 cells runs split-KV: each thread takes a contiguous
+ * chunk of cells, and the chunk results (M, S, f32(acc)) merge in order. */
+
+static float dot_f16_ggml(const float *q, const uint16_t *k, int32_t n) {
+    float a[4][8] = {{0}};
+    const int32_t np = n & ~31;
+    for (int32_t i = 0; i < np; i += 32)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 8; l++) a[j][l] = fmaf(cll_fp16_to_f32(k[i + 8 * j + l]), q[i + 8 * j + l], a[j][l]);
+    float t[4];
+    for (int l = 0; l < 8; l++) a[0][l] = (a[0][l] + a[2][l]) + (a[1][l] + a[3][l]);
+    for (int l = 0; l < 4; l++) t[l] = a[0][l] + a[0][l + 4];
+    double s = (double)((t[0] + t[1]) + (t[2] + t[3]));
+    for (int32_t i = np; i < n; i++) s += (double)(q[i] * cll_fp16_to_f32(k[i]));
+    return (float)s;
+}
+
+static void fa16_step(uint16_t *acc, const uint16_t *v, bool rescale, float ms, float vs, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        float y = cll_fp16_to_f32(acc[i]);
+        if (rescale) y = cll_fp16_to_f32(cll_f32_to_fp16(y * ms));
+        acc[i] = cll_f32_to_fp16(fmaf(cll_fp16_to_f32(v[i]), vs, y));
+    }
+}
+
+/* online softmax over keys [b, e): acc (hd_v fp16) = unnormalized sum, *M max, *S sum */
+static void fa16_chunk(const float *q, const uint16_t *k, const uint16_t *v, int64_t ks, int64_t vstr, int32_t b,
+                       int32_t e, int32_t hd_k, int32_t hd_v, float scale, bool simd, uint16_t *acc, float *M_out,
+                       float *S_out) {
+    memset(acc, 0, sizeof(uint16_t) * (size_t)hd_v);
+    float M = -INFINITY, S = 0.0f;
+    for (int32_t ic = b; ic < e; ic++) {
+        const uint16_t *kr = k + (int64_t)ic * ks, *vr = v + (int64_t)ic * vstr;
+        const float s = (simd ? cll_ops_dot_f16_ggml_avx2(q, kr, hd_k) : dot_f16_ggml(q, kr, hd_k)) * scale;
+        float ms = 1.0f, vs = 1.0f;
+        const bool moved = s > M;
+        if (moved) {
+            ms = expf(M - s);
+            M = s;
+        } else {
+            vs = expf(s - M);
+        }
+        if (simd)
+            cll_ops_fa16_step_avx2(acc, vr, moved, ms, vs, hd_v);
+        else
+            fa16_step(acc, vr, moved, ms, vs, hd_v);
+        S = fmaf(S, ms, vs);
+    }
+    *M_out = M;
+    *S_out = S;
+}
+
+void cll_ops_attn_head_fa16(const float *q, const uint16_t *k, const uint16_t *v, int64_t ks, int64_t vs, int32_t lo,
+                            int32_t hi, int32_t kv_chunk, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc,
+                            float *out) {
+    const bool simd = have_avx2();
+    float M, S;
+    if (kv_chunk <= 0) {
+        fa16_chunk(q, k, v, ks, vs, lo, hi, hd_k, hd_v, scale, simd, acc, &M, &S);
+        const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+        for (int32_t d = 0; d < hd_v; d++) out[d] = cll_fp16_to_f32(acc[d]) * inv;
+        return;
+    }
+    /* split-KV: chunk results merge in cell order (ggml_flash_attn_ext_reduce_partials) */
+    float Mf = -INFINITY, Sf = 0.0f;
+    for (int32_t d = 0; d < hd_v; d++) out[d] = 0.0f;
+    for (int32_t c0 = 0; c0 < hi; c0 += kv_chunk) {
+        const int32_t b = lo > c0 ? lo : c0, e = hi < c0 + kv_chunk ? hi : c0 + kv_chunk;
+        if (b >= e) continue; /* every cell of the chunk is masked: S == 0, skipped */
+        fa16_chunk(q, k, v, ks, vs, b, e, hd_k, hd_v, scale, simd, acc, &M, &S);
+        const float Mn = fmaxf(Mf, M), so = expf(Mf - Mn), sn = expf(M - Mn);
+        for (int32_t d = 0; d < hd_v; d++) out[d] = fmaf(out[d], so, cll_fp16_to_f32(acc[d]) * sn);
+        Sf = fmaf(Sf, so, S * sn);
+        Mf = Mn;
+    }
+    const float inv = Sf == 0.0f ? 0.0f : 1.0f / Sf;
+    for (int32_t d = 0; d < hd_v; d++) out[d] *= inv;
 }
