@@ -1,6 +1,12 @@
-/* threads: fork-join pool. Workers spin on a generation counter for a short while
- * (a decode step issues ~200 joins, so a futex sleep/wake per join would cost tens of
- * microseconds each) and then sleep on a futex so an idle pool burns no CPU. */
+/* threads: fork-join pool with chunks claimed dynamically. Workers spin on a generation
+ * counter for a short while (a decode step issues ~200 joins, so a futex sleep/wake per
+ * join would cost tens of microseconds each) and then sleep on a futex so an idle pool
+ * burns no CPU.
+ * A task is n_chunks chunks; every thread, the caller included, claims chunks from one
+ * atomic ticket until none is left, and the caller waits only for chunks already claimed.
+ * On a box with more runnable threads than cores a worker may not run for a whole
+ * scheduler slice (milliseconds): the caller then runs that worker's chunks itself
+ * instead of waiting for it to wake (the tiny-model 2-thread slowdown). */
 #include "core/threads.h"
 
 #include <errno.h>
@@ -29,20 +35,23 @@
 
 typedef struct {
     cll_pool *pool;
-    int ith;
     pthread_t tid;
 } worker;
 
 struct cll_pool {
     int n;                    /* threads including the caller */
     worker *w;                /* (n - 1) workers */
-    cll_task_fn fn;
+    cll_task_fn fn;           /* the current task; valid while any of its chunks is unfinished */
     void *arg;
-    _Atomic uint32_t gen;     /* futex word: bumped once per task */
-    _Atomic int pending;      /* workers still running the current task */
+    int n_chunks;
+    /* (generation << 32) | chunks not yet claimed. A claim is a CAS that decrements the
+     * low half, so a thread can only claim a chunk of the task that is current, and fn/arg
+     * stay valid until the chunk it claimed is done. */
+    _Atomic uint64_t ticket;
+    _Atomic uint32_t gen;     /* futex word: bumped once per task, after ticket */
+    _Atomic uint32_t done;    /* futex word: chunks of the current task finished */
     _Atomic int sleepers;     /* workers parked in futex_wait on gen */
     _Atomic int main_sleeping;/* the caller parked in futex_wait on done */
-    _Atomic uint32_t done;    /* futex word: the generation the last worker finished */
     _Atomic int stop;
 };
 
@@ -74,8 +83,26 @@ static int spin_until_changed(_Atomic uint32_t *word, uint32_t seen) {
     }
 }
 
-static void *worker_main(void *p) {
-    worker *me = p;
+/* claim and run chunks of the current task until none is left */
+static void run_chunks(cll_pool *p) {
+    uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+    for (;;) {
+        if ((uint32_t)t == 0) return;
+        if (!atomic_compare_exchange_weak_explicit(&p->ticket, &t, t - 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        /* chunk (remaining - 1) of the task of this ticket's generation: its fn/arg are
+         * still published, since that task cannot finish before this chunk does */
+        const int n_chunks = p->n_chunks;
+        p->fn(p->arg, n_chunks - (int)(uint32_t)t, n_chunks);
+        const uint32_t d = atomic_fetch_add(&p->done, 1) + 1; /* seq_cst: Dekker with main_sleeping */
+        if (d == (uint32_t)n_chunks && atomic_load(&p->main_sleeping)) futex(&p->done, FUTEX_WAKE_PRIVATE, 1);
+        t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker *me = arg;
     cll_pool *pool = me->pool;
     uint32_t seen = 0;
     for (;;) {
@@ -88,11 +115,7 @@ static void *worker_main(void *p) {
         }
         seen = atomic_load_explicit(&pool->gen, memory_order_acquire);
         if (atomic_load_explicit(&pool->stop, memory_order_acquire)) return NULL;
-        pool->fn(pool->arg, me->ith, pool->n);
-        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
-            atomic_store(&pool->done, seen);
-            if (atomic_load(&pool->main_sleeping)) futex(&pool->done, FUTEX_WAKE_PRIVATE, 1);
-        }
+        run_chunks(pool);
     }
 }
 
@@ -145,7 +168,6 @@ cll_status cll_pool_create(int n_threads, cll_pool **out) {
     for (int i = 1; i < n_threads; i++) {
         worker *w = &p->w[i - 1];
         w->pool = p;
-        w->ith = i;
         int rc = pthread_create(&w->tid, NULL, worker_main, w);
         if (rc) {
             p->n = i; /* only the started ones get joined */
@@ -171,23 +193,41 @@ void cll_pool_free(cll_pool *p) {
 
 int cll_pool_size(const cll_pool *p) { return p ? p->n : 1; }
 
-void cll_pool_run(cll_pool *p, cll_task_fn fn, void *arg) {
-    if (!p || p->n == 1) {
-        fn(arg, 0, 1);
+void cll_pool_run_chunks(cll_pool *p, cll_task_fn fn, void *arg, int n_chunks) {
+    if (n_chunks <= 0) return;
+    if (!p || p->n == 1 || n_chunks == 1) {
+        for (int c = 0; c < n_chunks; c++) fn(arg, c, n_chunks);
         return;
     }
     p->fn = fn;
     p->arg = arg;
-    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
-    uint32_t g = atomic_fetch_add(&p->gen, 1) + 1; /* seq_cst: publishes fn/arg/pending */
+    p->n_chunks = n_chunks;
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    const uint32_t g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+    atomic_store_explicit(&p->ticket, ((uint64_t)g << 32) | (uint32_t)n_chunks, memory_order_release);
+    atomic_store(&p->gen, g); /* seq_cst: publishes the task, then the sleepers check below */
     if (atomic_load(&p->sleepers) > 0) futex(&p->gen, FUTEX_WAKE_PRIVATE, INT_MAX);
-    fn(arg, 0, p->n);
-    if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) return;
-    if (!spin_until_changed(&p->done, g - 1)) {
+    run_chunks(p);
+    /* every chunk is claimed; wait for the ones other threads are still running */
+    const uint32_t all = (uint32_t)n_chunks;
+    uint32_t d = atomic_load_explicit(&p->done, memory_order_acquire);
+    if (d == all) return;
+    int64_t t0 = 0;
+    for (unsigned i = 0; d != all; i++) {
+        CPU_RELAX();
+        if ((i & 255) == 255) {
+            const int64_t t = now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > SPIN_NS) break;
+            if (t - t0 > YIELD_NS) sched_yield();
+        }
+        d = atomic_load_explicit(&p->done, memory_order_acquire);
+    }
+    if (d != all) {
         atomic_store(&p->main_sleeping, 1);
-        while (atomic_load(&p->done) != g) futex(&p->done, FUTEX_WAIT_PRIVATE, g - 1);
+        while ((d = atomic_load(&p->done)) != all) futex(&p->done, FUTEX_WAIT_PRIVATE, d);
         atomic_store(&p->main_sleeping, 0);
     }
-    /* done == g implies pending reached 0 with acq_rel ordering */
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) CPU_RELAX();
 }
+
+void cll_pool_run(cll_pool *p, cll_task_fn fn, void *arg) { cll_pool_run_chunks(p, fn, arg, p ? p->n : 1); }

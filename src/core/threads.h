@@ -1,7 +1,7 @@
 /* threads: a fixed pool of worker threads that run one task at a time on all threads
  * (fork-join), used by every parallel op of the CPU driver.
  * Owns its pthreads. Rule: cll_pool_run is called from one thread at a time; the
- * caller takes part as thread 0, so a pool of 1 runs inline with no threads. */
+ * caller takes part (it claims chunks like a worker), so a pool of 1 runs inline. */
 #ifndef CLL_THREADS_H
 #define CLL_THREADS_H
 
@@ -13,8 +13,13 @@ typedef void (*cll_task_fn)(void *arg, int ith, int nth);
 cll_status cll_pool_create(int n_threads, cll_pool **out); /* n_threads <= 0: physical cores */
 void cll_pool_free(cll_pool *p);
 int cll_pool_size(const cll_pool *p);
-/* run fn(arg, ith, nth) for ith in [0, nth) on the pool and wait for all */
+/* run fn(arg, ith, nth) for ith in [0, nth) on the pool and wait for all. Each ith runs
+ * exactly once, on whichever thread claims it first (the caller included), so per-ith
+ * scratch is safe but thread identity is not implied. */
 void cll_pool_run(cll_pool *p, cll_task_fn fn, void *arg);
+/* the same with n_chunks chunks: fn(arg, c, n_chunks) for c in [0, n_chunks). More chunks
+ * than threads keep a thread the scheduler parks from holding up the join. */
+void cll_pool_run_chunks(cll_pool *p, cll_task_fn fn, void *arg, int n_chunks);
 
 int cll_physical_cores(void);
 /* split [0, n) into nth near-equal chunks; chunk ith is [*b, *e) */

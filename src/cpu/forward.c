@@ -187,6 +187,18 @@ static void task_act(void *arg, int ith, int nth) {
         cll_ops_silu_mul(a->s->g + b, a->s->u + b, e - b);
 }
 
+/* the same on columns [r0, r1) of every row: the epilogue of the gate/up matmul */
+static void act_rows(void *arg, int64_t r0, int64_t r1) {
+    act_args *a = arg;
+    const cll_cpu_model *cm = a->s->cm;
+    for (int64_t t = 0; t < a->n; t++) {
+        float *g = a->s->g + t * a->f + r0;
+        const float *u = a->s->u + t * a->f + r0;
+        if (cm->m->recipe.act == CLL_ACT_GELU_TANH) cll_ops_gelu_mul(g, u, r1 - r0, cm->gelu_tab);
+        else cll_ops_silu_mul(g, u, r1 - r0);
+    }
+}
+
 static void run_act(cll_cpu_state *s, int64_t n, int64_t f) {
     act_args a = {s, n, f};
     run(s, task_act, &a, n * f * 4);
@@ -303,9 +315,12 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
         const cll_cpu_layer *C = &cm->layers[il];
         s->il = il;
         run_norm(s, s->x, s->xn, C->attn_norm, n);
-        cll_cpu_matmul(s->pool, C->wq, s->xn, d, n, s->q, nq, s->mm);
-        cll_cpu_matmul(s->pool, C->wk, s->xn, d, n, s->k, s->kv_k, s->mm);
-        cll_cpu_matmul(s->pool, C->wv, s->xn, d, n, s->v, s->kv_v, s->mm);
+        { /* one activation quantization and one fork-join for q, k, v */
+            const cll_cpu_weight *w3[3] = {C->wq, C->wk, C->wv};
+            float *const y3[3] = {s->q, s->k, s->v};
+            const int64_t ld3[3] = {nq, s->kv_k, s->kv_v};
+            cll_cpu_matmul_many(s->pool, 3, w3, s->xn, d, n, y3, ld3, s->mm);
+        }
         run(s, task_qkv, s, n * (nq + 2 * s->kv_k) * 4);
         run(s, task_attn, s, attn_work);
         cll_cpu_matmul(s->pool, C->wo, s->ao, nao, n, s->t, d, s->mm);
@@ -317,9 +332,12 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
             moe_ffn(s, C);
         } else {
             const int64_t f = hp->n_ff;
-            cll_cpu_matmul(s->pool, C->gate, s->xn, d, n, s->g, f, s->mm);
-            cll_cpu_matmul(s->pool, C->up, s->xn, d, n, s->u, f, s->mm);
-            run_act(s, n, f);
+            /* gate and up in one fork-join; act(g) * u runs on each chunk's rows as they land */
+            const cll_cpu_weight *w2[2] = {C->gate, C->up};
+            float *const y2[2] = {s->g, s->u};
+            const int64_t ld2[2] = {f, f};
+            act_args aa = {s, n, f};
+            cll_cpu_matmul_many_ep(s->pool, 2, w2, s->xn, d, n, y2, ld2, s->mm, act_rows, &aa);
             cll_cpu_matmul(s->pool, C->down, s->g, f, n, s->t, d, s->mm);
         }
         resid_args rf = {s, C->post_ffn_norm};

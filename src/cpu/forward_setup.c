@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cpu/forward_internal.h"
 #include "cpu/ops.h"
@@ -19,12 +21,28 @@ static cll_status add_weight(cll_cpu_model *cm, uint32_t type, int64_t rows, int
     return CLL_OK;
 }
 
+/* A weight that runs from its own repacked copy never reads the map again: drop those
+ * file pages from this process (they refault from the file if ever touched), so RSS holds
+ * one copy of the model. Whole pages inside the tensor only; the embedding table stays
+ * (the token lookup reads it even when the output head is tied to it). */
+static void release_map_pages(const cll_cpu_model *cm, const cll_gguf_tensor *t, const cll_cpu_weight *w) {
+    if (!w || !cll_cpu_weight_repacked(w) || t == cm->m->tok_embd) return;
+    const long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0) return;
+    const uint64_t bytes = cll_row_bytes(t->type, t->ne[0]) * t->ne[1];
+    const uintptr_t b = ((uintptr_t)t->data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+    const uintptr_t e = ((uintptr_t)t->data + (uintptr_t)bytes) & ~((uintptr_t)pg - 1);
+    if (e > b) madvise((void *)b, e - b, MADV_DONTNEED); /* advisory: failure only costs RSS */
+}
+
 static cll_status prep(cll_cpu_model *cm, const cll_gguf_tensor *t, cll_cpu_weight **out) {
     *out = NULL;
     if (!t) return CLL_OK;
     char name[128];
     snprintf(name, sizeof name, "tensor %.*s", (int)t->name.len, t->name.ptr);
-    return add_weight(cm, t->type, (int64_t)t->ne[1], (int64_t)t->ne[0], t->data, name, out);
+    cll_status st = add_weight(cm, t->type, (int64_t)t->ne[1], (int64_t)t->ne[0], t->data, name, out);
+    if (st == CLL_OK) release_map_pages(cm, t, *out);
+    return st;
 }
 
 /* one weight per expert: slice e of a (n_expert, rows, cols) tensor */

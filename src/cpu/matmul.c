@@ -99,6 +99,14 @@ static void quant_task(void *arg, int ith, int nth) {
         cll_kern_act_quantize(m->k->act, m->x + t * m->ldx, (uint8_t *)m->a.act + t * m->a.act_stride, m->a.cols);
 }
 
+/* Row chunks per matmul: a few per thread, so the threads that run keep claiming work
+ * while one the scheduler parked holds at most one chunk (the box is often loaded). */
+#define CHUNKS_PER_THREAD 4
+static int row_chunks(const cll_pool *pool, int64_t groups) {
+    const int64_t c = (int64_t)CHUNKS_PER_THREAD * cll_pool_size(pool);
+    return (int)(groups < c ? (groups > 0 ? groups : 1) : c);
+}
+
 static void run_task(void *arg, int ith, int nth) {
     mm_task *m = arg;
     const int64_t al = m->k->row_align;
@@ -128,7 +136,7 @@ void cll_cpu_matmul(cll_pool *pool, const cll_cpu_weight *w, const float *x, int
     /* quantizing a token costs ~1 us; below a few tokens a fork-join costs more */
     if (n >= 4 && cll_pool_size(pool) > 1) cll_pool_run(pool, quant_task, &m);
     else quant_task(&m, 0, 1);
-    cll_pool_run(pool, run_task, &m);
+    cll_pool_run_chunks(pool, run_task, &m, row_chunks(pool, w->rows / m.k->row_align));
 }
 
 /* ---- several weights, one input (q/k/v, gate/up): quantize once, one fork-join ---- */
@@ -138,28 +146,54 @@ typedef struct {
     int nw;
     const kern_impl *k[MANY_MAX];
     kern_args a[MANY_MAX];
+    cll_cpu_mm_epilogue ep; /* NULL, or run per chunk on its rows (all weights share rows) */
+    void *ep_arg;
 } mm_many;
 
 static void run_many_task(void *arg, int ith, int nth) {
     mm_many *m = arg;
+    int64_t b0 = 0, e0 = 0;
     for (int i = 0; i < m->nw; i++) {
         const int64_t al = m->k[i]->row_align;
         int64_t b, e;
         cll_split(m->a[i].rows / al, ith, nth, &b, &e);
         if (e > b) m->k[i]->run(&m->a[i], b * al, e * al);
+        if (i == 0) b0 = b * al, e0 = e * al;
     }
+    if (m->ep && e0 > b0) m->ep(m->ep_arg, b0, e0);
 }
 
-void cll_cpu_matmul_many(cll_pool *pool, int nw, const cll_cpu_weight *const *ws, const float *x, int64_t ldx,
-                         int64_t n, float *const *ys, const int64_t *ldys, void *scratch) {
+typedef struct {
+    cll_cpu_mm_epilogue ep;
+    void *arg;
+    int64_t rows;
+} ep_task;
+
+static void run_ep_task(void *arg, int ith, int nth) {
+    ep_task *t = arg;
+    int64_t b, e;
+    cll_split(t->rows, ith, nth, &b, &e);
+    if (e > b) t->ep(t->arg, b, e);
+}
+
+void cll_cpu_matmul_many_ep(cll_pool *pool, int nw, const cll_cpu_weight *const *ws, const float *x, int64_t ldx,
+                            int64_t n, float *const *ys, const int64_t *ldys, void *scratch, cll_cpu_mm_epilogue ep,
+                            void *ep_arg) {
     if (n <= 0 || nw <= 0) return;
-    bool same = nw <= MANY_MAX;
+    bool same = nw <= MANY_MAX, same_rows = true;
     for (int i = 1; i < nw && same; i++) {
         const cll_kernel_row *r0 = n == 1 ? ws[0]->gemv : ws[0]->gemm, *ri = n == 1 ? ws[i]->gemv : ws[i]->gemm;
         same = ws[i]->cols == ws[0]->cols && impl_of(ri)->act == impl_of(r0)->act;
+        same_rows &= ws[i]->rows == ws[0]->rows && impl_of(ri)->row_align == impl_of(r0)->row_align;
     }
-    if (!same) {
-        for (int i = 0; i < nw; i++) cll_cpu_matmul(pool, ws[i], x, ldx, n, ys[i], ldys[i], scratch);
+    if (!same || (ep && !same_rows)) {
+        if (same) cll_cpu_matmul_many_ep(pool, nw, ws, x, ldx, n, ys, ldys, scratch, NULL, NULL);
+        else
+            for (int i = 0; i < nw; i++) cll_cpu_matmul(pool, ws[i], x, ldx, n, ys[i], ldys[i], scratch);
+        if (ep) {
+            ep_task t = {ep, ep_arg, ws[0]->rows};
+            cll_pool_run_chunks(pool, run_ep_task, &t, row_chunks(pool, ws[0]->rows / 8));
+        }
         return;
     }
     mm_task q; /* quantize once with the first weight's layout */
@@ -174,6 +208,8 @@ void cll_cpu_matmul_many(cll_pool *pool, int nw, const cll_cpu_weight *const *ws
     else quant_task(&q, 0, 1);
     mm_many m;
     m.nw = nw;
+    m.ep = ep;
+    m.ep_arg = ep_arg;
     for (int i = 0; i < nw; i++) {
         const cll_cpu_weight *w = ws[i];
         m.k[i] = impl_of(n == 1 ? w->gemv : w->gemm);
@@ -185,7 +221,17 @@ void cll_cpu_matmul_many(cll_pool *pool, int nw, const cll_cpu_weight *const *ws
         m.a[i].ldy = ldys[i];
         m.a[i].wtype = w->type;
     }
-    cll_pool_run(pool, run_many_task, &m);
+    /* chunks count the first weight's row groups: with an epilogue every chunk must cover
+     * the same rows of each weight */
+    int64_t groups = 0;
+    for (int i = 0; i < nw; i++) groups += ws[i]->rows / m.k[i]->row_align;
+    if (ep) groups = ws[0]->rows / m.k[0]->row_align;
+    cll_pool_run_chunks(pool, run_many_task, &m, row_chunks(pool, groups));
+}
+
+void cll_cpu_matmul_many(cll_pool *pool, int nw, const cll_cpu_weight *const *ws, const float *x, int64_t ldx,
+                         int64_t n, float *const *ys, const int64_t *ldys, void *scratch) {
+    cll_cpu_matmul_many_ep(pool, nw, ws, x, ldx, n, ys, ldys, scratch, NULL, NULL);
 }
 
 const cll_kernel_table *cll_cpu_kernel_table(void) { return cll_cpu_kernel_table_get(); }

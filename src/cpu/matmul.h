@@ -40,6 +40,16 @@ void cll_cpu_matmul(cll_pool *pool, const cll_cpu_weight *w, const float *x, int
 void cll_cpu_matmul_many(cll_pool *pool, int nw, const cll_cpu_weight *const *ws, const float *x, int64_t ldx,
                          int64_t n, float *const *ys, const int64_t *ldys, void *scratch);
 
+/* The same with an elementwise epilogue: ep(ep_arg, r0, r1) runs once for every row
+ * range [r0, r1) of the outputs, on the thread that just wrote those rows of every ys[i]
+ * for all n tokens (SiLU(gate) * up while both are in cache, and no extra fork-join).
+ * The ranges cover [0, rows) exactly once; weights of different shapes or activation
+ * layouts get the epilogue as a separate pass over the pool. */
+typedef void (*cll_cpu_mm_epilogue)(void *ep_arg, int64_t r0, int64_t r1);
+void cll_cpu_matmul_many_ep(cll_pool *pool, int nw, const cll_cpu_weight *const *ws, const float *x, int64_t ldx,
+                            int64_t n, float *const *ys, const int64_t *ldys, void *scratch, cll_cpu_mm_epilogue ep,
+                            void *ep_arg);
+
 /* the CPU kernel registry (every row; `cllama kernels`, tests and kbench walk it) */
 struct cll_kernel_table;
 const struct cll_kernel_table *cll_cpu_kernel_table(void);
