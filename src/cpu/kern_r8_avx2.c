@@ -141,6 +141,8 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
         __m256i isum[4];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+        /* unrolled: the nibble and high-bit shifts become constants, not branches */
+#pragma GCC unroll 8
         for (int s = 0; s < 8; s++) {
             const __m256i *src = (const __m256i *)(qs + 256 * (s >> 1));
             __m256i w[8];
@@ -219,6 +221,8 @@ INLINE void tile_q4_K_h(const uint8_t *wg, int64_t nb, const uint8_t *act, size_
         __m256i isum[4];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+        /* unrolled: the nibble and high-bit shifts become constants, not branches */
+#pragma GCC unroll 8
         for (int s = 0; s < 8; s++) {
             const __m256i *src = (const __m256i *)(qs + 256 * (s >> 1));
             __m256i p16[4];
@@ -289,9 +293,15 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
         if (T == 1) pf_gemv(rec, 1680);
+        /* unrolled: the nibble and high-bit shifts become constants, not branches */
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             const __m256i *lsrc = (const __m256i *)(ql + 256 * (k >> 1));
             const __m256i *hsrc = (const __m256i *)(qh + 256 * (k >> 2));
+            if (k) { /* chunk after chunk (see AFTER): the unrolled chunks otherwise spill */
+                AFTER(lsrc, isum[0]);
+                AFTER(hsrc, isum[0]);
+            }
             const int hs = 2 * (k & 3);
             __m256i w[8];
 #pragma GCC unroll 8
@@ -351,6 +361,8 @@ INLINE void tile_q6_K_h(const uint8_t *wg, int64_t nb, const uint8_t *act, size_
         __m256i isum[4];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+        /* unrolled: the nibble and high-bit shifts become constants, not branches */
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             const __m256i *lsrc = (const __m256i *)(ql + 256 * (k >> 1));
             const __m256i *hsrc = (const __m256i *)(qh + 256 * (k >> 2));

@@ -2,9 +2,10 @@
  * type on Llama-3.2-1B shapes: GEMV (n = 1, a ring of weight copies larger than the L3 so
  * weights stream from DRAM, as in decode) and GEMM (n = 512, prefill). Prints GB/s of
  * weights streamed and GOP/s (2 ops per multiply-add, int8 for the quantized types).
- * usage: kbench [-t threads] [-r reps] [-T type[,type..]] [-k row-name (forces it)] [-c]
+ * usage: kbench [-t threads] [-r reps] [-T type[,type..]] [-k row-name (forces it)] [-c] [-H]
  * -c: with -t 1, time with the thread's CPU clock (meaningful on a box shared with
- *     other jobs: time the scheduler gives to others is not counted). */
+ *     other jobs: time the scheduler gives to others is not counted).
+ * -H: GEMV on one weight copy (hot in L2/L3): the kernel's compute ceiling, not DRAM's. */
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,16 +58,17 @@ static int type_by_name(const char *s) {
 }
 
 int main(int argc, char **argv) {
-    int threads = 2, reps = 3, cpu_clock = 0;
+    int threads = 2, reps = 3, cpu_clock = 0, hot = 0;
     const char *types = "q4_0,q8_0,q4_K,q6_K,q5_K,q2_K,q3_K,iq4_xs,q4_1,q5_0,iq4_nl,f16";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) types = argv[++i];
         else if (!strcmp(argv[i], "-c")) cpu_clock = 1;
+        else if (!strcmp(argv[i], "-H")) hot = 1;
         else if (!strcmp(argv[i], "-k") && i + 1 < argc) setenv("CLLAMA_KERNEL", argv[++i], 1);
         else {
-            fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-T types] [-k row]\n");
+            fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-T types] [-k row] [-c] [-H]\n");
             return 2;
         }
     }
@@ -89,6 +91,7 @@ int main(int argc, char **argv) {
             /* ring of copies: >= 160 MB so GEMV streams from DRAM, not the 32 MB L3 */
             int ncopy = (int)(160e6 / (double)wbytes) + 1;
             if (ncopy > 64) ncopy = 64;
+            if (hot) ncopy = 1;
             void *data[64];
             cll_cpu_weight *w[64];
             data[0] = make_weights((uint32_t)type, rows, cols);
