@@ -46,9 +46,23 @@ const char *cllama_status_str(cllama_status st);
 const char *cllama_version(void);
 
 /* ---- models ------------------------------------------------------------------------ */
+/* Numerics of the CPU forward.
+ * DEFAULT: the engine's own kernels (repacked weight layouts, batched prefill); logits agree
+ *   with llama.cpp within rounding, which a sensitive model can turn into other greedy tokens.
+ * GGML: reproduce llama.cpp's CPU numerics bit for bit, for token-exact greedy output. The
+ *   reference is llama.cpp (x86 AVX2 build) with weight repacking off (llama_model_params.
+ *   use_extra_bufts = false), flash attention on, F16 KV cache, 1 thread, one token per
+ *   llama_decode. Weights stay in the file layout and run rows that follow ggml-cpu's AVX2
+ *   vec_dot order (Q5_0, Q8_0, Q4_K, Q6_K; other types keep their usual rows, with one
+ *   warning line); every decode runs its tokens one at a time; attention with an F16 cache is
+ *   llama.cpp's single-thread flash attention. Needs AVX2; prefill is slower (no batching).
+ * Env CLLAMA_NUMERICS=ggml selects GGML when the field is DEFAULT. */
+typedef enum { CLLAMA_NUMERICS_DEFAULT = 0, CLLAMA_NUMERICS_GGML = 1 } cllama_numerics;
+
 typedef struct {
     int n_threads;          /* threads for load-time work (repacking); 0 = default */
     bool vocab_only;        /* load the tokenizer only (vocab GGUF files with no tensors) */
+    cllama_numerics numerics; /* default CLLAMA_NUMERICS_DEFAULT (see above) */
 } cllama_model_params;
 
 cllama_model_params cllama_model_default_params(void);
@@ -63,6 +77,7 @@ int32_t cllama_model_n_vocab(const cllama_model *m);
 int32_t cllama_model_n_ctx_train(const cllama_model *m);
 int32_t cllama_model_n_embd(const cllama_model *m);
 int32_t cllama_model_n_layer(const cllama_model *m);
+cllama_numerics cllama_model_numerics(const cllama_model *m); /* what the load resolved (params or env) */
 /* copy a metadata string value; returns false if absent or not a string */
 bool cllama_model_meta_str(const cllama_model *m, const char *key, char *buf, size_t cap);
 

@@ -4,13 +4,19 @@ through the PyPI package `llama-cpp-py-sync` (it bundles llama.cpp's libllama).
 
   scripts/gen_gemma_golden.py [--model PATH] [--out tests/golden/gemma3-270m.json]
 
-llama.cpp runs with its own context defaults (F16 KV cache, flash attention "auto"), 2 threads,
-the prompt prefilled in one batch, then one token per llama_decode. Each step takes the argmax
-of the raw logits (ties to the lowest id) and generation stops at end-of-generation (the EOG id
-is not recorded) or after n_gen tokens. margins[s] is llama.cpp's top-2 logit margin at step s:
-this model is so sensitive that llama.cpp moves its own greedy path at margins ~0.2 when only
-its attention settings change (flash attention off, F32 KV), so tests may stop comparing there. Prompts are plain text, BOS added as the model says,
-no chat template. tests/gemma_ref_test.py imports reference() from here.
+The reference config is the one cllama's reference-numerics mode (CLLAMA_NUMERICS=ggml,
+`cllama run --numerics ggml`) reproduces bit for bit, so the ids are comparable token for token:
+  - CPU weight repacking off (llama_model_params.use_extra_bufts = false): every quantized
+    matmul is ggml-cpu's plain vec_dot on the file layout;
+  - one token per llama_decode, prompt included: every matmul is a single-row vec_dot (no
+    tinyBLAS / gemm), attention sees one query (no tiled flash-attention prefill);
+  - flash attention on, F16 KV cache (llama.cpp's default cache type), 1 thread (no split-KV).
+This model amplifies any rounding difference (llama.cpp's own configs disagree on its greedy
+path), so only bit-exact numerics give exact tokens.
+Each step takes the argmax of the raw logits (ties to the lowest id); generation stops at
+end-of-generation (the EOG id is not recorded) or after n_gen tokens. margins[s] is the top-2
+logit margin at step s. Prompts are plain text, BOS added as the model says, no chat template.
+tests/gemma_ref_test.py imports reference() from here.
 """
 import argparse, json, os, sys
 
@@ -28,6 +34,7 @@ PROMPTS = [
     "Water boils at 100 degrees Celsius because",
     "Here is a list of three colors: red,",
     _LONG + " Summarize the story in one sentence:",
+    "Question: What is the largest planet in the solar system?\nAnswer:",
 ]
 
 
@@ -117,20 +124,54 @@ def _import_reference():
     return lcp
 
 
-def reference(model_path, prompts=PROMPTS, n_gen=N_GEN, n_threads=2):
-    """Greedy ids per prompt from llama.cpp. Raises ImportError when the package is missing."""
+class _NoRepackLib:
+    """The bundled lib, except that model params come with CPU weight repacking off (the
+    package's Llama() has no switch for llama_model_params.use_extra_bufts)."""
+
+    def __init__(self, lib):
+        self._lib = lib
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def llama_model_default_params(self):
+        p = self._lib.llama_model_default_params()
+        p.use_extra_bufts = False
+        return p
+
+
+REF_SETTINGS = {"n_ctx": 1024, "n_threads": 1, "kv_cache": "f16", "flash_attn": "on", "weight_repack": False,
+                "prompt_eval": "one token per llama_decode call, fresh KV per prompt",
+                "tokenize": "add_special=true, parse_special=false",
+                "sampling": "argmax of raw logits, ties to lowest id", "n_gen": N_GEN,
+                "stop_at_eog": "yes; the EOG id is not recorded",
+                "margins": "top-2 logit margin of llama.cpp's logits at each generated step"}
+
+
+def reference(model_path, prompts=PROMPTS, n_gen=N_GEN):
+    """Greedy ids per prompt from llama.cpp in the reference config (REF_SETTINGS).
+    Raises ImportError when the package is missing."""
     lcp = _import_reference()
     from llama_cpp_py_sync import _version
+    import llama_cpp_py_sync.llama as lcp_llama
     import numpy as np
 
-    llm = lcp.Llama(model_path, n_ctx=1024, n_batch=1024, n_threads=n_threads, flash_attn_type=-1, verbose=False)
+    get_lib = lcp_llama.get_lib
+    lcp_llama.get_lib = lambda: _NoRepackLib(get_lib())
+    try:
+        llm = lcp.Llama(model_path, n_ctx=REF_SETTINGS["n_ctx"], n_batch=512, n_threads=1, n_threads_batch=1,
+                        flash_attn_type=1, type_k="f16", type_v="f16", verbose=False)
+    finally:
+        lcp_llama.get_lib = get_lib
     lib, ffi = llm._lib, llm._ffi
     n_vocab = llm.n_vocab
     out = []
     for text in prompts:
         llm._clear_context_state()
         toks = llm.tokenize(text, add_special=True, parse_special=False)
-        n_past = llm._eval_tokens(toks, 0)
+        n_past = 0
+        for t in toks:
+            n_past = llm._eval_tokens([t], n_past)
         gen, margins, stopped = [], [], False
         for _ in range(n_gen):
             lg = lib.llama_get_logits_ith(llm._ctx, -1)
@@ -165,11 +206,7 @@ def main():
     info, prompts = reference(a.model)
     doc = {"format": "cllama-greedy-ref/1", "generator": "scripts/gen_gemma_golden.py", "reference": info,
            "model": os.path.basename(a.model),
-           "settings": {"n_ctx": 1024, "n_threads": 2, "kv_cache": "llama.cpp default (f16)", "flash_attn": "auto",
-                        "prefill": "one batch", "tokenize": "add_special=true, parse_special=false",
-                        "sampling": "argmax of raw logits, ties to lowest id", "n_gen": N_GEN,
-                        "stop_at_eog": "yes; the EOG id is not recorded",
-                        "margins": "top-2 logit margin of llama.cpp's logits at each generated step"},
+           "settings": REF_SETTINGS,
            "prompts": prompts}
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:

@@ -13,10 +13,13 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: cllama run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
             "                  [--repeat-penalty R] [--repeat-last-n N] [--seed S] [-t THREADS] [-c CTX]\n"
-            "                  [--kv f16|f32] [--print-ids]\n"
+            "                  [--kv f16|f32] [--numerics default|ggml] [--print-ids]\n"
             "  -p PROMPT   text to continue (default: read stdin)\n"
             "  -n N        tokens to generate (default 128; -1 = until end of generation / context)\n"
             "  --temp 0    greedy (argmax)\n"
+            "  --numerics ggml  reproduce llama.cpp's CPU numerics bit for bit (weight repack off, flash\n"
+            "              attention, F16 KV, one token per decode): greedy ids token-exact with llama.cpp,\n"
+            "              slower prefill (env CLLAMA_NUMERICS=ggml does the same)\n"
             "  --print-ids print 'prompt: <ids>' and 'generated: <ids>' instead of text\n");
 }
 
@@ -102,6 +105,7 @@ int cll_cmd_run(int argc, char **argv) {
     int32_t n_predict = 128;
     cllama_sampler_params sp = cllama_sampler_default_params();
     cllama_context_params cp = cllama_context_default_params();
+    cllama_model_params mp = cllama_model_default_params();
     bool print_ids = false, seed_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -164,6 +168,16 @@ int cll_cmd_run(int argc, char **argv) {
                 fprintf(stderr, "cllama run: --kv takes f16 or f32, not '%s'\n", v);
                 return 2;
             }
+        } else if (!strcmp(a, "--numerics")) {
+            NEED_VALUE();
+            if (!strcmp(v, "ggml"))
+                mp.numerics = CLLAMA_NUMERICS_GGML;
+            else if (!strcmp(v, "default"))
+                mp.numerics = CLLAMA_NUMERICS_DEFAULT;
+            else {
+                fprintf(stderr, "cllama run: --numerics takes default or ggml, not '%s'\n", v);
+                return 2;
+            }
         } else if (!strcmp(a, "--print-ids")) {
             print_ids = true;
         } else {
@@ -192,7 +206,7 @@ int cll_cmd_run(int argc, char **argv) {
     cllama_sampler *s = NULL;
     cllama_token *ids = NULL;
     run_state rs = {.print_ids = print_ids};
-    if (cllama_model_load(path, NULL, &m) != CLLAMA_OK) {
+    if (cllama_model_load(path, &mp, &m) != CLLAMA_OK) {
         fprintf(stderr, "cllama run: %s\n", cllama_last_error());
         goto done;
     }

@@ -91,8 +91,13 @@ static void task_qkv(void *arg, int ith, int nth) {
         }
         const int32_t pos = s->b->pos[i];
         cll_ops_rope_cs(cs, pos, hp->n_rot, L->rope_base, L->rope_freq_scale, cm->rope_ff);
-        cll_ops_rope_apply(q, hp->n_head, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);
-        cll_ops_rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);
+        if (s->p.ggml_numerics) {
+            cll_ops_rope_apply_fma(q, hp->n_head, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);
+            cll_ops_rope_apply_fma(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);
+        } else {
+            cll_ops_rope_apply(q, hp->n_head, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);
+            cll_ops_rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);
+        }
         if (m->recipe.q_prescale)
             for (int64_t j = 0; j < nq; j++) q[j] *= hp->attn_scale;
         if (f16) /* llama.cpp rounds q to fp16 to dot it with an F16 cache */
@@ -112,8 +117,9 @@ static void task_qkv(void *arg, int ith, int nth) {
  * With an F16 cache the numerics are llama.cpp's CPU flash attention (cll_ops_attn_head_fa16),
  * its default: this model family amplifies any rounding difference into different greedy
  * tokens. A one-token batch over >= 512 cache cells is what ggml splits over its threads
- * (split-KV decode); REF_THREADS is the thread count of the reference runs
- * (tests/golden/gemma3-270m.json), and the chunk edges are where its threads' ranges meet. */
+ * (split-KV decode); REF_THREADS models llama.cpp's default run on a 2-core box, and the chunk
+ * edges are where its threads' ranges meet. The ggml numerics mode (tests/golden/gemma3-270m.json)
+ * mirrors a 1-thread reference instead. */
 #define REF_THREADS 2
 #define SPLIT_KV_MIN 512
 
@@ -127,8 +133,11 @@ static void task_attn(void *arg, int ith, int nth) {
     const bool f16 = !s->p.kv_f32;
     const size_t esz = f16 ? sizeof(uint16_t) : sizeof(float);
     const float scale = m->recipe.q_prescale ? 1.0f : hp->attn_scale;
-    const int32_t kv_chunk =
-        s->b->n == 1 && s->p.n_ctx >= SPLIT_KV_MIN ? (s->p.n_ctx + REF_THREADS - 1) / REF_THREADS : 0;
+    /* ggml numerics mirror a 1-thread reference: its split-KV path then has one chunk, and one
+     * chunk merged with nothing is the plain online softmax (bit for bit) */
+    const int32_t kv_chunk = s->b->n == 1 && s->p.n_ctx >= SPLIT_KV_MIN && !s->p.ggml_numerics
+                                 ? (s->p.n_ctx + REF_THREADS - 1) / REF_THREADS
+                                 : 0;
     float *scores = s->scores + (int64_t)ith * s->sc_ld;
     int64_t b, e;
     cll_split((int64_t)s->b->n * H, ith, nth, &b, &e);

@@ -24,6 +24,8 @@ typedef struct {
     int32_t n_batch;   /* max tokens per forward */
     int32_t n_out_max; /* max logits rows per forward */
     bool kv_f32;       /* F32 KV cache (goldens); default F16 like llama.cpp */
+    bool ggml_numerics;/* CLLAMA_NUMERICS_GGML: attention is llama.cpp's 1-thread flash attention
+                        * (no split-KV merge); the caller feeds one token per forward */
 } cll_cpu_state_params;
 
 cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_params *p, cll_pool *pool,

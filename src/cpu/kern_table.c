@@ -4,6 +4,7 @@
  * it refuses (rows % 8 != 0), and the scalar row closes every type. Default = the type's
  * first choice on its ISA tier; the rows after it are the fallbacks. */
 #include "cpu/kern_common.h"
+#include "cpu/kern_ggml.h"
 
 static bool plain_avx2_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     (void)r;
@@ -98,6 +99,7 @@ static const cll_kernel_row k_rows[] = {
     SCALAR_ROW(iq3_s, CLL_TYPE_IQ3_S, k_scalar_q8_K, true),
     SCALAR_ROW(iq4_nl, CLL_TYPE_IQ4_NL, k_scalar_q8_0, false),
     SCALAR_ROW(iq4_xs, CLL_TYPE_IQ4_XS, k_scalar_q8_K, false),
+    CLL_KERN_GGML_ROWS, /* reference numerics (kern_ggml.h): chosen only in that mode */
 };
 
 static const cll_kernel_table k_table = {"cpu", k_rows, sizeof k_rows / sizeof k_rows[0]};

@@ -60,6 +60,23 @@ void cll_ops_rope_apply(float *x, int32_t n_heads, int32_t hd, int32_t n_rot, co
     }
 }
 
+void cll_ops_rope_apply_fma(float *x, int32_t n_heads, int32_t hd, int32_t n_rot, const float *cs,
+                            cll_rope_kind kind) {
+    const int32_t half = n_rot / 2;
+    /* NEOX pairs (i, i + half), NORM pairs (2i, 2i + 1) */
+    const int32_t step = kind == CLL_ROPE_NEOX ? 1 : 2, off = kind == CLL_ROPE_NEOX ? half : 1;
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *xh = x + (int64_t)h * hd;
+        for (int32_t i = 0; i < half; i++) {
+            const float c = cs[2 * i], s = cs[2 * i + 1];
+            float *p0 = xh + i * step, *p1 = p0 + off;
+            const float a = *p0, b = *p1;
+            *p0 = fmaf(a, c, -(b * s));
+            *p1 = fmaf(a, s, b * c);
+        }
+    }
+}
+
 void cll_ops_silu_mul(float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
         const float x = g[i];
@@ -71,7 +88,9 @@ void cll_ops_gelu_table_init(uint16_t *tab) {
     const float k_sqrt_2_over_pi = 0.79788456080286535587989211986876f, k_a = 0.044715f;
     for (uint32_t i = 0; i < 65536; i++) {
         const float x = cll_fp16_to_f32((uint16_t)i);
-        const float y = 0.5f * x * (1.0f + tanhf(k_sqrt_2_over_pi * x * (1.0f + k_a * x * x)));
+        /* 1 + a*x*x as one fma: ggml-cpu builds its table with FP contraction, and the plain
+         * rounding differs in one entry (x = -1.999), which llama.cpp's greedy path can hit */
+        const float y = 0.5f * x * (1.0f + tanhf(k_sqrt_2_over_pi * x * fmaf(k_a * x, x, 1.0f)));
         tab[i] = cll_f32_to_fp16(y);
     }
 }

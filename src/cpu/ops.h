@@ -17,6 +17,11 @@ void cll_ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, float 
 void cll_ops_rope_cs(float *cs, int32_t pos, int32_t n_rot, float base, float freq_scale, const float *ff);
 /* rotate the first n_rot dims of each of n_heads heads (x is (n_heads, hd)) */
 void cll_ops_rope_apply(float *x, int32_t n_heads, int32_t hd, int32_t n_rot, const float *cs, cll_rope_kind kind);
+/* the same, rounded as ggml-cpu's rope (compiled with FP contraction): x0*c - x1*s is
+ * fma(x0, c, -(x1*s)) and x0*s + x1*c is fma(x0, s, x1*c) (verified bit-exact against
+ * llama.cpp's rope outputs); the reference-numerics mode uses it */
+void cll_ops_rope_apply_fma(float *x, int32_t n_heads, int32_t hd, int32_t n_rot, const float *cs,
+                            cll_rope_kind kind);
 
 /* g = act(g) * u over n elements */
 void cll_ops_silu_mul(float *g, const float *u, int64_t n);

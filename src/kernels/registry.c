@@ -165,11 +165,43 @@ static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, 
     return NULL;
 }
 
+/* ---- numerics scope -------------------------------------------------------------- */
+
+static _Thread_local char g_numerics[24];
+
+void cll_kernels_numerics_scope(const char *tag) {
+    snprintf(g_numerics, sizeof g_numerics, "%s", tag ? tag : "");
+}
+
+/* the first supported row of this op carrying "numerics=<scope tag>" in its params */
+static const cll_kernel_row *numerics_row(const cll_kernel_table *t, uint32_t op, const cll_kernel_shape *s,
+                                          int layout) {
+    char want[40];
+    snprintf(want, sizeof want, "numerics=%s", g_numerics);
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        if (!(r->op & op) || (layout >= 0 && r->layout != layout) || !cll_kernel_row_supported(r, s)) continue;
+        if (r->params && strstr(r->params, want)) return r;
+    }
+    return NULL;
+}
+
 const cll_kernel_row *cll_kernels_select(const cll_kernel_table *t, uint32_t op, const cll_kernel_shape *s,
                                          int layout, bool *forced) {
     char site[64];
     cll_kernels_site(t, op, s->wtype, site, sizeof site);
     if (forced) *forced = false;
+    if (g_numerics[0]) {
+        const cll_kernel_row *r = numerics_row(t, op, s, layout);
+        if (r) {
+            if (forced) *forced = true;
+            return r;
+        }
+        char msg[160];
+        snprintf(msg, sizeof msg, "WARNING: numerics=%s: no %s row reproduces it; using the usual row", g_numerics,
+                 site);
+        warn_once(msg);
+    }
     const cll_kernel_row *f = forced_row(t, op, s->wtype, site);
     if (f) {
         if ((f->op & op) && cll_kernel_row_supported(f, s) && (layout < 0 || f->layout == layout)) {

@@ -66,4 +66,11 @@ const char *cll_kernels_site(const cll_kernel_table *t, uint32_t op, uint32_t wt
 cll_status cll_kernels_set_override(const char *site, const char *name);
 void cll_kernels_clear_overrides(void);
 
+/* Numerics scope of the calling thread: while tag is set (e.g. "ggml"), dispatch on this
+ * thread takes, at every site, the supported row whose params carry "numerics=<tag>" before
+ * any override or default; a site with no such row keeps its usual row (one warning line).
+ * A model loaded in a reference-numerics mode sets it around its weight preparation only,
+ * so other models (and other threads) are untouched. NULL or "" ends the scope. */
+void cll_kernels_numerics_scope(const char *tag);
+
 #endif

@@ -49,7 +49,8 @@ cllama_status cllama_context_create(cllama_model *m, const cllama_context_params
                                .n_seq = (int32_t)p.n_seq_max,
                                .n_batch = (int32_t)p.n_batch,
                                .n_out_max = c->n_out_max,
-                               .kv_f32 = p.kv_type == CLLAMA_KV_F32};
+                               .kv_f32 = p.kv_type == CLLAMA_KV_F32,
+                               .ggml_numerics = m->numerics == CLLAMA_NUMERICS_GGML};
     st = cll_cpu_state_create(m->cpu, &sp, c->pool, &c->st);
     if (st != CLL_OK) goto fail;
     c->seq_len = calloc(p.n_seq_max, sizeof *c->seq_len);
@@ -122,9 +123,22 @@ cllama_status cllama_decode(cllama_context *c, const cllama_batch *b) {
             return (cllama_status)cll_err(CLL_ERR_RANGE, "cllama_decode: context full: sequence %d has %u of n_ctx %u tokens",
                                           s, (uint32_t)expect, c->p.n_ctx);
     }
-    cll_cpu_batch cb = {.n = n, .tokens = b->tokens, .pos = b->pos, .seq = b->seq_id, .want = b->logits};
     c->last_n = 0;
-    cll_status st = cll_cpu_forward(c->st, &cb, c->logits);
+    cll_status st = CLL_OK;
+    if (c->model->numerics == CLLAMA_NUMERICS_GGML) {
+        /* the reference feeds one token per llama_decode: every matmul is then a single-row
+         * vec_dot and attention sees one query; batch order keeps each sequence causal */
+        float *lg = c->logits;
+        for (int32_t i = 0; i < n && st == CLL_OK; i++) {
+            const int8_t want = b->logits ? b->logits[i] : (int8_t)(i == n - 1);
+            cll_cpu_batch one = {.n = 1, .tokens = b->tokens + i, .pos = b->pos + i, .seq = b->seq_id + i, .want = &want};
+            st = cll_cpu_forward(c->st, &one, lg);
+            if (want) lg += c->n_vocab;
+        }
+    } else {
+        cll_cpu_batch cb = {.n = n, .tokens = b->tokens, .pos = b->pos, .seq = b->seq_id, .want = b->logits};
+        st = cll_cpu_forward(c->st, &cb, c->logits);
+    }
     if (st != CLL_OK) return (cllama_status)st;
     int32_t r = 0;
     for (int32_t i = 0; i < n; i++) {

@@ -4,10 +4,11 @@
 #include <string.h>
 
 #include "formats/formats.h"
+#include "kernels/registry.h"
 #include "session/session.h"
 
 cllama_model_params cllama_model_default_params(void) {
-    cllama_model_params p = {.n_threads = 0, .vocab_only = false};
+    cllama_model_params p = {.n_threads = 0, .vocab_only = false, .numerics = CLLAMA_NUMERICS_DEFAULT};
     return p;
 }
 
@@ -53,7 +54,28 @@ cllama_status cllama_model_load(const char *path, const cllama_model_params *p, 
         cll_chat_init_gguf(&m->chat, m->g, m->tok);
     }
     if (!p->vocab_only) {
+        m->numerics = p->numerics;
+        if (m->numerics == CLLAMA_NUMERICS_DEFAULT) {
+            const char *env = getenv("CLLAMA_NUMERICS");
+            if (env && !strcmp(env, "ggml")) m->numerics = CLLAMA_NUMERICS_GGML;
+            else if (env && *env && strcmp(env, "default")) {
+                st = cll_err(CLL_ERR_ARG, "CLLAMA_NUMERICS=%s: expected ggml or default", env);
+                goto fail;
+            }
+        }
+        if (m->numerics != CLLAMA_NUMERICS_DEFAULT && m->numerics != CLLAMA_NUMERICS_GGML) {
+            st = cll_err(CLL_ERR_ARG, "unknown numerics %d", (int)m->numerics);
+            goto fail;
+        }
+        if (m->numerics == CLLAMA_NUMERICS_GGML && !(cll_kernels_cpu_features() & CLL_ISA_AVX2)) {
+            st = cll_err(CLL_ERR_UNSUPPORTED, "numerics ggml reproduces ggml-cpu's AVX2 kernels; this CPU lacks AVX2");
+            goto fail;
+        }
+        /* the weights are prepared once, here: in ggml numerics every site takes the row that
+         * follows ggml-cpu's operation order (kern_ggml.h), on the file layout */
+        if (m->numerics == CLLAMA_NUMERICS_GGML) cll_kernels_numerics_scope("ggml");
         st = cll_cpu_model_create(m->m, &m->cpu);
+        cll_kernels_numerics_scope(NULL);
         if (st != CLL_OK) goto fail;
         if (cll_tok_n_vocab(m->tok) > m->m->hp.n_vocab) {
             st = cll_err(CLL_ERR_FORMAT, "tokenizer has %d tokens but token_embd.weight has %d rows",
@@ -102,6 +124,7 @@ int32_t cllama_model_n_vocab(const cllama_model *m) {
 int32_t cllama_model_n_ctx_train(const cllama_model *m) { return m && m->m ? m->m->hp.n_ctx_train : 0; }
 int32_t cllama_model_n_embd(const cllama_model *m) { return m && m->m ? m->m->hp.n_embd : 0; }
 int32_t cllama_model_n_layer(const cllama_model *m) { return m && m->m ? m->m->hp.n_layer : 0; }
+cllama_numerics cllama_model_numerics(const cllama_model *m) { return m ? m->numerics : CLLAMA_NUMERICS_DEFAULT; }
 bool cllama_model_meta_str(const cllama_model *m, const char *key, char *buf, size_t cap) {
     return m && key && buf && cap && cll_gguf_get_cstr(m->g, key, buf, cap);
 }

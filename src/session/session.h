@@ -21,6 +21,7 @@ struct cllama_model {
     cll_model *m;          /* NULL when vocab_only */
     cll_cpu_model *cpu;    /* NULL when vocab_only */
     cll_chat_tmpl chat;    /* recognised chat template family */
+    cllama_numerics numerics; /* resolved at load: params, else env CLLAMA_NUMERICS */
     char arch[32];
     char desc[96];
 };
