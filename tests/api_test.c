@@ -286,8 +286,56 @@ static void test_unknown_arch_and_bad_type(void **st) {
     unlink(path);
 }
 
+/* reference numerics: resolved from params or env; a batch decodes as its tokens one by one
+ * (every wanted row equal to a one-token decode's, bit for bit); a bad env value is an error */
+static void test_numerics_ggml(void **st) {
+    (void)st;
+    char path[4096];
+    snprintf(path, sizeof path, "%s", tu_shared("models/stories260K.gguf"));
+    assert_int_equal(cllama_model_numerics(g_model), CLLAMA_NUMERICS_DEFAULT);
+    cllama_model_params mp = cllama_model_default_params();
+    mp.numerics = CLLAMA_NUMERICS_GGML;
+    cllama_model *m = NULL;
+    assert_int_equal(cllama_model_load(path, &mp, &m), CLLAMA_OK);
+    assert_int_equal(cllama_model_numerics(m), CLLAMA_NUMERICS_GGML);
+    cllama_context_params p = cllama_context_default_params();
+    p.n_ctx = 64;
+    p.n_batch = 16;
+    p.n_threads = 2;
+    cllama_context *c1 = NULL, *c2 = NULL;
+    assert_int_equal(cllama_context_create(m, &p, &c1), CLLAMA_OK);
+    assert_int_equal(cllama_context_create(m, &p, &c2), CLLAMA_OK);
+    int32_t ids[64], pos[64], seq[64];
+    int8_t want[64];
+    const int n = tok(k_prompts[1], ids);
+    for (int i = 0; i < n; i++) pos[i] = i, seq[i] = 0, want[i] = (int8_t)(i % 2 == 0 || i == n - 1);
+    cllama_batch b = {n, ids, pos, seq, want};
+    assert_int_equal(cllama_decode(c1, &b), CLLAMA_OK);
+    for (int i = 0; i < n; i++) {
+        int8_t w = 1;
+        cllama_batch b1 = {1, ids + i, pos + i, seq + i, &w};
+        assert_int_equal(cllama_decode(c2, &b1), CLLAMA_OK);
+        if (want[i]) assert_memory_equal(cllama_get_logits(c1, i), cllama_get_logits(c2, 0), sizeof(float) * g_nv);
+        else assert_null(cllama_get_logits(c1, i));
+    }
+    cllama_context_free(c1);
+    cllama_context_free(c2);
+    cllama_model_free(m);
+    setenv("CLLAMA_NUMERICS", "ggml", 1);
+    assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_OK);
+    assert_int_equal(cllama_model_numerics(m), CLLAMA_NUMERICS_GGML);
+    cllama_model_free(m);
+    setenv("CLLAMA_NUMERICS", "fast", 1);
+    m = (cllama_model *)1;
+    assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_ERR_ARG);
+    assert_null(m);
+    assert_non_null(strstr(cllama_last_error(), "CLLAMA_NUMERICS=fast"));
+    unsetenv("CLLAMA_NUMERICS");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_numerics_ggml),
         cmocka_unit_test(test_multi_sequence_equals_single),
         cmocka_unit_test(test_decode_step_plus_prompt_chunk),
         cmocka_unit_test(test_truncate_then_redecode_equals_fresh),
