@@ -1,9 +1,10 @@
 /* cpu_kernels_test: every CPU kernel row runnable here, every type it serves, against a
  * float64 reference (formats' to_f32 of the weights . the activations quantized and
  * dequantized the way the type's vec_dot_type is), with NaN-poisoned outputs, odd row
- * counts, strided x/y, n in {1, 3, 8, 17, 64}, and a poison control per shape. Also:
- * the SIMD activation quantizers are byte-identical with formats', dispatch honours
- * overrides and falls back loudly, and results do not depend on the pool size. */
+ * counts, strided x/y, n in {1, 3, 8, 13, 17, 64} (13: an 8-token tile, a 4-token tile and
+ * one token), and a poison control per shape. Also: the SIMD activation quantizers are
+ * byte-identical with formats', dispatch honours overrides and falls back loudly, and
+ * results do not depend on the pool size. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -201,7 +202,7 @@ static void check_row_shape(const cll_kernel_row *row, int64_t rows, int64_t col
         assert_string_equal(cll_cpu_weight_kernel(cw), row->name);
         if (row->op & CLL_KOP_GEMV) assert_string_equal(cll_cpu_weight_gemv_kernel(cw), row->name);
     }
-    static const int64_t ns[] = {1, 3, 8, 17, 64};
+    static const int64_t ns[] = {1, 3, 8, 13, 17, 64};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
         const int64_t n = ns[i], ldx = cols + 5, ldy = rows + 3;
         float *x = malloc((size_t)(ldx * n) * sizeof *x), *y = malloc((size_t)(ldy * n) * sizeof *y);
