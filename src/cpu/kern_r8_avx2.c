@@ -1,12 +1,13 @@
 /* cpu/kern_r8_avx2: GEMV/GEMM on the r8 layouts (kern_r8_pack.c) with AVX2.
- * Micro-kernel: 8 weight rows x T tokens (T <= 4; T <= 8 for Q4_0 and Q8_0, whose extra
- * accumulators GCC keeps partly in L1: 173 -> 184 and 114 -> 120 GOP/s; the K-quant tiles
- * lost with 8). The unpacked weight registers of a block are reused for every token of
- * the tile; each token's activations arrive as 4-byte broadcasts, so vpmaddubsw +
- * vpmaddwd leave one int32 per row in each lane and no horizontal reduction is needed. 16 ymm registers: the GEMM tiles hold 4 weight
- * registers (half a 32-element group) + 4 int16/int32 sums + 4 accumulators, and pin the
- * token order (AFTER) so GCC does not hoist all products and spill them (Zen3, 1 core,
- * n=512: Q4_0 155 -> 173 GOP/s, Q4_K 157 -> 181, Q6_K 100 -> 117, Q8_0 104 -> 114).
+ * Micro-kernel: 8 weight rows x T tokens. The unpacked weight registers of a block are
+ * reused for every token of the tile; each token's activations arrive as 4-byte
+ * broadcasts, so vpmaddubsw + vpmaddwd leave one int32 per row in each lane and no
+ * horizontal reduction is needed. 16 ymm registers: the GEMM tiles hold 4 weight
+ * registers (half a 32-element group) + T int16/int32 sums + T accumulators, and pin the
+ * token order (AFTER) so GCC does not hoist all products and spill them. T <= 4, or 8
+ * for Q4_0 and Q8_0 (GCC keeps part of the accumulators in L1; 8 was slower for the
+ * K-quants). Zen3, 1 core, n=512: Q4_0 155 -> 184 GOP/s, Q4_K 157 -> 190, Q6_K 100 ->
+ * 128, Q8_0 104 -> 120 (kbench -c).
  * vpmaddubsw takes unsigned x signed bytes and saturates int16 pairs: unsigned nibbles
  * (<= 15) x |a| <= 127 allow 8 products summed in int16 (8*2*15*127 = 30480 < 32767);
  * 6-bit quants allow 2; Q8_0 uses the sign trick (|w| x sign(a, w)) and widens each. */
