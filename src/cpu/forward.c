@@ -114,15 +114,10 @@ static void task_qkv(void *arg, int ith, int nth) {
 }
 
 /* attention: one work item per (token, head).
- * With an F16 cache the numerics are llama.cpp's CPU flash attention (cll_ops_attn_head_fa16),
- * its default: this model family amplifies any rounding difference into different greedy
- * tokens. A one-token batch over >= 512 cache cells is what ggml splits over its threads
- * (split-KV decode); REF_THREADS models llama.cpp's default run on a 2-core box, and the chunk
- * edges are where its threads' ranges meet. The ggml numerics mode (tests/golden/gemma3-270m.json)
- * mirrors a 1-thread reference instead. */
-#define REF_THREADS 2
-#define SPLIT_KV_MIN 512
-
+ * Default: softmax(q·k)·v with AVX2 f16/f32 dots (cll_ops_attn_head). Under ggml numerics
+ * (CLLAMA_NUMERICS=ggml) an F16 cache runs llama.cpp's 1-thread CPU flash attention bit for bit
+ * (cll_ops_attn_head_fa16: fp16 q, fp16 running V sum); it costs ~2x the default on prefill,
+ * which is why only the reference mode pays for it (measured: 26% vs 12% of pp512 CPU). */
 static void task_attn(void *arg, int ith, int nth) {
     cll_cpu_state *s = arg;
     const cll_model *m = s->cm->m;
@@ -133,11 +128,6 @@ static void task_attn(void *arg, int ith, int nth) {
     const bool f16 = !s->p.kv_f32;
     const size_t esz = f16 ? sizeof(uint16_t) : sizeof(float);
     const float scale = m->recipe.q_prescale ? 1.0f : hp->attn_scale;
-    /* ggml numerics mirror a 1-thread reference: its split-KV path then has one chunk, and one
-     * chunk merged with nothing is the plain online softmax (bit for bit) */
-    const int32_t kv_chunk = s->b->n == 1 && s->p.n_ctx >= SPLIT_KV_MIN && !s->p.ggml_numerics
-                                 ? (s->p.n_ctx + REF_THREADS - 1) / REF_THREADS
-                                 : 0;
     float *scores = s->scores + (int64_t)ith * s->sc_ld;
     int64_t b, e;
     cll_split((int64_t)s->b->n * H, ith, nth, &b, &e);
@@ -152,11 +142,11 @@ static void task_attn(void *arg, int ith, int nth) {
         if (L->swa && pos - hp->n_swa + 1 > 0) lo = pos - hp->n_swa + 1;
         const float *q = s->q + i * (int64_t)H * hk + (int64_t)h * hk;
         float *out = s->ao + i * (int64_t)H * hv + (int64_t)h * hv;
-        if (f16)
-            cll_ops_attn_head_fa16(q, (const uint16_t *)kb, (const uint16_t *)vb, s->kv_k, s->kv_v, lo, pos + 1,
-                                   kv_chunk, hk, hv, scale, (uint16_t *)scores, out);
+        if (f16 && s->p.ggml_numerics) /* the 1-thread reference: no split-KV chunks */
+            cll_ops_attn_head_fa16(q, (const uint16_t *)kb, (const uint16_t *)vb, s->kv_k, s->kv_v, lo, pos + 1, 0,
+                                   hk, hv, scale, (uint16_t *)scores, out);
         else
-            cll_ops_attn_head(q, kb, vb, s->kv_k, s->kv_v, false, lo, pos + 1, hk, hv, scale, scores, out);
+            cll_ops_attn_head(q, kb, vb, s->kv_k, s->kv_v, f16, lo, pos + 1, hk, hv, scale, scores, out);
     }
 }
 
