@@ -143,8 +143,8 @@ static void task_attn(void *arg, int ith, int nth) {
         const float *q = s->q + i * (int64_t)H * hk + (int64_t)h * hk;
         float *out = s->ao + i * (int64_t)H * hv + (int64_t)h * hv;
         if (f16 && s->p.ggml_numerics) /* the 1-thread reference: no split-KV chunks */
-            cll_ops_attn_head_fa16(q, (const uint16_t *)kb, (const uint16_t *)vb, s->kv_k, s->kv_v, lo, pos + 1, 0,
-                                   hk, hv, scale, (uint16_t *)scores, out);
+            cll_ops_attn_head_fa16(q, (const uint16_t *)kb, (const uint16_t *)vb, s->kv_k, s->kv_v, lo, pos + 1, hk,
+                                   hv, scale, (uint16_t *)scores, out);
         else
             cll_ops_attn_head(q, kb, vb, s->kv_k, s->kv_v, f16, lo, pos + 1, hk, hv, scale, scores, out);
     }

@@ -227,28 +227,9 @@ static void fa16_chunk(const float *q, const uint16_t *k, const uint16_t *v, int
 }
 
 void cll_ops_attn_head_fa16(const float *q, const uint16_t *k, const uint16_t *v, int64_t ks, int64_t vs, int32_t lo,
-                            int32_t hi, int32_t kv_chunk, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc,
-                            float *out) {
-    const bool simd = have_avx2();
+                            int32_t hi, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc, float *out) {
     float M, S;
-    if (kv_chunk <= 0) {
-        fa16_chunk(q, k, v, ks, vs, lo, hi, hd_k, hd_v, scale, simd, acc, &M, &S);
-        const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-        for (int32_t d = 0; d < hd_v; d++) out[d] = cll_fp16_to_f32(acc[d]) * inv;
-        return;
-    }
-    /* split-KV: chunk results merge in cell order (ggml_flash_attn_ext_reduce_partials) */
-    float Mf = -INFINITY, Sf = 0.0f;
-    for (int32_t d = 0; d < hd_v; d++) out[d] = 0.0f;
-    for (int32_t c0 = 0; c0 < hi; c0 += kv_chunk) {
-        const int32_t b = lo > c0 ? lo : c0, e = hi < c0 + kv_chunk ? hi : c0 + kv_chunk;
-        if (b >= e) continue; /* every cell of the chunk is masked: S == 0, skipped */
-        fa16_chunk(q, k, v, ks, vs, b, e, hd_k, hd_v, scale, simd, acc, &M, &S);
-        const float Mn = fmaxf(Mf, M), so = expf(Mf - Mn), sn = expf(M - Mn);
-        for (int32_t d = 0; d < hd_v; d++) out[d] = fmaf(out[d], so, cll_fp16_to_f32(acc[d]) * sn);
-        Sf = fmaf(Sf, so, S * sn);
-        Mf = Mn;
-    }
-    const float inv = Sf == 0.0f ? 0.0f : 1.0f / Sf;
-    for (int32_t d = 0; d < hd_v; d++) out[d] *= inv;
+    fa16_chunk(q, k, v, ks, vs, lo, hi, hd_k, hd_v, scale, have_avx2(), acc, &M, &S);
+    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (int32_t d = 0; d < hd_v; d++) out[d] = cll_fp16_to_f32(acc[d]) * inv;
 }

@@ -37,12 +37,11 @@ void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks,
                        int32_t lo, int32_t hi, int32_t hd_k, int32_t hd_v, float scale, float *scores, float *out);
 
 /* One query head against an F16 cache with llama.cpp's CPU flash-attention numerics (ops.c
- * says which): q (hd_k) holds fp16 values; keys/values [lo, hi) at strides ks/vs elements;
- * kv_chunk > 0 runs ggml's split-KV decode (chunks of kv_chunk cells from cell 0, merged in
- * order), 0 one pass; acc scratch (hd_v fp16); out (hd_v). */
+ * says which), as its 1-thread run does it (one pass, no split-KV chunks): q (hd_k) holds
+ * fp16 values; keys/values [lo, hi) at strides ks/vs elements; acc scratch (hd_v fp16);
+ * out (hd_v). */
 void cll_ops_attn_head_fa16(const float *q, const uint16_t *k, const uint16_t *v, int64_t ks, int64_t vs, int32_t lo,
-                            int32_t hi, int32_t kv_chunk, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc,
-                            float *out);
+                            int32_t hi, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc, float *out);
 
 /* dst[i] = fp16(src[i]) */
 void cll_ops_to_f16(uint16_t *dst, const float *src, int64_t n);
