@@ -218,7 +218,7 @@ static void html_chart(FILE *f, const table_t *t, int q) {
         if (r && nget(r, "avg_ts") > mx) mx = nget(r, "avg_ts");
     }
     if (mx <= 0) return;
-    const int lw = 190, bw = 420, rh = 16, gap = 10, W = lw + bw + 150;
+    const int lw = 190, bw = 420, rh = 16, gap = 10, W = lw + bw + 220; /* room for "value engine ⚠noisy" + ratio */
     int H = 24 + t->nm * (2 * rh + gap);
     fprintf(f, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
                "aria-label=\"%s tokens per second\">\n", W, H, t->t[q].name);
