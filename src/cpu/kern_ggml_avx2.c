@@ -13,9 +13,9 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu/kern_avx2_util.h"
 #include "cpu/kern_ggml.h"
 
-#define INLINE static inline __attribute__((always_inline))
 
 /* ggml's hsum_float_8 order */
 INLINE float hsum8(__m256 v) {
@@ -25,7 +25,6 @@ INLINE float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-INLINE float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 /* signed x signed bytes, 4 consecutive products per int32 lane, as float (ggml's
  * mul_sum_i8_pairs_float: |w| times sign(a, w), maddubs, madd with ones) */
@@ -34,23 +33,7 @@ INLINE __m256 dot4_s8_ps(__m256i w, __m256i a) {
     return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
 
-/* 16 packed nibbles -> 32 bytes: low nibbles are elements 0..15, high 16..31 */
-INLINE __m256i nibbles32(const uint8_t *qs) {
-    const __m128i v = _mm_loadu_si128((const __m128i *)qs);
-    const __m128i m4 = _mm_set1_epi8(15);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
-}
 
-/* byte j = 0xff where bit j of the 32-bit mask is set */
-INLINE __m256i bits32(const uint8_t *qh) {
-    uint32_t b;
-    memcpy(&b, qh, 4);
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
-                                          3, 3, 3, 3, 3, 3);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b), shuf);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-}
 
 /* Q5_0: the quant is (nibble | bit4 << 4) - 16, taken signed (a clear 5th bit ORs 0xF0 into
  * the nibble), so lanes are signed 4-product sums like Q8_0's */

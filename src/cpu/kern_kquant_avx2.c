@@ -5,11 +5,11 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu/kern_avx2_util.h"
 #include "cpu/kern_common.h"
 #include "cpu/kern_plain_avx2.h"
 #include "formats/iq_tables.h"
 
-#define INLINE static inline __attribute__((always_inline))
 
 INLINE int hsum_epi32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -21,7 +21,6 @@ INLINE int hsum_epi32(__m256i v) {
 INLINE __m256i ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 /* int16 scale s0 for the low 16 elements (low 128-bit lane), s1 for the high 16 */
 INLINE __m256i scale2(int s0, int s1) { return _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0)); }
-INLINE float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 static void q4k_scale_min(int j, const uint8_t *q, int *sc, int *m) {
     if (j < 4) {

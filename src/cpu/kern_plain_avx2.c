@@ -7,11 +7,11 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu/kern_avx2_util.h"
 #include "cpu/kern_common.h"
 #include "cpu/kern_plain_avx2.h"
 #include "formats/iq_tables.h"
 
-#define INLINE static inline __attribute__((always_inline))
 
 INLINE float hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -20,26 +20,10 @@ INLINE float hsum_ps(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-INLINE float h2f(uint16_t h) { return _cvtsh_ss(h); }
 
-/* 16 packed nibbles -> 32 bytes in element order (low nibbles = elements 0..15) */
-INLINE __m256i nibbles32(const uint8_t *qs) {
-    __m128i v = _mm_loadu_si128((const __m128i *)qs);
-    const __m128i m4 = _mm_set1_epi8(15);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
-}
 
 /* 32 bits -> 32 bytes, 0x10 where the bit is set (the 5th bit of Q5 quants) */
-INLINE __m256i bits_to_0x10(const uint8_t *qh) {
-    uint32_t b;
-    memcpy(&b, qh, 4);
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
-                                          3, 3, 3, 3, 3, 3);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b), shuf);
-    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
-}
+INLINE __m256i bits_to_0x10(const uint8_t *qh) { return _mm256_and_si256(bits32(qh), _mm256_set1_epi8(0x10)); }
 
 /* sum over pairs of unsigned w x signed a, widened to 8 int32 */
 INLINE __m256i dot_u8s8(__m256i w, __m256i a) { return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)); }
