@@ -22,6 +22,20 @@ INLINE __m256i ld(const void *p) { return _mm256_loadu_si256((const __m256i *)p)
 /* int16 scale s0 for the low 16 elements (low 128-bit lane), s1 for the high 16 */
 INLINE __m256i scale2(int s0, int s1) { return _mm256_set_m128i(_mm_set1_epi16((short)s1), _mm_set1_epi16((short)s0)); }
 
+/* Q4_K/Q5_K: one 64-element chunk, low nibbles x a[0..31] at scale s0, high x a[32..63] at s1,
+ * added to the int32 accumulator (integer adds: order-free) */
+INLINE __m256i acc_pair(__m256i isum, __m256i lo, __m256i hi, const int8_t *a, int s0, int s1) {
+    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld(a)), _mm256_set1_epi16((short)s0)));
+    return _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld(a + 32)), _mm256_set1_epi16((short)s1)));
+}
+
+/* the K-quant min correction: sum over the 8 sub-blocks of min x (sum of its 32 activations) */
+INLINE int min_sum(const int m[8], const int16_t *bsums) {
+    int msum = 0;
+    for (int j = 0; j < 8; j++) msum += m[j] * (bsums[2 * j] + bsums[2 * j + 1]);
+    return msum;
+}
+
 static void q4k_scale_min(int j, const uint8_t *q, int *sc, int *m) {
     if (j < 4) {
         *sc = q[j] & 63;
@@ -44,14 +58,9 @@ float cll_kern_dot_q4_K_avx2(const uint8_t *w, const uint8_t *act, int64_t cols)
         for (int c = 0; c < 4; c++) {
             __m256i v = ld(x[b].qs + 32 * c);
             __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld(y[b].qs + 64 * c)),
-                                                            _mm256_set1_epi16((short)sc[2 * c])));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld(y[b].qs + 64 * c + 32)),
-                                                            _mm256_set1_epi16((short)sc[2 * c + 1])));
+            isum = acc_pair(isum, lo, hi, y[b].qs + 64 * c, sc[2 * c], sc[2 * c + 1]);
         }
-        int msum = 0;
-        for (int j = 0; j < 8; j++) msum += m[j] * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
-        sum += h2f(x[b].d) * y[b].d * (float)hsum_epi32(isum) - h2f(x[b].dmin) * y[b].d * (float)msum;
+        sum += h2f(x[b].d) * y[b].d * (float)hsum_epi32(isum) - h2f(x[b].dmin) * y[b].d * (float)min_sum(m, y[b].bsums);
     }
     return sum;
 }
@@ -73,14 +82,9 @@ float cll_kern_dot_q5_K_avx2(const uint8_t *w, const uint8_t *act, int64_t cols)
                                          _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bl), bl), b4));
             __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
                                          _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bh), bh), b4));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld(y[b].qs + 64 * c)),
-                                                            _mm256_set1_epi16((short)sc[2 * c])));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld(y[b].qs + 64 * c + 32)),
-                                                            _mm256_set1_epi16((short)sc[2 * c + 1])));
+            isum = acc_pair(isum, lo, hi, y[b].qs + 64 * c, sc[2 * c], sc[2 * c + 1]);
         }
-        int msum = 0;
-        for (int j = 0; j < 8; j++) msum += m[j] * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
-        sum += h2f(x[b].d) * y[b].d * (float)hsum_epi32(isum) - h2f(x[b].dmin) * y[b].d * (float)msum;
+        sum += h2f(x[b].d) * y[b].d * (float)hsum_epi32(isum) - h2f(x[b].dmin) * y[b].d * (float)min_sum(m, y[b].bsums);
     }
     return sum;
 }
