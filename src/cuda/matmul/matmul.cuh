@@ -1,0 +1,86 @@
+/* cuda/matmul: weight products on the device, every format the CPU engine reads.
+ * Forms: gemv (one or a few activation rows, decode; one launch may run many independent
+ * products, which is how MoE runs only the chosen experts) and gemm (prefill: a dequantized
+ * f16 panel streamed through cuBLAS). Rows of the CUDA kernel table (cuda/rows) point here.
+ * Owns: nothing but code; weights live in the driver's model, scratch in its state.
+ * Rule: every row reads a weight byte once per product, and is gated against the CPU reference
+ * (cuda/gate) before anything times or serves it. */
+#ifndef CLL_CUDA_MATMUL_CUH
+#define CLL_CUDA_MATMUL_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+/* A weight resident on the device: n_mat matrices (experts) of rows x cols, each row a run of
+ * the format's blocks. layout 0: the file's block bytes, every row padded to row_stride (a
+ * multiple of 16 bytes) so 16-byte loads never straddle rows. Other layouts are repacks a
+ * row declares (cll_cu_layout_*). */
+typedef struct {
+    uint32_t type;         /* GGML type id */
+    int layout;            /* 0 = file blocks, padded rows */
+    int64_t rows, cols;    /* per matrix: output features x input features */
+    int64_t n_mat;         /* experts (1 = dense) */
+    size_t row_stride;     /* bytes between rows (multiple of 16) */
+    size_t mat_stride;     /* bytes between matrices */
+    const uint8_t *d;      /* device bytes */
+} cll_cu_weight;
+
+/* q8_1 activation block (32 values): d (fp16), s = d * sum(q) (fp16), qs[32] — cll_block_q8_1 */
+
+/* nb independent products y_b = W[mat_b] . x_b (b < nb), each of one activation row.
+ * Inputs: f32 x_b at x + b*x_stride floats (x_stride 0: one shared row), and its q8_1 form at
+ * xq + b*xq_stride blocks (rows that need it; quantized once per layer input by the caller).
+ * mat_ids: device array (nb) of matrix indices, NULL = all 0; read on the device, so the
+ * launch is graph-safe when a router kernel writes them. y_b at y + b*y_stride floats. */
+typedef struct {
+    int nb;
+    const int32_t *mat_ids;
+    const float *x;
+    int64_t x_stride;
+    const void *xq;
+    int64_t xq_stride;
+    float *y;
+    int64_t y_stride;
+} cll_cu_gemv_args;
+
+/* launcher of one gemv row; returns the launch's cudaError_t */
+typedef cudaError_t (*cll_cu_gemv_fn)(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t s);
+
+/* the part of a CUDA kernel-table row (kernels/registry impl) that matmul code fills */
+typedef struct {
+    cll_cu_gemv_fn gemv;   /* NULL for gemm-only rows */
+    bool needs_q8;         /* reads xq (q8_1) rather than x */
+    int layout;            /* weight layout it reads */
+} cll_cu_gemv_impl;
+
+/* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),
+ * exactly as ggml-cpu's quantize_row_q8_1 does (round half away... see .cu). cols % 32 == 0. */
+cudaError_t cll_cu_quantize_q8_1(const float *x, int64_t ld, int64_t n, int64_t cols, void *xq, cudaStream_t s);
+
+/* Dequantize rows ids[i] (device array, n) of matrix 0 of w to f32: out + i*ld_out.
+ * scale multiplies every value (embedding scale; 1 = none). */
+cudaError_t cll_cu_get_rows(const cll_cu_weight *w, const int32_t *ids, int64_t n, float *out, int64_t ld_out,
+                            float scale, cudaStream_t s);
+
+/* Prefill product Y (n x rows, row stride ldy) = X (n x cols, row stride ldx) . W[mat]^T for n >= 1
+ * tokens: the weight is dequantized to an f16 panel in slabs of at most panel_bytes (scratch,
+ * >= one row-slab of 128 rows) and multiplied on tensor cores by cuBLAS (fp32 accumulate);
+ * X is converted to f16 in xh (scratch, n*cols halves). */
+typedef struct {
+    cublasHandle_t blas;
+    void *panel;           /* scratch for the f16 weight slab */
+    size_t panel_bytes;
+    void *xh;              /* scratch for the f16 activations */
+    size_t xh_bytes;
+} cll_cu_gemm_ctx;
+cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
+                        int64_t n, float *y, int64_t ldy, cudaStream_t s);
+
+/* the gemv rows: one table (cuda/matmul/rows.cu) */
+typedef struct cll_kernel_table cll_kernel_table;
+const cll_kernel_table *cll_cu_kernel_table(void);
+/* the default gemv row for a weight type (NULL: type not served) */
+const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols);
+
+#endif

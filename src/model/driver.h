@@ -1,0 +1,75 @@
+/* model/driver: the one interface every backend driver implements (cpu/, cuda/).
+ * A driver prepares a bound model for its device (repack or upload), creates per-context
+ * state (KV cache + activations, sized once), and runs a forward over a batch of tokens of
+ * one or more sequences, returning logits rows or on-device greedy ids.
+ * Owns nothing itself: a cll_driver is a const table of entry points.
+ * Rule: session/ talks to drivers only through this header; no driver internals leak up. */
+#ifndef CLL_MODEL_DRIVER_H
+#define CLL_MODEL_DRIVER_H
+
+#include "model/model.h"
+
+typedef struct cll_driver_model cll_driver_model; /* a driver's prepared weights */
+typedef struct cll_driver_state cll_driver_state; /* a driver's KV cache + activations */
+
+typedef struct {
+    int n_threads;      /* CPU: load-time threads (repack); 0 = default */
+    bool ggml_numerics; /* CPU: rows that follow ggml-cpu's operation order (kern_ggml.h) */
+    bool progress;      /* print load progress on stderr (TTY front ends) */
+    int device;         /* CUDA: device ordinal */
+} cll_driver_model_params;
+
+typedef struct {
+    int32_t n_ctx;      /* KV positions per sequence */
+    int32_t n_seq;      /* sequences, each with its own KV region */
+    int32_t n_batch;    /* max tokens per forward */
+    int32_t n_out_max;  /* max logits rows per forward */
+    int n_threads;      /* CPU: worker threads; 0 = physical cores */
+    bool kv_f32;        /* F32 KV cache (goldens); default F16 like llama.cpp */
+    bool ggml_numerics; /* CPU reference attention; the caller feeds one token per forward */
+} cll_driver_state_params;
+
+typedef struct {
+    int32_t n;
+    const int32_t *tokens; /* (n) */
+    const int32_t *pos;    /* (n) position of each token in its sequence */
+    const int32_t *seq;    /* (n) sequence id < n_seq */
+    const int8_t *want;    /* (n) nonzero: output for this token; NULL = last token only */
+} cll_driver_batch;
+
+/* what a forward hands back for the tokens that want output (in batch order) */
+typedef enum {
+    CLL_OUT_LOGITS = 0, /* logits (n_want, n_vocab) f32 */
+    CLL_OUT_ARGMAX = 1, /* ids (n_want) int32: greedy argmax, lowest id on ties */
+} cll_driver_out;
+
+/* counters that prove where the work ran (tests read them; a silent fallback must show) */
+typedef struct {
+    uint64_t forwards;      /* forward calls */
+    uint64_t tokens;        /* tokens run */
+    uint64_t device_steps;  /* forwards whose every layer ran on the driver's device */
+    uint64_t graph_replays; /* CUDA: decode steps replayed from a captured graph */
+    uint64_t launches;      /* CUDA: kernel launches recorded per decode step (graph nodes) */
+} cll_driver_counters;
+
+typedef struct cll_driver {
+    const char *name; /* "cpu", "cuda" */
+    cll_status (*model_create)(const cll_model *m, const cll_driver_model_params *p, cll_driver_model **out);
+    void (*model_free)(cll_driver_model *dm);
+    /* one line for logs: the kernel picked for a typical site, device name, resident bytes */
+    const char *(*model_desc)(const cll_driver_model *dm);
+    cll_status (*state_create)(cll_driver_model *dm, const cll_driver_state_params *p, cll_driver_state **out);
+    void (*state_free)(cll_driver_state *s);
+    size_t (*state_bytes)(const cll_driver_state *s);
+    /* Run the batch: K/V of every token land in the cache at (seq, pos) first, so a token sees
+     * its own sequence's keys at positions <= its own. out is (n_want, n_vocab) f32 for
+     * CLL_OUT_LOGITS or (n_want) int32 for CLL_OUT_ARGMAX. The caller has validated ids,
+     * positions and capacity; the driver re-checks the cheap bounds. */
+    cll_status (*forward)(cll_driver_state *s, const cll_driver_batch *b, cll_driver_out kind, void *out);
+    void (*counters)(const cll_driver_state *s, cll_driver_counters *out);
+} cll_driver;
+
+extern const cll_driver cll_cpu_driver;
+extern const cll_driver cll_cuda_driver; /* answers "not built" in a build without nvcc */
+
+#endif
