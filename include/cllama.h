@@ -39,7 +39,10 @@ typedef struct cllama_model cllama_model;
 typedef struct cllama_context cllama_context;
 typedef struct cllama_sampler cllama_sampler;
 
-typedef enum { CLLAMA_BACKEND_CPU = 0, CLLAMA_BACKEND_CUDA = 1 } cllama_backend;
+/* Where the forward runs. DEFAULT: for a model, env CLLAMA_BACKEND ("cpu" or "cuda"), else
+ * the CPU; for a context, the backend its model was loaded for. CUDA keeps the whole model
+ * resident on one GPU (cllama_model_params.device). */
+typedef enum { CLLAMA_BACKEND_DEFAULT = -1, CLLAMA_BACKEND_CPU = 0, CLLAMA_BACKEND_CUDA = 1 } cllama_backend;
 
 const char *cllama_last_error(void);
 const char *cllama_status_str(cllama_status st);
@@ -62,7 +65,10 @@ typedef enum { CLLAMA_NUMERICS_DEFAULT = 0, CLLAMA_NUMERICS_GGML = 1 } cllama_nu
 typedef struct {
     int n_threads;          /* threads for load-time work (repacking); 0 = default */
     bool vocab_only;        /* load the tokenizer only (vocab GGUF files with no tensors) */
-    cllama_numerics numerics; /* default CLLAMA_NUMERICS_DEFAULT (see above) */
+    cllama_numerics numerics; /* default CLLAMA_NUMERICS_DEFAULT (see above); CPU only */
+    cllama_backend backend; /* default CLLAMA_BACKEND_DEFAULT (env CLLAMA_BACKEND, else cpu) */
+    int device;             /* CUDA device ordinal (default 0) */
+    bool progress;          /* print load progress on stderr (the CLI sets it on a TTY) */
 } cllama_model_params;
 
 cllama_model_params cllama_model_default_params(void);
@@ -78,6 +84,10 @@ int32_t cllama_model_n_ctx_train(const cllama_model *m);
 int32_t cllama_model_n_embd(const cllama_model *m);
 int32_t cllama_model_n_layer(const cllama_model *m);
 cllama_numerics cllama_model_numerics(const cllama_model *m); /* what the load resolved (params or env) */
+cllama_backend cllama_model_backend(const cllama_model *m);   /* what the load resolved (params or env) */
+const char *cllama_backend_name(cllama_backend b);            /* "cpu", "cuda" */
+/* one line from the driver: device, resident bytes, the kernel of a typical site */
+const char *cllama_model_driver_desc(const cllama_model *m);
 /* copy a metadata string value; returns false if absent or not a string */
 bool cllama_model_meta_str(const cllama_model *m, const char *key, char *buf, size_t cap);
 
@@ -123,7 +133,7 @@ typedef struct {
     uint32_t n_seq_max;    /* independent sequences (each has its own KV region); default 1 */
     uint32_t n_batch;      /* max tokens per cllama_decode call; default 512 */
     int n_threads;         /* 0 = physical cores */
-    cllama_backend backend;
+    cllama_backend backend; /* DEFAULT (the model's); anything else must equal the model's */
     cllama_kv_type kv_type; /* default CLLAMA_KV_F16 */
 } cllama_context_params;
 
@@ -146,11 +156,26 @@ typedef struct {
 } cllama_batch;
 
 cllama_status cllama_decode(cllama_context *c, const cllama_batch *b);
+/* The same, but the tokens that ask for output get their greedy id (argmax of the logits,
+ * lowest id on ties) in ids (batch order, one per asking token) instead of logits: on the
+ * GPU only the ids cross the bus. cllama_get_logits then returns NULL for this decode. */
+cllama_status cllama_decode_greedy(cllama_context *c, const cllama_batch *b, cllama_token *ids);
 /* logits after batch token i of the last decode (n_vocab floats); NULL if not requested */
 const float *cllama_get_logits(cllama_context *c, int32_t i);
 /* forget a sequence's cache from position p0 on (p0 = 0 clears it) */
 cllama_status cllama_seq_truncate(cllama_context *c, int32_t seq_id, int32_t p0);
 int32_t cllama_seq_len(const cllama_context *c, int32_t seq_id);
+
+/* What the context's driver did: proof of where the work ran (a silent fallback shows). */
+typedef struct {
+    uint64_t forwards;      /* driver forward calls */
+    uint64_t tokens;        /* tokens run through them */
+    uint64_t device_steps;  /* forwards that ran wholly on the backend's device */
+    uint64_t graph_replays; /* CUDA: decode steps replayed from a captured graph */
+    uint64_t launches;      /* CUDA: kernels in one captured decode step */
+} cllama_counters;
+cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *out);
+cllama_backend cllama_context_backend(const cllama_context *c);
 
 /* ---- samplers ------------------------------------------------------------------------------------ */
 typedef struct {

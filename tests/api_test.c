@@ -225,12 +225,86 @@ static void test_context_errors(void **st) {
     assert_int_equal(cllama_seq_len(c, 1), 0);
     cllama_context_free(c);
 
+    /* a context cannot switch the backend its model was prepared for */
     cllama_context_params p = cllama_context_default_params();
     p.backend = CLLAMA_BACKEND_CUDA;
     cllama_context *cc = NULL;
-    assert_int_equal(cllama_context_create(g_model, &p, &cc), CLLAMA_ERR_UNSUPPORTED);
+    assert_int_equal(cllama_context_create(g_model, &p, &cc), CLLAMA_ERR_ARG);
     assert_null(cc);
-    assert_non_null(strstr(cllama_last_error(), "CUDA"));
+    assert_non_null(strstr(cllama_last_error(), "loaded for cpu"));
+    p.backend = (cllama_backend)7;
+    assert_int_equal(cllama_context_create(g_model, &p, &cc), CLLAMA_ERR_ARG);
+    p.backend = CLLAMA_BACKEND_CPU; /* naming the model's own backend is fine */
+    assert_int_equal(cllama_context_create(g_model, &p, &cc), CLLAMA_OK);
+    assert_int_equal(cllama_context_backend(cc), CLLAMA_BACKEND_CPU);
+    cllama_context_free(cc);
+}
+
+/* backend resolution at load: params, else CLLAMA_BACKEND, else cpu; a CUDA load without a
+ * usable GPU (or without the driver built) fails with a message naming CUDA */
+static void test_backend_select(void **st) {
+    (void)st;
+    char path[4096];
+    snprintf(path, sizeof path, "%s", tu_shared("models/stories260K.gguf"));
+    assert_int_equal(cllama_model_backend(g_model), CLLAMA_BACKEND_CPU);
+    assert_string_equal(cllama_backend_name(CLLAMA_BACKEND_CUDA), "cuda");
+    cllama_model *m = (cllama_model *)1;
+    setenv("CLLAMA_BACKEND", "tpu", 1);
+    assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_ERR_ARG);
+    assert_null(m);
+    assert_non_null(strstr(cllama_last_error(), "CLLAMA_BACKEND=tpu"));
+    setenv("CLLAMA_BACKEND", "cpu", 1);
+    assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_OK);
+    assert_int_equal(cllama_model_backend(m), CLLAMA_BACKEND_CPU);
+    cllama_model_free(m);
+    unsetenv("CLLAMA_BACKEND");
+    cllama_model_params mp = cllama_model_default_params();
+    mp.backend = CLLAMA_BACKEND_CUDA;
+    mp.numerics = CLLAMA_NUMERICS_GGML; /* the CPU reference numerics need the CPU */
+    assert_int_equal(cllama_model_load(path, &mp, &m), CLLAMA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(cllama_last_error(), "backend cpu"));
+    mp.numerics = CLLAMA_NUMERICS_DEFAULT;
+    const cllama_status cst = cllama_model_load(path, &mp, &m);
+    if (cst == CLLAMA_OK) { /* a GPU is here: the model is on it */
+        assert_int_equal(cllama_model_backend(m), CLLAMA_BACKEND_CUDA);
+        cllama_model_free(m);
+    } else {
+        assert_true(cst == CLLAMA_ERR_UNSUPPORTED || cst == CLLAMA_ERR_DEVICE);
+        assert_null(m);
+        assert_true(strstr(cllama_last_error(), "CUDA") || strstr(cllama_last_error(), "cuda"));
+    }
+}
+
+/* cllama_decode_greedy returns the argmax of what cllama_decode's logits would be, and the
+ * counters count the driver's work */
+static void test_decode_greedy_and_counters(void **st) {
+    (void)st;
+    cllama_context *a = ctx(1, 64), *g = ctx(1, 64);
+    int32_t ids[64], pos[64], seq[64];
+    int8_t want[64];
+    const int n = tok(k_prompts[0], ids);
+    for (int i = 0; i < n; i++) pos[i] = i, seq[i] = 0, want[i] = (int8_t)(i >= n - 3);
+    cllama_batch b = {n, ids, pos, seq, want};
+    cllama_token out[3] = {-1, -1, -1};
+    assert_int_equal(cllama_decode(a, &b), CLLAMA_OK);
+    assert_int_equal(cllama_decode_greedy(g, &b, out), CLLAMA_OK);
+    for (int r = 0; r < 3; r++) {
+        const float *lg = cllama_get_logits(a, n - 3 + r);
+        int32_t best = 0;
+        for (int32_t j = 1; j < g_nv; j++)
+            if (lg[j] > lg[best]) best = j;
+        assert_int_equal(out[r], best);
+    }
+    assert_null(cllama_get_logits(g, n - 1)); /* ids only */
+    assert_int_equal(cllama_decode_greedy(g, &b, NULL), CLLAMA_ERR_ARG);
+    cllama_counters k;
+    assert_int_equal(cllama_context_counters(g, &k), CLLAMA_OK);
+    assert_int_equal(k.forwards, 1);
+    assert_int_equal(k.tokens, (uint64_t)n);
+    assert_int_equal(k.device_steps, 1);
+    assert_int_equal(cllama_context_counters(NULL, &k), CLLAMA_ERR_ARG);
+    cllama_context_free(a);
+    cllama_context_free(g);
 }
 
 static void test_bad_path(void **st) {
@@ -340,6 +414,8 @@ int main(void) {
         cmocka_unit_test(test_decode_step_plus_prompt_chunk),
         cmocka_unit_test(test_truncate_then_redecode_equals_fresh),
         cmocka_unit_test(test_context_errors),
+        cmocka_unit_test(test_backend_select),
+        cmocka_unit_test(test_decode_greedy_and_counters),
         cmocka_unit_test(test_bad_path),
         cmocka_unit_test(test_unknown_arch_and_bad_type),
     };

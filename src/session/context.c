@@ -10,7 +10,7 @@
 
 cllama_context_params cllama_context_default_params(void) {
     cllama_context_params p = {.n_ctx = 0, .n_seq_max = 1, .n_batch = 512, .n_threads = 0,
-                               .backend = CLLAMA_BACKEND_CPU, .kv_type = CLLAMA_KV_F16};
+                               .backend = CLLAMA_BACKEND_DEFAULT, .kv_type = CLLAMA_KV_F16};
     return p;
 }
 
@@ -20,10 +20,14 @@ cllama_status cllama_context_create(cllama_model *m, const cllama_context_params
     if (!m) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_create: model is NULL");
     if (!m->m) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_create: model was loaded vocab_only");
     cllama_context_params p = pp ? *pp : cllama_context_default_params();
-    if (p.backend == CLLAMA_BACKEND_CUDA)
-        return (cllama_status)cll_err(CLL_ERR_UNSUPPORTED, "backend cuda: CUDA driver not built/available");
-    if (p.backend != CLLAMA_BACKEND_CPU)
+    if (p.backend != CLLAMA_BACKEND_DEFAULT && p.backend != CLLAMA_BACKEND_CPU && p.backend != CLLAMA_BACKEND_CUDA)
         return (cllama_status)cll_err(CLL_ERR_ARG, "unknown backend %d", (int)p.backend);
+    if (p.backend != CLLAMA_BACKEND_DEFAULT && p.backend != m->backend)
+        return (cllama_status)cll_err(CLL_ERR_ARG,
+                                      "context asks for backend %s but the model was loaded for %s "
+                                      "(set cllama_model_params.backend, or CLLAMA_BACKEND, at load)",
+                                      cllama_backend_name(p.backend), cllama_backend_name(m->backend));
+    p.backend = m->backend;
     if (p.kv_type != CLLAMA_KV_F16 && p.kv_type != CLLAMA_KV_F32)
         return (cllama_status)cll_err(CLL_ERR_ARG, "unknown kv_type %d", (int)p.kv_type);
     const cll_hparams *hp = &m->m->hp;
@@ -43,15 +47,14 @@ cllama_status cllama_context_create(cllama_model *m, const cllama_context_params
     if (rows > (int64_t)p.n_batch) rows = p.n_batch;
     if (rows < 1) rows = 1;
     c->n_out_max = (int32_t)rows;
-    cll_status st = cll_pool_create(p.n_threads, &c->pool);
-    if (st != CLL_OK) goto fail;
-    cll_cpu_state_params sp = {.n_ctx = (int32_t)p.n_ctx,
-                               .n_seq = (int32_t)p.n_seq_max,
-                               .n_batch = (int32_t)p.n_batch,
-                               .n_out_max = c->n_out_max,
-                               .kv_f32 = p.kv_type == CLLAMA_KV_F32,
-                               .ggml_numerics = m->numerics == CLLAMA_NUMERICS_GGML};
-    st = cll_cpu_state_create(m->cpu, &sp, c->pool, &c->st);
+    const cll_driver_state_params sp = {.n_ctx = (int32_t)p.n_ctx,
+                                        .n_seq = (int32_t)p.n_seq_max,
+                                        .n_batch = (int32_t)p.n_batch,
+                                        .n_out_max = c->n_out_max,
+                                        .n_threads = p.n_threads,
+                                        .kv_f32 = p.kv_type == CLLAMA_KV_F32,
+                                        .ggml_numerics = m->numerics == CLLAMA_NUMERICS_GGML};
+    cll_status st = m->drv->state_create(m->dm, &sp, &c->ds);
     if (st != CLL_OK) goto fail;
     c->seq_len = calloc(p.n_seq_max, sizeof *c->seq_len);
     c->logits = cll_aalloc((size_t)rows * (size_t)hp->n_vocab * sizeof(float));
@@ -73,8 +76,7 @@ fail:
 
 void cllama_context_free(cllama_context *c) {
     if (!c) return;
-    cll_cpu_state_free(c->st);
-    cll_pool_free(c->pool);
+    if (c->ds) c->model->drv->state_free(c->ds);
     free(c->seq_len);
     cll_afree(c->logits);
     free(c->logit_row);
@@ -89,7 +91,7 @@ uint32_t cllama_n_ctx(const cllama_context *c) { return c ? c->p.n_ctx : 0; }
 uint32_t cllama_n_seq_max(const cllama_context *c) { return c ? c->p.n_seq_max : 0; }
 const cllama_model *cllama_context_model(const cllama_context *c) { return c ? c->model : NULL; }
 
-cllama_status cllama_decode(cllama_context *c, const cllama_batch *b) {
+static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver_out kind, void *out) {
     if (!c || !b || !b->tokens || !b->pos || !b->seq_id)
         return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode: NULL context, batch or batch array");
     const int32_t n = b->n_tokens;
@@ -125,19 +127,22 @@ cllama_status cllama_decode(cllama_context *c, const cllama_batch *b) {
     }
     c->last_n = 0;
     cll_status st = CLL_OK;
+    const cll_driver *drv = c->model->drv;
     if (c->model->numerics == CLLAMA_NUMERICS_GGML) {
         /* the reference feeds one token per llama_decode: every matmul is then a single-row
          * vec_dot and attention sees one query; batch order keeps each sequence causal */
-        float *lg = c->logits;
+        char *o = out;
+        const size_t row = kind == CLL_OUT_ARGMAX ? sizeof(int32_t) : (size_t)c->n_vocab * sizeof(float);
         for (int32_t i = 0; i < n && st == CLL_OK; i++) {
             const int8_t want = b->logits ? b->logits[i] : (int8_t)(i == n - 1);
-            cll_cpu_batch one = {.n = 1, .tokens = b->tokens + i, .pos = b->pos + i, .seq = b->seq_id + i, .want = &want};
-            st = cll_cpu_forward(c->st, &one, lg);
-            if (want) lg += c->n_vocab;
+            const cll_driver_batch one = {
+                .n = 1, .tokens = b->tokens + i, .pos = b->pos + i, .seq = b->seq_id + i, .want = &want};
+            st = drv->forward(c->ds, &one, kind, o);
+            if (want) o += row;
         }
     } else {
-        cll_cpu_batch cb = {.n = n, .tokens = b->tokens, .pos = b->pos, .seq = b->seq_id, .want = b->logits};
-        st = cll_cpu_forward(c->st, &cb, c->logits);
+        const cll_driver_batch db = {.n = n, .tokens = b->tokens, .pos = b->pos, .seq = b->seq_id, .want = b->logits};
+        st = drv->forward(c->ds, &db, kind, out);
     }
     if (st != CLL_OK) return (cllama_status)st;
     int32_t r = 0;
@@ -147,12 +152,26 @@ cllama_status cllama_decode(cllama_context *c, const cllama_batch *b) {
         c->seq_len[b->seq_id[i]]++;
     }
     c->last_n = n;
+    c->last_greedy = kind == CLL_OUT_ARGMAX;
     return CLLAMA_OK;
+}
+
+cllama_status cllama_decode(cllama_context *c, const cllama_batch *b) {
+    return decode(c, b, CLL_OUT_LOGITS, c ? c->logits : NULL);
+}
+
+cllama_status cllama_decode_greedy(cllama_context *c, const cllama_batch *b, cllama_token *ids) {
+    if (!ids) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode_greedy: ids is NULL");
+    return decode(c, b, CLL_OUT_ARGMAX, ids);
 }
 
 const float *cllama_get_logits(cllama_context *c, int32_t i) {
     if (!c) return NULL;
     if (i < 0) i += c->last_n;
+    if (c->last_greedy) {
+        cll_err(CLL_ERR_ARG, "cllama_get_logits: the last decode was cllama_decode_greedy (ids only, no logits)");
+        return NULL;
+    }
     if (i < 0 || i >= c->last_n || c->logit_row[i] < 0) {
         cll_err(CLL_ERR_ARG, "cllama_get_logits: no logits for batch index %d of the last decode", i);
         return NULL;
@@ -175,3 +194,17 @@ int32_t cllama_seq_len(const cllama_context *c, int32_t seq_id) {
     if (!c || seq_id < 0 || (uint32_t)seq_id >= c->p.n_seq_max) return -1;
     return c->seq_len[seq_id];
 }
+
+cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *out) {
+    if (!c || !out) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_counters: NULL context or out");
+    cll_driver_counters k;
+    c->model->drv->counters(c->ds, &k);
+    *out = (cllama_counters){.forwards = k.forwards,
+                             .tokens = k.tokens,
+                             .device_steps = k.device_steps,
+                             .graph_replays = k.graph_replays,
+                             .launches = k.launches};
+    return CLLAMA_OK;
+}
+
+cllama_backend cllama_context_backend(const cllama_context *c) { return c ? c->p.backend : CLLAMA_BACKEND_CPU; }

@@ -8,8 +8,31 @@
 #include "session/session.h"
 
 cllama_model_params cllama_model_default_params(void) {
-    cllama_model_params p = {.n_threads = 0, .vocab_only = false, .numerics = CLLAMA_NUMERICS_DEFAULT};
+    cllama_model_params p = {.n_threads = 0,
+                             .vocab_only = false,
+                             .numerics = CLLAMA_NUMERICS_DEFAULT,
+                             .backend = CLLAMA_BACKEND_DEFAULT,
+                             .device = 0,
+                             .progress = false};
     return p;
+}
+
+const char *cllama_backend_name(cllama_backend b) {
+    return b == CLLAMA_BACKEND_CPU ? "cpu" : b == CLLAMA_BACKEND_CUDA ? "cuda" : "default";
+}
+
+/* params, else env CLLAMA_BACKEND, else the CPU */
+static cll_status resolve_backend(cllama_backend asked, cllama_backend *out) {
+    *out = asked;
+    if (asked == CLLAMA_BACKEND_DEFAULT) {
+        const char *env = getenv("CLLAMA_BACKEND");
+        if (!env || !*env || !strcmp(env, "cpu")) *out = CLLAMA_BACKEND_CPU;
+        else if (!strcmp(env, "cuda")) *out = CLLAMA_BACKEND_CUDA;
+        else return cll_err(CLL_ERR_ARG, "CLLAMA_BACKEND=%s: expected cpu or cuda", env);
+    } else if (asked != CLLAMA_BACKEND_CPU && asked != CLLAMA_BACKEND_CUDA) {
+        return cll_err(CLL_ERR_ARG, "unknown backend %d (cpu or cuda)", (int)asked);
+    }
+    return CLL_OK;
 }
 
 /* llama.cpp's LLAMA_FTYPE names, for the model description */
@@ -67,15 +90,24 @@ cllama_status cllama_model_load(const char *path, const cllama_model_params *p, 
             st = cll_err(CLL_ERR_ARG, "unknown numerics %d", (int)m->numerics);
             goto fail;
         }
+        st = resolve_backend(p->backend, &m->backend);
+        if (st != CLL_OK) goto fail;
+        if (m->numerics == CLLAMA_NUMERICS_GGML && m->backend != CLLAMA_BACKEND_CPU) {
+            st = cll_err(CLL_ERR_UNSUPPORTED, "numerics ggml reproduces llama.cpp's CPU kernels; it needs backend cpu");
+            goto fail;
+        }
         if (m->numerics == CLLAMA_NUMERICS_GGML && !(cll_kernels_cpu_features() & CLL_ISA_AVX2)) {
             st = cll_err(CLL_ERR_UNSUPPORTED, "numerics ggml reproduces ggml-cpu's AVX2 kernels; this CPU lacks AVX2");
             goto fail;
         }
-        /* the weights are prepared once, here: in ggml numerics every site takes the row that
-         * follows ggml-cpu's operation order (kern_ggml.h), on the file layout */
-        if (m->numerics == CLLAMA_NUMERICS_GGML) cll_kernels_numerics_scope("ggml");
-        st = cll_cpu_model_create(m->m, &m->cpu);
-        cll_kernels_numerics_scope(NULL);
+        /* the weights are prepared once, here, by the chosen driver only (a CUDA load does
+         * no CPU repack) */
+        m->drv = m->backend == CLLAMA_BACKEND_CUDA ? &cll_cuda_driver : &cll_cpu_driver;
+        const cll_driver_model_params dp = {.n_threads = p->n_threads,
+                                            .ggml_numerics = m->numerics == CLLAMA_NUMERICS_GGML,
+                                            .progress = p->progress,
+                                            .device = p->device};
+        st = m->drv->model_create(m->m, &dp, &m->dm);
         if (st != CLL_OK) goto fail;
         if (cll_tok_n_vocab(m->tok) > m->m->hp.n_vocab) {
             st = cll_err(CLL_ERR_FORMAT, "tokenizer has %d tokens but token_embd.weight has %d rows",
@@ -106,7 +138,7 @@ fail:
 
 void cllama_model_free(cllama_model *m) {
     if (!m) return;
-    cll_cpu_model_free(m->cpu);
+    if (m->drv) m->drv->model_free(m->dm);
     cll_model_free(m->m);
     cll_tok_free(m->tok);
     cll_gguf_free(m->g);
@@ -125,6 +157,10 @@ int32_t cllama_model_n_ctx_train(const cllama_model *m) { return m && m->m ? m->
 int32_t cllama_model_n_embd(const cllama_model *m) { return m && m->m ? m->m->hp.n_embd : 0; }
 int32_t cllama_model_n_layer(const cllama_model *m) { return m && m->m ? m->m->hp.n_layer : 0; }
 cllama_numerics cllama_model_numerics(const cllama_model *m) { return m ? m->numerics : CLLAMA_NUMERICS_DEFAULT; }
+cllama_backend cllama_model_backend(const cllama_model *m) { return m ? m->backend : CLLAMA_BACKEND_CPU; }
+const char *cllama_model_driver_desc(const cllama_model *m) {
+    return m && m->drv && m->dm && m->drv->model_desc ? m->drv->model_desc(m->dm) : "";
+}
 bool cllama_model_meta_str(const cllama_model *m, const char *key, char *buf, size_t cap) {
     return m && key && buf && cap && cll_gguf_get_cstr(m->g, key, buf, cap);
 }

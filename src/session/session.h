@@ -1,16 +1,16 @@
 /* session: the implementation of the public API (include/cllama.h) — model handles
- * (GGUF + tokenizer + recipe + prepared weights), contexts (KV cache, activations, logits
+ * (GGUF + tokenizer + recipe + a driver's prepared weights), contexts (a driver state, logits
  * of the last decode, per-sequence lengths), generation.
- * Owns: the model owns its gguf map, tokenizer, recipe and CPU weights; the context owns its
- * thread pool, CPU state and logits. Rule: everything a decode needs is allocated when the
- * context is created; cllama_decode validates the whole batch before touching the cache. */
+ * Owns: the model owns its gguf map, tokenizer, recipe and driver model; the context owns its
+ * driver state and logits. Rule: drivers are reached only through model/driver.h; everything a
+ * decode needs is allocated when the context is created; cllama_decode validates the whole
+ * batch before touching the cache. */
 #ifndef CLL_SESSION_H
 #define CLL_SESSION_H
 
 #include "cllama.h"
-#include "core/threads.h"
-#include "cpu/forward.h"
 #include "gguf/gguf.h"
+#include "model/driver.h"
 #include "model/model.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
@@ -19,7 +19,9 @@ struct cllama_model {
     cll_gguf *g;
     cll_tokenizer *tok;
     cll_model *m;          /* NULL when vocab_only */
-    cll_cpu_model *cpu;    /* NULL when vocab_only */
+    const cll_driver *drv; /* the backend's driver; NULL when vocab_only */
+    cll_driver_model *dm;  /* its prepared weights; NULL when vocab_only */
+    cllama_backend backend;
     cll_chat_tmpl chat;    /* recognised chat template family */
     cllama_numerics numerics; /* resolved at load: params, else env CLLAMA_NUMERICS */
     char arch[32];
@@ -29,14 +31,14 @@ struct cllama_model {
 struct cllama_context {
     cllama_model *model;
     cllama_context_params p;
-    cll_pool *pool;
-    cll_cpu_state *st;
+    cll_driver_state *ds;
     int32_t n_vocab;
     int32_t n_out_max;     /* logits rows one decode may ask for */
     int32_t *seq_len;      /* (n_seq_max) tokens in each sequence's cache */
     float *logits;         /* (n_out_max, n_vocab) logits of the last decode */
     int32_t *logit_row;    /* (n_batch) row of batch token i in logits, -1 if none */
     int32_t last_n;        /* tokens in the last decode */
+    bool last_greedy;      /* the last decode returned ids, not logits */
     /* generation scratch */
     int32_t *g_tok, *g_pos, *g_seq; /* (n_batch) */
     int8_t *g_want;        /* (n_batch) */
