@@ -197,3 +197,9 @@ int32_t cll_sampler_sample(cll_sampler *s, const float *logits) {
     }
     return s->c[k - 1].id;
 }
+
+bool cll_sampler_is_plain_greedy(const cll_sampler *s) {
+    return s && s->p.temperature <= 0.0f &&
+           (s->p.repeat_last_n == 0 ||
+            (s->p.repeat_penalty == 1.0f && s->p.presence_penalty == 0.0f && s->p.frequency_penalty == 0.0f));
+}

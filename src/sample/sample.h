@@ -27,6 +27,10 @@ void cll_sampler_reset(cll_sampler *s); /* clears the history, reseeds */
 void cll_sampler_accept(cll_sampler *s, int32_t tok);
 int32_t cll_sampler_sample(cll_sampler *s, const float *logits);
 
+/* true when sampling is a plain argmax of the logits (temperature <= 0, no penalties): the
+ * caller may then take the driver's on-device argmax instead of the logits */
+bool cll_sampler_is_plain_greedy(const cll_sampler *s);
+
 /* argmax, lowest id wins ties */
 int32_t cll_sample_argmax(const float *logits, int32_t n);
 

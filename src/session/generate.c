@@ -2,10 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample/sample.h"
 #include "session/session.h"
 
-/* prefill ids into seq at its current end; logits only after the last id */
-static cllama_status prefill(cllama_context *c, int32_t seq, const cllama_token *ids, int32_t n) {
+/* prefill ids into seq at its current end; logits only after the last id (or, when greedy is
+ * non-NULL, the argmax of those logits in *greedy: on the GPU only the id crosses the bus) */
+static cllama_status prefill(cllama_context *c, int32_t seq, const cllama_token *ids, int32_t n, cllama_token *greedy) {
     int32_t done = 0;
     while (done < n) {
         int32_t k = n - done;
@@ -18,7 +20,8 @@ static cllama_status prefill(cllama_context *c, int32_t seq, const cllama_token 
             c->g_want[i] = done + i == n - 1;
         }
         cllama_batch b = {.n_tokens = k, .tokens = c->g_tok, .pos = c->g_pos, .seq_id = c->g_seq, .logits = c->g_want};
-        cllama_status st = cllama_decode(c, &b);
+        const bool last = done + k == n;
+        cllama_status st = last && greedy ? cllama_decode_greedy(c, &b, greedy) : cllama_decode(c, &b);
         if (st != CLLAMA_OK) return st;
         done += k;
     }
@@ -45,16 +48,19 @@ cllama_status cllama_generate_tokens(cllama_context *c, int32_t seq_id, const cl
     for (int32_t i = 0; i < n_prompt; i++) cllama_sampler_accept(s, prompt[i]);
     stt.n_prompt = n_prompt;
     double t0 = cll_now();
-    cllama_status st = prefill(c, seq_id, prompt, n_prompt);
+    /* a plain greedy sampler takes the driver's argmax; anything else needs the logits */
+    const bool greedy = cll_sampler_is_plain_greedy((const cll_sampler *)s);
+    cllama_token next = -1;
+    cllama_status st = prefill(c, seq_id, prompt, n_prompt, greedy ? &next : NULL);
     stt.prefill_s = cll_now() - t0;
     if (st != CLLAMA_OK) {
         if (stats) *stats = stt;
         return st;
     }
-    const float *logits = cllama_get_logits(c, -1);
+    const float *logits = greedy ? NULL : cllama_get_logits(c, -1);
     t0 = cll_now();
     for (int32_t g = 0; n_predict < 0 || g < n_predict; g++) {
-        const cllama_token t = cllama_sampler_sample(s, logits);
+        const cllama_token t = greedy ? next : cllama_sampler_sample(s, logits);
         cllama_sampler_accept(s, t);
         if (cllama_token_is_eog(m, t)) {
             stt.stopped_eog = true;
@@ -72,9 +78,9 @@ cllama_status cllama_generate_tokens(cllama_context *c, int32_t seq_id, const cl
         const int32_t pos = c->seq_len[seq_id];
         const int8_t want = 1;
         cllama_batch b = {.n_tokens = 1, .tokens = &t, .pos = &pos, .seq_id = &seq_id, .logits = &want};
-        st = cllama_decode(c, &b);
+        st = greedy ? cllama_decode_greedy(c, &b, &next) : cllama_decode(c, &b);
         if (st != CLLAMA_OK) break;
-        logits = cllama_get_logits(c, 0);
+        if (!greedy) logits = cllama_get_logits(c, 0);
     }
     stt.decode_s = cll_now() - t0;
     if (stats) *stats = stt;
