@@ -31,6 +31,8 @@ cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ct
     if (!bm) return cll_err(CLL_ERR_NOMEM, "bench: out of memory");
     cllama_model_params mp = cllama_model_default_params();
     mp.n_threads = n_threads;
+    mp.backend = backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU;
+    mp.progress = isatty(2);
     cllama_status st = cllama_model_load(path, &mp, &bm->m);
     if (st != CLLAMA_OK) {
         free(bm);
@@ -218,6 +220,7 @@ const char *cll_bench_parity(int backend, int n_threads, char *why, size_t cap) 
     cllama_sampler *s = NULL;
     const char *verdict = "unchecked";
     cllama_model_params mp = cllama_model_default_params();
+    mp.backend = backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU;
     cllama_context_params cp = cllama_context_default_params();
     cp.n_ctx = 512;
     cp.n_threads = n_threads;

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "cllama.h"
+
 int cll_cmd_info(int argc, char **argv);
 int cll_cmd_tokenize(int argc, char **argv);
 int cll_cmd_run(int argc, char **argv);
@@ -20,6 +22,9 @@ int cll_cmd_serve(int argc, char **argv);
  * $XDG_CACHE_HOME/cllama/models/ (installed by scripts/setup.sh). Returns 0 and fills
  * buf, or prints an error telling the user how to get it and returns -1. */
 int cll_cli_default_model(char *buf, size_t cap);
+/* --backend VALUE: "cpu" or "cuda" into *out; prints "cllama CMD: ..." and returns -1 otherwise */
+int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *out);
+
 /* model path from -m if given, else the default */
 const char *cll_cli_model_or_default(const char *given, char *buf, size_t cap);
 

@@ -61,12 +61,14 @@ int cll_cmd_chat(int argc, char **argv) {
     int32_t n_predict = 512;
     cllama_sampler_params sp = cllama_sampler_default_params();
     cllama_context_params cp = cllama_context_default_params();
+    cllama_model_params mp = cllama_model_default_params();
     bool seed_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: cllama chat [-m MODEL] [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
                    "                   [--min-p P] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]\n"
+                   "                   [--backend cpu|cuda]\n"
                    "Type a message and press Enter; Ctrl-D quits. Works with piped stdin (one message a line).\n");
             return 0;
         }
@@ -86,6 +88,9 @@ int cll_cmd_chat(int argc, char **argv) {
         else if (!strcmp(a, "--seed")) sp.seed = strtoull(v, NULL, 0), seed_given = true;
         else if (!strcmp(a, "-t")) cp.n_threads = atoi(v);
         else if (!strcmp(a, "-c")) cp.n_ctx = (uint32_t)atoi(v);
+        else if (!strcmp(a, "--backend")) {
+            if (cll_cli_parse_backend("chat", v, &mp.backend)) return 2;
+        }
         else {
             fprintf(stderr, "cllama chat: unknown option '%s'\n", a);
             return 2;
@@ -106,7 +111,8 @@ int cll_cmd_chat(int argc, char **argv) {
     size_t line_cap = 0;
     cllama_token *ids = NULL, *cached = NULL;
     int32_t n_cached = 0, cap_cached = 0;
-    if (cllama_model_load(path, NULL, &m) != CLLAMA_OK || cllama_context_create(m, &cp, &c) != CLLAMA_OK ||
+    mp.progress = isatty(2);
+    if (cllama_model_load(path, &mp, &m) != CLLAMA_OK || cllama_context_create(m, &cp, &c) != CLLAMA_OK ||
         cllama_sampler_create(&sp, cllama_model_n_vocab(m), &s) != CLLAMA_OK) {
         fprintf(stderr, "cllama chat: %s\n", cllama_last_error());
         goto done;

@@ -13,13 +13,14 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: cllama run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
             "                  [--repeat-penalty R] [--repeat-last-n N] [--seed S] [-t THREADS] [-c CTX]\n"
-            "                  [--kv f16|f32] [--numerics default|ggml] [--print-ids]\n"
+            "                  [--kv f16|f32] [--numerics default|ggml] [--backend cpu|cuda] [--print-ids]\n"
             "  -p PROMPT   text to continue (default: read stdin)\n"
             "  -n N        tokens to generate (default 128; -1 = until end of generation / context)\n"
             "  --temp 0    greedy (argmax)\n"
             "  --numerics ggml  reproduce llama.cpp's CPU numerics bit for bit (weight repack off, flash\n"
             "              attention, F16 KV, one token per decode): greedy ids token-exact with llama.cpp,\n"
             "              slower prefill (env CLLAMA_NUMERICS=ggml does the same)\n"
+            "  --backend cuda  run the whole model on the GPU (default: env CLLAMA_BACKEND, else cpu)\n"
             "  --print-ids print 'prompt: <ids>' and 'generated: <ids>' instead of text\n");
 }
 
@@ -178,6 +179,9 @@ int cll_cmd_run(int argc, char **argv) {
                 fprintf(stderr, "cllama run: --numerics takes default or ggml, not '%s'\n", v);
                 return 2;
             }
+        } else if (!strcmp(a, "--backend")) {
+            NEED_VALUE();
+            if (cll_cli_parse_backend("run", v, &mp.backend)) return 2;
         } else if (!strcmp(a, "--print-ids")) {
             print_ids = true;
         } else {
@@ -206,6 +210,7 @@ int cll_cmd_run(int argc, char **argv) {
     cllama_sampler *s = NULL;
     cllama_token *ids = NULL;
     run_state rs = {.print_ids = print_ids};
+    mp.progress = isatty(2);
     if (cllama_model_load(path, &mp, &m) != CLLAMA_OK) {
         fprintf(stderr, "cllama run: %s\n", cllama_last_error());
         goto done;

@@ -16,7 +16,7 @@ static void usage(FILE *f) {
             "      --port N           port (default 8080; 0 = any free port)\n"
             "  -np, --parallel N      sequences decoded together (default 4)\n"
             "  -c, --ctx N            tokens of context per sequence (default: engine default)\n"
-            "      --backend cpu|cuda (default cpu)\n"
+            "      --backend cpu|cuda (default $CLLAMA_BACKEND, else cpu)\n"
             "  -t, --threads N        CPU threads (default: physical cores)\n"
             "      --max-body BYTES   request body limit, 413 beyond (default 1048576)\n"
             "      --queue N          waiting requests before 503 (default 64)\n"

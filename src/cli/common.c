@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #define CLL_DEFAULT_MODEL_FILE "gemma-3-270m-q4_k_m.gguf"
@@ -33,4 +34,14 @@ int cll_cli_default_model(char *buf, size_t cap) {
 const char *cll_cli_model_or_default(const char *given, char *buf, size_t cap) {
     if (given) return given;
     return cll_cli_default_model(buf, cap) == 0 ? buf : NULL;
+}
+
+int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *out) {
+    if (value && !strcmp(value, "cpu")) *out = CLLAMA_BACKEND_CPU;
+    else if (value && !strcmp(value, "cuda")) *out = CLLAMA_BACKEND_CUDA;
+    else {
+        fprintf(stderr, "cllama %s: --backend takes cpu or cuda, not '%s'\n", cmd, value ? value : "");
+        return -1;
+    }
+    return 0;
 }

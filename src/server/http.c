@@ -33,7 +33,7 @@ void cll_server_config_default(cll_server_config *c) {
     c->port = 8080;
     c->parallel = 4;
     c->n_ctx = 0;
-    c->backend = CLLAMA_BACKEND_CPU;
+    c->backend = CLLAMA_BACKEND_DEFAULT; /* env CLLAMA_BACKEND, else cpu */
     c->max_body = 1 << 20;
     c->queue = 64;
     c->timeout_s = 30;
@@ -240,6 +240,8 @@ int cll_server_run(const cll_server_config *cfg) {
 
     cllama_model_params mp = cllama_model_default_params();
     mp.n_threads = cfg->threads;
+    mp.backend = cfg->backend;
+    mp.progress = isatty(2);
     if (cllama_model_load(cfg->model_path, &mp, &srv->model) != CLLAMA_OK) {
         fprintf(stderr, "cllama serve: cannot load %s: %s\n", cfg->model_path, cllama_last_error());
         goto out;
@@ -248,7 +250,7 @@ int cll_server_run(const cll_server_config *cfg) {
     cp.n_ctx = cfg->n_ctx > 0 ? (uint32_t)cfg->n_ctx : 0;
     cp.n_seq_max = (uint32_t)srv->cfg.parallel;
     cp.n_threads = cfg->threads;
-    cp.backend = cfg->backend;
+    cp.backend = CLLAMA_BACKEND_DEFAULT; /* the model's */
     /* one step carries a token per sequence plus one prompt chunk */
     uint32_t need_batch = (uint32_t)(srv->cfg.parallel + (cfg->chunk > 0 ? cfg->chunk : 128));
     if (cp.n_batch < need_batch) cp.n_batch = need_batch;
