@@ -7,6 +7,7 @@
 #include "cpu/forward_internal.h"
 #include "cpu/ops.h"
 #include "formats/formats.h"
+#include "model/plan.h"
 
 /* ---- row-parallel tasks ------------------------------------------------------------------ */
 
@@ -102,7 +103,7 @@ static void task_qkv(void *arg, int ith, int nth) {
             for (int64_t j = 0; j < nq; j++) q[j] *= hp->attn_scale;
         if (f16) /* llama.cpp rounds q to fp16 to dot it with an F16 cache */
             for (int64_t j = 0; j < nq; j++) q[j] = cll_fp16_to_f32(cll_f32_to_fp16(q[j]));
-        const int64_t slot = (int64_t)s->b->seq[i] * s->p.n_ctx + pos;
+        const int64_t slot = cll_kv_cell(s->b->seq[i], pos, s->p.n_ctx);
         if (f16) {
             cll_ops_to_f16((uint16_t *)s->kc[s->il] + slot * s->kv_k, k, s->kv_k);
             cll_ops_to_f16((uint16_t *)s->vc[s->il] + slot * s->kv_v, v, s->kv_v);
@@ -135,7 +136,7 @@ static void task_attn(void *arg, int ith, int nth) {
         const int64_t i = it / H;
         const int32_t h = (int32_t)(it % H), kvh = h / gqa;
         const int32_t pos = s->b->pos[i];
-        const int64_t base = (int64_t)s->b->seq[i] * s->p.n_ctx;
+        const int64_t base = cll_kv_cell(s->b->seq[i], 0, s->p.n_ctx); /* the sequence's first cell */
         const uint8_t *kb = (const uint8_t *)s->kc[s->il] + ((size_t)base * s->kv_k + (size_t)kvh * hk) * esz;
         const uint8_t *vb = (const uint8_t *)s->vc[s->il] + ((size_t)base * s->kv_v + (size_t)kvh * hv) * esz;
         int32_t lo = 0;

@@ -35,7 +35,11 @@ struct cll_cpu_state {
     int32_t nth;
     cll_cpu_state_params p;
     int64_t kv_k, kv_v;      /* floats per position: n_kv*hd_k, n_kv*hd_v */
-    void **kc, **vc;         /* (n_layer) each (n_seq, n_ctx, kv_k|kv_v) f16 or f32 */
+    void **kc, **vc;         /* (n_layer) each (n_seq, n_ctx, kv_k|kv_v) f16 or f32, cell
+                              * cll_kv_cell(seq, pos, n_ctx) (model/plan.h) */
+    /* Activations: sub-buffers of one 64-byte-aligned block (act_block), laid out by the
+     * spec table in forward_setup.c (one row per buffer below); absent ones are NULL. */
+    void *act_block;
     float *x;                /* (n_batch, n_embd) residual stream */
     float *xn;               /* (n_batch, n_embd) normed input of a block */
     float *q;                /* (n_batch, n_head*hd_k) */
@@ -57,8 +61,8 @@ struct cll_cpu_state {
     float *xe;               /* (n_batch, n_embd) gathered inputs of one expert */
     float *de;               /* (n_batch, n_embd) expert output */
     float *moe;              /* (n_batch, n_used, n_embd) per-slot weighted expert outputs */
-    void *mm;                /* matmul scratch */
-    size_t bytes;
+    void *mm;                /* matmul scratch: the largest cll_cpu_matmul_scratch of any weight */
+    size_t bytes;            /* KV cache + act_block */
     /* the batch being run (forward only) */
     const cll_cpu_batch *b;
     int32_t il;

@@ -1,6 +1,7 @@
 /* cpu/forward_setup: prepares the weights of a model (once, at load) and sizes a session's
  * KV cache and activations (once, at context creation). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "cpu/forward_internal.h"
 #include "cpu/ops.h"
 #include "formats/formats.h"
+#include "model/plan.h"
 
 /* ---- model: prepared weights -------------------------------------------------------------- */
 
@@ -164,14 +166,56 @@ const char *cll_cpu_model_kernel_desc(const cll_cpu_model *cm) {
 
 /* ---- state: KV cache + activations ------------------------------------------------------------ */
 
-static void *zalloc(cll_cpu_state *s, size_t bytes) {
-    if (bytes == 0) bytes = 64;
-    void *p = cll_aalloc(bytes);
-    if (p) {
-        memset(p, 0, bytes);
-        s->bytes += bytes;
-    }
-    return p;
+/* One activation buffer of the state: the pointer field it fills, its element size and count.
+ * The table in act_specs is the whole activation footprint of a session; state creation lays
+ * it out as ONE block with every sub-buffer 64-byte aligned (a cache line, and the widest
+ * SIMD load), so a session's activations are one allocation and one free. */
+typedef struct {
+    const char *name;
+    size_t off;   /* offsetof the pointer field in cll_cpu_state */
+    size_t esz;   /* bytes per element */
+    size_t count; /* elements; 0 = absent here (the pointer stays NULL) */
+} act_spec;
+
+#define ACT(field, type, n) {#field, offsetof(cll_cpu_state, field), sizeof(type), (n)}
+#define ACT_ALIGN 64
+#define MAX_ACTS 32
+
+/* the specs of state s (kv_k, kv_v, sc_ld and nth set); mm = matmul scratch bytes */
+static size_t act_specs(const cll_cpu_state *s, size_t mm, act_spec *out) {
+    const cll_hparams *hp = &s->cm->m->hp;
+    const cll_cpu_state_params *p = &s->p;
+    const size_t nb = (size_t)p->n_batch, d = (size_t)hp->n_embd, nth = (size_t)s->nth;
+    const size_t ff = (size_t)(hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp);
+    const size_t nq = (size_t)hp->n_head * (size_t)hp->head_dim_k, nao = (size_t)hp->n_head * (size_t)hp->head_dim_v;
+    const bool moe = hp->n_expert > 0;
+    const size_t E = moe ? (size_t)hp->n_expert : 0, K = moe ? (size_t)hp->n_expert_used : 0, nbm = moe ? nb : 0;
+    const act_spec t[] = {
+        ACT(x, float, nb * d),                      /* (n_batch, n_embd) residual stream */
+        ACT(xn, float, nb * d),                     /* (n_batch, n_embd) normed block input */
+        ACT(q, float, nb * nq),                     /* (n_batch, n_head*hd_k) */
+        ACT(k, float, nb * (size_t)s->kv_k),        /* (n_batch, kv_k) */
+        ACT(v, float, nb * (size_t)s->kv_v),        /* (n_batch, kv_v) */
+        ACT(ao, float, nb * nao),                   /* (n_batch, n_head*hd_v) attention output */
+        ACT(t, float, nb * d),                      /* (n_batch, n_embd) block output before the add */
+        ACT(g, float, nb * ff),                     /* (n_batch, n_ff_max) gate */
+        ACT(u, float, nb * ff),                     /* (n_batch, n_ff_max) up */
+        ACT(scores, float, nth * (size_t)s->sc_ld), /* (nth, sc_ld) attention scratch per thread */
+        ACT(rope, float, nth * (size_t)hp->n_rot),  /* (nth, n_rot) cos/sin per thread */
+        ACT(xo, float, (size_t)p->n_out_max * d),   /* (n_out_max, n_embd) rows that want logits */
+        ACT(router, float, nbm * E),                /* MoE (n_batch, n_expert) router logits */
+        ACT(sel, int32_t, nbm * K),                 /* MoE (n_batch, n_used) chosen experts */
+        ACT(selw, float, nbm * K),                  /* MoE (n_batch, n_used) their weights */
+        ACT(erow, int32_t, nbm),                    /* MoE (n_batch) batch row of each gathered row */
+        ACT(eslot, int32_t, nbm),                   /* MoE (n_batch) slot of each gathered row */
+        ACT(xe, float, nbm * d),                    /* MoE (n_batch, n_embd) gathered expert inputs */
+        ACT(de, float, nbm * d),                    /* MoE (n_batch, n_embd) expert output */
+        ACT(moe, float, nbm * K * d),               /* MoE (n_batch, n_used, n_embd) weighted outputs */
+        ACT(mm, uint8_t, mm > 0 ? mm : ACT_ALIGN),  /* (bytes) matmul scratch */
+    };
+    _Static_assert(sizeof t / sizeof t[0] <= MAX_ACTS, "raise MAX_ACTS");
+    memcpy(out, t, sizeof t);
+    return sizeof t / sizeof t[0];
 }
 
 cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_params *p, cll_pool *pool,
@@ -187,36 +231,20 @@ cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_par
     s->pool = pool;
     s->nth = cll_pool_size(pool);
     s->p = *p;
-    const size_t nb = (size_t)p->n_batch, d = (size_t)hp->n_embd, nth = (size_t)s->nth;
     s->kv_k = (int64_t)hp->n_head_kv * hp->head_dim_k;
     s->kv_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    s->sc_ld = p->n_ctx > hp->head_dim_v ? p->n_ctx : hp->head_dim_v;
     const size_t esz = p->kv_f32 ? sizeof(float) : sizeof(uint16_t);
-    const size_t ff = (size_t)(hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp);
     s->kc = calloc((size_t)hp->n_layer, sizeof *s->kc);
     s->vc = calloc((size_t)hp->n_layer, sizeof *s->vc);
     if (!s->kc || !s->vc) goto nomem;
-    const size_t slots = (size_t)p->n_seq * (size_t)p->n_ctx;
-    s->sc_ld = p->n_ctx > hp->head_dim_v ? p->n_ctx : hp->head_dim_v;
+    const size_t cells = (size_t)cll_kv_cell(p->n_seq, 0, p->n_ctx); /* n_seq regions of n_ctx cells */
     for (int32_t il = 0; il < hp->n_layer; il++) {
-        if (!(s->kc[il] = zalloc(s, slots * (size_t)s->kv_k * esz))) goto nomem;
-        if (!(s->vc[il] = zalloc(s, slots * (size_t)s->kv_v * esz))) goto nomem;
-    }
-    const size_t F = sizeof(float);
-    if (!(s->x = zalloc(s, nb * d * F)) || !(s->xn = zalloc(s, nb * d * F)) ||
-        !(s->q = zalloc(s, nb * (size_t)hp->n_head * (size_t)hp->head_dim_k * F)) ||
-        !(s->k = zalloc(s, nb * (size_t)s->kv_k * F)) || !(s->v = zalloc(s, nb * (size_t)s->kv_v * F)) ||
-        !(s->ao = zalloc(s, nb * (size_t)hp->n_head * (size_t)hp->head_dim_v * F)) ||
-        !(s->t = zalloc(s, nb * d * F)) || !(s->g = zalloc(s, nb * ff * F)) || !(s->u = zalloc(s, nb * ff * F)) ||
-        !(s->scores = zalloc(s, nth * (size_t)s->sc_ld * F)) ||
-        !(s->rope = zalloc(s, nth * (size_t)hp->n_rot * F)) || !(s->xo = zalloc(s, (size_t)p->n_out_max * d * F)))
-        goto nomem;
-    if (hp->n_expert > 0) {
-        const size_t E = (size_t)hp->n_expert, k = (size_t)hp->n_expert_used;
-        if (!(s->router = zalloc(s, nb * E * F)) || !(s->sel = zalloc(s, nb * k * sizeof(int32_t))) ||
-            !(s->selw = zalloc(s, nb * k * F)) || !(s->erow = zalloc(s, nb * sizeof(int32_t))) ||
-            !(s->eslot = zalloc(s, nb * sizeof(int32_t))) || !(s->xe = zalloc(s, nb * d * F)) ||
-            !(s->de = zalloc(s, nb * d * F)) || !(s->moe = zalloc(s, nb * k * d * F)))
-            goto nomem;
+        const size_t kb = cells * (size_t)s->kv_k * esz, vb = cells * (size_t)s->kv_v * esz;
+        if (!(s->kc[il] = cll_aalloc(kb)) || !(s->vc[il] = cll_aalloc(vb))) goto nomem;
+        memset(s->kc[il], 0, kb);
+        memset(s->vc[il], 0, vb);
+        s->bytes += kb + vb;
     }
     size_t mm = 0;
     for (int64_t i = 0; i < cm->n_all; i++) {
@@ -224,7 +252,20 @@ cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_par
         size_t need = cll_cpu_matmul_scratch(cm->all[i], rows);
         if (need > mm) mm = need;
     }
-    if (!(s->mm = zalloc(s, mm))) goto nomem;
+    act_spec specs[MAX_ACTS];
+    const size_t n_specs = act_specs(s, mm, specs);
+    size_t total = 0, offs[MAX_ACTS];
+    for (size_t i = 0; i < n_specs; i++) {
+        offs[i] = total;
+        total += (specs[i].esz * specs[i].count + ACT_ALIGN - 1) & ~(size_t)(ACT_ALIGN - 1);
+    }
+    if (!(s->act_block = cll_aalloc(total))) goto nomem;
+    memset(s->act_block, 0, total);
+    s->bytes += total;
+    for (size_t i = 0; i < n_specs; i++) {
+        void *ptr = specs[i].count ? (uint8_t *)s->act_block + offs[i] : NULL;
+        memcpy((uint8_t *)s + specs[i].off, &ptr, sizeof ptr); /* every field is a data pointer */
+    }
     *out = s;
     return CLL_OK;
 nomem:
@@ -242,9 +283,7 @@ void cll_cpu_state_free(cll_cpu_state *s) {
     }
     free(s->kc);
     free(s->vc);
-    void *bufs[] = {s->x,  s->xn,  s->q,    s->k,    s->v,    s->ao,    s->t,  s->g,  s->u,   s->scores, s->rope,
-                    s->xo, s->router, s->sel, s->selw, s->erow, s->eslot, s->xe, s->de, s->moe, s->mm};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cll_afree(bufs[i]);
+    cll_afree(s->act_block);
     free(s);
 }
 
