@@ -1,0 +1,134 @@
+/* cuda/ops/attn: attention of n query tokens over the KV cache, split over key chunks.
+ * Pass 1 (attn_chunk): one block per (head, chunk, token); its 4 warps stride the chunk's keys,
+ * each keeping an online softmax (max, sum, acc[hd_v]) in registers, merged through smem into
+ * one partial. Pass 2 (attn_merge): one block per (head, token) rescales the chunk partials to
+ * the global max, normalizes, writes f32 and the q8_1 form of the output row.
+ * Owns nothing. Rule: grids are sized for n_ctx; chunks past a token's length exit at once,
+ * so one captured graph serves every decode position. q was rounded to fp16 upstream (F16
+ * cache), dots and softmax in f32 with max subtraction, as src/cpu/ops.c cll_ops_attn_head.
+ * Launch geometry: chunk grid (n_head, n_chunks, n) x 128 threads, merge grid (n_head, n) x
+ * hd_v threads rounded up to a warp. Any head dim <= 256 (lane j holds dims j, j+32, ...). Registers: q (hd_k/32) + acc (hd_v/32) per lane, <= 8 each; smem (pass 1):
+ * 4 x (hd_v + 2) floats <= 4.1 KiB. */
+#include "cuda/ops/ops.cuh"
+
+#define ATTN_WARPS 4
+#define ATTN_MAX_T 8 /* head dim <= 256: 8 elements per lane */
+
+template <bool F16>
+static __device__ __forceinline__ float kv_load(const void *base, int64_t i) {
+    if (F16) return cll_h2f(((const uint16_t *)base)[i]);
+    return ((const float *)base)[i];
+}
+
+template <bool F16>
+__global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
+    __shared__ float sm[ATTN_WARPS][2 + 256];
+    const int h = blockIdx.x, c = blockIdx.y;
+    const int64_t r = blockIdx.z;
+    const int32_t pos = a.pos[r];
+    const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1;
+    const int32_t c0 = lo + c * a.chunk;
+    if (c0 >= hi) return; /* past this token's length */
+    const int32_t c1 = min(c0 + a.chunk, hi);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int hk = a.hd_k, hv = a.hd_v;
+    const int kvh = h / (a.n_head / a.n_kv);
+    const int64_t base = (int64_t)a.seq[r] * a.n_ctx;
+    const int64_t ks = (int64_t)a.n_kv * a.hd_k, vs = (int64_t)a.n_kv * a.hd_v;
+    const float *q = a.q + r * a.ld_q + (int64_t)h * a.hd_k;
+    float qr[ATTN_MAX_T], acc[ATTN_MAX_T];
+#pragma unroll
+    for (int t = 0; t < ATTN_MAX_T; t++) {
+        qr[t] = lane + 32 * t < hk ? q[lane + 32 * t] : 0.0f;
+        acc[t] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int32_t j = c0 + warp; j < c1; j += ATTN_WARPS) {
+        const int64_t ko = (base + j) * ks + (int64_t)kvh * a.hd_k;
+        float dot = 0.0f;
+#pragma unroll
+        for (int t = 0; t < ATTN_MAX_T; t++)
+            if (lane + 32 * t < hk) dot += qr[t] * kv_load<F16>(a.kc, ko + lane + 32 * t);
+        const float s = cll_warp_sum(dot) * a.scale;
+        float corr = 1.0f, p = 1.0f;
+        if (s > m) {
+            corr = expf(m - s); /* 0 on the first key (m = -inf) */
+            m = s;
+        } else {
+            p = expf(s - m);
+        }
+        l = l * corr + p;
+        const int64_t vo = (base + j) * vs + (int64_t)kvh * a.hd_v;
+#pragma unroll
+        for (int t = 0; t < ATTN_MAX_T; t++)
+            if (lane + 32 * t < hv) acc[t] = acc[t] * corr + p * kv_load<F16>(a.vc, vo + lane + 32 * t);
+    }
+    if (lane == 0) {
+        sm[warp][0] = m;
+        sm[warp][1] = l;
+    }
+#pragma unroll
+    for (int t = 0; t < ATTN_MAX_T; t++)
+        if (lane + 32 * t < hv) sm[warp][2 + lane + 32 * t] = acc[t];
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < ATTN_WARPS; w++) M = fmaxf(M, sm[w][0]);
+    float *out = a.part + ((r * a.n_head + h) * a.n_chunks + c) * (int64_t)(a.hd_v + 2);
+    for (int d = threadIdx.x; d < a.hd_v + 2; d += blockDim.x) {
+        float v;
+        if (d == 0) {
+            v = M;
+        } else {
+            v = 0.0f;
+            for (int w = 0; w < ATTN_WARPS; w++) {
+                const float e = sm[w][0] == -INFINITY ? 0.0f : expf(sm[w][0] - M);
+                v += sm[w][d] * e; /* d == 1: the sums, d >= 2: acc */
+            }
+        }
+        out[d] = v;
+    }
+}
+
+__global__ static void attn_merge_kernel(cll_cu_attn_args a) {
+    const int h = blockIdx.x;
+    const int64_t r = blockIdx.y;
+    const int d = threadIdx.x, lane = threadIdx.x & 31;
+    const int32_t pos = a.pos[r];
+    const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1;
+    const int32_t nc = min((int32_t)((hi - lo + a.chunk - 1) / a.chunk), a.n_chunks);
+    const float *p = a.part + (r * a.n_head + h) * a.n_chunks * (int64_t)(a.hd_v + 2);
+    const int64_t stride = a.hd_v + 2;
+    float M = -INFINITY;
+    for (int c = 0; c < nc; c++) M = fmaxf(M, p[c * stride]);
+    float L = 0.0f, o = 0.0f;
+    const bool in = d < a.hd_v;
+    for (int c = 0; c < nc; c++) {
+        const float e = expf(p[c * stride] - M);
+        L += p[c * stride + 1] * e;
+        if (in) o += p[c * stride + 2 + d] * e;
+    }
+    o = L > 0.0f ? o / L : 0.0f;
+    const int64_t row = (int64_t)a.n_head * a.hd_v;
+    if (in) a.out[r * row + (int64_t)h * a.hd_v + d] = o;
+    if (a.outq && a.hd_v % 32 == 0) { /* a head is whole q8_1 blocks: quantize here */
+        cll_block_q8_1 *q = (cll_block_q8_1 *)a.outq + r * ((row + 31) / 32) + ((int64_t)h * a.hd_v + d) / 32;
+        cll_warp_q8_1(o, q, lane);
+    }
+}
+
+cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (a->hd_k > 32 * ATTN_MAX_T || a->hd_v > 32 * ATTN_MAX_T || a->n_kv <= 0 ||
+        a->n_head % a->n_kv || a->chunk <= 0 || a->n_chunks <= 0)
+        return cudaErrorInvalidValue;
+    dim3 g1((unsigned)a->n_head, (unsigned)a->n_chunks, (unsigned)n);
+    if (a->kv_f16) attn_chunk_kernel<true><<<g1, 32 * ATTN_WARPS, 0, s>>>(*a);
+    else attn_chunk_kernel<false><<<g1, 32 * ATTN_WARPS, 0, s>>>(*a);
+    CLL_CU_RET(cudaGetLastError());
+    dim3 g2((unsigned)a->n_head, (unsigned)n);
+    attn_merge_kernel<<<g2, (unsigned)(cll_cdiv(a->hd_v, 32) * 32), 0, s>>>(*a);
+    CLL_CU_RET(cudaGetLastError());
+    if (a->outq && a->hd_v % 32) /* heads straddle q8_1 blocks: quantize the rows apart */
+        return cll_cu_quantize_rows_q8(a->out, (int64_t)a->n_head * a->hd_v, n, (int64_t)a->n_head * a->hd_v, a->outq, s);
+    return cudaSuccess;
+}

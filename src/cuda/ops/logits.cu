@@ -1,0 +1,69 @@
+/* cuda/ops/logits: the output head's small kernels: gather the rows that want logits, the
+ * logit softcap, and the greedy argmax (lowest id on ties) so a greedy step copies back one id.
+ * Owns nothing. Rule: argmax keys order logits as the CPU's float compare does (-0 == +0) and
+ * break ties to the lower id; a key array must be zeroed before the argmax kernel.
+ * Launch geometry: gather grid n x 256; softcap 256-thread blocks over n floats; argmax grid
+ * (cdiv(n_vocab, 256*ARGMAX_PER_THREAD), n) x 256 threads, one atomicMax per warp. */
+#include "cuda/ops/ops.cuh"
+
+#define ARGMAX_PER_THREAD 8
+
+__global__ static void gather_rows_kernel(const float *src, int64_t ld_src, const int32_t *rows, int64_t d, float *dst,
+                                          int64_t ld_dst) {
+    const int64_t r = blockIdx.x;
+    const float *s = src + (int64_t)rows[r] * ld_src;
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) dst[r * ld_dst + j] = s[j];
+}
+
+cudaError_t cll_cu_gather_rows(const float *src, int64_t ld_src, const int32_t *rows, int64_t n, int64_t d,
+                               float *dst, int64_t ld_dst, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    gather_rows_kernel<<<(unsigned)n, 256, 0, s>>>(src, ld_src, rows, d, dst, ld_dst);
+    return cudaGetLastError();
+}
+
+__global__ static void softcap_kernel(float *x, int64_t n, float c) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = tanhf(x[i] / c) * c;
+}
+
+cudaError_t cll_cu_softcap(float *x, int64_t n, float c, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    softcap_kernel<<<(unsigned)cll_cdiv(n, 256), 256, 0, s>>>(x, n, c);
+    return cudaGetLastError();
+}
+
+static __device__ __forceinline__ unsigned long long argmax_key(float v, int64_t id) {
+    if (v == 0.0f) v = 0.0f; /* -0 ties with +0 */
+    uint32_t u = __float_as_uint(v);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ((unsigned long long)u << 32) | (0xffffffffu - (uint32_t)id);
+}
+
+__global__ static void argmax_kernel(const float *logits, int64_t V, unsigned long long *keys) {
+    const int64_t r = blockIdx.y;
+    const float *x = logits + r * V;
+    unsigned long long best = 0;
+    const int64_t b = (int64_t)blockIdx.x * blockDim.x * ARGMAX_PER_THREAD + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < ARGMAX_PER_THREAD; k++) {
+        const int64_t i = b + (int64_t)k * blockDim.x;
+        if (i < V) {
+            const unsigned long long key = argmax_key(x[i], i);
+            best = key > best ? key : best;
+        }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long ob = __shfl_xor_sync(0xffffffffu, best, o);
+        best = ob > best ? ob : best;
+    }
+    if ((threadIdx.x & 31) == 0 && best) atomicMax(keys + r, best);
+}
+
+cudaError_t cll_cu_argmax(const float *logits, int64_t n, int64_t n_vocab, unsigned long long *keys, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    dim3 grid((unsigned)cll_cdiv(n_vocab, 256 * ARGMAX_PER_THREAD), (unsigned)n);
+    argmax_kernel<<<grid, 256, 0, s>>>(logits, n_vocab, keys);
+    return cudaGetLastError();
+}

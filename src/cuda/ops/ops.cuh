@@ -1,0 +1,134 @@
+/* cuda/ops: the non-matmul kernels of the CUDA forward (norms, residuals, activations, rope +
+ * KV store, attention, MoE routing, the output head's softcap / argmax / row gather).
+ * Every op runs over n token rows; what changes per decode step (token, pos, seq) is read
+ * from device arrays, so the same launches are replayed from a CUDA graph.
+ * Owns nothing: buffers are the driver state's. Rule: numerics follow the CPU reference
+ * (src/cpu/ops.c): f32 norms with double sums, iterated rope theta, fp16-rounded q over an
+ * F16 cache, max-subtracted softmax, ggml-cpu's q8_1 activation rounding (half to even). */
+#ifndef CLL_CUDA_OPS_CUH
+#define CLL_CUDA_OPS_CUH
+
+#include "cuda/common.cuh"
+
+/* q8_1 blocks per row of cols floats (a partial last block is zero-padded) */
+static inline int64_t cll_cu_q8_blocks(int64_t cols) { return (cols + 31) / 32; }
+
+/* One warp quantizes 32 values (lane j holds element j) to a q8_1 block exactly as
+ * cll_quantize_q8_1: d = amax/127, id = 127/amax, q = round-half-even(v*id), s = d*sum(q). */
+static __device__ __forceinline__ void cll_warp_q8_1(float v, cll_block_q8_1 *blk, int lane) {
+    const float amax = cll_warp_max(fabsf(v));
+    const float d = amax / 127.f;
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    const int q = __float2int_rn(v * id);
+    int sum = q;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    blk->qs[lane] = (int8_t)q;
+    if (lane == 0) {
+        blk->d = cll_f2h(d);
+        blk->s = cll_f2h(d * (float)sum);
+    }
+}
+
+/* sum of a double over the block (blockDim.x a multiple of 32, <= 1024); every thread gets it.
+ * red: __shared__ double[32]. */
+static __device__ __forceinline__ double cll_block_sum_d(double v, double *red) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    __syncthreads(); /* red may still be read by a previous call */
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    double t = lane < nw ? red[lane] : 0.0;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+    return t;
+}
+
+/* xn = rmsnorm(x) * w, and its q8_1 form xq (both (n, d), xq row stride q8_blocks(d)).
+ * w NULL = 1. xq NULL = skip the quantization. */
+cudaError_t cll_cu_rmsnorm_q8(const float *x, const float *w, int64_t n, int64_t d, float eps, float *xn, void *xq,
+                              cudaStream_t s);
+
+/* q8_1 form of n rows of cols floats (row stride ld), zero-padded last block */
+cudaError_t cll_cu_quantize_rows_q8(const float *x, int64_t ld, int64_t n, int64_t cols, void *xq, cudaStream_t s);
+
+/* The block tail, fused: t = moe ? sum_k moe[k] * moe_w[k] (slot order) : t;
+ * t = post ? rmsnorm(t) * post : t; x += t; then (next != NULL or next_plain) the next
+ * block's input xn = rmsnorm(x) * next with its q8_1 form xq (xq may be NULL).
+ * moe: (n, n_used, d) slot outputs, moe_w (n, n_used); NULL for a dense FFN. */
+typedef struct {
+    float *x;              /* (n, d) residual stream, updated */
+    float *t;              /* (n, d) block output; scratch for the MoE sum / post norm */
+    const float *moe;      /* (n, n_used, d) or NULL */
+    const float *moe_w;    /* (n, n_used) */
+    int32_t n_used;
+    const float *post;     /* (d) post norm or NULL */
+    bool next_norm;        /* write xn / xq */
+    const float *next;     /* (d) next norm weight (NULL = 1) */
+    float *xn;             /* (n, d) */
+    void *xq;              /* (n, q8_blocks(d)) or NULL */
+} cll_cu_resid_args;
+cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t d, float eps, cudaStream_t s);
+
+/* y = act(g) * u (rows r < n: g at gu + r*ld_gu, u at gu + r*ld_gu + f), y (n, f) f32 and its
+ * q8_1 form (row stride q8_blocks(f); NULL = skip). gelu: GELU-tanh as ggml-cpu's fp16 table. */
+cudaError_t cll_cu_act_q8(const float *gu, int64_t ld_gu, int64_t n, int64_t f, bool gelu, float *y, void *yq,
+                          cudaStream_t s);
+
+/* Per token row i < n of qkv (row stride ld, q | k | v): add biases, per-head q/k RMS norm,
+ * rope at pos[i], q *= q_scale (1 = none), q rounded to fp16 when the cache is F16 (in place),
+ * then k and v stored to the cache at row seq[i]*n_ctx + pos[i]. */
+typedef struct {
+    float *qkv;            /* (n, ld) */
+    int64_t ld;
+    const int32_t *pos, *seq; /* (n) device */
+    const float *bq, *bk, *bv;          /* biases or NULL */
+    const float *q_norm, *k_norm;       /* (hd_k) or NULL */
+    const float *rope_ff;               /* (n_rot/2) frequency factors or NULL */
+    void *kc, *vc;                      /* this layer's cache: (n_seq*n_ctx, n_kv*hd) */
+    bool kv_f16;
+    int32_t n_head, n_kv, hd_k, hd_v, n_rot, n_ctx;
+    bool neox;
+    float rope_base, freq_scale, q_scale, eps;
+} cll_cu_rope_args;
+cudaError_t cll_cu_qkv_rope_store(const cll_cu_rope_args *a, int64_t n, cudaStream_t s);
+
+/* Attention of n query tokens (q rows of qkv, stride ld_q) over their sequence's cache cells
+ * [lo, pos] (lo = pos - n_swa + 1 on sliding layers). Keys are split into n_chunks chunks of
+ * chunk cells from lo; each (token, head, chunk) block writes a partial (max, sum, acc[hd_v])
+ * to part, and the merge writes out (n, n_head*hd_v) f32 and its q8_1 form (NULL = skip).
+ * Chunks past the current length are empty (the grids are sized for n_ctx, so a graph replays). */
+typedef struct {
+    const float *q;        /* (n, ld_q) with heads at h*hd_k */
+    int64_t ld_q;
+    const void *kc, *vc;
+    bool kv_f16;
+    const int32_t *pos, *seq;
+    int32_t n_head, n_kv, hd_k, hd_v, n_ctx, n_swa; /* n_swa 0: full */
+    float scale;
+    int32_t chunk, n_chunks;
+    float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
+    float *out;            /* (n, n_head*hd_v) */
+    void *outq;            /* (n, q8_blocks(n_head*hd_v)) or NULL */
+} cll_cu_attn_args;
+cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);
+
+/* MoE routing per token: softmax over the n_expert router logits, top-k (ties to the lower
+ * id), optional renormalization (sum clamped to >= 2^-14 as the CPU does). */
+cudaError_t cll_cu_moe_route(const float *logits, int64_t n, int32_t n_expert, int32_t k, bool renorm, int32_t *sel,
+                             float *selw, cudaStream_t s);
+
+/* dst row r = src row rows[r] (n rows of d floats) */
+cudaError_t cll_cu_gather_rows(const float *src, int64_t ld_src, const int32_t *rows, int64_t n, int64_t d,
+                               float *dst, int64_t ld_dst, cudaStream_t s);
+
+/* x = tanh(x / c) * c over n floats */
+cudaError_t cll_cu_softcap(float *x, int64_t n, float c, cudaStream_t s);
+
+/* keys[r] = max over row r of (ordered logit bits << 32 | ~id): the argmax of each of n rows
+ * of n_vocab logits, lowest id on ties. keys must be zeroed first (cudaMemsetAsync). */
+cudaError_t cll_cu_argmax(const float *logits, int64_t n, int64_t n_vocab, unsigned long long *keys, cudaStream_t s);
+static inline int32_t cll_cu_argmax_id(unsigned long long key) { return (int32_t)(0xffffffffu - (uint32_t)key); }
+
+#endif
