@@ -28,4 +28,10 @@ cll_status cll_cuda_device_info(int dev, cll_cuda_device *out);
 /* run a small kernel on dev and check its result (proves the device really computes) */
 cll_status cll_cuda_selftest(int dev);
 
+/* the CUDA kernel table (kernels/registry.h rows, backend "cuda": gemv and gemm rows of every
+ * served weight format; impl = cll_cu_gemv_impl, see cuda/matmul/matmul.cuh); NULL in a build
+ * without the CUDA driver */
+struct cll_kernel_table;
+const struct cll_kernel_table *cll_cuda_kernel_table(void);
+
 #endif

@@ -21,6 +21,7 @@ cll_status cll_cuda_selftest(int dev) {
     (void)dev;
     return cll_err(CLL_ERR_UNSUPPORTED, NOT_BUILT);
 }
+const struct cll_kernel_table *cll_cuda_kernel_table(void) { return NULL; }
 
 static cll_status nc_model_create(const cll_model *m, const cll_driver_model_params *p, cll_driver_model **out) {
     (void)m;

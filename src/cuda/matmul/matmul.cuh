@@ -77,6 +77,18 @@ typedef struct {
 cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
                         int64_t n, float *y, int64_t ldy, cudaStream_t s);
 
+/* Weight upload (layout 0). row_stride = the row's block bytes rounded up to 16; a weight of
+ * n_mat matrices takes cll_cu_weight_bytes(). cll_cu_weight_upload copies host GGUF bytes
+ * (matrices back to back, rows unpadded) into dev_dst (16-byte aligned, that many bytes; the
+ * padding is zeroed) with cudaMemcpy2D and fills *w. Synchronous (pageable host memory).
+ * Returns cudaErrorInvalidValue for a type the matmul does not serve or a ragged cols. */
+size_t cll_cu_row_stride(uint32_t type, int64_t cols);
+size_t cll_cu_weight_bytes(uint32_t type, int64_t rows, int64_t cols, int64_t n_mat);
+cudaError_t cll_cu_weight_upload(cll_cu_weight *w, const void *host, uint32_t type, int64_t rows, int64_t cols,
+                                 int64_t n_mat, void *dev_dst);
+/* true when the CUDA matmul serves weights of this type (gemv, get_rows and gemm) */
+bool cll_cu_type_served(uint32_t type);
+
 /* the gemv rows: one table (cuda/matmul/rows.cu) */
 typedef struct cll_kernel_table cll_kernel_table;
 const cll_kernel_table *cll_cu_kernel_table(void);

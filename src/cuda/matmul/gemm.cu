@@ -1,0 +1,60 @@
+/* cuda/matmul/gemm: the prefill product Y (n x rows) = X (n x cols) . W[mat]^T on tensor cores.
+ * Quantized weights are dequantized slab by slab into an f16 panel (slab = as many rows as fit
+ * in panel_bytes, a multiple of 128 when more than 128 fit) and multiplied by cublasGemmEx
+ * (f16 x f16, fp32 accumulate, fp32 out); X is converted once to f16 in xh. F16/BF16 weights are
+ * read in place (X converted to f16/bf16), F32 weights run an f32 GemmEx. Panel kernels: one
+ * thread per element, 256-thread blocks, grid (cols/256, slab rows) - correctness first; a fused
+ * dequant-in-tile form is the next speed issue. Owns nothing (scratch is the caller's).
+ * Rule: everything runs on the caller's stream; the panel is reused only after the GEMM that
+ * read it (stream order). */
+#include <cuda_bf16.h>
+
+#include "cuda/matmul/matmul_internal.cuh"
+#include "cuda/common.cuh"
+
+__global__ void k_x_to_half(const float *__restrict__ x, int64_t ldx, int64_t cols, int64_t total, bool bf16,
+                            uint16_t *__restrict__ xh) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    const float v = x[(i / cols) * ldx + i % cols];
+    xh[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : cll_f2h(v);
+}
+
+static cudaError_t blas_err(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown; }
+
+cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
+                        int64_t n, float *y, int64_t ldy, cudaStream_t s) {
+    const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(w->type);
+    if (!o || w->layout != 0 || mat < 0 || mat >= w->n_mat || n < 0 || ldy < w->rows) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    const int64_t rows = w->rows, cols = w->cols;
+    const uint8_t *W = w->d + mat * w->mat_stride;
+    const float one = 1.0f, zero = 0.0f;
+    if (blas_err(cublasSetStream(g->blas, s)) != cudaSuccess) return cudaErrorUnknown;
+    if (w->type == CLL_TYPE_F32)
+        return blas_err(cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)cols, &one, W, CUDA_R_32F,
+                                     (int)(w->row_stride / 4), x, CUDA_R_32F, (int)ldx, &zero, y, CUDA_R_32F, (int)ldy,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    const bool bf16 = w->type == CLL_TYPE_BF16;
+    const cudaDataType ht = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    if (!g->xh || g->xh_bytes < (size_t)(n * cols) * 2) return cudaErrorInvalidValue;
+    const int64_t total = n * cols;
+    k_x_to_half<<<(unsigned)cll_cdiv(total, 256), 256, 0, s>>>(x, ldx, cols, total, bf16, (uint16_t *)g->xh);
+    CLL_CU_RET(cudaGetLastError());
+    if (!o->panel) /* F16 / BF16: the weight is the panel */
+        return blas_err(cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)cols, &one, W, ht,
+                                     (int)(w->row_stride / 2), g->xh, ht, (int)cols, &zero, y, CUDA_R_32F, (int)ldy,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    int64_t slab = g->panel ? (int64_t)(g->panel_bytes / ((size_t)cols * 2)) : 0;
+    if (slab < 1) return cudaErrorInvalidValue;
+    if (slab > 128) slab -= slab % 128;
+    if (slab > rows) slab = rows;
+    for (int64_t r0 = 0; r0 < rows; r0 += slab) {
+        const int64_t nr = rows - r0 < slab ? rows - r0 : slab;
+        CLL_CU_RET(o->panel(w, mat, r0, nr, g->panel, false, s));
+        CLL_CU_RET(blas_err(cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nr, (int)n, (int)cols, &one, g->panel,
+                                         CUDA_R_16F, (int)cols, g->xh, CUDA_R_16F, (int)cols, &zero, y + r0, CUDA_R_32F,
+                                         (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)));
+    }
+    return cudaSuccess;
+}

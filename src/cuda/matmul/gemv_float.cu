@@ -1,0 +1,122 @@
+/* cuda/matmul/gemv_float: gemv and get_rows of the float weights (F32, F16, BF16), reading the
+ * f32 activation directly (BF16 rounds it to bf16 first, as ggml's vec_dot_bf16 does).
+ * Launch geometry: block = 4 warps, one output row per warp, grid = (ceil(rows/4), nb). Each lane
+ * streams 16-byte weight vectors (ld.global.nc.L1::no_allocate; 8 halves or 4 floats) four at a
+ * time (4 x 16 B in flight per lane, 2 KB per warp), the matching x from L1 as float4. No shared
+ * memory; ~40 registers. Needs x rows 16-byte aligned (x and x_stride % 4 == 0); a ragged tail
+ * (cols % 8) is summed per element. Owns nothing. Rule: f32 accumulation, one writer per output. */
+#include <cuda_bf16.h>
+
+#include "cuda/matmul/kernels.cuh"
+
+/* element decoders for get_rows (QK = 1: a "block" is one value) */
+struct CuF32 {
+    static constexpr int BB = 4, QK = 1, GPB = 1;
+    static __device__ __forceinline__ float deq(const uint8_t *b, int) { return *(const float *)b; }
+};
+struct CuF16 {
+    static constexpr int BB = 2, QK = 1, GPB = 1;
+    static __device__ __forceinline__ float deq(const uint8_t *b, int) { return cu_h2f(b); }
+};
+struct CuBF16 {
+    static constexpr int BB = 2, QK = 1, GPB = 1;
+    static __device__ __forceinline__ float deq(const uint8_t *b, int) { return cll_bf2f((uint16_t)cu_ld16(b)); }
+};
+
+static __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+static __device__ __forceinline__ float bfr(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+
+/* dot of one 16-byte weight vector with its x elements */
+template <int T> static __device__ __forceinline__ float vdot(uint4 w, const float *x);
+template <> __device__ __forceinline__ float vdot<CLL_TYPE_F32>(uint4 w, const float *x) {
+    const float4 a = __ldg((const float4 *)x);
+    return __uint_as_float(w.x) * a.x + __uint_as_float(w.y) * a.y + __uint_as_float(w.z) * a.z + __uint_as_float(w.w) * a.w;
+}
+template <> __device__ __forceinline__ float vdot<CLL_TYPE_F16>(uint4 w, const float *x) {
+    const float4 a = __ldg((const float4 *)x), b = __ldg((const float4 *)x + 1);
+    const float2 w0 = __half22float2(*(__half2 *)&w.x), w1 = __half22float2(*(__half2 *)&w.y);
+    const float2 w2 = __half22float2(*(__half2 *)&w.z), w3 = __half22float2(*(__half2 *)&w.w);
+    return w0.x * a.x + w0.y * a.y + w1.x * a.z + w1.y * a.w + w2.x * b.x + w2.y * b.y + w3.x * b.z + w3.y * b.w;
+}
+template <> __device__ __forceinline__ float vdot<CLL_TYPE_BF16>(uint4 w, const float *x) {
+    const float4 a = __ldg((const float4 *)x), b = __ldg((const float4 *)x + 1);
+    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+    const float xs[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        s += __uint_as_float(u[i] << 16) * bfr(xs[2 * i]);
+        s += __uint_as_float(u[i] & 0xFFFF0000u) * bfr(xs[2 * i + 1]);
+    }
+    return s;
+}
+template <int T> static __device__ __forceinline__ float sdot(const uint8_t *w, int64_t e, float x);
+template <> __device__ __forceinline__ float sdot<CLL_TYPE_F32>(const uint8_t *w, int64_t e, float x) { return ((const float *)w)[e] * x; }
+template <> __device__ __forceinline__ float sdot<CLL_TYPE_F16>(const uint8_t *w, int64_t e, float x) { return cll_h2f(((const uint16_t *)w)[e]) * x; }
+template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *w, int64_t e, float x) { return cll_bf2f(((const uint16_t *)w)[e]) * bfr(x); }
+
+template <int T, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32)
+k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
+         const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
+         int64_t y_stride) {
+    constexpr int EPV = T == CLL_TYPE_F32 ? 4 : 8; /* elements per 16-byte vector */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
+    const int b = blockIdx.y;
+    if (row >= rows) return;
+    int64_t mat = 0;
+    if (mat_ids) {
+        mat = mat_ids[b];
+        if (mat < 0 || mat >= n_mat) {
+            if (lane == 0) y[b * y_stride + row] = 0.0f;
+            return;
+        }
+    }
+    const uint8_t *wr = W + mat * mat_stride + row * row_stride;
+    const uint4 *wv = (const uint4 *)wr;
+    const float *xr = x + b * x_stride;
+    const int64_t nvec = cols / EPV;
+    float acc = 0.0f;
+    int64_t v = lane;
+    for (; v + 96 < nvec; v += 128) {
+        const uint4 w0 = ld_stream(wv + v), w1 = ld_stream(wv + v + 32), w2 = ld_stream(wv + v + 64), w3 = ld_stream(wv + v + 96);
+        acc += vdot<T>(w0, xr + v * EPV);
+        acc += vdot<T>(w1, xr + (v + 32) * EPV);
+        acc += vdot<T>(w2, xr + (v + 64) * EPV);
+        acc += vdot<T>(w3, xr + (v + 96) * EPV);
+    }
+    for (; v < nvec; v += 32) acc += vdot<T>(ld_stream(wv + v), xr + v * EPV);
+    for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
+    acc = cll_warp_sum(acc);
+    if (lane == 0) y[b * y_stride + row] = acc;
+}
+
+template <int T>
+static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
+    if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
+    const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
+    k_gemv_f<T, CLL_GEMV_WARPS><<<grid, CLL_GEMV_WARPS * 32, 0, st>>>(w->d, w->rows, w->cols, (int64_t)w->row_stride,
+                                                                     (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x,
+                                                                     a->x_stride, a->y, a->y_stride);
+    return cudaGetLastError();
+}
+
+static const cll_cu_fmt_ops k_ops[] = {
+    {CLL_TYPE_F32, gemv_f_launch<CLL_TYPE_F32>, cu_get_rows_launch<CuF32>, NULL, 4, 1, 0, "gemv_f32_warp_ld16"},
+    {CLL_TYPE_F16, gemv_f_launch<CLL_TYPE_F16>, cu_get_rows_launch<CuF16>, NULL, 2, 1, 0, "gemv_f16_warp_ld16"},
+    {CLL_TYPE_BF16, gemv_f_launch<CLL_TYPE_BF16>, cu_get_rows_launch<CuBF16>, NULL, 2, 1, 0, "gemv_bf16_warp_ld16"},
+};
+
+const cll_cu_fmt_ops *cll_cu_fmt_float(uint32_t type) {
+    for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
+        if (k_ops[i].type == type) return &k_ops[i];
+    return NULL;
+}

@@ -1,0 +1,64 @@
+/* cuda/matmul/gemv_iq: gemv, get_rows and gemm panels of the i-quants (IQ2_XXS, IQ2_XS, IQ2_S,
+ * IQ3_XXS, IQ3_S, IQ4_XS) against q8_1 activations; grids in global memory (iq_grids.cuh, L1
+ * resident: 2-8 KB each), sign patterns computed (ksigns = i | parity << 7), IQ4 levels by
+ * byte_perm from 4 words. Launch geometry and budgets: see cuda/matmul/kernels.cuh (4 warps x 1
+ * row, grid (rows/4, nb), ~16 KB smem per block; stage: IQ2_XXS 24 super-blocks (1584 B), IQ2_XS
+ * 24 (1776 B), IQ2_S 24 (1968 B), IQ3_XXS 16 (1568 B), IQ3_S 16 (1760 B), IQ4_XS 14 (1904 B)).
+ * Owns the device codebooks of this translation unit. Rule: codebooks bit-identical with the C
+ * tables (cll_cu_iq_tables_check, run by the gate). */
+#define CLL_CU_WANT_IQ 1
+#include <string.h>
+
+#include "cuda/matmul/kernels.cuh"
+
+extern "C" {
+#include "formats/iq_tables.h"
+}
+
+static const cll_cu_fmt_ops k_ops[] = {
+    CLL_CU_FMT_OPS(CLL_TYPE_IQ2_XXS, "gemv_iq2_xxs_stage_dp4a"),
+    CLL_CU_FMT_OPS(CLL_TYPE_IQ2_XS, "gemv_iq2_xs_stage_dp4a"),
+    CLL_CU_FMT_OPS(CLL_TYPE_IQ2_S, "gemv_iq2_s_stage_dp4a"),
+    CLL_CU_FMT_OPS(CLL_TYPE_IQ3_XXS, "gemv_iq3_xxs_stage_dp4a"),
+    CLL_CU_FMT_OPS(CLL_TYPE_IQ3_S, "gemv_iq3_s_stage_dp4a"),
+    CLL_CU_FMT_OPS(CLL_TYPE_IQ4_XS, "gemv_iq4_xs_stage_dp4a"),
+};
+
+const cll_cu_fmt_ops *cll_cu_fmt_iq(uint32_t type) {
+    for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
+        if (k_ops[i].type == type) return &k_ops[i];
+    return NULL;
+}
+
+/* the inline tables, evaluated on the device for every index */
+__global__ void k_iq_inline_tables(uint8_t *ksigns, int8_t *kv) {
+    const int i = threadIdx.x;
+    if (i < 128) ksigns[i] = (uint8_t)cu_ksigns((uint32_t)i);
+    if (i < 16) kv[i] = (int8_t)cu_kv1(i);
+}
+
+template <class T, size_t N> static cudaError_t same_symbol(const T (&sym)[N], const T *host, bool *same) {
+    T tmp[N];
+    CLL_CU_RET(cudaMemcpyFromSymbol(tmp, sym, sizeof tmp));
+    if (memcmp(tmp, host, sizeof tmp)) *same = false;
+    return cudaSuccess;
+}
+
+cudaError_t cll_cu_iq_tables_check(bool *same) {
+    *same = true;
+    CLL_CU_RET(same_symbol(cll_cu_iq2xxs_grid, cll_iq2xxs_grid, same));
+    CLL_CU_RET(same_symbol(cll_cu_iq2xs_grid, cll_iq2xs_grid, same));
+    CLL_CU_RET(same_symbol(cll_cu_iq2s_grid, cll_iq2s_grid, same));
+    CLL_CU_RET(same_symbol(cll_cu_iq3xxs_grid, cll_iq3xxs_grid, same));
+    CLL_CU_RET(same_symbol(cll_cu_iq3s_grid, cll_iq3s_grid, same));
+    uint8_t *d = NULL;
+    CLL_CU_RET(cudaMalloc(&d, 144));
+    k_iq_inline_tables<<<1, 128>>>(d, (int8_t *)(d + 128));
+    uint8_t h[144];
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    if (e != cudaSuccess) return e;
+    if (memcmp(h, cll_ksigns_iq2xs, 128) || memcmp(h + 128, cll_kvalues_iq4nl, 16)) *same = false;
+    return cudaSuccess;
+}

@@ -1,0 +1,37 @@
+/* cuda/matmul/matmul_internal: how the format families (gemv_*.cu) export their kernels to the
+ * format-blind entry points (rows.cu: table, get_rows, upload; gemm.cu).
+ * Owns nothing. Rule: one cll_cu_fmt_ops per served type; a type without one is not served. */
+#ifndef CLL_CUDA_MATMUL_INTERNAL_CUH
+#define CLL_CUDA_MATMUL_INTERNAL_CUH
+
+#include "cuda/matmul/matmul.cuh"
+
+typedef cudaError_t (*cll_cu_get_rows_fn)(const cll_cu_weight *w, const int32_t *ids, int64_t n, float *out,
+                                          int64_t ld_out, float scale, cudaStream_t s);
+/* rows [r0, r0+nr) of matrix mat -> f16 (bf16 when bf16) panel, nr x cols, dense */
+typedef cudaError_t (*cll_cu_panel_fn)(const cll_cu_weight *w, int64_t mat, int64_t r0, int64_t nr, void *panel,
+                                       bool bf16, cudaStream_t s);
+
+typedef struct {
+    uint32_t type;
+    cll_cu_gemv_fn gemv;         /* reads q8_1 (block types) or f32 x (F32/F16/BF16) */
+    cll_cu_get_rows_fn get_rows;
+    cll_cu_panel_fn panel;       /* NULL: the gemm reads the weight as is (F16, BF16, F32) */
+    int bb, qk;                  /* bytes and elements per block */
+    int stage_blocks;            /* gemv stage (0: no smem stage) */
+    const char *gemv_name;
+} cll_cu_fmt_ops;
+
+/* per family: the ops of type, or NULL */
+const cll_cu_fmt_ops *cll_cu_fmt_legacy(uint32_t type);
+const cll_cu_fmt_ops *cll_cu_fmt_kquant(uint32_t type);
+const cll_cu_fmt_ops *cll_cu_fmt_iq(uint32_t type);
+const cll_cu_fmt_ops *cll_cu_fmt_float(uint32_t type);
+/* any family */
+const cll_cu_fmt_ops *cll_cu_fmt_ops_get(uint32_t type);
+
+/* compares the device copies of the i-quant codebooks (and the inline kvalues/ksigns) with the
+ * C tables: cudaSuccess and *same = true when bit-identical */
+cudaError_t cll_cu_iq_tables_check(bool *same);
+
+#endif

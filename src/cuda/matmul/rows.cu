@@ -1,0 +1,140 @@
+/* cuda/matmul/rows: the CUDA kernel table (backend "cuda": one gemv row and one gemm row per
+ * served format), the format-blind entry points (get_rows, weight upload, the default gemv row)
+ * and the dispatch from a type to its family's kernels.
+ * Owns the table (static, its impl structs filled once on first use from the family files).
+ * Rule: every row here is walked by the gate (tests/cuda_kernels_test.c) and kbench. */
+#include <mutex>
+
+#include "cuda/matmul/matmul_internal.cuh"
+#include "cuda/common.cuh"
+
+extern "C" {
+#include "cuda/cuda.h"
+#include "kernels/registry.h"
+}
+
+const cll_cu_fmt_ops *cll_cu_fmt_ops_get(uint32_t type) {
+    const cll_cu_fmt_ops *o = cll_cu_fmt_float(type);
+    if (!o) o = cll_cu_fmt_legacy(type);
+    if (!o) o = cll_cu_fmt_kquant(type);
+    if (!o) o = cll_cu_fmt_iq(type);
+    return o;
+}
+
+bool cll_cu_type_served(uint32_t type) { return cll_cu_fmt_ops_get(type) != NULL; }
+
+size_t cll_cu_row_stride(uint32_t type, int64_t cols) {
+    if (!cll_cu_type_served(type) || cols <= 0) return 0;
+    const uint64_t rb = cll_row_bytes(type, (uint64_t)cols);
+    return (size_t)((rb + 15) & ~(uint64_t)15);
+}
+
+size_t cll_cu_weight_bytes(uint32_t type, int64_t rows, int64_t cols, int64_t n_mat) {
+    return cll_cu_row_stride(type, cols) * (size_t)rows * (size_t)n_mat;
+}
+
+cudaError_t cll_cu_weight_upload(cll_cu_weight *w, const void *host, uint32_t type, int64_t rows, int64_t cols,
+                                 int64_t n_mat, void *dev_dst) {
+    const size_t rs = cll_cu_row_stride(type, cols);
+    if (!rs || rows <= 0 || n_mat <= 0 || ((uintptr_t)dev_dst & 15)) return cudaErrorInvalidValue;
+    const size_t rb = (size_t)cll_row_bytes(type, (uint64_t)cols);
+    const size_t total = rs * (size_t)rows * (size_t)n_mat;
+    if (rs != rb) CLL_CU_RET(cudaMemset(dev_dst, 0, total));
+    CLL_CU_RET(cudaMemcpy2D(dev_dst, rs, host, rb, rb, (size_t)(rows * n_mat), cudaMemcpyHostToDevice));
+    w->type = type;
+    w->layout = 0;
+    w->rows = rows;
+    w->cols = cols;
+    w->n_mat = n_mat;
+    w->row_stride = rs;
+    w->mat_stride = rs * (size_t)rows;
+    w->d = (const uint8_t *)dev_dst;
+    return cudaSuccess;
+}
+
+cudaError_t cll_cu_get_rows(const cll_cu_weight *w, const int32_t *ids, int64_t n, float *out, int64_t ld_out, float scale,
+                            cudaStream_t s) {
+    const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(w->type);
+    if (!o || w->layout != 0) return cudaErrorInvalidValue;
+    return o->get_rows(w, ids, n, out, ld_out, scale, s);
+}
+
+/* ---- the table ---- */
+static bool cu_row_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(r->wtype);
+    return o && s->wtype == r->wtype && s->cols > 0 && s->rows > 0 && s->cols % o->qk == 0;
+}
+
+/* the types in table order; impls filled once from the family files */
+#define CU_TYPES(X)                                                                                          \
+    X(f32, F32) X(f16, F16) X(bf16, BF16) X(q4_0, Q4_0) X(q4_1, Q4_1) X(q5_0, Q5_0) X(q5_1, Q5_1) X(q8_0, Q8_0) \
+    X(iq4_nl, IQ4_NL) X(q2_K, Q2_K) X(q3_K, Q3_K) X(q4_K, Q4_K) X(q5_K, Q5_K) X(q6_K, Q6_K) X(iq2_xxs, IQ2_XXS) \
+    X(iq2_xs, IQ2_XS) X(iq2_s, IQ2_S) X(iq3_xxs, IQ3_XXS) X(iq3_s, IQ3_S) X(iq4_xs, IQ4_XS)
+#define CU_COUNT_ONE(n, T) +1
+enum { CU_NTYPES = 0 CU_TYPES(CU_COUNT_ONE) };
+static const uint32_t k_types[CU_NTYPES] = {
+#define CU_TYPE_ID(n, T) CLL_TYPE_##T,
+    CU_TYPES(CU_TYPE_ID)
+#undef CU_TYPE_ID
+};
+static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
+static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0};
+
+/* gemv: the block formats stage through shared memory and dot against q8_1; floats read f32 x */
+#define CU_GEMV_PARAMS_BLK "layout=0 warps=4 rows/warp=1 stage=cp.async 2x~2KB/warp act=q8_1 dp4a"
+#define CU_GEMV_PARAMS_FLT "layout=0 warps=4 rows/warp=1 ld=16B x4/lane act=f32"
+#define CU_GEMM_PARAMS "layout=0 panel=f16 slab<=panel_bytes cublasGemmEx fp32-accumulate"
+static const cll_kernel_row k_rows[] = {
+    {"gemv_f32_warp_ld16", CLL_KOP_GEMV, CLL_TYPE_F32, 0, CU_GEMV_PARAMS_FLT, 0, 1, cu_row_ok, true, true, &k_gemv_impl[0]},
+    {"gemv_f16_warp_ld16", CLL_KOP_GEMV, CLL_TYPE_F16, 0, CU_GEMV_PARAMS_FLT, 0, 1, cu_row_ok, true, true, &k_gemv_impl[1]},
+    {"gemv_bf16_warp_ld16", CLL_KOP_GEMV, CLL_TYPE_BF16, 0, CU_GEMV_PARAMS_FLT, 0, 1, cu_row_ok, true, true, &k_gemv_impl[2]},
+#define CU_GEMV_ROW(n, T, i)                                                                                 \
+    {"gemv_" #n "_stage_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_BLK, 0, 1, cu_row_ok, true, true, &k_gemv_impl[i]},
+    CU_GEMV_ROW(q4_0, Q4_0, 3) CU_GEMV_ROW(q4_1, Q4_1, 4) CU_GEMV_ROW(q5_0, Q5_0, 5) CU_GEMV_ROW(q5_1, Q5_1, 6)
+    CU_GEMV_ROW(q8_0, Q8_0, 7) CU_GEMV_ROW(iq4_nl, IQ4_NL, 8) CU_GEMV_ROW(q2_K, Q2_K, 9) CU_GEMV_ROW(q3_K, Q3_K, 10)
+    CU_GEMV_ROW(q4_K, Q4_K, 11) CU_GEMV_ROW(q5_K, Q5_K, 12) CU_GEMV_ROW(q6_K, Q6_K, 13)
+    CU_GEMV_ROW(iq2_xxs, IQ2_XXS, 14) CU_GEMV_ROW(iq2_xs, IQ2_XS, 15) CU_GEMV_ROW(iq2_s, IQ2_S, 16)
+    CU_GEMV_ROW(iq3_xxs, IQ3_XXS, 17) CU_GEMV_ROW(iq3_s, IQ3_S, 18) CU_GEMV_ROW(iq4_xs, IQ4_XS, 19)
+#undef CU_GEMV_ROW
+    {"gemm_f32_cublas_f32", CLL_KOP_GEMM, CLL_TYPE_F32, 0, "layout=0 cublasGemmEx f32 (no panel)", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
+    {"gemm_f16_cublas_direct", CLL_KOP_GEMM, CLL_TYPE_F16, 0, "layout=0 cublasGemmEx f16 weight in place, x->f16", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
+    {"gemm_bf16_cublas_direct", CLL_KOP_GEMM, CLL_TYPE_BF16, 0, "layout=0 cublasGemmEx bf16 weight in place, x->bf16", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
+#define CU_GEMM_ROW(n, T) {"gemm_" #n "_panel_f16_cublas", CLL_KOP_GEMM, CLL_TYPE_##T, 0, CU_GEMM_PARAMS, 0, 1, cu_row_ok, true, true, &k_gemm_impl},
+    CU_GEMM_ROW(q4_0, Q4_0) CU_GEMM_ROW(q4_1, Q4_1) CU_GEMM_ROW(q5_0, Q5_0) CU_GEMM_ROW(q5_1, Q5_1) CU_GEMM_ROW(q8_0, Q8_0)
+    CU_GEMM_ROW(iq4_nl, IQ4_NL) CU_GEMM_ROW(q2_K, Q2_K) CU_GEMM_ROW(q3_K, Q3_K) CU_GEMM_ROW(q4_K, Q4_K) CU_GEMM_ROW(q5_K, Q5_K)
+    CU_GEMM_ROW(q6_K, Q6_K) CU_GEMM_ROW(iq2_xxs, IQ2_XXS) CU_GEMM_ROW(iq2_xs, IQ2_XS) CU_GEMM_ROW(iq2_s, IQ2_S)
+    CU_GEMM_ROW(iq3_xxs, IQ3_XXS) CU_GEMM_ROW(iq3_s, IQ3_S) CU_GEMM_ROW(iq4_xs, IQ4_XS)
+#undef CU_GEMM_ROW
+};
+static const cll_kernel_table k_table = {"cuda", k_rows, sizeof k_rows / sizeof k_rows[0]};
+
+static void fill_impls(void) {
+    for (int i = 0; i < CU_NTYPES; i++) {
+        const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(k_types[i]);
+        k_gemv_impl[i].gemv = o ? o->gemv : NULL;
+        k_gemv_impl[i].needs_q8 = o && o->qk > 1;
+        k_gemv_impl[i].layout = 0;
+    }
+}
+
+const cll_kernel_table *cll_cu_kernel_table(void) {
+    static std::once_flag once;
+    std::call_once(once, fill_impls);
+    return &k_table;
+}
+
+extern "C" const struct cll_kernel_table *cll_cuda_kernel_table(void) { return cll_cu_kernel_table(); }
+
+const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols) {
+    const cll_kernel_table *t = cll_cu_kernel_table();
+    cll_kernel_shape sh = {};
+    sh.wtype = type;
+    sh.rows = rows;
+    sh.cols = cols;
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        if (r->op == CLL_KOP_GEMV && r->wtype == type && r->is_default && cll_kernel_row_supported(r, &sh))
+            return (const cll_cu_gemv_impl *)r->impl;
+    }
+    return NULL;
+}
