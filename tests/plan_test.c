@@ -2,12 +2,14 @@
  * shared/oracle/models: the site list (count, order, kinds, shapes, types, experts) of a
  * dense, a tied-embedding and an MoE model, the decode byte count checked against numbers
  * worked out by hand from the hparams (Q8_0: 34 bytes per 32 weights) and against an
- * independent walk of the file's tensors, and the KV-cell addressing rule. */
+ * independent walk of the file's tensors, and the KV-cell addressing rule. Also the recipe
+ * fields that replaced branches on the architecture name (sliding window, chat turn marker). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
+#include "cllama.h"
 #include "formats/formats.h"
 #include "model/plan.h"
 
@@ -173,10 +175,44 @@ static void test_kv_cell(void **state) {
     assert_true(cll_kv_cell(65535, 131071, 131072) == (int64_t)65535 * 131072 + 131071);
 }
 
+/* what used to be strcmp/strncmp on "gemma..." is now recipe data */
+static void test_recipe_fields(void **state) {
+    (void)state;
+    const cll_recipe *g = cll_model_recipe("gemma3"), *l = cll_model_recipe("llama");
+    assert_non_null(g);
+    assert_non_null(l);
+    assert_null(cll_model_recipe("frobnicator"));
+    assert_true(g->sliding_window);
+    assert_string_equal(g->chat_turn_marker, "<start_of_turn>");
+    assert_false(l->sliding_window);
+    assert_null(l->chat_turn_marker);
+    loaded lg = load("tiny-gemma3-Q8_0");
+    assert_int_equal(lg.m->hp.n_swa, 32);
+    assert_true(lg.m->layers[0].swa);
+    assert_false(lg.m->layers[5].swa); /* pattern 6: every sixth layer is global */
+    unload(&lg);
+    /* the synthetic files carry no chat template: gemma3 chats in its own turn format (also
+     * in a vocab-only load, which binds no model), llama falls back to chatml */
+    char path[4096];
+    for (int vo = 0; vo < 2; vo++) {
+        cllama_model_params mp = cllama_model_default_params();
+        mp.vocab_only = vo;
+        cllama_model *m = NULL;
+        snprintf(path, sizeof path, "%s", tu_shared("oracle/models/tiny-gemma3-Q8_0.gguf"));
+        assert_int_equal(cllama_model_load(path, &mp, &m), CLLAMA_OK);
+        assert_string_equal(cllama_chat_template_name(m), "gemma");
+        cllama_model_free(m);
+        snprintf(path, sizeof path, "%s", tu_shared("oracle/models/tiny-llama-Q8_0.gguf"));
+        assert_int_equal(cllama_model_load(path, &mp, &m), CLLAMA_OK);
+        assert_string_equal(cllama_chat_template_name(m), "chatml");
+        cllama_model_free(m);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kv_cell),     cmocka_unit_test(test_dense), cmocka_unit_test(test_tied),
-        cmocka_unit_test(test_moe),         cmocka_unit_test(test_mixed_types),
+        cmocka_unit_test(test_moe),         cmocka_unit_test(test_mixed_types), cmocka_unit_test(test_recipe_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

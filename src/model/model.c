@@ -21,9 +21,17 @@ static const cll_recipe k_recipes[] = {
      .qk_norm = true,
      .post_norms = true,
      .embd_scale = true,
-     .q_prescale = true},
+     .q_prescale = true,
+     .sliding_window = true,
+     .chat_turn_marker = "<start_of_turn>"},
 };
 #define N_RECIPES (sizeof k_recipes / sizeof k_recipes[0])
+
+const cll_recipe *cll_model_recipe(const char *arch) {
+    for (size_t i = 0; i < N_RECIPES; i++)
+        if (!strcmp(k_recipes[i].name, arch)) return &k_recipes[i];
+    return NULL;
+}
 
 const char *cll_model_supported_archs(void) { return "llama (incl. mistral, mixtral), qwen2, qwen3, qwen3moe, gemma3"; }
 
@@ -146,7 +154,7 @@ static cll_status read_hparams(cll_model *m, const meta *mt) {
     } else if (cll_gguf_get_cstr(g, key, st, sizeof st) && strcmp(st, "none") != 0) {
         cll_log(CLL_LOG_WARN, "%s: rope scaling '%s' is not implemented; using none", m->arch, st);
     }
-    hp->n_swa = !strcmp(m->recipe.name, "gemma3") ? meta_i32(mt, "attention.sliding_window", 0) : 0;
+    hp->n_swa = m->recipe.sliding_window ? meta_i32(mt, "attention.sliding_window", 0) : 0;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
     hp->logit_softcap = meta_f32(mt, "final_logit_softcapping", 0.0f);
     return CLL_OK;
@@ -157,9 +165,7 @@ cll_status cll_model_load(const cll_gguf *g, cll_model **out) {
     char arch[32] = "";
     if (!cll_gguf_get_cstr(g, "general.architecture", arch, sizeof arch))
         return cll_err(CLL_ERR_FORMAT, "metadata general.architecture: missing");
-    const cll_recipe *rc = NULL;
-    for (size_t i = 0; i < N_RECIPES; i++)
-        if (!strcmp(k_recipes[i].name, arch)) rc = &k_recipes[i];
+    const cll_recipe *rc = cll_model_recipe(arch);
     if (!rc)
         return cll_err(CLL_ERR_UNSUPPORTED, "architecture '%s' is not supported (supported: %s)", arch,
                        cll_model_supported_archs());

@@ -22,6 +22,11 @@ typedef struct {
     bool embd_scale;         /* input embeddings * sqrt(n_embd) */
     bool q_prescale;         /* q *= attn_scale after RoPE and attention uses scale 1 (gemma) */
     bool moe_allowed;        /* expert_count > 0 selects the MoE FFN */
+    bool sliding_window;     /* <arch>.attention.sliding_window (+ _pattern) makes local layers */
+    /* a file without tokenizer.chat_template chats in the family's own turn format, turns
+     * opened by this marker (its markers are tokens of the vocab, chatml's are not); NULL:
+     * the template recognised from the file, else chatml */
+    const char *chat_turn_marker;
 } cll_recipe;
 
 typedef struct {
@@ -66,5 +71,8 @@ cll_status cll_model_load(const cll_gguf *g, cll_model **out);
 void cll_model_free(cll_model *m);
 /* "llama, qwen2, ..." */
 const char *cll_model_supported_archs(void);
+/* the recipe of general.architecture `arch`, NULL when unsupported (for front ends that read
+ * only the vocab and so bind no model) */
+const cll_recipe *cll_model_recipe(const char *arch);
 
 #endif

@@ -65,14 +65,15 @@ cllama_status cllama_model_load(const char *path, const cllama_model_params *p, 
     }
     st = cll_tok_create(m->g, &m->tok);
     if (st != CLL_OK) goto fail;
-    if (!cll_gguf_find(m->g, "tokenizer.chat_template") && !strncmp(m->arch, "gemma", 5)) {
-        /* gemma GGUFs often ship without the template; chatml's markers are not tokens in the
-         * gemma vocab, so use the family's own turn format */
+    const cll_recipe *rc = cll_model_recipe(m->arch); /* a vocab-only load binds no model */
+    if (!cll_gguf_find(m->g, "tokenizer.chat_template") && rc && rc->chat_turn_marker) {
+        /* e.g. gemma GGUFs often ship without the template; chatml's markers are not tokens
+         * in the gemma vocab, so use the family's own turn format */
         char bos[64], eos[64];
         cll_str b = cll_tok_text(m->tok, cll_tok_bos(m->tok)), e = cll_tok_text(m->tok, cll_tok_eos(m->tok));
         snprintf(bos, sizeof bos, "%.*s", (int)b.len, b.ptr ? b.ptr : "");
         snprintf(eos, sizeof eos, "%.*s", (int)e.len, e.ptr ? e.ptr : "");
-        cll_chat_init(&m->chat, "<start_of_turn>", bos, eos);
+        cll_chat_init(&m->chat, rc->chat_turn_marker, bos, eos);
     } else {
         cll_chat_init_gguf(&m->chat, m->g, m->tok);
     }
