@@ -22,6 +22,7 @@ static __device__ __forceinline__ float kv_load(const void *base, int64_t i) {
 
 template <bool F16>
 __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
+    cll_pdl_wait();
     __shared__ float sm[ATTN_WARPS][2 + 256];
     const int h = blockIdx.x, c = blockIdx.y;
     const int64_t r = blockIdx.z;
@@ -90,6 +91,7 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
 }
 
 __global__ static void attn_merge_kernel(cll_cu_attn_args a) {
+    cll_pdl_wait();
     const int h = blockIdx.x;
     const int64_t r = blockIdx.y;
     const int d = threadIdx.x, lane = threadIdx.x & 31;
@@ -122,11 +124,11 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         a->n_head % a->n_kv || a->chunk <= 0 || a->n_chunks <= 0)
         return cudaErrorInvalidValue;
     dim3 g1((unsigned)a->n_head, (unsigned)a->n_chunks, (unsigned)n);
-    if (a->kv_f16) attn_chunk_kernel<true><<<g1, 32 * ATTN_WARPS, 0, s>>>(*a);
-    else attn_chunk_kernel<false><<<g1, 32 * ATTN_WARPS, 0, s>>>(*a);
+    if (a->kv_f16) CLL_CU_RET(cll_cu_launch(attn_chunk_kernel<true>, dim3(g1), dim3(32 * ATTN_WARPS), 0, s, *a));
+    else CLL_CU_RET(cll_cu_launch(attn_chunk_kernel<false>, dim3(g1), dim3(32 * ATTN_WARPS), 0, s, *a));
     CLL_CU_RET(cudaGetLastError());
     dim3 g2((unsigned)a->n_head, (unsigned)n);
-    attn_merge_kernel<<<g2, (unsigned)(cll_cdiv(a->hd_v, 32) * 32), 0, s>>>(*a);
+    CLL_CU_RET(cll_cu_launch(attn_merge_kernel, dim3(g2), dim3((unsigned)(cll_cdiv(a->hd_v, 32) * 32)), 0, s, *a));
     CLL_CU_RET(cudaGetLastError());
     if (a->outq && a->hd_v % 32) /* heads straddle q8_1 blocks: quantize the rows apart */
         return cll_cu_quantize_rows_q8(a->out, (int64_t)a->n_head * a->hd_v, n, (int64_t)a->n_head * a->hd_v, a->outq, s);

@@ -10,6 +10,7 @@
 
 __global__ static void gather_rows_kernel(const float *src, int64_t ld_src, const int32_t *rows, int64_t d, float *dst,
                                           int64_t ld_dst) {
+    cll_pdl_wait();
     const int64_t r = blockIdx.x;
     const float *s = src + (int64_t)rows[r] * ld_src;
     for (int64_t j = threadIdx.x; j < d; j += blockDim.x) dst[r * ld_dst + j] = s[j];
@@ -18,18 +19,19 @@ __global__ static void gather_rows_kernel(const float *src, int64_t ld_src, cons
 cudaError_t cll_cu_gather_rows(const float *src, int64_t ld_src, const int32_t *rows, int64_t n, int64_t d,
                                float *dst, int64_t ld_dst, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
-    gather_rows_kernel<<<(unsigned)n, 256, 0, s>>>(src, ld_src, rows, d, dst, ld_dst);
+    CLL_CU_RET(cll_cu_launch(gather_rows_kernel, dim3((unsigned)n), dim3(256), 0, s, src, ld_src, rows, d, dst, ld_dst));
     return cudaGetLastError();
 }
 
 __global__ static void softcap_kernel(float *x, int64_t n, float c) {
+    cll_pdl_wait();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = tanhf(x[i] / c) * c;
 }
 
 cudaError_t cll_cu_softcap(float *x, int64_t n, float c, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
-    softcap_kernel<<<(unsigned)cll_cdiv(n, 256), 256, 0, s>>>(x, n, c);
+    CLL_CU_RET(cll_cu_launch(softcap_kernel, dim3((unsigned)cll_cdiv(n, 256)), dim3(256), 0, s, x, n, c));
     return cudaGetLastError();
 }
 
@@ -41,6 +43,7 @@ static __device__ __forceinline__ unsigned long long argmax_key(float v, int64_t
 }
 
 __global__ static void argmax_kernel(const float *logits, int64_t V, unsigned long long *keys) {
+    cll_pdl_wait();
     const int64_t r = blockIdx.y;
     const float *x = logits + r * V;
     unsigned long long best = 0;
@@ -64,6 +67,6 @@ __global__ static void argmax_kernel(const float *logits, int64_t V, unsigned lo
 cudaError_t cll_cu_argmax(const float *logits, int64_t n, int64_t n_vocab, unsigned long long *keys, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     dim3 grid((unsigned)cll_cdiv(n_vocab, 256 * ARGMAX_PER_THREAD), (unsigned)n);
-    argmax_kernel<<<grid, 256, 0, s>>>(logits, n_vocab, keys);
+    CLL_CU_RET(cll_cu_launch(argmax_kernel, dim3(grid), dim3(256), 0, s, logits, n_vocab, keys));
     return cudaGetLastError();
 }

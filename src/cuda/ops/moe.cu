@@ -8,6 +8,7 @@
 
 __global__ static void moe_route_kernel(const float *logits, int32_t E, int32_t K, bool renorm, int32_t *sel,
                                         float *selw) {
+    cll_pdl_wait();
     extern __shared__ float pr[]; /* (E) */
     const int64_t r = blockIdx.x;
     const int lane = threadIdx.x;
@@ -64,6 +65,6 @@ cudaError_t cll_cu_moe_route(const float *logits, int64_t n, int32_t n_expert, i
                              float *selw, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     if (k <= 0 || k > n_expert || n_expert > 8192) return cudaErrorInvalidValue;
-    moe_route_kernel<<<(unsigned)n, 32, (size_t)n_expert * sizeof(float), s>>>(logits, n_expert, k, renorm, sel, selw);
+    CLL_CU_RET(cll_cu_launch(moe_route_kernel, dim3((unsigned)n), dim3(32), (size_t)n_expert * sizeof(float), s, logits, n_expert, k, renorm, sel, selw));
     return cudaGetLastError();
 }

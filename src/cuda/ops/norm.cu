@@ -24,6 +24,7 @@ static __device__ __forceinline__ void norm_store_q8(F val, int64_t d, float *xn
 
 __global__ static void rmsnorm_q8_kernel(const float *x, const float *w, int64_t d, float eps, float *xn,
                                          cll_block_q8_1 *xq) {
+    cll_pdl_wait();
     __shared__ double red[32];
     const int64_t r = blockIdx.x;
     const float *xr = x + r * d;
@@ -41,11 +42,12 @@ __global__ static void rmsnorm_q8_kernel(const float *x, const float *w, int64_t
 cudaError_t cll_cu_rmsnorm_q8(const float *x, const float *w, int64_t n, int64_t d, float eps, float *xn, void *xq,
                               cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
-    rmsnorm_q8_kernel<<<(unsigned)n, NORM_THREADS, 0, s>>>(x, w, d, eps, xn, (cll_block_q8_1 *)xq);
+    CLL_CU_RET(cll_cu_launch(rmsnorm_q8_kernel, dim3((unsigned)n), dim3(NORM_THREADS), 0, s, x, w, d, eps, xn, (cll_block_q8_1 *)xq));
     return cudaGetLastError();
 }
 
 __global__ static void quantize_rows_q8_kernel(const float *x, int64_t ld, int64_t cols, cll_block_q8_1 *xq) {
+    cll_pdl_wait();
     const int64_t r = blockIdx.y;
     const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t nblk = (cols + 31) / 32, b = j / 32;
@@ -55,11 +57,12 @@ __global__ static void quantize_rows_q8_kernel(const float *x, int64_t ld, int64
 cudaError_t cll_cu_quantize_rows_q8(const float *x, int64_t ld, int64_t n, int64_t cols, void *xq, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     dim3 grid((unsigned)cll_cdiv(cols, 256), (unsigned)n);
-    quantize_rows_q8_kernel<<<grid, 256, 0, s>>>(x, ld, cols, (cll_block_q8_1 *)xq);
+    CLL_CU_RET(cll_cu_launch(quantize_rows_q8_kernel, dim3(grid), dim3(256), 0, s, x, ld, cols, (cll_block_q8_1 *)xq));
     return cudaGetLastError();
 }
 
 __global__ static void resid_norm_q8_kernel(cll_cu_resid_args a, int64_t d, float eps) {
+    cll_pdl_wait();
     __shared__ double red[32];
     const int64_t r = blockIdx.x;
     float *x = a.x + r * d, *t = a.t + r * d;
@@ -104,7 +107,7 @@ __global__ static void resid_norm_q8_kernel(cll_cu_resid_args a, int64_t d, floa
 
 cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t d, float eps, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
-    resid_norm_q8_kernel<<<(unsigned)n, NORM_THREADS, 0, s>>>(*a, d, eps);
+    CLL_CU_RET(cll_cu_launch(resid_norm_q8_kernel, dim3((unsigned)n), dim3(NORM_THREADS), 0, s, *a, d, eps));
     return cudaGetLastError();
 }
 
@@ -120,6 +123,7 @@ static __device__ __forceinline__ float gelu_fp16_table(float x) {
 }
 
 __global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, bool gelu, float *y, cll_block_q8_1 *yq) {
+    cll_pdl_wait();
     const int64_t r = blockIdx.y;
     const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
@@ -137,6 +141,6 @@ cudaError_t cll_cu_act_q8(const float *gu, int64_t ld_gu, int64_t n, int64_t f, 
                           cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     dim3 grid((unsigned)cll_cdiv(f, 256), (unsigned)n);
-    act_q8_kernel<<<grid, 256, 0, s>>>(gu, ld_gu, f, gelu, y, (cll_block_q8_1 *)yq);
+    CLL_CU_RET(cll_cu_launch(act_q8_kernel, dim3(grid), dim3(256), 0, s, gu, ld_gu, f, gelu, y, (cll_block_q8_1 *)yq));
     return cudaGetLastError();
 }

@@ -11,6 +11,7 @@
 #define ROPE_MAX_HD 256
 
 __global__ static void qkv_rope_store_kernel(cll_cu_rope_args a) {
+    cll_pdl_wait();
     __shared__ float buf[ROPE_MAX_HD];
     __shared__ double red[32];
     const int64_t r = blockIdx.y;
@@ -78,6 +79,6 @@ cudaError_t cll_cu_qkv_rope_store(const cll_cu_rope_args *a, int64_t n, cudaStre
     if (n <= 0) return cudaSuccess;
     if (a->hd_k > ROPE_MAX_HD || a->hd_v > ROPE_MAX_HD || a->n_rot > a->hd_k) return cudaErrorInvalidValue;
     dim3 grid((unsigned)(a->n_head + 2 * a->n_kv), (unsigned)n);
-    qkv_rope_store_kernel<<<grid, ROPE_THREADS, 0, s>>>(*a);
+    CLL_CU_RET(cll_cu_launch(qkv_rope_store_kernel, dim3(grid), dim3(ROPE_THREADS), 0, s, *a));
     return cudaGetLastError();
 }

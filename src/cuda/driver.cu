@@ -1,0 +1,427 @@
+/* cuda/driver: the CUDA driver (model/driver.h): per-context state (F16/F32 KV cache and every
+ * activation, allocated once), and the forward: one-token steps replay a CUDA graph captured on
+ * the first one (everything that changes per step, token / pos / seq, sits in a small device
+ * buffer that one copy refreshes); batches of n > 1 tokens launch the same kernels eagerly with
+ * cuBLAS products (cll_cu_gemm).
+ * Owns the state's device arena, stream, cuBLAS handle and graph. Rule: glue only: kernels live
+ * in cuda/ops and cuda/matmul; every CUDA error becomes a cll_status with file:line. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/driver_internal.cuh"
+
+/* ---- the pass ------------------------------------------------------------------------------- */
+
+static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
+                        int64_t xqs, float *y, int64_t ys, cudaStream_t st) {
+    cll_cu_gemv_args a;
+    a.nb = nb;
+    a.mat_ids = ids;
+    a.x = x;
+    a.x_stride = xs;
+    a.xq = xq;
+    a.xq_stride = xqs;
+    a.y = y + p->y_off;
+    a.y_stride = ys;
+    return p->gemv->gemv(&p->w, &a, st);
+}
+
+static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
+                        float *y, int64_t ldy) {
+    return cll_cu_gemm(&s->gemm, &p->w, 0, x, ldx, n, y + p->y_off, ldy, s->st);
+}
+
+/* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch */
+static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
+                           int64_t ldx, const void *xq, float *y, int64_t ldy) {
+    for (int i = 0; i < np; i++)
+        CLL_CU_RET(n == 1 ? gemv(&parts[i], 1, NULL, x, 0, xq, 0, y, 0, s->st) : gemm(s, &parts[i], x, ldx, n, y, ldy));
+    return cudaSuccess;
+}
+
+#define TRY(call) CLL_CU_TRY(call)
+
+/* MoE FFN of rows [0, n) of xn/xq into s->moe (n, n_used, d) and s->sel/selw */
+static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n) {
+    const cll_hparams *hp = &s->dm->m->hp;
+    const int64_t d = hp->n_embd, f = s->ffe, K = hp->n_expert_used;
+    const int64_t qd = cll_cu_q8_blocks(d), qf = cll_cu_q8_blocks(f);
+    const bool gelu = s->dm->m->recipe.act == CLL_ACT_GELU_TANH;
+    TRY(product(s, &C->router, 1, n, s->xn, d, s->xq, s->router, hp->n_expert));
+    TRY(cll_cu_moe_route(s->router, n, hp->n_expert, (int32_t)K, hp->moe_norm_topk, s->sel, s->selw, s->st));
+    for (int64_t i = 0; i < n; i++) { /* per token over the gemv path (prefill speed is the next issue) */
+        const int32_t *ids = s->sel + i * K;
+        for (int g = 0; g < C->n_gu; g++)
+            TRY(gemv(&C->gu[g], (int)K, ids, s->xn + i * d, 0, (const cll_block_q8_1 *)s->xq + i * qd, 0, s->gu, 2 * f,
+                     s->st));
+        TRY(cll_cu_act_q8(s->gu, 2 * f, K, f, gelu, s->act, s->actq, s->st));
+        TRY(gemv(&C->down, (int)K, ids, s->act, f, s->actq, qf, s->moe + i * K * d, d, s->st));
+    }
+    return CLL_OK;
+}
+
+/* Every layer and the output head over n tokens whose ids / pos / seq / want rows sit in s->io.
+ * n == 1 is the decode step (gemv products, split-K attention; captured into the graph). */
+static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool argmax) {
+    const cll_driver_model *dm = s->dm;
+    const cll_model *m = dm->m;
+    const cll_hparams *hp = &m->hp;
+    const int64_t d = hp->n_embd, V = hp->n_vocab;
+    const int32_t *tok = s->io, *pos = s->io + n, *seq = s->io + 2 * n, *rows = s->io + 3 * n;
+    const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
+    TRY(cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
+    TRY(cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, s->xn, s->xq, s->st));
+    /* attention split: decode grids cover n_ctx in fixed chunks; a batch takes as many chunks as
+     * the partial buffer holds */
+    const int32_t max_chunks = (int32_t)cll_cdiv(s->p.n_ctx, CLL_CU_ATTN_CHUNK);
+    int32_t n_chunks = max_chunks;
+    if (n > 1) {
+        int64_t fit = s->part_cap / (n * hp->n_head);
+        n_chunks = (int32_t)(fit < 1 ? 1 : fit < max_chunks ? fit : max_chunks);
+    }
+    const int32_t chunk = (int32_t)cll_cdiv(s->p.n_ctx, n_chunks);
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const cll_layer *L = &m->layers[il];
+        const cll_cu_layer *C = &dm->layers[il];
+        TRY(product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv));
+        cll_cu_rope_args ra;
+        memset(&ra, 0, sizeof ra);
+        ra.qkv = s->qkv;
+        ra.ld = s->nqkv;
+        ra.pos = pos;
+        ra.seq = seq;
+        ra.bq = C->bq;
+        ra.bk = C->bk;
+        ra.bv = C->bv;
+        ra.q_norm = C->q_norm;
+        ra.k_norm = C->k_norm;
+        ra.rope_ff = dm->rope_ff;
+        ra.kc = s->kc[il];
+        ra.vc = s->vc[il];
+        ra.kv_f16 = !s->p.kv_f32;
+        ra.n_head = hp->n_head;
+        ra.n_kv = hp->n_head_kv;
+        ra.hd_k = hp->head_dim_k;
+        ra.hd_v = hp->head_dim_v;
+        ra.n_rot = hp->n_rot;
+        ra.n_ctx = s->p.n_ctx;
+        ra.neox = m->recipe.rope == CLL_ROPE_NEOX;
+        ra.rope_base = L->rope_base;
+        ra.freq_scale = L->rope_freq_scale;
+        ra.q_scale = m->recipe.q_prescale ? hp->attn_scale : 1.0f;
+        ra.eps = hp->eps;
+        TRY(cll_cu_qkv_rope_store(&ra, n, s->st));
+        cll_cu_attn_args aa;
+        memset(&aa, 0, sizeof aa);
+        aa.q = s->qkv;
+        aa.ld_q = s->nqkv;
+        aa.kc = s->kc[il];
+        aa.vc = s->vc[il];
+        aa.kv_f16 = !s->p.kv_f32;
+        aa.pos = pos;
+        aa.seq = seq;
+        aa.n_head = hp->n_head;
+        aa.n_kv = hp->n_head_kv;
+        aa.hd_k = hp->head_dim_k;
+        aa.hd_v = hp->head_dim_v;
+        aa.n_ctx = s->p.n_ctx;
+        aa.n_swa = L->swa ? hp->n_swa : 0;
+        aa.scale = m->recipe.q_prescale ? 1.0f : hp->attn_scale;
+        aa.chunk = chunk;
+        aa.n_chunks = n_chunks;
+        aa.part = s->part;
+        aa.out = s->ao;
+        aa.outq = s->aoq;
+        TRY(cll_cu_attention(&aa, n, s->st));
+        TRY(product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d));
+        cll_cu_resid_args rr;
+        memset(&rr, 0, sizeof rr);
+        rr.x = s->x;
+        rr.t = s->t;
+        rr.post = C->post_attn_norm;
+        rr.next_norm = true;
+        rr.next = C->ffn_norm;
+        rr.xn = s->xn;
+        rr.xq = s->xq;
+        TRY(cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        if (hp->n_expert > 0) {
+            cll_status st = moe_ffn(s, C, n);
+            if (st != CLL_OK) return st;
+            rr.moe = s->moe;
+            rr.moe_w = s->selw;
+            rr.n_used = hp->n_expert_used;
+        } else {
+            TRY(product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff));
+            TRY(cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act, s->actq, s->st));
+            TRY(product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d));
+        }
+        rr.post = C->post_ffn_norm;
+        rr.next = il + 1 < hp->n_layer ? dm->layers[il + 1].attn_norm : dm->output_norm;
+        TRY(cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+    }
+    if (n_out == 0) return CLL_OK;
+    /* xn now holds output_norm(x) for every row */
+    if (n == 1) {
+        TRY(gemv(&dm->output, 1, NULL, s->xn, 0, s->xq, 0, s->logits, 0, s->st));
+    } else {
+        TRY(cll_cu_gather_rows(s->xn, d, rows, n_out, d, s->xo, d, s->st));
+        TRY(gemm(s, &dm->output, s->xo, d, n_out, s->logits, V));
+    }
+    if (hp->logit_softcap > 0.0f) TRY(cll_cu_softcap(s->logits, n_out * V, hp->logit_softcap, s->st));
+    if (argmax) {
+        TRY(cudaMemsetAsync(s->keys, 0, sizeof(unsigned long long) * (size_t)n_out, s->st));
+        TRY(cll_cu_argmax(s->logits, n_out, V, s->keys, s->st));
+    }
+    return CLL_OK;
+}
+
+/* capture the decode step (n = 1, one output row) into s->exec */
+static cll_status capture(cll_driver_state *s) {
+    TRY(cudaStreamBeginCapture(s->st, cudaStreamCaptureModeThreadLocal));
+    cll_status st = run_pass(s, 1, 1, true);
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(s->st, &g);
+    if (st != CLL_OK) {
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        return cll_err_prefix(st, "capturing the decode graph");
+    }
+    if (e != cudaSuccess)
+        return cll_err(CLL_ERR_DEVICE, "%s:%d: capturing the decode graph: %s", __FILE__, __LINE__, cudaGetErrorString(e));
+    s->graph = g;
+    TRY(cudaGraphInstantiate(&s->exec, g, 0));
+    size_t nodes = 0;
+    TRY(cudaGraphGetNodes(g, NULL, &nodes));
+    s->c.launches = nodes;
+    return CLL_OK;
+}
+
+static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll_driver_out kind, void *out) {
+    const cll_hparams *hp = &s->dm->m->hp;
+    const int64_t n = b->n, V = hp->n_vocab;
+    if (n <= 0 || n > s->p.n_batch)
+        return cll_err(CLL_ERR_RANGE, "cuda forward: batch of %lld tokens (n_batch %d)", (long long)n, s->p.n_batch);
+    int64_t n_want = 0;
+    int32_t *h = s->hio;
+    for (int64_t i = 0; i < n; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= hp->n_vocab)
+            return cll_err(CLL_ERR_ARG, "cuda forward: token %d at batch index %lld is outside the vocab (%d)",
+                           b->tokens[i], (long long)i, hp->n_vocab);
+        if (b->seq[i] < 0 || b->seq[i] >= s->p.n_seq || b->pos[i] < 0 || b->pos[i] >= s->p.n_ctx)
+            return cll_err(CLL_ERR_RANGE, "cuda forward: batch index %lld has seq %d pos %d outside (%d seqs, n_ctx %d)",
+                           (long long)i, b->seq[i], b->pos[i], s->p.n_seq, s->p.n_ctx);
+        const bool want = b->want ? b->want[i] != 0 : i == n - 1;
+        if (want && n_want < s->p.n_out_max) h[3 * n + n_want] = (int32_t)i;
+        n_want += want;
+        h[i] = b->tokens[i];
+        h[n + i] = b->pos[i];
+        h[2 * n + i] = b->seq[i];
+    }
+    if (n_want > s->p.n_out_max)
+        return cll_err(CLL_ERR_RANGE, "cuda forward: %lld tokens want output, the state holds %d rows", (long long)n_want,
+                       s->p.n_out_max);
+    TRY(cudaSetDevice(s->dm->device));
+    TRY(cudaMemcpyAsync(s->io, h, sizeof(int32_t) * (size_t)(3 * n + n_want), cudaMemcpyHostToDevice, s->st));
+    const bool argmax = kind == CLL_OUT_ARGMAX;
+    if (n == 1) {
+        if (!s->exec) {
+            cll_status st = capture(s);
+            if (st != CLL_OK) return st;
+        }
+        TRY(cudaGraphLaunch(s->exec, s->st));
+        s->c.graph_replays++;
+    } else {
+        cll_status st = run_pass(s, n, n_want, argmax);
+        if (st != CLL_OK) return st;
+    }
+    if (n_want > 0) {
+        if (argmax)
+            TRY(cudaMemcpyAsync(s->hkeys, s->keys, sizeof(unsigned long long) * (size_t)n_want, cudaMemcpyDeviceToHost,
+                                s->st));
+        else
+            TRY(cudaMemcpyAsync(out, s->logits, sizeof(float) * (size_t)(n_want * V), cudaMemcpyDeviceToHost, s->st));
+    }
+    TRY(cudaStreamSynchronize(s->st));
+    if (n_want > 0 && argmax)
+        for (int64_t r = 0; r < n_want; r++) ((int32_t *)out)[r] = cll_cu_argmax_id(s->hkeys[r]);
+    s->c.forwards++;
+    s->c.tokens += (uint64_t)n;
+    s->c.device_steps++;
+    return CLL_OK;
+}
+
+/* ---- state ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    void **p;
+    size_t bytes;
+} sbuf;
+
+static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_params *p, cll_driver_state **out) {
+    *out = NULL;
+    const cll_hparams *hp = &dm->m->hp;
+    if (p->n_ctx <= 0 || p->n_seq <= 0 || p->n_batch <= 0 || p->n_out_max <= 0)
+        return cll_err(CLL_ERR_ARG, "cuda state: n_ctx %d, n_seq %d, n_batch %d, n_out_max %d must be positive", p->n_ctx,
+                       p->n_seq, p->n_batch, p->n_out_max);
+    TRY(cudaSetDevice(dm->device));
+    cll_driver_state *s = (cll_driver_state *)calloc(1, sizeof *s);
+    if (!s) return cll_err(CLL_ERR_NOMEM, "cuda state: out of memory");
+    s->dm = dm;
+    s->p = *p;
+    const int32_t L = hp->n_layer, H = hp->n_head, KV = hp->n_head_kv;
+    const size_t nb = (size_t)p->n_batch, d = (size_t)hp->n_embd, no = (size_t)p->n_out_max, F = sizeof(float);
+    const size_t K = (size_t)(hp->n_expert > 0 ? hp->n_expert_used : 0);
+    s->kv_k = (int64_t)KV * hp->head_dim_k;
+    s->kv_v = (int64_t)KV * hp->head_dim_v;
+    s->nq = (int64_t)H * hp->head_dim_k;
+    s->nqkv = s->nq + s->kv_k + s->kv_v;
+    s->nao = (int64_t)H * hp->head_dim_v;
+    s->ff = hp->n_ff;
+    s->ffe = hp->n_ff_exp;
+    const size_t ffm = (size_t)(s->ff > s->ffe ? s->ff : s->ffe);
+    const size_t rows_ff = nb > K ? nb : K;
+    const int64_t dec_part = (int64_t)H * cll_cdiv(p->n_ctx, CLL_CU_ATTN_CHUNK);
+    s->part_cap = dec_part > (int64_t)nb * H ? dec_part : (int64_t)nb * H;
+    const size_t esz = p->kv_f32 ? sizeof(float) : sizeof(uint16_t);
+    const size_t cells = (size_t)p->n_seq * (size_t)p->n_ctx;
+    const size_t Q8 = sizeof(cll_block_q8_1);
+    s->kc = (void **)calloc((size_t)L, sizeof(void *));
+    s->vc = (void **)calloc((size_t)L, sizeof(void *));
+    void *kv = NULL;
+    /* the gemm scratch: an f16 weight panel (at least one 128-row slab of the widest weight,
+     * at most 64 MiB) and the f16 activations */
+    size_t panel = (size_t)dm->max_mat_elems * 2;
+    if (panel > ((size_t)64 << 20)) panel = (size_t)64 << 20;
+    if (panel < 128 * (size_t)dm->max_cols * 2) panel = 128 * (size_t)dm->max_cols * 2;
+    const size_t xh = (nb > no ? nb : no) * (size_t)dm->max_cols * 2;
+    sbuf bufs[] = {
+        {&kv, (size_t)L * cells * (size_t)(s->kv_k + s->kv_v) * esz},
+        {(void **)&s->x, nb * d * F},
+        {(void **)&s->xn, nb * d * F},
+        {&s->xq, nb * (size_t)cll_cu_q8_blocks((int64_t)d) * Q8},
+        {(void **)&s->qkv, nb * (size_t)s->nqkv * F},
+        {(void **)&s->ao, nb * (size_t)s->nao * F},
+        {&s->aoq, nb * (size_t)cll_cu_q8_blocks(s->nao) * Q8},
+        {(void **)&s->part, (size_t)s->part_cap * (size_t)(hp->head_dim_v + 2) * F},
+        {(void **)&s->t, nb * d * F},
+        {(void **)&s->gu, rows_ff * 2 * ffm * F},
+        {(void **)&s->act, rows_ff * ffm * F},
+        {&s->actq, rows_ff * (size_t)cll_cu_q8_blocks((int64_t)ffm) * Q8},
+        {(void **)&s->router, K ? nb * (size_t)hp->n_expert * F : 0},
+        {(void **)&s->sel, nb * K * sizeof(int32_t)},
+        {(void **)&s->selw, nb * K * F},
+        {(void **)&s->moe, nb * K * d * F},
+        {(void **)&s->xo, no * d * F},
+        {(void **)&s->logits, no * (size_t)hp->n_vocab * F},
+        {(void **)&s->keys, no * sizeof(unsigned long long)},
+        {(void **)&s->io, (3 * nb + no) * sizeof(int32_t)},
+        {&s->gemm.panel, panel},
+        {&s->gemm.xh, xh},
+    };
+    const size_t nbufs = sizeof bufs / sizeof bufs[0];
+    size_t total = 0;
+    for (size_t i = 0; i < nbufs; i++) total += (bufs[i].bytes + 255) & ~(size_t)255;
+    cll_status st = CLL_OK;
+    size_t fr = 0, tot = 0;
+    if (!s->kc || !s->vc) {
+        st = cll_err(CLL_ERR_NOMEM, "cuda state: out of memory");
+        goto fail;
+    }
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {
+        st = cll_err(CLL_ERR_DEVICE, "%s:%d: cudaMemGetInfo failed", __FILE__, __LINE__);
+        goto fail;
+    }
+    if (total > fr) {
+        st = cll_err(CLL_ERR_NOMEM,
+                     "cuda state: KV cache (%d x %d cells) and activations need %.1f MiB of device memory, %.1f MiB free",
+                     p->n_seq, p->n_ctx, total / 1048576.0, fr / 1048576.0);
+        goto fail;
+    }
+    {
+        cudaError_t e = cudaMalloc(&s->arena, total);
+        if (e != cudaSuccess) {
+            s->arena = NULL;
+            st = cll_err(CLL_ERR_NOMEM, "%s:%d: cudaMalloc of %.1f MiB of state: %s", __FILE__, __LINE__,
+                         total / 1048576.0, cudaGetErrorString(e));
+            goto fail;
+        }
+    }
+    s->bytes = total;
+    {
+        uint8_t *a = (uint8_t *)s->arena;
+        for (size_t i = 0; i < nbufs; i++) {
+            *bufs[i].p = bufs[i].bytes ? a : NULL;
+            a += (bufs[i].bytes + 255) & ~(size_t)255;
+        }
+    }
+    s->gemm.panel_bytes = panel;
+    s->gemm.xh_bytes = xh;
+    for (int32_t il = 0; il < L; il++) {
+        s->kc[il] = (uint8_t *)kv + (size_t)il * cells * (size_t)(s->kv_k + s->kv_v) * esz;
+        s->vc[il] = (uint8_t *)s->kc[il] + cells * (size_t)s->kv_k * esz;
+    }
+#define STRY(call)                                                                                                \
+    do {                                                                                                          \
+        cudaError_t e_ = (call);                                                                                  \
+        if (e_ != cudaSuccess) {                                                                                  \
+            st = cll_err(CLL_ERR_DEVICE, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
+            goto fail;                                                                                            \
+        }                                                                                                         \
+    } while (0)
+    STRY(cudaMemset(kv, 0, (size_t)L * cells * (size_t)(s->kv_k + s->kv_v) * esz));
+    STRY(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking));
+    STRY(cudaMallocHost((void **)&s->hio, (3 * nb + no) * sizeof(int32_t)));
+    STRY(cudaMallocHost((void **)&s->hkeys, no * sizeof(unsigned long long)));
+    {
+        cublasStatus_t bs = cublasCreate(&s->blas);
+        if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(s->blas, s->st);
+        if (bs != CUBLAS_STATUS_SUCCESS) {
+            st = cll_err(CLL_ERR_DEVICE, "%s:%d: cuBLAS setup: %s", __FILE__, __LINE__, cublasGetStatusString(bs));
+            goto fail;
+        }
+        s->gemm.blas = s->blas;
+    }
+#undef STRY
+    *out = s;
+    return CLL_OK;
+fail:
+    free(s->kc);
+    free(s->vc);
+    s->kc = s->vc = NULL;
+    if (s->arena) cudaFree(s->arena);
+    if (s->hio) cudaFreeHost(s->hio);
+    if (s->hkeys) cudaFreeHost(s->hkeys);
+    if (s->st) cudaStreamDestroy(s->st);
+    if (s->blas) cublasDestroy(s->blas);
+    free(s);
+    return st;
+}
+
+static void cu_state_free(cll_driver_state *s) {
+    if (!s) return;
+    cudaSetDevice(s->dm->device);
+    if (s->st) cudaStreamSynchronize(s->st);
+    if (s->exec) cudaGraphExecDestroy(s->exec);
+    if (s->graph) cudaGraphDestroy(s->graph);
+    if (s->blas) cublasDestroy(s->blas);
+    if (s->st) cudaStreamDestroy(s->st);
+    if (s->arena) cudaFree(s->arena);
+    if (s->hio) cudaFreeHost(s->hio);
+    if (s->hkeys) cudaFreeHost(s->hkeys);
+    free(s->kc);
+    free(s->vc);
+    free(s);
+}
+
+static size_t cu_state_bytes(const cll_driver_state *s) { return s->bytes; }
+
+static void cu_counters(const cll_driver_state *s, cll_driver_counters *out) { *out = s->c; }
+
+static const char *cu_model_desc(const cll_driver_model *dm) { return dm->desc; }
+
+extern "C" const cll_driver cll_cuda_driver = {
+    "cuda", cll_cu_model_create, cll_cu_model_free, cu_model_desc, cu_state_create,
+    cu_state_free, cu_state_bytes, cu_forward, cu_counters,
+};

@@ -1,0 +1,99 @@
+/* cuda/driver_internal: the structs behind the CUDA driver's model (resident weights) and
+ * state (KV cache, activations, the captured decode graph), shared by driver_model.cu (upload)
+ * and driver.cu (state + forward).
+ * Owns nothing beyond the declarations. Rule: only cuda/driver*.cu include this. */
+#ifndef CLL_CUDA_DRIVER_INTERNAL_CUH
+#define CLL_CUDA_DRIVER_INTERNAL_CUH
+
+#include "cuda/common.cuh"
+#include "cuda/matmul/matmul.cuh"
+#include "cuda/ops/ops.cuh"
+
+extern "C" {
+#include "model/driver.h"
+}
+
+/* a resident product: one weight (or the parts of a fused product that could not be fused)
+ * and the gemv row that serves it */
+typedef struct {
+    cll_cu_weight w;
+    const cll_cu_gemv_impl *gemv;
+    int64_t y_off; /* output column offset of this part inside the product's output row */
+} cll_cu_part;
+
+typedef struct {
+    cll_cu_part qkv[3];   /* q|k|v as one weight when the types match (n_qkv 1), else 3 */
+    int n_qkv;
+    cll_cu_part wo;
+    cll_cu_part gu[2];    /* gate|up (dense, or per expert for MoE) as one, else 2 */
+    int n_gu;
+    cll_cu_part down;
+    cll_cu_part router;   /* MoE: (n_expert x n_embd) */
+    /* f32 device vectors; NULL when absent */
+    float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm; /* (n_embd) */
+    float *q_norm, *k_norm;                                       /* (head_dim_k) */
+    float *bq, *bk, *bv;                                          /* (n_head*hd_k), (n_kv*hd_k), (n_kv*hd_v) */
+} cll_cu_layer;
+
+struct cll_driver_model {
+    const cll_model *m;
+    int device;
+    char dev_name[256];
+    cll_cu_layer *layers; /* (n_layer) */
+    cll_cu_weight tok_embd;
+    cll_cu_part output;   /* shares tok_embd's bytes when tied */
+    float *output_norm;   /* (n_embd) */
+    float *rope_ff;       /* (n_rot/2) or NULL */
+    void *arena;          /* every weight and vector, one allocation */
+    size_t arena_bytes;
+    size_t max_mat_elems; /* largest single matrix (rows*cols): gemm panel sizing */
+    int64_t max_cols;     /* widest product input */
+    char desc[512];
+};
+
+/* decode attention: keys per chunk of the split-K pass (grid sized for n_ctx / this) */
+#define CLL_CU_ATTN_CHUNK 128
+
+struct cll_driver_state {
+    cll_driver_model *dm;
+    cll_driver_state_params p;
+    cudaStream_t st;
+    cublasHandle_t blas;
+    cll_cu_gemm_ctx gemm;
+    void *arena;          /* every buffer below, one allocation */
+    size_t bytes;
+    int64_t kv_k, kv_v;   /* cache elements per cell: n_kv*hd_k, n_kv*hd_v */
+    int64_t nq, nqkv, nao, ff, ffe;
+    void **kc, **vc;      /* (n_layer) host array of device pointers: (n_seq*n_ctx, kv_k|kv_v) */
+    float *x;             /* (n_batch, n_embd) residual stream */
+    float *xn;            /* (n_batch, n_embd) normed block input */
+    void *xq;             /* (n_batch, q8_blocks(n_embd)) its q8_1 form */
+    float *qkv;           /* (n_batch, nqkv) q | k | v (q roped in place) */
+    float *ao;            /* (n_batch, nao) attention output */
+    void *aoq;            /* (n_batch, q8_blocks(nao)) */
+    float *part;          /* (n_part) attention chunk partials */
+    int64_t part_cap;     /* (token, head, chunk) partials that fit */
+    float *t;             /* (n_batch, n_embd) block output */
+    float *gu;            /* (max(n_batch, n_used), 2*ff_max) gate | up */
+    float *act;           /* (max(n_batch, n_used), ff_max) act(gate) * up */
+    void *actq;           /* its q8_1 form */
+    float *router;        /* (n_batch, n_expert) */
+    int32_t *sel;         /* (n_batch, n_used) */
+    float *selw;          /* (n_batch, n_used) */
+    float *moe;           /* (n_batch, n_used, n_embd) expert outputs per slot */
+    float *xo;            /* (n_out_max, n_embd) rows that want logits */
+    float *logits;        /* (n_out_max, n_vocab) */
+    unsigned long long *keys; /* (n_out_max) argmax keys */
+    int32_t *io;          /* (3*n_batch + n_out_max) tokens | pos | seq | want rows, per forward */
+    int32_t *hio;         /* pinned staging of io */
+    unsigned long long *hkeys; /* pinned (n_out_max) */
+    cudaGraph_t graph;
+    cudaGraphExec_t exec; /* the decode step, captured on the first one-token forward */
+    cll_driver_counters c;
+};
+
+/* model upload (driver_model.cu) */
+cll_status cll_cu_model_create(const cll_model *m, const cll_driver_model_params *p, cll_driver_model **out);
+void cll_cu_model_free(cll_driver_model *dm);
+
+#endif

@@ -1,0 +1,351 @@
+/* cuda/driver_model: makes a bound model resident on the device, once: every weight in its
+ * file block format (cll_cu_weight_upload, never widened), q|k|v and gate|up concatenated into
+ * one weight each when their types match, small vectors (norms, biases, rope factors) as f32,
+ * a tied output head sharing the embedding's bytes. One allocation, sized and checked against
+ * the device's free memory before anything is copied.
+ * Owns the device arena of the weights. Rule: glue only, no kernels here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/driver_internal.cuh"
+
+#define ARENA_ALIGN 256
+
+/* the upload helpers may answer a cudaError_t or a cll_status: both become a cll_status */
+[[maybe_unused]] static cll_status up_status(cudaError_t e, const char *what) {
+    if (e == cudaSuccess) return CLL_OK;
+    return cll_err(CLL_ERR_DEVICE, "%s:%d: uploading %s: %s", __FILE__, __LINE__, what, cudaGetErrorString(e));
+}
+[[maybe_unused]] static cll_status up_status(cll_status st, const char *what) {
+    return st == CLL_OK ? st : cll_err_prefix(st, "uploading %s", what);
+}
+
+/* one resident weight: up to 3 tensors concatenated row-wise per matrix */
+typedef struct {
+    cll_cu_part *dst;
+    const cll_gguf_tensor *t[3];
+    int nt;
+    uint32_t type;
+    int64_t rows, cols, n_mat;
+    size_t off, bytes;
+} wjob;
+
+/* one f32 vector */
+typedef struct {
+    float **dst;
+    const cll_gguf_tensor *t;
+    size_t off, bytes;
+} vjob;
+
+typedef struct {
+    wjob *w;
+    int nw, capw;
+    vjob *v;
+    int nv, capv;
+    size_t total, host_max; /* arena bytes; largest concatenation staged on the host */
+    cll_driver_model *dm;
+} plan;
+
+static size_t align_up(size_t x) { return (x + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
+
+static void tname(const cll_gguf_tensor *t, char *buf, size_t n) {
+    snprintf(buf, n, "%.*s", (int)t->name.len, t->name.ptr);
+}
+
+static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const *ts, int nt) {
+    if (pl->nw == pl->capw) {
+        pl->capw = pl->capw ? 2 * pl->capw : 64;
+        wjob *nwj = (wjob *)realloc(pl->w, sizeof(wjob) * (size_t)pl->capw);
+        if (!nwj) return cll_err(CLL_ERR_NOMEM, "cuda model: out of memory");
+        pl->w = nwj;
+    }
+    wjob *j = &pl->w[pl->nw++];
+    memset(j, 0, sizeof *j);
+    j->dst = dst;
+    j->nt = nt;
+    j->type = ts[0]->type;
+    j->cols = (int64_t)ts[0]->ne[0];
+    j->n_mat = (int64_t)ts[0]->ne[2];
+    for (int i = 0; i < nt; i++) {
+        j->t[i] = ts[i];
+        j->rows += (int64_t)ts[i]->ne[1];
+    }
+    char nm[128];
+    tname(ts[0], nm, sizeof nm);
+    dst->gemv = cll_cu_gemv_default(j->type, j->rows, j->cols);
+    if (!dst->gemv)
+        return cll_err(CLL_ERR_UNSUPPORTED, "cuda: tensor %s: type %s (%lld x %lld) has no CUDA gemv", nm,
+                       cll_type_name(j->type), (long long)j->rows, (long long)j->cols);
+    j->bytes = align_up(cll_cu_weight_bytes(j->type, j->rows, j->cols, j->n_mat));
+    j->off = pl->total;
+    pl->total += j->bytes;
+    if (nt > 1) {
+        const size_t host = (size_t)cll_row_bytes(j->type, (uint64_t)j->cols) * (size_t)j->rows * (size_t)j->n_mat;
+        if (host > pl->host_max) pl->host_max = host;
+    }
+    const size_t elems = (size_t)j->rows * (size_t)j->cols;
+    if (elems > pl->dm->max_mat_elems) pl->dm->max_mat_elems = elems;
+    if (j->cols > pl->dm->max_cols) pl->dm->max_cols = j->cols;
+    return CLL_OK;
+}
+
+/* a product of 1..3 tensors: fused into one weight when every part has the same type */
+static cll_status add_product(plan *pl, cll_cu_part *parts, int *n_parts, const cll_gguf_tensor *const *ts, int nt) {
+    bool same = true;
+    for (int i = 1; i < nt; i++) same &= ts[i]->type == ts[0]->type && ts[i]->ne[0] == ts[0]->ne[0];
+    int64_t off = 0;
+    if (same) {
+        *n_parts = 1;
+        parts[0].y_off = 0;
+        return add_w(pl, &parts[0], ts, nt);
+    }
+    *n_parts = nt;
+    for (int i = 0; i < nt; i++) {
+        parts[i].y_off = off;
+        off += (int64_t)ts[i]->ne[1];
+        cll_status st = add_w(pl, &parts[i], &ts[i], 1);
+        if (st != CLL_OK) return st;
+    }
+    return CLL_OK;
+}
+
+static cll_status add_v(plan *pl, float **dst, const cll_gguf_tensor *t) {
+    *dst = NULL;
+    if (!t) return CLL_OK;
+    if (pl->nv == pl->capv) {
+        pl->capv = pl->capv ? 2 * pl->capv : 64;
+        vjob *nv = (vjob *)realloc(pl->v, sizeof(vjob) * (size_t)pl->capv);
+        if (!nv) return cll_err(CLL_ERR_NOMEM, "cuda model: out of memory");
+        pl->v = nv;
+    }
+    vjob *j = &pl->v[pl->nv++];
+    j->dst = dst;
+    j->t = t;
+    j->bytes = align_up(sizeof(float) * (size_t)t->ne[0]);
+    j->off = pl->total;
+    pl->total += j->bytes;
+    return CLL_OK;
+}
+
+static cll_status plan_model(plan *pl) {
+    cll_driver_model *dm = pl->dm;
+    const cll_model *m = dm->m;
+    const cll_hparams *hp = &m->hp;
+    cll_status st;
+#define P(x)                              \
+    do {                                  \
+        if ((st = (x)) != CLL_OK) return st; \
+    } while (0)
+    { /* the embedding table: get_rows reads it; a tied output head runs its gemv */
+        const cll_gguf_tensor *t = m->tok_embd;
+        if (m->output == m->tok_embd) {
+            P(add_w(pl, &dm->output, &t, 1));
+        } else {
+            /* an untied embedding needs no gemv row: plan it without the row check */
+            if (pl->nw == pl->capw) {
+                pl->capw = pl->capw ? 2 * pl->capw : 64;
+                wjob *nwj = (wjob *)realloc(pl->w, sizeof(wjob) * (size_t)pl->capw);
+                if (!nwj) return cll_err(CLL_ERR_NOMEM, "cuda model: out of memory");
+                pl->w = nwj;
+            }
+            wjob *j = &pl->w[pl->nw++];
+            memset(j, 0, sizeof *j);
+            j->dst = NULL; /* the embedding: dm->tok_embd */
+            j->t[0] = t;
+            j->nt = 1;
+            j->type = t->type;
+            j->rows = (int64_t)t->ne[1];
+            j->cols = (int64_t)t->ne[0];
+            j->n_mat = 1;
+            j->bytes = align_up(cll_cu_weight_bytes(j->type, j->rows, j->cols, 1));
+            j->off = pl->total;
+            pl->total += j->bytes;
+            P(add_w(pl, &dm->output, &m->output, 1));
+        }
+    }
+    P(add_v(pl, &dm->output_norm, m->output_norm));
+    P(add_v(pl, &dm->rope_ff, m->rope_freqs));
+    for (int32_t il = 0; il < hp->n_layer; il++) {
+        const cll_layer *L = &m->layers[il];
+        cll_cu_layer *C = &dm->layers[il];
+        const cll_gguf_tensor *qkv[3] = {L->wq, L->wk, L->wv};
+        P(add_product(pl, C->qkv, &C->n_qkv, qkv, 3));
+        P(add_w(pl, &C->wo, &L->wo, 1));
+        if (hp->n_expert > 0) {
+            P(add_w(pl, &C->router, &L->ffn_gate_inp, 1));
+            const cll_gguf_tensor *gu[2] = {L->gate_exps, L->up_exps};
+            P(add_product(pl, C->gu, &C->n_gu, gu, 2));
+            P(add_w(pl, &C->down, &L->down_exps, 1));
+        } else {
+            const cll_gguf_tensor *gu[2] = {L->ffn_gate, L->ffn_up};
+            P(add_product(pl, C->gu, &C->n_gu, gu, 2));
+            P(add_w(pl, &C->down, &L->ffn_down, 1));
+        }
+        P(add_v(pl, &C->attn_norm, L->attn_norm));
+        P(add_v(pl, &C->ffn_norm, L->ffn_norm));
+        P(add_v(pl, &C->post_attn_norm, L->post_attn_norm));
+        P(add_v(pl, &C->post_ffn_norm, L->post_ffn_norm));
+        P(add_v(pl, &C->q_norm, L->q_norm));
+        P(add_v(pl, &C->k_norm, L->k_norm));
+        P(add_v(pl, &C->bq, L->bq));
+        P(add_v(pl, &C->bk, L->bk));
+        P(add_v(pl, &C->bv, L->bv));
+    }
+#undef P
+    return CLL_OK;
+}
+
+static void progress(bool on, size_t done, size_t total, int *last) {
+    if (!on || total == 0) return;
+    const int pct = (int)((double)done * 100.0 / (double)total);
+    if (pct == *last) return;
+    *last = pct;
+    fprintf(stderr, "\rcuda: uploading weights %3d%% (%zu / %zu MiB)", pct, done >> 20, total >> 20);
+    if (done >= total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static cll_status upload(plan *pl, bool show) {
+    cll_driver_model *dm = pl->dm;
+    uint8_t *base = (uint8_t *)dm->arena;
+    uint8_t *host = NULL;
+    if (pl->host_max && !(host = (uint8_t *)malloc(pl->host_max)))
+        return cll_err(CLL_ERR_NOMEM, "cuda model: %zu bytes of host staging: out of memory", pl->host_max);
+    size_t done = 0;
+    int last = -1;
+    cll_status st = CLL_OK;
+    float *vbuf = NULL;
+    for (int i = 0; i < pl->nw && st == CLL_OK; i++) {
+        wjob *j = &pl->w[i];
+        char nm[128];
+        tname(j->t[0], nm, sizeof nm);
+        const void *src = j->t[0]->data;
+        if (j->nt > 1) { /* per matrix: the parts' rows one after another */
+            const size_t rb = (size_t)cll_row_bytes(j->type, (uint64_t)j->cols);
+            uint8_t *o = host;
+            for (int64_t e = 0; e < j->n_mat; e++)
+                for (int k = 0; k < j->nt; k++) {
+                    const size_t sl = rb * (size_t)j->t[k]->ne[1];
+                    memcpy(o, (const uint8_t *)j->t[k]->data + (size_t)e * sl, sl);
+                    o += sl;
+                }
+            src = host;
+        }
+        cll_cu_weight *w = j->dst ? &j->dst->w : &dm->tok_embd;
+        st = up_status(cll_cu_weight_upload(w, src, j->type, j->rows, j->cols, j->n_mat, base + j->off), nm);
+        if (st == CLL_OK && j->dst == &dm->output && dm->m->output == dm->m->tok_embd) dm->tok_embd = *w;
+        done += j->bytes;
+        progress(show, done, pl->total, &last);
+    }
+    for (int i = 0; i < pl->nv && st == CLL_OK; i++) {
+        vjob *j = &pl->v[i];
+        const cll_type_traits *tr = cll_type_traits_get(j->t->type);
+        const int64_t n = (int64_t)j->t->ne[0];
+        char nm[128];
+        tname(j->t, nm, sizeof nm);
+        if (!tr || !tr->to_f32) {
+            st = cll_err(CLL_ERR_UNSUPPORTED, "cuda: tensor %s: type %s cannot be read as f32", nm,
+                         cll_type_name(j->t->type));
+            break;
+        }
+        float *nb = (float *)realloc(vbuf, sizeof(float) * (size_t)n);
+        if (!nb) {
+            st = cll_err(CLL_ERR_NOMEM, "cuda model: out of memory");
+            break;
+        }
+        vbuf = nb;
+        tr->to_f32(j->t->data, vbuf, n);
+        *j->dst = (float *)(base + j->off);
+        st = up_status(cudaMemcpy(*j->dst, vbuf, sizeof(float) * (size_t)n, cudaMemcpyHostToDevice), nm);
+        done += j->bytes;
+        progress(show, done, pl->total, &last);
+    }
+    free(vbuf);
+    free(host);
+    if (st == CLL_OK) st = up_status(cudaDeviceSynchronize(), "weights");
+    return st;
+}
+
+static cll_status check_shapes(const cll_model *m) {
+    const cll_hparams *hp = &m->hp;
+    if (hp->head_dim_k <= 0 || hp->head_dim_v <= 0 || hp->head_dim_k > 256 || hp->head_dim_v > 256)
+        return cll_err(CLL_ERR_UNSUPPORTED, "cuda: head dims %d/%d (the attention kernel serves up to 256)",
+                       hp->head_dim_k, hp->head_dim_v);
+    if (hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv)
+        return cll_err(CLL_ERR_UNSUPPORTED, "cuda: %d heads over %d kv heads", hp->n_head, hp->n_head_kv);
+    if (hp->n_rot > hp->head_dim_k || hp->n_rot % 2)
+        return cll_err(CLL_ERR_UNSUPPORTED, "cuda: n_rot %d with head dim %d", hp->n_rot, hp->head_dim_k);
+    return CLL_OK;
+}
+
+cll_status cll_cu_model_create(const cll_model *m, const cll_driver_model_params *p, cll_driver_model **out) {
+    *out = NULL;
+    cll_status st = check_shapes(m);
+    if (st != CLL_OK) return st;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        cudaGetLastError();
+        return cll_err(CLL_ERR_DEVICE, "cuda: no CUDA device is visible");
+    }
+    if (p->device < 0 || p->device >= ndev)
+        return cll_err(CLL_ERR_ARG, "cuda: device %d requested, %d visible", p->device, ndev);
+    CLL_CU_TRY(cudaSetDevice(p->device));
+    cll_driver_model *dm = (cll_driver_model *)calloc(1, sizeof *dm);
+    if (!dm) return cll_err(CLL_ERR_NOMEM, "cuda model: out of memory");
+    dm->m = m;
+    dm->device = p->device;
+    dm->layers = (cll_cu_layer *)calloc((size_t)m->hp.n_layer, sizeof *dm->layers);
+    plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.dm = dm;
+    if (!dm->layers) {
+        free(dm);
+        return cll_err(CLL_ERR_NOMEM, "cuda model: out of memory");
+    }
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, p->device) == cudaSuccess) snprintf(dm->dev_name, sizeof dm->dev_name, "%s", prop.name);
+    st = plan_model(&pl);
+    size_t fr = 0, tot = 0;
+    if (st == CLL_OK && cudaMemGetInfo(&fr, &tot) != cudaSuccess)
+        st = cll_err(CLL_ERR_DEVICE, "%s:%d: cudaMemGetInfo failed", __FILE__, __LINE__);
+    if (st == CLL_OK && pl.total > fr)
+        st = cll_err(CLL_ERR_NOMEM, "cuda: the model needs %.1f MiB of device memory, %.1f MiB are free on %s (of %.1f MiB)",
+                     pl.total / 1048576.0, fr / 1048576.0, dm->dev_name, tot / 1048576.0);
+    if (st == CLL_OK) {
+        cudaError_t e = cudaMalloc(&dm->arena, pl.total);
+        if (e != cudaSuccess) {
+            dm->arena = NULL;
+            st = cll_err(CLL_ERR_NOMEM, "%s:%d: cudaMalloc of %.1f MiB of weights: %s", __FILE__, __LINE__,
+                         pl.total / 1048576.0, cudaGetErrorString(e));
+        }
+    }
+    if (st == CLL_OK) {
+        dm->arena_bytes = pl.total;
+        st = upload(&pl, p->progress);
+    }
+    if (st == CLL_OK) {
+        const cll_cu_layer *C = &dm->layers[0];
+        snprintf(dm->desc, sizeof dm->desc, "cuda %s: %.1f MiB resident, q/k/v %s, gate/up %s, %s weights", dm->dev_name,
+                 dm->arena_bytes / 1048576.0, C->n_qkv == 1 ? "fused" : "split", C->n_gu == 1 ? "fused" : "split",
+                 cll_type_name(C->qkv[0].w.type));
+    }
+    free(pl.w);
+    free(pl.v);
+    if (st != CLL_OK) {
+        cll_cu_model_free(dm);
+        return st;
+    }
+    *out = dm;
+    return CLL_OK;
+}
+
+void cll_cu_model_free(cll_driver_model *dm) {
+    if (!dm) return;
+    if (dm->arena) {
+        cudaSetDevice(dm->device);
+        cudaFree(dm->arena);
+    }
+    free(dm->layers);
+    free(dm);
+}
