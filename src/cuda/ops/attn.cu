@@ -1,18 +1,20 @@
 /* cuda/ops/attn: attention of n query tokens over the KV cache, split over key chunks.
- * Pass 1 (attn_chunk): one block per (head, chunk, token); its 4 warps stride the chunk's keys,
- * each keeping an online softmax (max, sum, acc[hd_v]) in registers, merged through smem into
- * one partial. Pass 2 (attn_merge): one block per (head, token) rescales the chunk partials to
+ * Pass 1 (attn_chunk): one block per (head, chunk, token); its 4 warps stride the chunk's keys
+ * 4 at a time (loads of 4 keys in flight), each keeping an online softmax (max, sum,
+ * acc[hd_v]) in registers, merged through smem into one partial. Pass 2 (attn_merge): one block per (head, token) rescales the chunk partials to
  * the global max, normalizes, writes f32 and the q8_1 form of the output row.
  * Owns nothing. Rule: grids are sized for n_ctx; chunks past a token's length exit at once,
  * so one captured graph serves every decode position. q was rounded to fp16 upstream (F16
  * cache), dots and softmax in f32 with max subtraction, as src/cpu/ops.c cll_ops_attn_head.
  * Launch geometry: chunk grid (n_head, n_chunks, n) x 128 threads, merge grid (n_head, n) x
- * hd_v threads rounded up to a warp. Any head dim <= 256 (lane j holds dims j, j+32, ...). Registers: q (hd_k/32) + acc (hd_v/32) per lane, <= 8 each; smem (pass 1):
+ * hd_v threads rounded up to a warp. Any head dim <= 256 (lane j holds dims j, j+32, ...).
+ * Registers: 63 (ptxas, q + acc 8 each per lane, no spills); smem (pass 1):
  * 4 x (hd_v + 2) floats <= 4.1 KiB. */
 #include "cuda/ops/ops.cuh"
 
 #define ATTN_WARPS 4
 #define ATTN_MAX_T 8 /* head dim <= 256: 8 elements per lane */
+#define ATTN_UNROLL 4
 
 template <bool F16>
 static __device__ __forceinline__ float kv_load(const void *base, int64_t i) {
@@ -44,25 +46,39 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
         acc[t] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
-    for (int32_t j = c0 + warp; j < c1; j += ATTN_WARPS) {
-        const int64_t ko = (base + j) * ks + (int64_t)kvh * a.hd_k;
-        float dot = 0.0f;
+    /* ATTN_UNROLL keys per step: their K and V loads are independent and in flight together */
+    for (int32_t j0 = c0 + warp * ATTN_UNROLL; j0 < c1; j0 += ATTN_WARPS * ATTN_UNROLL) {
+        float sc[ATTN_UNROLL];
+        float mn = m;
 #pragma unroll
-        for (int t = 0; t < ATTN_MAX_T; t++)
-            if (lane + 32 * t < hk) dot += qr[t] * kv_load<F16>(a.kc, ko + lane + 32 * t);
-        const float s = cll_warp_sum(dot) * a.scale;
-        float corr = 1.0f, p = 1.0f;
-        if (s > m) {
-            corr = expf(m - s); /* 0 on the first key (m = -inf) */
-            m = s;
-        } else {
-            p = expf(s - m);
+        for (int u = 0; u < ATTN_UNROLL; u++) {
+            const int32_t j = j0 + u;
+            float dot = 0.0f;
+            if (j < c1) {
+                const int64_t ko = (base + j) * ks + (int64_t)kvh * a.hd_k;
+#pragma unroll
+                for (int t = 0; t < ATTN_MAX_T; t++)
+                    if (lane + 32 * t < hk) dot += qr[t] * kv_load<F16>(a.kc, ko + lane + 32 * t);
+            }
+            sc[u] = j < c1 ? cll_warp_sum(dot) * a.scale : -INFINITY;
+            mn = fmaxf(mn, sc[u]);
         }
-        l = l * corr + p;
-        const int64_t vo = (base + j) * vs + (int64_t)kvh * a.hd_v;
+        const float corr = m == -INFINITY ? 0.0f : expf(m - mn);
+        l *= corr;
 #pragma unroll
-        for (int t = 0; t < ATTN_MAX_T; t++)
-            if (lane + 32 * t < hv) acc[t] = acc[t] * corr + p * kv_load<F16>(a.vc, vo + lane + 32 * t);
+        for (int t = 0; t < ATTN_MAX_T; t++) acc[t] *= corr;
+#pragma unroll
+        for (int u = 0; u < ATTN_UNROLL; u++) {
+            const int32_t j = j0 + u;
+            if (j >= c1) continue;
+            const float p = expf(sc[u] - mn);
+            l += p;
+            const int64_t vo = (base + j) * vs + (int64_t)kvh * a.hd_v;
+#pragma unroll
+            for (int t = 0; t < ATTN_MAX_T; t++)
+                if (lane + 32 * t < hv) acc[t] += p * kv_load<F16>(a.vc, vo + lane + 32 * t);
+        }
+        m = mn;
     }
     if (lane == 0) {
         sm[warp][0] = m;
