@@ -1,0 +1,674 @@
+/* cuda/gate: the correctness gate and timing harness of the CUDA kernel rows (see gate.h).
+ * Host code (C++ for the CUDA runtime and cuBLAS; the C reference through extern "C").
+ * Owns nothing past a call: every device buffer is released before return (struct Dev).
+ * Rule: the expectation never comes from the device; every output is compared. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#define CLL_CU_WANT_IQ 1 /* the decoders' host pass (cll_cuda_gate_decoders) reads the C codebooks */
+#include "cuda/formats.cuh"
+#include "cuda/matmul/matmul.cuh"
+#include "cuda/matmul/matmul_internal.cuh"
+
+extern "C" {
+#include "cuda/gate.h"
+}
+
+/* ---- small helpers ---- */
+namespace {
+
+struct Rng {
+    uint64_t s;
+    uint64_t next() {
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    float uni() { return (float)((next() >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f; } /* [-1, 1) */
+};
+
+/* device buffers freed at scope exit */
+struct Dev {
+    std::vector<void *> p;
+    cudaError_t alloc(void **out, size_t n) {
+        cudaError_t e = cudaMalloc(out, n ? n : 16);
+        if (e == cudaSuccess) p.push_back(*out);
+        return e;
+    }
+    ~Dev() {
+        for (void *q : p) cudaFree(q);
+    }
+};
+
+#define GATE_CU(call)                                                                                       \
+    do {                                                                                                    \
+        cudaError_t e_ = (call);                                                                            \
+        if (e_ != cudaSuccess) {                                                                            \
+            cudaGetLastError();                                                                             \
+            return cll_err(CLL_ERR_DEVICE, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+        }                                                                                                   \
+    } while (0)
+
+/* fp16 scale fields of the block types that have no reference quantizer: random blocks get
+ * sane scales there (byte offsets in formats/blocks.h); -1 = none */
+struct ScaleFields {
+    uint32_t type;
+    int d, dmin;
+};
+const ScaleFields k_scale_fields[] = {
+    {CLL_TYPE_Q2_K, 80, 82}, {CLL_TYPE_Q3_K, 108, -1},  {CLL_TYPE_IQ2_XXS, 0, -1}, {CLL_TYPE_IQ2_XS, 0, -1},
+    {CLL_TYPE_IQ2_S, 0, -1}, {CLL_TYPE_IQ3_XXS, 0, -1}, {CLL_TYPE_IQ3_S, 0, -1},   {CLL_TYPE_IQ4_NL, 0, -1},
+    {CLL_TYPE_IQ4_XS, 0, -1},
+};
+
+/* n_rows rows of cols values of type t (GGUF bytes, unpadded): the reference quantizer of
+ * random floats where one exists, else random blocks with fp16 scales in [2^-9, 3*2^-9) */
+bool make_weights(uint32_t t, int64_t n_rows, int64_t cols, Rng &rng, std::vector<uint8_t> &out) {
+    const cll_type_traits *tr = cll_type_traits_get(t);
+    if (!tr) return false;
+    const size_t rb = (size_t)cll_row_bytes(t, (uint64_t)cols);
+    out.assign(rb * (size_t)n_rows, 0);
+    if (tr->from_f32) {
+        std::vector<float> f((size_t)cols);
+        for (int64_t r = 0; r < n_rows; r++) {
+            const float amp = 0.25f + 0.75f * (rng.uni() + 1.0f); /* rows of different magnitude */
+            for (auto &v : f) v = amp * rng.uni();
+            tr->from_f32(f.data(), out.data() + rb * (size_t)r, cols);
+        }
+        return true;
+    }
+    const ScaleFields *sf = NULL;
+    for (const auto &s : k_scale_fields)
+        if (s.type == t) sf = &s;
+    if (!sf) return false;
+    for (size_t i = 0; i < out.size(); i += 8) {
+        const uint64_t v = rng.next();
+        memcpy(out.data() + i, &v, out.size() - i < 8 ? out.size() - i : 8);
+    }
+    const int64_t nblk = (int64_t)(out.size() / tr->type_size);
+    for (int64_t b = 0; b < nblk; b++) {
+        uint8_t *blk = out.data() + (size_t)b * tr->type_size;
+        const uint16_t d = cll_f32_to_fp16((2.0f + rng.uni()) / 512.0f);
+        memcpy(blk + sf->d, &d, 2);
+        if (sf->dmin >= 0) {
+            const uint16_t m = cll_f32_to_fp16((2.0f + rng.uni()) / 512.0f);
+            memcpy(blk + sf->dmin, &m, 2);
+        }
+    }
+    return true;
+}
+
+struct Cmp {
+    int64_t n = 0, bad = 0, unwritten = 0, worst = -1;
+    double max_err = 0.0;
+};
+
+/* got vs want with the bar |got - want| <= tol * scale (scale 0: exact) */
+Cmp compare(const float *got, const double *want, const double *scale, int64_t n, double tol) {
+    Cmp c;
+    c.n = n;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(got[i])) {
+            c.unwritten++;
+            c.bad++;
+            if (c.worst < 0) c.worst = i;
+            continue;
+        }
+        const double diff = fabs((double)got[i] - want[i]);
+        const double err = scale[i] > 0 ? diff / scale[i] : (diff > 0 ? INFINITY : 0.0);
+        if (!(err <= tol)) c.bad++;
+        if (err > c.max_err || c.worst < 0) {
+            if (err > c.max_err) c.max_err = err;
+            c.worst = i;
+        }
+    }
+    return c;
+}
+
+/* poison control: one expectation moved by 4x the bar (or one ulp-ish step when the bar is 0) */
+bool control_fails(const float *got, const double *want, const double *scale, int64_t n, double tol) {
+    if (n == 0) return false;
+    std::vector<double> w2(want, want + n);
+    const int64_t k = n / 2;
+    w2[k] += tol > 0 ? 4.0 * tol * scale[k] + 1e-30 : fabs(w2[k]) * 1e-6 + 1e-30;
+    return compare(got, w2.data(), scale, n, tol).bad > 0;
+}
+
+void fill_report(cll_cuda_gate_report *rep, const Cmp &c, double tol) {
+    rep->n_out = c.n;
+    rep->n_bad = c.bad;
+    rep->n_unwritten = c.unwritten;
+    rep->max_err = c.max_err;
+    rep->tol = tol;
+}
+
+cll_status verdict(cll_cuda_gate_report *rep, const char *what) {
+    rep->passed = rep->n_bad == 0 && rep->n_clobbered == 0 && rep->q8_exact && rep->tables_exact;
+    if (rep->passed && rep->control_failed) return CLL_OK;
+    if (rep->passed)
+        return cll_err(CLL_ERR_INTERNAL, "gate %s: the poison control passed (the bar cannot fail)", rep->row);
+    return cll_err(CLL_ERR_INTERNAL,
+                   "gate %s (%s, %lldx%lld nb=%d): %lld/%lld outputs off (%lld unwritten), max err %.3g (bar %.3g), "
+                   "%lld padding clobbered%s%s",
+                   rep->row, what, (long long)rep->rows, (long long)rep->cols, rep->nb, (long long)rep->n_bad,
+                   (long long)rep->n_out, (long long)rep->n_unwritten, rep->max_err, rep->tol,
+                   (long long)rep->n_clobbered, rep->q8_exact ? "" : ", q8_1 bytes differ from the CPU's",
+                   rep->tables_exact ? "" : ", device codebooks differ from the C tables");
+}
+
+void init_report(cll_cuda_gate_report *rep, const char *name, uint32_t op, uint32_t t, int64_t rows, int64_t cols, int nb) {
+    memset(rep, 0, sizeof *rep);
+    snprintf(rep->row, sizeof rep->row, "%s", name);
+    rep->op = op;
+    rep->wtype = t;
+    rep->rows = rows;
+    rep->cols = cols;
+    rep->nb = nb;
+    rep->n_mat = 1;
+    rep->q8_exact = true;
+    rep->tables_exact = true;
+}
+
+bool is_iq(uint32_t t) {
+    switch (t) {
+    case CLL_TYPE_IQ2_XXS: case CLL_TYPE_IQ2_XS: case CLL_TYPE_IQ2_S: case CLL_TYPE_IQ3_XXS: case CLL_TYPE_IQ3_S:
+    case CLL_TYPE_IQ4_NL: case CLL_TYPE_IQ4_XS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* an f32 buffer of n floats, NaN-poisoned (0xFF bytes are a NaN) */
+cudaError_t poisoned(Dev &dev, float **p, size_t n) {
+    CLL_CU_RET(dev.alloc((void **)p, n * sizeof(float)));
+    return cudaMemset(*p, 0xFF, n * sizeof(float));
+}
+
+int64_t count_clobbered(const std::vector<float> &y, int64_t nrow, int64_t width, int64_t ld) {
+    int64_t c = 0;
+    for (int64_t b = 0; b < nrow; b++)
+        for (int64_t i = width; i < ld; i++)
+            if (!isnan(y[(size_t)(b * ld + i)])) c++;
+    return c;
+}
+
+cll_status gate_tables_into(cll_cuda_gate_report *rep) {
+    bool same = false;
+    GATE_CU(cll_cu_iq_tables_check(&same));
+    rep->tables_exact = same;
+    return CLL_OK;
+}
+
+/* ---- gemv ---- */
+cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed, cll_cuda_gate_report *rep) {
+    const uint32_t t = row->wtype;
+    const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)row->impl;
+    const cll_type_traits *tr = cll_type_traits_get(t);
+    if (!impl || !impl->gemv || !tr || !tr->to_f32) return cll_err(CLL_ERR_ARG, "gate %s: not a gemv row", row->name);
+    if (nb < 1 || rows < 1 || cols % tr->blck) return cll_err(CLL_ERR_ARG, "gate %s: bad shape", row->name);
+    if (is_iq(t)) {
+        cll_status st = gate_tables_into(rep);
+        if (st != CLL_OK) return st;
+    }
+    Rng rng{seed * 0x2545F4914F6CDD1Dull + 1};
+    const bool moe = nb > 1 && (nb & 1);
+    const int64_t n_mat = moe ? nb + 1 : 1;
+    rep->n_mat = n_mat;
+    const int64_t nx = moe ? 1 : nb;       /* input rows */
+    const int64_t x_stride = (cols + 7) & ~(int64_t)3;  /* strided inputs, 16-byte aligned rows */
+    const int64_t y_stride = rows + 5;
+    std::vector<uint8_t> W;
+    if (!make_weights(t, rows * n_mat, cols, rng, W)) return cll_err(CLL_ERR_UNSUPPORTED, "gate: no generator for %s", tr->name);
+    std::vector<float> x((size_t)(nx * x_stride), 0.0f);
+    for (int64_t b = 0; b < nx; b++)
+        for (int64_t k = 0; k < cols; k++) x[(size_t)(b * x_stride + k)] = rng.uni() * (k % 97 == 0 ? 4.0f : 1.0f);
+    std::vector<int32_t> ids((size_t)nb, 0);
+    for (int b = 0; b < nb; b++) ids[(size_t)b] = moe ? (int32_t)(rng.next() % (uint64_t)n_mat) : 0;
+
+    Dev dev;
+    void *dw = NULL, *dxq = NULL;
+    float *dx = NULL, *dy = NULL;
+    int32_t *dids = NULL;
+    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, n_mat)));
+    cll_cu_weight w;
+    GATE_CU(cll_cu_weight_upload(&w, W.data(), t, rows, cols, n_mat, dw));
+    GATE_CU(dev.alloc((void **)&dx, x.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &dy, (size_t)(nb * y_stride)));
+    if (moe) {
+        GATE_CU(dev.alloc((void **)&dids, ids.size() * sizeof(int32_t)));
+        GATE_CU(cudaMemcpy(dids, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    }
+    /* the activation as the row reads it: q8_1 quantized on the device, checked byte for byte */
+    const int64_t nqb = cols / 32;
+    std::vector<cll_block_q8_1> q8;
+    if (impl->needs_q8) {
+        if (cols % 32) return cll_err(CLL_ERR_ARG, "gate %s: cols %% 32", row->name);
+        GATE_CU(dev.alloc(&dxq, (size_t)(nx * nqb) * sizeof(cll_block_q8_1)));
+        GATE_CU(cll_cu_quantize_q8_1(dx, x_stride, nx, cols, dxq, 0));
+        q8.resize((size_t)(nx * nqb));
+        GATE_CU(cudaMemcpy(q8.data(), dxq, q8.size() * sizeof(cll_block_q8_1), cudaMemcpyDeviceToHost));
+        std::vector<cll_block_q8_1> ref((size_t)nqb);
+        for (int64_t b = 0; b < nx; b++) {
+            cll_quantize_q8_1(x.data() + b * x_stride, ref.data(), cols);
+            if (memcmp(ref.data(), q8.data() + b * nqb, (size_t)nqb * sizeof(cll_block_q8_1))) rep->q8_exact = false;
+        }
+    }
+    cll_cu_gemv_args a;
+    a.nb = nb;
+    a.mat_ids = dids;
+    a.x = dx;
+    a.x_stride = moe ? 0 : x_stride;
+    a.xq = dxq;
+    a.xq_stride = moe ? 0 : nqb;
+    a.y = dy;
+    a.y_stride = y_stride;
+    GATE_CU(impl->gemv(&w, &a, 0));
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> y((size_t)(nb * y_stride));
+    GATE_CU(cudaMemcpy(y.data(), dy, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+
+    /* expectation */
+    const size_t rb = (size_t)cll_row_bytes(t, (uint64_t)cols);
+    std::vector<double> want((size_t)(nb * rows)), scale((size_t)(nb * rows));
+    std::vector<float> got((size_t)(nb * rows)), wf((size_t)cols), xa((size_t)cols);
+    std::vector<cll_block_q8_0> q80((size_t)nqb);
+    const uint32_t vdt = tr->vec_dot_type;
+    const bool exact_ref = impl->needs_q8 && (vdt == CLL_TYPE_Q8_0 || vdt == CLL_TYPE_Q8_1);
+    snprintf(rep->ref, sizeof rep->ref, "%s",
+             exact_ref ? (vdt == CLL_TYPE_Q8_0 ? "cll_vec_dot_ref (q8_0 = the q8_1 d,qs)" : "cll_vec_dot_ref (q8_1)")
+             : impl->needs_q8 ? "f64 to_f32(w) . deq(q8_1 x)"
+             : t == CLL_TYPE_BF16 ? "f64 to_f32(w) . bf16(x)" : "f64 to_f32(w) . x");
+    for (int b = 0; b < nb; b++) {
+        const int64_t xb = moe ? 0 : b;
+        const cll_block_q8_1 *qa = impl->needs_q8 ? q8.data() + xb * nqb : NULL;
+        if (qa) {
+            for (int64_t i = 0; i < nqb; i++) {
+                const float d = cll_fp16_to_f32(qa[i].d);
+                q80[(size_t)i].d = qa[i].d;
+                memcpy(q80[(size_t)i].qs, qa[i].qs, 32);
+                for (int k = 0; k < 32; k++) xa[(size_t)(32 * i + k)] = d * (float)qa[i].qs[k];
+            }
+        } else {
+            for (int64_t k = 0; k < cols; k++) {
+                const float v = x[(size_t)(xb * x_stride + k)];
+                xa[(size_t)k] = t == CLL_TYPE_BF16 ? cll_bf16_to_f32(cll_f32_to_bf16(v)) : v;
+            }
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            const uint8_t *wr = W.data() + rb * (size_t)(ids[(size_t)b] * rows + r);
+            tr->to_f32(wr, wf.data(), cols);
+            double s = 0.0, m = 0.0;
+            for (int64_t k = 0; k < cols; k++) {
+                const double p = (double)wf[(size_t)k] * (double)xa[(size_t)k];
+                s += p;
+                m += fabs(p);
+            }
+            const size_t o = (size_t)(b * rows + r);
+            if (exact_ref)
+                s = cll_vec_dot_ref(t, wr, vdt == CLL_TYPE_Q8_0 ? (const void *)q80.data() : (const void *)qa, cols);
+            want[o] = s;
+            scale[o] = m;
+            got[o] = y[(size_t)(b * y_stride + r)];
+        }
+    }
+    const double tol = 1e-5;
+    const Cmp c = compare(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
+    fill_report(rep, c, tol);
+    rep->n_clobbered = count_clobbered(y, nb, rows, y_stride);
+    rep->control_failed = control_fails(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
+    return verdict(rep, moe ? "gemv moe" : "gemv");
+}
+
+/* ---- gemm ---- */
+cll_status gate_gemm(const cll_kernel_row *row, int64_t rows, int64_t cols, int n, uint64_t seed, cll_cuda_gate_report *rep) {
+    const uint32_t t = row->wtype;
+    const cll_type_traits *tr = cll_type_traits_get(t);
+    if (!tr || !tr->to_f32 || n < 1 || rows < 1 || cols % tr->blck) return cll_err(CLL_ERR_ARG, "gate %s: bad shape", row->name);
+    if (is_iq(t)) {
+        cll_status st = gate_tables_into(rep);
+        if (st != CLL_OK) return st;
+    }
+    Rng rng{seed * 0x9E3779B97F4A7C15ull + 7};
+    const int64_t n_mat = 2, mat = 1, ldx = cols + 8, ldy = rows + 3;
+    rep->n_mat = n_mat;
+    std::vector<uint8_t> W;
+    if (!make_weights(t, rows * n_mat, cols, rng, W)) return cll_err(CLL_ERR_UNSUPPORTED, "gate: no generator for %s", tr->name);
+    std::vector<float> x((size_t)(n * ldx), 0.0f);
+    for (auto &v : x) v = rng.uni();
+    Dev dev;
+    void *dw = NULL, *panel = NULL, *xh = NULL;
+    float *dx = NULL, *dy = NULL;
+    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, n_mat)));
+    cll_cu_weight w;
+    GATE_CU(cll_cu_weight_upload(&w, W.data(), t, rows, cols, n_mat, dw));
+    GATE_CU(dev.alloc((void **)&dx, x.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &dy, (size_t)(n * ldy)));
+    cll_cu_gemm_ctx g;
+    g.panel_bytes = (size_t)cols * 2 * (size_t)(rows / 3 > 0 ? rows / 3 : 1); /* ~3 slabs */
+    g.xh_bytes = (size_t)(n * cols) * 2;
+    GATE_CU(dev.alloc(&panel, g.panel_bytes));
+    GATE_CU(dev.alloc(&xh, g.xh_bytes));
+    g.panel = panel;
+    g.xh = xh;
+    if (cublasCreate(&g.blas) != CUBLAS_STATUS_SUCCESS) return cll_err(CLL_ERR_DEVICE, "gate %s: cublasCreate failed", row->name);
+    cudaError_t e = cll_cu_gemm(&g, &w, mat, dx, ldx, n, dy, ldy, 0);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    cublasDestroy(g.blas);
+    GATE_CU(e);
+    std::vector<float> y((size_t)(n * ldy));
+    GATE_CU(cudaMemcpy(y.data(), dy, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    const size_t rb = (size_t)cll_row_bytes(t, (uint64_t)cols);
+    std::vector<float> wf((size_t)(rows * cols)), got((size_t)(n * rows));
+    for (int64_t r = 0; r < rows; r++) tr->to_f32(W.data() + rb * (size_t)(mat * rows + r), wf.data() + r * cols, cols);
+    std::vector<double> want(got.size()), scale(got.size());
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t r = 0; r < rows; r++) {
+            double s = 0.0, m = 0.0;
+            const float *wr = wf.data() + r * cols, *xr = x.data() + i * ldx;
+            for (int64_t k = 0; k < cols; k++) {
+                const double p = (double)wr[k] * (double)xr[k];
+                s += p;
+                m += fabs(p);
+            }
+            want[(size_t)(i * rows + r)] = s;
+            scale[(size_t)(i * rows + r)] = m;
+            got[(size_t)(i * rows + r)] = y[(size_t)(i * ldy + r)];
+        }
+    const double tol = t == CLL_TYPE_F32 ? 1e-5 : t == CLL_TYPE_BF16 ? 8e-3 : 2e-3;
+    snprintf(rep->ref, sizeof rep->ref, "f64 to_f32(w) . x (bar: %s)",
+             t == CLL_TYPE_F32 ? "f32" : t == CLL_TYPE_BF16 ? "bf16 x rounding" : "f16 panel + f16 x rounding");
+    const Cmp c = compare(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
+    fill_report(rep, c, tol);
+    rep->n_clobbered = count_clobbered(y, n, rows, ldy);
+    rep->control_failed = control_fails(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
+    return verdict(rep, "gemm");
+}
+
+__global__ void k_fill_random(uint32_t *p, size_t n, uint32_t seed) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 0x9E3779B1u ^ seed;
+        h ^= h >> 16;
+        h *= 0x85EBCA6Bu;
+        h ^= h >> 13;
+        h *= 0xC2B2AE35u;
+        h ^= h >> 16;
+        p[i] = h & 0x3BFF3BFFu; /* keeps fp16 / bf16 / f32 fields finite and small */
+    }
+}
+
+/* ---- the device decoders, run on the host (same source, __host__ __device__) ---- */
+template <int T> bool check_decoder(uint64_t seed, char *why, size_t cap) {
+    typedef CuFmt<T> F;
+    const cll_type_traits *tr = cll_type_traits_get(T);
+    Rng rng{seed};
+    const int64_t nblk = 24, cols = nblk * F::QK;
+    std::vector<uint8_t> W;
+    if (!make_weights(T, 3, cols, rng, W)) {
+        snprintf(why, cap, "%s: no generator", tr->name);
+        return false;
+    }
+    const size_t rb = (size_t)cll_row_bytes(T, (uint64_t)cols);
+    std::vector<float> wf((size_t)cols), x((size_t)cols), xa((size_t)cols);
+    std::vector<cll_block_q8_1> q8((size_t)(cols / 32));
+    std::vector<cll_block_q8_0> q80((size_t)(cols / 32));
+    for (int r = 0; r < 3; r++) {
+        const uint8_t *wr = W.data() + rb * (size_t)r;
+        tr->to_f32(wr, wf.data(), cols);
+        for (int64_t e = 0; e < cols; e++) { /* element decoder: bit-exact with to_f32 */
+            const float v = F::deq(wr + (e / F::QK) * F::BB, (int)(e % F::QK));
+            if (memcmp(&v, &wf[(size_t)e], 4)) {
+                snprintf(why, cap, "%s deq: row %d element %lld: %.9g, to_f32 %.9g", tr->name, r, (long long)e, (double)v,
+                         (double)wf[(size_t)e]);
+                return false;
+            }
+        }
+        for (auto &v : x) v = rng.uni();
+        cll_quantize_q8_1(x.data(), q8.data(), cols);
+        double want = 0.0, mag = 0.0;
+        for (int64_t i = 0; i < cols / 32; i++) {
+            q80[(size_t)i].d = q8[(size_t)i].d;
+            memcpy(q80[(size_t)i].qs, q8[(size_t)i].qs, 32);
+            for (int k = 0; k < 32; k++) xa[(size_t)(32 * i + k)] = cll_fp16_to_f32(q8[(size_t)i].d) * (float)q8[(size_t)i].qs[k];
+        }
+        for (int64_t e = 0; e < cols; e++) {
+            want += (double)wf[(size_t)e] * xa[(size_t)e];
+            mag += fabs((double)wf[(size_t)e] * xa[(size_t)e]);
+        }
+        if (tr->vec_dot_type == CLL_TYPE_Q8_0) want = cll_vec_dot_ref(T, wr, q80.data(), cols);
+        if (tr->vec_dot_type == CLL_TYPE_Q8_1) want = cll_vec_dot_ref(T, wr, q8.data(), cols);
+        double got = 0.0; /* the lanes' shares, in lane order */
+        for (int64_t gi = 0; gi < cols / 32; gi++) {
+            const cll_block_q8_1 &xb = q8[(size_t)gi];
+            const int *xq = (const int *)xb.qs;
+            for (int j = 0; j < 4; j++)
+                got += F::dot(wr + (gi / F::GPB) * F::BB, (int)(gi % F::GPB), j, xq[j], xq[4 + j], cll_fp16_to_f32(xb.d),
+                              cll_fp16_to_f32(xb.s));
+        }
+        if (!(fabs(got - want) <= 1e-5 * mag)) {
+            snprintf(why, cap, "%s dot: row %d: %.9g, reference %.9g (sum|w x| %.3g)", tr->name, r, got, want, mag);
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+/* ---- public ---- */
+extern "C" cll_status cll_cuda_gate_decoders(void) {
+    char why[256] = "";
+    const bool ok = check_decoder<CLL_TYPE_Q4_0>(1, why, sizeof why) && check_decoder<CLL_TYPE_Q4_1>(2, why, sizeof why) &&
+                    check_decoder<CLL_TYPE_Q5_0>(3, why, sizeof why) && check_decoder<CLL_TYPE_Q5_1>(4, why, sizeof why) &&
+                    check_decoder<CLL_TYPE_Q8_0>(5, why, sizeof why) && check_decoder<CLL_TYPE_IQ4_NL>(6, why, sizeof why) &&
+                    check_decoder<CLL_TYPE_Q2_K>(7, why, sizeof why) && check_decoder<CLL_TYPE_Q3_K>(8, why, sizeof why) &&
+                    check_decoder<CLL_TYPE_Q4_K>(9, why, sizeof why) && check_decoder<CLL_TYPE_Q5_K>(10, why, sizeof why) &&
+                    check_decoder<CLL_TYPE_Q6_K>(11, why, sizeof why) && check_decoder<CLL_TYPE_IQ2_XXS>(12, why, sizeof why) &&
+                    check_decoder<CLL_TYPE_IQ2_XS>(13, why, sizeof why) && check_decoder<CLL_TYPE_IQ2_S>(14, why, sizeof why) &&
+                    check_decoder<CLL_TYPE_IQ3_XXS>(15, why, sizeof why) && check_decoder<CLL_TYPE_IQ3_S>(16, why, sizeof why) &&
+                    check_decoder<CLL_TYPE_IQ4_XS>(17, why, sizeof why);
+    return ok ? CLL_OK : cll_err(CLL_ERR_INTERNAL, "decoder host check: %s", why);
+}
+
+extern "C" cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed,
+                                        cll_cuda_gate_report *rep) {
+    init_report(rep, row ? row->name : "(null)", row ? row->op : 0, row ? row->wtype : 0, rows, cols, nb);
+    if (!row) return cll_err(CLL_ERR_ARG, "gate: no row");
+    if (row->op & CLL_KOP_GEMV) return gate_gemv(row, rows, cols, nb, seed, rep);
+    if (row->op & CLL_KOP_GEMM) return gate_gemm(row, rows, cols, nb, seed, rep);
+    return cll_err(CLL_ERR_ARG, "gate %s: op %u", row->name, row->op);
+}
+
+extern "C" cll_status cll_cuda_gate_get_rows(uint32_t t, int64_t rows, int64_t cols, int n_ids, uint64_t seed,
+                                             cll_cuda_gate_report *rep) {
+    char name[64];
+    snprintf(name, sizeof name, "get_rows_%s", cll_type_name(t));
+    init_report(rep, name, 0, t, rows, cols, n_ids);
+    const cll_type_traits *tr = cll_type_traits_get(t);
+    if (!tr || !tr->to_f32 || !cll_cu_type_served(t) || n_ids < 1 || rows < 1 || cols % tr->blck)
+        return cll_err(CLL_ERR_ARG, "gate %s: bad type or shape", name);
+    if (is_iq(t)) {
+        cll_status st = gate_tables_into(rep);
+        if (st != CLL_OK) return st;
+    }
+    Rng rng{seed * 0xD1B54A32D192ED03ull + 3};
+    std::vector<uint8_t> W;
+    if (!make_weights(t, rows, cols, rng, W)) return cll_err(CLL_ERR_UNSUPPORTED, "gate: no generator for %s", tr->name);
+    std::vector<int32_t> ids((size_t)n_ids);
+    for (auto &v : ids) v = (int32_t)(rng.next() % (uint64_t)rows);
+    ids[0] = (int32_t)(rows - 1);
+    if (n_ids > 1) ids[(size_t)n_ids - 1] = ids[0]; /* a repeat */
+    const int64_t ld = cols + 1;
+    const float sc2 = 1.7320508f;
+    Dev dev;
+    void *dw = NULL;
+    int32_t *dids = NULL;
+    float *d1 = NULL, *d2 = NULL;
+    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, 1)));
+    cll_cu_weight w;
+    GATE_CU(cll_cu_weight_upload(&w, W.data(), t, rows, cols, 1, dw));
+    GATE_CU(dev.alloc((void **)&dids, ids.size() * sizeof(int32_t)));
+    GATE_CU(cudaMemcpy(dids, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &d1, (size_t)(n_ids * ld)));
+    GATE_CU(poisoned(dev, &d2, (size_t)(n_ids * ld)));
+    GATE_CU(cll_cu_get_rows(&w, dids, n_ids, d1, ld, 1.0f, 0));
+    GATE_CU(cll_cu_get_rows(&w, dids, n_ids, d2, ld, sc2, 0));
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> y1((size_t)(n_ids * ld)), y2(y1.size());
+    GATE_CU(cudaMemcpy(y1.data(), d1, y1.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(y2.data(), d2, y2.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    const size_t rb = (size_t)cll_row_bytes(t, (uint64_t)cols);
+    std::vector<float> wf((size_t)cols), got;
+    std::vector<double> want, scale;
+    for (int i = 0; i < n_ids; i++) {
+        tr->to_f32(W.data() + rb * (size_t)ids[(size_t)i], wf.data(), cols);
+        for (int64_t k = 0; k < cols; k++) {
+            got.push_back(y1[(size_t)(i * ld + k)]);
+            want.push_back(wf[(size_t)k]);
+            got.push_back(y2[(size_t)(i * ld + k)]);
+            want.push_back((double)(wf[(size_t)k] * sc2));
+        }
+    }
+    scale.assign(want.size(), 0.0); /* exact */
+    snprintf(rep->ref, sizeof rep->ref, "to_f32 (bit-exact), and to_f32 * %.7g in f32", (double)sc2);
+    const Cmp c = compare(got.data(), want.data(), scale.data(), (int64_t)got.size(), 0.0);
+    fill_report(rep, c, 0.0);
+    rep->n_clobbered = count_clobbered(y1, n_ids, cols, ld) + count_clobbered(y2, n_ids, cols, ld);
+    rep->control_failed = control_fails(got.data(), want.data(), scale.data(), (int64_t)got.size(), 0.0);
+    return verdict(rep, "get_rows");
+}
+
+extern "C" cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cuda_gate_report *rep) {
+    init_report(rep, "quantize_q8_1", 0, CLL_TYPE_Q8_1, n, cols, (int)n);
+    if (n < 1 || cols < 32 || cols % 32) return cll_err(CLL_ERR_ARG, "gate quantize: bad shape");
+    Rng rng{seed + 11};
+    const int64_t ld = cols + 4, nqb = cols / 32;
+    std::vector<float> x((size_t)(n * ld));
+    for (size_t i = 0; i < x.size(); i++) x[i] = rng.uni() * (i % 5 == 0 ? 8.0f : 1.0f);
+    for (int64_t k = 0; k < 32 && k < cols; k++) x[(size_t)k] = 0.0f; /* an all-zero block */
+    x[(size_t)(32 + 3)] = 0.5f * 127.0f / 63.5f; /* a few exact halves (round-half-even) */
+    Dev dev;
+    float *dx = NULL;
+    void *dq = NULL;
+    GATE_CU(dev.alloc((void **)&dx, x.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc(&dq, (size_t)(n * nqb) * sizeof(cll_block_q8_1)));
+    GATE_CU(cll_cu_quantize_q8_1(dx, ld, n, cols, dq, 0));
+    std::vector<cll_block_q8_1> got((size_t)(n * nqb)), ref((size_t)nqb);
+    GATE_CU(cudaMemcpy(got.data(), dq, got.size() * sizeof(cll_block_q8_1), cudaMemcpyDeviceToHost));
+    int64_t bad = 0;
+    for (int64_t r = 0; r < n; r++) {
+        cll_quantize_q8_1(x.data() + r * ld, ref.data(), cols);
+        for (int64_t i = 0; i < nqb; i++)
+            if (memcmp(&ref[(size_t)i], &got[(size_t)(r * nqb + i)], sizeof(cll_block_q8_1))) bad++;
+    }
+    rep->n_out = n * nqb;
+    rep->n_bad = bad;
+    rep->q8_exact = bad == 0;
+    snprintf(rep->ref, sizeof rep->ref, "cll_quantize_q8_1 bytes");
+    /* control: a flipped byte in the expectation must be seen */
+    cll_quantize_q8_1(x.data(), ref.data(), cols);
+    ref[0].qs[5] ^= 1;
+    rep->control_failed = memcmp(&ref[0], &got[0], sizeof(cll_block_q8_1)) != 0;
+    return verdict(rep, "quantize");
+}
+
+extern "C" cll_status cll_cuda_gate_tables(void) {
+    bool same = false;
+    GATE_CU(cll_cu_iq_tables_check(&same));
+    return same ? CLL_OK : cll_err(CLL_ERR_INTERNAL, "gate: device i-quant codebooks differ from formats/iq_tables.c");
+}
+
+extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps,
+                                            double *gbps, double *us) {
+    if (!row || !(row->op & CLL_KOP_GEMV) || !row->impl) return cll_err(CLL_ERR_ARG, "bench: not a gemv row");
+    const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)row->impl;
+    const uint32_t t = row->wtype;
+    const size_t wbytes = cll_cu_weight_bytes(t, rows, cols, 1);
+    if (!wbytes || !impl->gemv || nb < 1 || reps < 1) return cll_err(CLL_ERR_ARG, "bench %s: bad shape", row->name);
+    const size_t ring_min = (size_t)256 << 20;
+    int64_t copies = (int64_t)((ring_min + wbytes - 1) / wbytes);
+    if (copies < 1) copies = 1;
+    Dev dev;
+    uint8_t *dw = NULL;
+    float *dx = NULL, *dy = NULL;
+    void *dq = NULL;
+    GATE_CU(dev.alloc((void **)&dw, wbytes * (size_t)copies));
+    const size_t nwords = wbytes * (size_t)copies / 4;
+    k_fill_random<<<1024, 256>>>((uint32_t *)dw, nwords, 0x1234567u);
+    GATE_CU(cudaGetLastError());
+    const int64_t x_stride = (cols + 3) & ~(int64_t)3;
+    GATE_CU(dev.alloc((void **)&dx, (size_t)(nb * x_stride) * sizeof(float)));
+    k_fill_random<<<64, 256>>>((uint32_t *)dx, (size_t)(nb * x_stride), 0x89abcdu);
+    GATE_CU(cudaGetLastError());
+    GATE_CU(dev.alloc((void **)&dy, (size_t)(nb * rows) * sizeof(float)));
+    if (impl->needs_q8) {
+        GATE_CU(dev.alloc(&dq, (size_t)(nb * (cols / 32)) * sizeof(cll_block_q8_1)));
+        GATE_CU(cll_cu_quantize_q8_1(dx, x_stride, nb, cols, dq, 0));
+    }
+    std::vector<cll_cu_weight> ws((size_t)copies);
+    for (int64_t c = 0; c < copies; c++) {
+        cll_cu_weight &w = ws[(size_t)c];
+        w.type = t;
+        w.layout = 0;
+        w.rows = rows;
+        w.cols = cols;
+        w.n_mat = 1;
+        w.row_stride = cll_cu_row_stride(t, cols);
+        w.mat_stride = wbytes;
+        w.d = dw + (size_t)c * wbytes;
+    }
+    cll_cu_gemv_args a;
+    a.nb = nb;
+    a.mat_ids = NULL;
+    a.x = dx;
+    a.x_stride = x_stride;
+    a.xq = dq;
+    a.xq_stride = cols / 32;
+    a.y = dy;
+    a.y_stride = rows;
+    cudaEvent_t e0, e1;
+    GATE_CU(cudaEventCreate(&e0));
+    GATE_CU(cudaEventCreate(&e1));
+    float ms = 0.0f;
+    cudaError_t err = cudaSuccess;
+    /* warm-up: >= 150 ms of launches */
+    int64_t launches = 0;
+    for (int round = 0; round < 1000 && err == cudaSuccess; round++) {
+        cudaEventRecord(e0, 0);
+        for (int64_t c = 0; c < copies && err == cudaSuccess; c++) err = impl->gemv(&ws[(size_t)c], &a, 0);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        float m = 0.0f;
+        cudaEventElapsedTime(&m, e0, e1);
+        ms += m;
+        if (ms >= 150.0f) break;
+    }
+    if (err == cudaSuccess) {
+        cudaEventRecord(e0, 0);
+        for (int r = 0; r < reps && err == cudaSuccess; r++)
+            for (int64_t c = 0; c < copies && err == cudaSuccess; c++, launches++) err = impl->gemv(&ws[(size_t)c], &a, 0);
+        cudaEventRecord(e1, 0);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms, e0, e1);
+    }
+    if (err == cudaSuccess) err = cudaDeviceSynchronize();
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    GATE_CU(err);
+    const double sec = (double)ms / 1e3 / (double)launches;
+    *gbps = (double)wbytes / sec / 1e9;
+    if (us) *us = sec * 1e6;
+    return CLL_OK;
+}
+
+extern "C" cll_status cll_cuda_bench_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps) {
+    return cll_cuda_bench_row_us(row, rows, cols, nb, reps, gbps, NULL);
+}

@@ -1,0 +1,70 @@
+/* cuda/gate: the one correctness gate and timing harness of the CUDA kernel rows, shared by the
+ * tests (tests/cuda_kernels_test.c), the kernel benchmark (tests/kbench/cuda_kbench.c) and the
+ * tuner. A gate run makes fresh random weights of the row's type, uploads them, NaN-poisons the
+ * outputs (and the padding between output rows), runs the row and compares every output with
+ * the CPU reference, then proves the bar can fail (poison control: the same comparison against
+ * a deliberately perturbed expectation must fail).
+ * Owns nothing beyond one call (device buffers are freed before returning).
+ * Rule: a row is timed or served only after its gate passed; C callers only (plain C header). */
+#ifndef CLL_CUDA_GATE_H
+#define CLL_CUDA_GATE_H
+
+#include "core/core.h"
+#include "kernels/registry.h"
+
+typedef struct {
+    char row[64];          /* row name (or "get_rows_<type>") */
+    uint32_t op, wtype;
+    int64_t rows, cols;
+    int nb;                /* gemv: products; gemm: tokens; get_rows: ids */
+    int64_t n_mat;         /* matrices in the weight (experts) */
+    int64_t n_out;         /* outputs compared */
+    int64_t n_bad;         /* outputs outside the bar (unwritten ones included) */
+    int64_t n_unwritten;   /* outputs still NaN (poison) */
+    int64_t n_clobbered;   /* padding elements between output rows that were written */
+    double max_err;        /* max |got - want| / scale, scale = sum |w_k x_k| of that output (0 = exact) */
+    double tol;            /* the bar on max_err */
+    char ref[96];          /* what the expectation is */
+    bool q8_exact;         /* device q8_1 activation bytes == cll_quantize_q8_1 (rows that read q8_1) */
+    bool tables_exact;     /* device codebooks == the C tables (i-quant rows) */
+    bool passed;
+    bool control_failed;   /* true = the perturbed expectation was rejected (the bar can fail) */
+} cll_cuda_gate_report;
+
+/* Gate one row of the CUDA table (cll_cuda_kernel_table) at rows x cols.
+ * GEMV rows: nb products. nb = 1: one dense product. nb > 1 and odd: MoE form, a weight of
+ * n_mat = nb + 1 experts, mat_ids random (device array), one shared input (x_stride 0).
+ * nb even: nb tokens, one matrix, each its own input row. Output rows strided (rows + 5).
+ *   Expectation: types whose CPU dot runs on q8_0/q8_1 activations: cll_vec_dot_ref on the same
+ *   quantized activation (q8_1 bytes; q8_0 = the same d and qs); K-quants and i-quants (CPU: q8_K)
+ *   and float weights: f64 sum of to_f32(w) times the dequantized q8_1 activation (float weights:
+ *   f32 x, bf16-rounded for BF16). Bar: |got - want| <= 1e-5 * sum |w_k x_k|.
+ * GEMM rows: nb tokens, weight of 2 matrices, matrix 1 multiplied, the panel cut into ~3 slabs.
+ *   Expectation: f64 to_f32(w) . x (f32). Bar relative to sum |w_k x_k|: 2e-3 (f16 panel and f16 x:
+ *   two roundings of 2^-11), 8e-3 (bf16 x), 1e-5 (f32).
+ * CLL_OK when the row passed and the control failed; otherwise an error naming the worst output. */
+cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed,
+                             cll_cuda_gate_report *rep);
+/* cll_cu_get_rows of a type: n_ids ids (repeats included) of a rows x cols weight, scale 1 and
+ * a scale != 1; bar: bit-exact with to_f32 (times the scale in f32). */
+cll_status cll_cuda_gate_get_rows(uint32_t type, int64_t rows, int64_t cols, int n_ids, uint64_t seed,
+                                  cll_cuda_gate_report *rep);
+/* cll_cu_quantize_q8_1 on n rows x cols (strided input): byte-exact with cll_quantize_q8_1 */
+cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cuda_gate_report *rep);
+/* The device decoders of every block format (cuda/formats.cuh, __host__ __device__) run on the
+ * HOST: element decoders bit-exact with to_f32, the 4-lane group dots summed per row equal to the
+ * CPU reference dot (1e-5 of sum |w x|). Needs no GPU: the build box runs it in make test. */
+cll_status cll_cuda_gate_decoders(void);
+/* the device codebooks (i-quant grids, ksigns, IQ4 levels) bit-identical with formats/iq_tables.c */
+cll_status cll_cuda_gate_tables(void);
+
+/* Time a GEMV row with CUDA events: a ring of weight copies of >= 256 MB (beyond the 50 MB L2),
+ * >= 150 ms of warm-up launches, then reps passes over the ring back to back. *gbps = weight
+ * bytes of one product (rows x row_stride; the nb products of one launch read one matrix) per
+ * launch over the mean launch time; *us (may be NULL) = that mean time in microseconds.
+ * Weights are device-filled random bytes (speed does not depend on their values). */
+cll_status cll_cuda_bench_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps);
+cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps,
+                                 double *us);
+
+#endif

@@ -1,0 +1,162 @@
+/* cuda_kernels_test: every row of the CUDA kernel table through the one gate (cuda/gate.h):
+ * fresh random weights of the row's type, NaN-poisoned strided outputs, every output against
+ * the CPU reference, a poison control per shape. GEMV: rows that are not a multiple of the 4
+ * warps of a block (13, 4097, 37), cols of 1-3 blocks and big cols (4096, 11008, 14336),
+ * nb = 1, 3 (MoE: 4 experts, router ids on the device, one shared input) and 8 (tokens);
+ * float rows also ragged cols (37, 1003: the per-element tail). GEMM: n = 1, 7, 100, 513
+ * tokens, the panel cut into slabs. get_rows of every served type (bit-exact), the q8_1
+ * activation quantizer (byte-exact), the device codebooks (bit-identical with the C tables).
+ * The device decoders also run on the host (same source) against the C reference, so a build box
+ * without a GPU still checks every format's decoding. SKIPs (exit 77, a visible line) without the
+ * CUDA driver; without a GPU only the host part runs (a visible SKIP line for the rest). */
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "cuda/cuda.h"
+#include "cuda/gate.h"
+#include "formats/formats.h"
+#include "kernels/registry.h"
+
+#ifdef CLLAMA_HAVE_CUDA
+static int g_fail;
+
+static void report(const cll_cuda_gate_report *r, cll_status st) {
+    printf("%-28s %-9s %6lldx%-6lld nb=%-3d mats=%lld  max_err %.2e bar %.0e  bad %lld unwritten %lld clobbered %lld  "
+           "control %s  %s%s\n",
+           r->row, st == CLL_OK ? "PASS" : "FAIL", (long long)r->rows, (long long)r->cols, r->nb, (long long)r->n_mat,
+           r->max_err, r->tol, (long long)r->n_bad, (long long)r->n_unwritten, (long long)r->n_clobbered,
+           r->control_failed ? "failed(ok)" : "PASSED(bad)", r->ref, st == CLL_OK ? "" : "");
+    if (st != CLL_OK) {
+        printf("    -> %s\n", cll_last_error());
+        g_fail++;
+    }
+}
+
+static const cll_kernel_table *table(void) {
+    const cll_kernel_table *t = cll_cuda_kernel_table();
+    assert_non_null(t);
+    assert_string_equal(t->backend, "cuda");
+    return t;
+}
+
+static void test_tables_and_quantize(void **state) {
+    (void)state;
+    g_fail = 0;
+    assert_int_equal(cll_cuda_gate_tables(), CLL_OK);
+    cll_cuda_gate_report r;
+    report(&r, cll_cuda_gate_quantize(5, 4096 + 32, 1, &r));
+    report(&r, cll_cuda_gate_quantize(3, 32, 2, &r));
+    assert_int_equal(g_fail, 0);
+}
+
+static void test_gemv_rows(void **state) {
+    (void)state;
+    g_fail = 0;
+    const cll_kernel_table *t = table();
+    int n_rows = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *row = &t->rows[i];
+        if (!(row->op & CLL_KOP_GEMV)) continue;
+        n_rows++;
+        const int64_t qk = cll_type_traits_get(row->wtype)->blck;
+        const int64_t u = qk > 1 ? qk : 32; /* one "block" of the shape grid */
+        const struct { int64_t rows, cols; int nb; } shapes[] = {
+            {13, u, 1}, {4097, 2 * u, 1}, {64, 3 * u, 3}, {37, 3 * u, 8}, {4096, 4096, 1}, {256, 11008, 1}, {33, 14336, 1},
+            {7, 14336, 3}, {37, 37, 1}, {4097, 1003, 8},
+        };
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            if (shapes[s].cols % qk) continue; /* ragged cols: float rows only */
+            cll_cuda_gate_report r;
+            report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].nb, 100 + s, &r));
+        }
+    }
+    assert_int_equal(n_rows, 20);
+    assert_int_equal(g_fail, 0);
+}
+
+static void test_gemm_rows(void **state) {
+    (void)state;
+    g_fail = 0;
+    const cll_kernel_table *t = table();
+    int n_rows = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *row = &t->rows[i];
+        if (!(row->op & CLL_KOP_GEMM)) continue;
+        n_rows++;
+        const struct { int64_t rows, cols; int n; } shapes[] = {{300, 512, 1}, {300, 512, 7}, {129, 768, 100}, {130, 256, 513}};
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            cll_cuda_gate_report r;
+            report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].n, 200 + s, &r));
+        }
+    }
+    assert_int_equal(n_rows, 20);
+    assert_int_equal(g_fail, 0);
+}
+
+static void test_get_rows(void **state) {
+    (void)state;
+    g_fail = 0;
+    const cll_kernel_table *t = table();
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *row = &t->rows[i];
+        if (!(row->op & CLL_KOP_GEMV)) continue;
+        const int64_t qk = cll_type_traits_get(row->wtype)->blck;
+        cll_cuda_gate_report r;
+        report(&r, cll_cuda_gate_get_rows(row->wtype, 50, 3 * (qk > 1 ? qk : 11), 7, 300, &r));
+        report(&r, cll_cuda_gate_get_rows(row->wtype, 1000, 4096, 3, 301, &r));
+    }
+    assert_int_equal(g_fail, 0);
+}
+
+/* the device decoders, run on the host: needs no GPU */
+static void test_decoders_host(void **state) {
+    (void)state;
+    const cll_status st = cll_cuda_gate_decoders();
+    if (st != CLL_OK) printf("decoders: %s\n", cll_last_error());
+    assert_int_equal(st, CLL_OK);
+}
+
+/* the default gemv row of a type is the table's default and carries its impl */
+static void test_table_shape(void **state) {
+    (void)state;
+    const cll_kernel_table *t = table();
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *row = &t->rows[i];
+        assert_non_null(row->impl);
+        assert_true(strstr(row->name, cll_type_name(row->wtype)) != NULL);
+        const cll_kernel_shape s = {.wtype = row->wtype, .rows = 4096, .cols = 4096};
+        assert_true(cll_kernel_row_supported(row, &s));
+        const cll_kernel_row *sel = cll_kernels_select(t, row->op, &s, -1, NULL);
+        assert_non_null(sel);
+        assert_ptr_equal(sel, row); /* one row per (op, type): the row itself */
+    }
+}
+
+int main(void) {
+    if (!cll_cuda_built()) tu_skip("cuda_kernels_test: built without the CUDA driver");
+    const struct CMUnitTest host[] = {
+        cmocka_unit_test(test_decoders_host),
+        cmocka_unit_test(test_table_shape),
+    };
+    int n = 0;
+    if (cll_cuda_device_count(&n) != CLL_OK || n == 0) {
+        printf("SKIP: cuda_kernels_test: no CUDA device: the device gates did not run (the host decoder check did)\n");
+        return cmocka_run_group_tests(host, NULL, NULL);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decoders_host),
+        cmocka_unit_test(test_table_shape),
+        cmocka_unit_test(test_tables_and_quantize),
+        cmocka_unit_test(test_get_rows),
+        cmocka_unit_test(test_gemv_rows),
+        cmocka_unit_test(test_gemm_rows),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+int main(void) {
+    tu_skip("cuda_kernels_test: built without the CUDA driver");
+    return 77;
+}
+#endif

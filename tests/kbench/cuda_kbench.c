@@ -1,0 +1,108 @@
+/* cuda_kbench: the CUDA gemv rows on the decode shapes of 7B-class models (not a test).
+ * Every row is gated first (cuda/gate.h, at 256 rows x the shape's cols); a row that fails its
+ * gate is reported and never timed. Timing: cll_cuda_bench_row_us (CUDA events, a >= 256 MB ring
+ * of weight copies so weights stream from HBM, >= 150 ms warm-up). Prints per row and shape:
+ * microseconds per product, GB/s of weight bytes, % of the H200's 4300 GB/s (the target is 75%).
+ * usage: cuda_kbench [-r reps] [-T type[,type..]] [-k row-name] [-s RxC] [-n nb] [-G (skip gates)]
+ * Exit: 0 all gates passed, 1 a gate failed, 77 no CUDA build or device. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda.h"
+#include "cuda/gate.h"
+#include "formats/formats.h"
+#include "kernels/registry.h"
+
+#define PEAK_GBPS 4300.0
+
+static const struct { int64_t rows, cols; const char *what; } k_shapes[] = {
+    {4096, 4096, "7B attn_o / q"},   {12288, 4096, "7B q|k|v"},     {22016, 4096, "7B gate|up"},
+    {4096, 11008, "7B ffn_down"},   {32000, 4096, "7B output"},   {14336, 4096, "l3-8B gate / up"},
+    {4096, 14336, "l3-8B ffn_down"}, {128256, 4096, "l3-8B output"},
+};
+
+static bool type_listed(const char *list, uint32_t t) {
+    if (!list) return true;
+    const char *name = cll_type_name(t);
+    const size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
+    return false;
+}
+
+#ifndef CLLAMA_HAVE_CUDA
+int main(void) {
+    printf("SKIP: cuda_kbench: built without the CUDA driver\n");
+    return 77;
+}
+#else
+int main(int argc, char **argv) {
+    int reps = 20, nb = 1;
+    bool gates = true;
+    const char *types = NULL, *only = NULL;
+    int64_t s_rows = 0, s_cols = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-T") && i + 1 < argc) types = argv[++i];
+        else if (!strcmp(argv[i], "-k") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc) nb = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-G")) gates = false;
+        else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+            long long r, c;
+            if (sscanf(argv[++i], "%lldx%lld", &r, &c) == 2) s_rows = r, s_cols = c;
+        } else {
+            fprintf(stderr, "usage: %s [-r reps] [-T type[,type..]] [-k row] [-s RxC] [-n nb] [-G]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!cll_cuda_built()) {
+        printf("SKIP: cuda_kbench: built without the CUDA driver\n");
+        return 77;
+    }
+    int ndev = 0;
+    if (cll_cuda_device_count(&ndev) != CLL_OK || ndev == 0) {
+        printf("SKIP: cuda_kbench: no CUDA device\n");
+        return 77;
+    }
+    cll_cuda_device dev;
+    if (cll_cuda_device_info(0, &dev) == CLL_OK)
+        printf("device: %s, %d SMs, cc %d.%d, mem clock %d kHz x %d bit\n", dev.name, dev.sm_count, dev.cc_major,
+               dev.cc_minor, dev.mem_clock_khz, dev.mem_bus_bits);
+    const cll_kernel_table *t = cll_cuda_kernel_table();
+    if (!t) return 77;
+    int failed = 0;
+    printf("%-26s %-16s %14s %10s %9s %7s\n", "row", "shape", "", "us", "GB/s", "%peak");
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *row = &t->rows[i];
+        if (!(row->op & CLL_KOP_GEMV) || !type_listed(types, row->wtype)) continue;
+        if (only && strcmp(only, row->name)) continue;
+        const size_t nsh = s_rows ? 1 : sizeof k_shapes / sizeof k_shapes[0];
+        for (size_t s = 0; s < nsh; s++) {
+            const int64_t rows = s_rows ? s_rows : k_shapes[s].rows, cols = s_rows ? s_cols : k_shapes[s].cols;
+            const char *what = s_rows ? "" : k_shapes[s].what;
+            const int64_t blck = cll_type_traits_get(row->wtype)->blck;
+            if (cols % blck) continue;
+            if (gates) {
+                cll_cuda_gate_report rep;
+                if (cll_cuda_gate_row(row, 256, cols, nb, 7 + s, &rep) != CLL_OK) {
+                    printf("%-26s %6lldx%-9lld gate FAILED: %s\n", row->name, (long long)rows, (long long)cols,
+                           cll_last_error());
+                    failed++;
+                    continue;
+                }
+            }
+            double gbps = 0, us = 0;
+            if (cll_cuda_bench_row_us(row, rows, cols, nb, reps, &gbps, &us) != CLL_OK) {
+                printf("%-26s %6lldx%-9lld bench error: %s\n", row->name, (long long)rows, (long long)cols, cll_last_error());
+                failed++;
+                continue;
+            }
+            printf("%-26s %6lldx%-9lld %14s %10.2f %9.1f %6.1f%%\n", row->name, (long long)rows, (long long)cols, what, us,
+                   gbps, 100.0 * gbps / PEAK_GBPS);
+            fflush(stdout);
+        }
+    }
+    return failed ? 1 : 0;
+}
+#endif
