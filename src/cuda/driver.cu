@@ -132,6 +132,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.chunk = chunk;
         aa.n_chunks = n_chunks;
         aa.part = s->part;
+        aa.count = s->count;
         aa.out = s->ao;
         aa.outq = s->aoq;
         TRY(cll_cu_attention(&aa, n, s->st));
@@ -305,6 +306,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->ao, nb * (size_t)s->nao * F},
         {&s->aoq, nb * (size_t)cll_cu_q8_blocks(s->nao) * Q8},
         {(void **)&s->part, (size_t)s->part_cap * (size_t)(hp->head_dim_v + 2) * F},
+        {(void **)&s->count, nb * (size_t)H * sizeof(int)},
         {(void **)&s->t, nb * d * F},
         {(void **)&s->gu, rows_ff * 2 * ffm * F},
         {(void **)&s->act, rows_ff * ffm * F},
@@ -371,6 +373,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         }                                                                                                         \
     } while (0)
     STRY(cudaMemset(kv, 0, (size_t)L * cells * (size_t)(s->kv_k + s->kv_v) * esz));
+    STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking));
     STRY(cudaMallocHost((void **)&s->hio, (3 * nb + no) * sizeof(int32_t)));
     STRY(cudaMallocHost((void **)&s->hkeys, no * sizeof(unsigned long long)));

@@ -73,6 +73,7 @@ struct cll_driver_state {
     void *aoq;            /* (n_batch, q8_blocks(nao)) */
     float *part;          /* (n_part) attention chunk partials */
     int64_t part_cap;     /* (token, head, chunk) partials that fit */
+    int *count;           /* (n_batch, n_head) attention chunk counts (self-resetting, zeroed once) */
     float *t;             /* (n_batch, n_embd) block output */
     float *gu;            /* (max(n_batch, n_used), 2*ff_max) gate | up */
     float *act;           /* (max(n_batch, n_used), ff_max) act(gate) * up */

@@ -1,15 +1,16 @@
 /* cuda/ops/attn: attention of n query tokens over the KV cache, split over key chunks.
- * Pass 1 (attn_chunk): one block per (head, chunk, token); its 4 warps stride the chunk's keys
- * 4 at a time (loads of 4 keys in flight), each keeping an online softmax (max, sum,
- * acc[hd_v]) in registers, merged through smem into one partial. Pass 2 (attn_merge): one block per (head, token) rescales the chunk partials to
- * the global max, normalizes, writes f32 and the q8_1 form of the output row.
+ * One kernel: one block per (head, chunk, token); its 4 warps stride the chunk's keys 4 at a
+ * time (loads of 4 keys in flight), each keeping an online softmax (max, sum, acc[hd_v]) in
+ * registers, merged through smem into one partial in global memory. The last block of a
+ * (token, head) to finish (atomic count) merges the partials: rescale to the global max,
+ * normalize, write f32 and the q8_1 form of the output row (threadFenceReduction pattern).
  * Owns nothing. Rule: grids are sized for n_ctx; chunks past a token's length exit at once,
  * so one captured graph serves every decode position. q was rounded to fp16 upstream (F16
  * cache), dots and softmax in f32 with max subtraction, as src/cpu/ops.c cll_ops_attn_head.
- * Launch geometry: chunk grid (n_head, n_chunks, n) x 128 threads, merge grid (n_head, n) x
- * hd_v threads rounded up to a warp. Any head dim <= 256 (lane j holds dims j, j+32, ...).
- * Registers: 63 (ptxas, q + acc 8 each per lane, no spills); smem (pass 1):
- * 4 x (hd_v + 2) floats <= 4.1 KiB. */
+ * Launch geometry: grid (n_head, n_chunks, n) x 128 threads. Any head dim <= 256 (lane j
+ * holds dims j, j+32, ...); heads that are not whole q8_1 blocks get a separate quantize.
+ * Registers: 56 (ptxas, q + acc 8 each per lane, no spills); smem: 4 x (2 + 256) floats.
+ * Counts: (n, n_head) ints, zeroed once at state creation; the merging block re-zeroes its own. */
 #include "cuda/ops/ops.cuh"
 
 #define ATTN_WARPS 4
@@ -20,6 +21,32 @@ template <bool F16>
 static __device__ __forceinline__ float kv_load(const void *base, int64_t i) {
     if (F16) return cll_h2f(((const uint16_t *)base)[i]);
     return ((const float *)base)[i];
+}
+
+/* the last chunk block of (token r, head h) to finish: rescale the nc partials to the global
+ * max, normalize, write out (and its q8_1 form when a head is whole q8_1 blocks). Partials are
+ * read with ld.cg: other blocks wrote them, and L1 is not coherent. */
+static __device__ void attn_merge(const cll_cu_attn_args &a, int64_t r, int h, int32_t nc) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t stride = a.hd_v + 2;
+    const float *p = a.part + (r * a.n_head + h) * a.n_chunks * stride;
+    float M = -INFINITY;
+    for (int c = 0; c < nc; c++) M = fmaxf(M, __ldcg(p + c * stride));
+    float L = 0.0f;
+    for (int c = 0; c < nc; c++) L += __ldcg(p + c * stride + 1) * expf(__ldcg(p + c * stride) - M);
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    const int64_t row = (int64_t)a.n_head * a.hd_v;
+    const bool q8 = a.outq && a.hd_v % 32 == 0;
+    for (int g = warp; g < (a.hd_v + 31) / 32; g += ATTN_WARPS) { /* warp-uniform */
+        const int d = g * 32 + lane;
+        float o = 0.0f;
+        if (d < a.hd_v) {
+            for (int c = 0; c < nc; c++) o += __ldcg(p + c * stride + 2 + d) * expf(__ldcg(p + c * stride) - M);
+            o *= inv;
+            a.out[r * row + (int64_t)h * a.hd_v + d] = o;
+        }
+        if (q8) cll_warp_q8_1(o, (cll_block_q8_1 *)a.outq + r * ((row + 31) / 32) + ((int64_t)h * a.hd_v + d) / 32, lane);
+    }
 }
 
 template <bool F16>
@@ -104,48 +131,29 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
         }
         out[d] = v;
     }
-}
-
-__global__ static void attn_merge_kernel(cll_cu_attn_args a) {
-    cll_pdl_wait();
-    const int h = blockIdx.x;
-    const int64_t r = blockIdx.y;
-    const int d = threadIdx.x, lane = threadIdx.x & 31;
-    const int32_t pos = a.pos[r];
-    const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1;
+    /* the last of the token's nc chunk blocks to land merges them (the count resets itself, so
+     * the next launch and the next replay start from zero) */
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
     const int32_t nc = min((int32_t)((hi - lo + a.chunk - 1) / a.chunk), a.n_chunks);
-    const float *p = a.part + (r * a.n_head + h) * a.n_chunks * (int64_t)(a.hd_v + 2);
-    const int64_t stride = a.hd_v + 2;
-    float M = -INFINITY;
-    for (int c = 0; c < nc; c++) M = fmaxf(M, p[c * stride]);
-    float L = 0.0f, o = 0.0f;
-    const bool in = d < a.hd_v;
-    for (int c = 0; c < nc; c++) {
-        const float e = expf(p[c * stride] - M);
-        L += p[c * stride + 1] * e;
-        if (in) o += p[c * stride + 2 + d] * e;
+    if (threadIdx.x == 0) {
+        int *cnt = a.count + r * a.n_head + h;
+        last = atomicAdd(cnt, 1) == nc - 1;
+        if (last) *cnt = 0;
     }
-    o = L > 0.0f ? o / L : 0.0f;
-    const int64_t row = (int64_t)a.n_head * a.hd_v;
-    if (in) a.out[r * row + (int64_t)h * a.hd_v + d] = o;
-    if (a.outq && a.hd_v % 32 == 0) { /* a head is whole q8_1 blocks: quantize here */
-        cll_block_q8_1 *q = (cll_block_q8_1 *)a.outq + r * ((row + 31) / 32) + ((int64_t)h * a.hd_v + d) / 32;
-        cll_warp_q8_1(o, q, lane);
-    }
+    __syncthreads();
+    if (last) attn_merge(a, r, h, nc);
 }
 
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     if (a->hd_k > 32 * ATTN_MAX_T || a->hd_v > 32 * ATTN_MAX_T || a->n_kv <= 0 ||
-        a->n_head % a->n_kv || a->chunk <= 0 || a->n_chunks <= 0)
+        a->n_head % a->n_kv || a->chunk <= 0 || a->n_chunks <= 0 || !a->count)
         return cudaErrorInvalidValue;
     dim3 g1((unsigned)a->n_head, (unsigned)a->n_chunks, (unsigned)n);
     if (a->kv_f16) CLL_CU_RET(cll_cu_launch(attn_chunk_kernel<true>, dim3(g1), dim3(32 * ATTN_WARPS), 0, s, *a));
     else CLL_CU_RET(cll_cu_launch(attn_chunk_kernel<false>, dim3(g1), dim3(32 * ATTN_WARPS), 0, s, *a));
-    CLL_CU_RET(cudaGetLastError());
-    dim3 g2((unsigned)a->n_head, (unsigned)n);
-    CLL_CU_RET(cll_cu_launch(attn_merge_kernel, dim3(g2), dim3((unsigned)(cll_cdiv(a->hd_v, 32) * 32)), 0, s, *a));
-    CLL_CU_RET(cudaGetLastError());
     if (a->outq && a->hd_v % 32) /* heads straddle q8_1 blocks: quantize the rows apart */
         return cll_cu_quantize_rows_q8(a->out, (int64_t)a->n_head * a->hd_v, n, (int64_t)a->n_head * a->hd_v, a->outq, s);
     return cudaSuccess;

@@ -137,7 +137,8 @@ cudaError_t cll_cu_qkv_rope_store(const cll_cu_rope_args *a, int64_t n, cudaStre
 /* Attention of n query tokens (q rows of qkv, stride ld_q) over their sequence's cache cells
  * [lo, pos] (lo = pos - n_swa + 1 on sliding layers). Keys are split into n_chunks chunks of
  * chunk cells from lo; each (token, head, chunk) block writes a partial (max, sum, acc[hd_v])
- * to part, and the merge writes out (n, n_head*hd_v) f32 and its q8_1 form (NULL = skip).
+ * to part, and the last of them to land writes out (n, n_head*hd_v) f32 and its q8_1 form
+ * (NULL = skip).
  * Chunks past the current length are empty (the grids are sized for n_ctx, so a graph replays). */
 typedef struct {
     const float *q;        /* (n, ld_q) with heads at h*hd_k */
@@ -149,6 +150,7 @@ typedef struct {
     float scale;
     int32_t chunk, n_chunks;
     float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
+    int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
     float *out;            /* (n, n_head*hd_v) */
     void *outq;            /* (n, q8_blocks(n_head*hd_v)) or NULL */
 } cll_cu_attn_args;
