@@ -3,8 +3,10 @@
  * dequantized the way the type's vec_dot_type is), with NaN-poisoned outputs, odd row
  * counts, strided x/y, n in {1, 3, 8, 13, 17, 64} (13: an 8-token tile, a 4-token tile and
  * one token), and a poison control per shape. Also: the SIMD activation quantizers are
- * byte-identical with formats', dispatch honours overrides and falls back loudly, and
- * results do not depend on the pool size. */
+ * byte-identical with formats', dispatch honours overrides (per site and per token-count
+ * class) and falls back loudly, a named row runs without dispatch state and refuses what it
+ * cannot serve, and results do not depend on the pool size. Every row runs named
+ * (cll_cpu_weight_create_row), never through env or overrides. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -181,25 +183,32 @@ static int compare(const float *y, int64_t ldy, const double *ref, const double 
 static cll_pool *g_pool2;
 
 static void check_row_shape(const cll_kernel_row *row, int64_t rows, int64_t cols, int *n_checked) {
-    char site_v[64], site_m[64], msg[256] = "";
-    const cll_kernel_table *t = cll_cpu_kernel_table();
-    cll_kernels_site(t, CLL_KOP_GEMV, row->wtype, site_v, sizeof site_v);
-    cll_kernels_site(t, CLL_KOP_GEMM, row->wtype, site_m, sizeof site_m);
+    char msg[256] = "";
     uint8_t *w = make_weights(row->wtype, rows, cols);
-    cll_kernel_shape s = {row->wtype, rows, cols, cll_kernels_cpu_features()};
+    const cll_kernel_shape s = {.wtype = row->wtype,
+                                .rows = rows,
+                                .cols = cols,
+                                .features = cll_kernels_cpu_features(),
+                                .n_tokens = (row->op & CLL_KOP_GEMV) ? 1 : 0,
+                                .device = CLL_KDEVICE_CPU};
     const bool sup = cll_kernel_row_supported(row, &s);
-    assert_int_equal(cll_kernels_set_override(site_v, row->name), CLL_OK);
-    assert_int_equal(cll_kernels_set_override(site_m, row->name), CLL_OK);
+    /* the row itself, named: no overrides, no env */
     cll_cpu_weight *cw = NULL;
-    assert_int_equal(cll_cpu_weight_create(row->wtype, rows, cols, w, &cw), CLL_OK);
+    const cll_status st = cll_cpu_weight_create_row(row, rows, cols, w, &cw);
     if (!sup) {
-        /* refused shape: the forced row must not be used, another row serves it */
+        /* refused shape: naming the row is an error that says why (nothing falls back);
+         * dispatch serves the shape with another row, which is compared below */
+        assert_int_equal(st, CLL_ERR_UNSUPPORTED);
+        assert_null(cw);
+        assert_non_null(strstr(cll_last_error(), row->name));
         assert_true(row->interleave > 1 && rows % row->interleave);
+        assert_int_equal(cll_cpu_weight_create(row->wtype, rows, cols, w, &cw), CLL_OK);
         assert_string_not_equal(cll_cpu_weight_kernel(cw), row->name);
         printf("  %-28s %4lld x %-5lld refused (rows %% %d), served by %s\n", row->name, (long long)rows,
                (long long)cols, row->interleave, cll_cpu_weight_kernel(cw));
     } else {
-        assert_string_equal(cll_cpu_weight_kernel(cw), row->name);
+        assert_int_equal(st, CLL_OK);
+        if (row->op & CLL_KOP_GEMM) assert_string_equal(cll_cpu_weight_kernel(cw), row->name);
         if (row->op & CLL_KOP_GEMV) assert_string_equal(cll_cpu_weight_gemv_kernel(cw), row->name);
     }
     static const int64_t ns[] = {1, 3, 8, 13, 17, 64};
@@ -237,8 +246,6 @@ static void check_row_shape(const cll_kernel_row *row, int64_t rows, int64_t col
         (*n_checked)++;
     }
     cll_cpu_weight_free(cw);
-    cll_kernels_set_override(site_v, NULL);
-    cll_kernels_set_override(site_m, NULL);
     free(w);
 }
 
@@ -351,6 +358,90 @@ static void test_dispatch(void **state) {
     free(w);
 }
 
+/* ---- named rows (no dispatch state) and token-count classes ---- */
+
+static void test_named_rows(void **state) {
+    (void)state;
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const bool avx2 = (cll_kernels_cpu_features() & CLL_ISA_AVX2) != 0;
+    const cll_kernel_row *scal = cll_kernels_find(t, "matmul_q4_0_scalar");
+    assert_non_null(scal);
+    assert_string_equal(scal->name, "matmul_q4_0_scalar");
+    assert_null(cll_kernels_find(t, "no_such_kernel"));
+    assert_null(cll_kernels_find(t, NULL));
+    uint8_t *w = make_weights(CLL_TYPE_Q4_0, 24, 256);
+    cll_cpu_weight *cw;
+    /* a named row beats every override and the env: they are not consulted */
+    setenv("CLLAMA_KERNEL", "matmul_q4_0_avx2_row", 1);
+    assert_int_equal(cll_kernels_set_override("cpu/gemm/q4_0", "matmul_q4_0_avx2_r8x4"), CLL_OK);
+    assert_int_equal(cll_cpu_weight_create_row(scal, 24, 256, w, &cw), CLL_OK);
+    assert_string_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_scalar");
+    assert_string_equal(cll_cpu_weight_gemv_kernel(cw), "matmul_q4_0_scalar");
+    cll_cpu_weight_free(cw);
+    unsetenv("CLLAMA_KERNEL");
+    cll_kernels_clear_overrides();
+    if (avx2) {
+        /* r8 on 17 rows: an error naming the row and the reason, not a silent other row */
+        const cll_kernel_row *r8 = cll_kernels_find(t, "matmul_q4_0_avx2_r8x4");
+        uint8_t *w17 = make_weights(CLL_TYPE_Q4_0, 17, 256);
+        assert_int_equal(cll_cpu_weight_create_row(r8, 17, 256, w17, &cw), CLL_ERR_UNSUPPORTED);
+        assert_null(cw);
+        printf("named r8 on 17 rows: %s\n", cll_last_error());
+        assert_non_null(strstr(cll_last_error(), "interleave"));
+        free(w17);
+    }
+    const cll_kernel_row *vnni = cll_kernels_find(t, "matmul_q4_0_avx512vnni_r8x4");
+    assert_non_null(vnni);
+    if (!(cll_kernels_cpu_features() & CLL_ISA_VNNI)) {
+        assert_int_equal(cll_cpu_weight_create_row(vnni, 24, 256, w, &cw), CLL_ERR_UNSUPPORTED);
+        assert_non_null(strstr(cll_last_error(), "needs"));
+    }
+    /* a row from no CPU table, bad shapes */
+    const cll_kernel_row stray = *scal;
+    assert_int_equal(cll_cpu_weight_create_row(&stray, 24, 256, w, &cw), CLL_ERR_ARG);
+    assert_int_equal(cll_cpu_weight_create_row(NULL, 24, 256, w, &cw), CLL_ERR_ARG);
+    assert_int_equal(cll_cpu_weight_create_row(scal, 24, 100, w, &cw), CLL_ERR_ARG);
+
+    /* token-count classes */
+    assert_string_equal(cll_kernels_token_class(0), "");
+    assert_string_equal(cll_kernels_token_class(1), "n1");
+    assert_string_equal(cll_kernels_token_class(2), "n2-8");
+    assert_string_equal(cll_kernels_token_class(8), "n2-8");
+    assert_string_equal(cll_kernels_token_class(9), "n9-64");
+    assert_string_equal(cll_kernels_token_class(64), "n9-64");
+    assert_string_equal(cll_kernels_token_class(65), "n65+");
+    char site[80];
+    assert_string_equal(cll_kernels_site_class(t, CLL_KOP_GEMM, CLL_TYPE_Q4_K, 16, site, sizeof site),
+                        "cpu/gemm/q4_K/n9-64");
+    assert_string_equal(cll_kernels_site_class(t, CLL_KOP_GEMV, CLL_TYPE_Q4_K, 0, site, sizeof site), "cpu/gemv/q4_K");
+    cll_kernel_shape s = {.wtype = CLL_TYPE_Q4_0, .rows = 24, .cols = 256, .features = cll_kernels_cpu_features(),
+                          .n_tokens = 16, .device = CLL_KDEVICE_CPU};
+    assert_true(cll_kernel_shape_tokens_in(&s, 9, 64));
+    assert_true(cll_kernel_shape_tokens_in(&s, 2, 0));
+    assert_false(cll_kernel_shape_tokens_in(&s, 1, 8));
+    s.n_tokens = 0; /* not fixed: every declared range passes */
+    assert_true(cll_kernel_shape_tokens_in(&s, 1, 1));
+    /* a classed override wins over the plain site for shapes of its class only */
+    const cll_kernel_row *dflt = cll_kernels_default(t, CLL_KOP_GEMM, &s, -1);
+    assert_non_null(dflt);
+    assert_true(dflt->is_default || !avx2);
+    assert_int_equal(cll_kernels_set_override("cpu/gemm/q4_0/n9-64", "matmul_q4_0_scalar"), CLL_OK);
+    assert_int_equal(cll_kernels_set_override("cpu/gemm/q4_0", avx2 ? "matmul_q4_0_avx2_row" : "matmul_q4_0_scalar"),
+                     CLL_OK);
+    bool forced = false;
+    s.n_tokens = 16;
+    assert_string_equal(cll_kernels_select(t, CLL_KOP_GEMM, &s, -1, &forced)->name, "matmul_q4_0_scalar");
+    assert_true(forced);
+    s.n_tokens = 200;
+    assert_string_equal(cll_kernels_select(t, CLL_KOP_GEMM, &s, -1, &forced)->name,
+                        avx2 ? "matmul_q4_0_avx2_row" : "matmul_q4_0_scalar");
+    cll_kernels_clear_overrides();
+    s.n_tokens = 16;
+    assert_ptr_equal(cll_kernels_select(t, CLL_KOP_GEMM, &s, -1, &forced), dflt);
+    assert_false(forced);
+    free(w);
+}
+
 /* ---- the pool size never changes a result ---- */
 
 static void test_pool_sizes_identical(void **state) {
@@ -433,6 +524,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_act_quantizers),
         cmocka_unit_test(test_dispatch),
+        cmocka_unit_test(test_named_rows),
         cmocka_unit_test(test_pool_sizes_identical),
         cmocka_unit_test(test_matmul_many),
         cmocka_unit_test(test_every_row),

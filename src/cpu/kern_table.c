@@ -2,7 +2,10 @@
  * supported default row, else the first supported row, so an AVX-512 VNNI row precedes
  * its AVX2 twin, an r8 (repacked) row precedes the plain-layout row that serves shapes
  * it refuses (rows % 8 != 0), and the scalar row closes every type. Default = the type's
- * first choice on its ISA tier; the rows after it are the fallbacks. */
+ * first choice on its ISA tier; the rows after it are the fallbacks.
+ * Token counts: a CPU weight keeps one GEMV row (n == 1) and one GEMM row (every n > 1) of one
+ * layout, chosen at load with shapes of n_tokens 1 and 0 (not fixed), so no CPU row limits the
+ * count; device is CLL_KDEVICE_CPU and the ISA bits gate each row. */
 #include "cpu/kern_common.h"
 #include "cpu/kern_ggml.h"
 

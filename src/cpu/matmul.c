@@ -19,8 +19,8 @@ struct cll_cpu_weight {
 
 static const kern_impl *impl_of(const cll_kernel_row *r) { return (const kern_impl *)r->impl; }
 
-cll_status cll_cpu_weight_create(uint32_t type, int64_t rows, int64_t cols, const void *data, cll_cpu_weight **out) {
-    *out = NULL;
+/* the checks every weight passes before any row is looked at */
+static cll_status check_weight(uint32_t type, int64_t rows, int64_t cols, const void *data) {
     const cll_type_traits *tr = cll_type_traits_get(type);
     if (!tr || !tr->weight_ok)
         return cll_err(CLL_ERR_UNSUPPORTED, "matmul: weight type %s is not supported on the CPU", cll_type_name(type));
@@ -28,19 +28,23 @@ cll_status cll_cpu_weight_create(uint32_t type, int64_t rows, int64_t cols, cons
         return cll_err(CLL_ERR_ARG, "matmul: %s weight of %lld x %lld: cols must be a positive multiple of %u",
                        tr->name, (long long)rows, (long long)cols, tr->blck);
     if (!data) return cll_err(CLL_ERR_ARG, "matmul: weight data is NULL");
-    const cll_kernel_table *t = cll_cpu_kernel_table_get();
-    cll_kernel_shape s = {type, rows, cols, cll_kernels_cpu_features()};
-    bool fv = false, fm = false;
-    const cll_kernel_row *gv = cll_kernels_select(t, CLL_KOP_GEMV, &s, -1, &fv);
-    const cll_kernel_row *gm = cll_kernels_select(t, CLL_KOP_GEMM, &s, -1, &fm);
-    if (gv && gm && gv->layout != gm->layout) {
-        /* one weight has one layout: a forced GEMV row wins over a default GEMM row */
-        if (fv && !fm) gm = cll_kernels_select(t, CLL_KOP_GEMM, &s, gv->layout, NULL);
-        else gv = cll_kernels_select(t, CLL_KOP_GEMV, &s, gm->layout, NULL);
-    }
-    if (!gv || !gm)
-        return cll_err(CLL_ERR_UNSUPPORTED, "matmul: no CPU kernel row for %s %lld x %lld", tr->name,
-                       (long long)rows, (long long)cols);
+    return CLL_OK;
+}
+
+/* the CPU shape of a weight; n_tokens 1 for the GEMV row, 0 (every count above 1) for GEMM */
+static cll_kernel_shape cpu_shape(uint32_t type, int64_t rows, int64_t cols, int64_t n_tokens) {
+    return (cll_kernel_shape){.wtype = type,
+                              .rows = rows,
+                              .cols = cols,
+                              .features = cll_kernels_cpu_features(),
+                              .n_tokens = n_tokens,
+                              .device = CLL_KDEVICE_CPU};
+}
+
+/* prepare the weight for its GEMV row gv (n == 1) and GEMM row gm (n > 1), one layout */
+static cll_status weight_make(uint32_t type, int64_t rows, int64_t cols, const void *data, const cll_kernel_row *gv,
+                              const cll_kernel_row *gm, cll_cpu_weight **out) {
+    const cll_type_traits *tr = cll_type_traits_get(type);
     cll_cpu_weight *w = calloc(1, sizeof *w);
     if (!w) return cll_err(CLL_ERR_NOMEM, "matmul: out of memory");
     w->type = type;
@@ -63,6 +67,55 @@ cll_status cll_cpu_weight_create(uint32_t type, int64_t rows, int64_t cols, cons
     }
     *out = w;
     return CLL_OK;
+}
+
+cll_status cll_cpu_weight_create(uint32_t type, int64_t rows, int64_t cols, const void *data, cll_cpu_weight **out) {
+    *out = NULL;
+    cll_status st = check_weight(type, rows, cols, data);
+    if (st != CLL_OK) return st;
+    const cll_kernel_table *t = cll_cpu_kernel_table_get();
+    const cll_kernel_shape sv = cpu_shape(type, rows, cols, 1), sm = cpu_shape(type, rows, cols, 0);
+    bool fv = false, fm = false;
+    const cll_kernel_row *gv = cll_kernels_select(t, CLL_KOP_GEMV, &sv, -1, &fv);
+    const cll_kernel_row *gm = cll_kernels_select(t, CLL_KOP_GEMM, &sm, -1, &fm);
+    if (gv && gm && gv->layout != gm->layout) {
+        /* one weight has one layout: a forced GEMV row wins over a default GEMM row */
+        if (fv && !fm) gm = cll_kernels_select(t, CLL_KOP_GEMM, &sm, gv->layout, NULL);
+        else gv = cll_kernels_select(t, CLL_KOP_GEMV, &sv, gm->layout, NULL);
+    }
+    if (!gv || !gm)
+        return cll_err(CLL_ERR_UNSUPPORTED, "matmul: no CPU kernel row for %s %lld x %lld", cll_type_name(type),
+                       (long long)rows, (long long)cols);
+    return weight_make(type, rows, cols, data, gv, gm, out);
+}
+
+cll_status cll_cpu_weight_create_row(const cll_kernel_row *row, int64_t rows, int64_t cols, const void *data,
+                                     cll_cpu_weight **out) {
+    *out = NULL;
+    const cll_kernel_table *t = cll_cpu_kernel_table_get();
+    if (!row || row < t->rows || row >= t->rows + t->n)
+        return cll_err(CLL_ERR_ARG, "matmul: %s is not a CPU kernel row", row ? row->name : "(null)");
+    cll_status st = check_weight(row->wtype, rows, cols, data);
+    if (st != CLL_OK) return st;
+    const cll_kernel_shape sv = cpu_shape(row->wtype, rows, cols, 1), sm = cpu_shape(row->wtype, rows, cols, 0);
+    const cll_kernel_shape *own = (row->op & CLL_KOP_GEMV) ? &sv : &sm;
+    if (!cll_kernel_row_supported(row, own)) {
+        char need[48], have[48];
+        if ((row->isa & own->features) != row->isa)
+            return cll_err(CLL_ERR_UNSUPPORTED, "matmul: row %s needs %s; this CPU offers %s", row->name,
+                           cll_kernels_isa_str(row->isa, need, sizeof need),
+                           cll_kernels_isa_str(own->features, have, sizeof have));
+        return cll_err(CLL_ERR_UNSUPPORTED, "matmul: row %s does not serve %s %lld x %lld%s", row->name,
+                       cll_type_name(row->wtype), (long long)rows, (long long)cols,
+                       row->interleave > 1 && rows % row->interleave ? " (rows not a multiple of its interleave)" : "");
+    }
+    /* the op the row does not serve takes the default row of the same layout */
+    const cll_kernel_row *gv = (row->op & CLL_KOP_GEMV) ? row : cll_kernels_default(t, CLL_KOP_GEMV, &sv, row->layout);
+    const cll_kernel_row *gm = (row->op & CLL_KOP_GEMM) ? row : cll_kernels_default(t, CLL_KOP_GEMM, &sm, row->layout);
+    if (!gv || !gm)
+        return cll_err(CLL_ERR_UNSUPPORTED, "matmul: row %s serves only %s and no row of its layout serves the other op",
+                       row->name, (row->op & CLL_KOP_GEMV) ? "gemv" : "gemm");
+    return weight_make(row->wtype, rows, cols, data, gv, gm, out);
 }
 
 void cll_cpu_weight_free(cll_cpu_weight *w) {

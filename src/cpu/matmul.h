@@ -15,6 +15,13 @@ typedef struct cll_cpu_weight cll_cpu_weight;
 /* W is (rows x cols): rows output features, cols = K contiguous (GGUF ne[0] = cols,
  * ne[1] = rows). data points into the model map and must outlive the weight. */
 cll_status cll_cpu_weight_create(uint32_t type, int64_t rows, int64_t cols, const void *data, cll_cpu_weight **out);
+/* The same for one named row of the CPU table (cll_kernels_find(cll_cpu_kernel_table(),
+ * name)): no dispatch, overrides or env; the row runs every product of the ops it serves
+ * (the other op takes the default row of the row's layout). A row this CPU or this shape
+ * cannot run is CLL_ERR_UNSUPPORTED, saying why; nothing falls back. */
+struct cll_kernel_row;
+cll_status cll_cpu_weight_create_row(const struct cll_kernel_row *row, int64_t rows, int64_t cols, const void *data,
+                                     cll_cpu_weight **out);
 void cll_cpu_weight_free(cll_cpu_weight *w);
 int64_t cll_cpu_weight_rows(const cll_cpu_weight *w);
 int64_t cll_cpu_weight_cols(const cll_cpu_weight *w);

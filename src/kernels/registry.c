@@ -1,4 +1,5 @@
-/* kernels/registry: CPU feature probe, row filtering and the override table. */
+/* kernels/registry: CPU feature probe, row filtering, lookup by name, token-count classes
+ * and the override table. */
 #include "kernels/registry.h"
 
 #include <pthread.h>
@@ -61,11 +62,33 @@ bool cll_kernel_row_supported(const cll_kernel_row *r, const cll_kernel_shape *s
     return r->supports ? r->supports(r, s) : true;
 }
 
+bool cll_kernel_shape_tokens_in(const cll_kernel_shape *s, int64_t lo, int64_t hi) {
+    return s->n_tokens == 0 || (s->n_tokens >= lo && (hi == 0 || s->n_tokens <= hi));
+}
+
+const char *cll_kernels_token_class(int64_t n) {
+    return n <= 0 ? "" : n == 1 ? "n1" : n <= 8 ? "n2-8" : n <= 64 ? "n9-64" : "n65+";
+}
+
 static const char *op_name(uint32_t op) { return op == CLL_KOP_GEMV ? "gemv" : op == CLL_KOP_GEMM ? "gemm" : "matmul"; }
 
 const char *cll_kernels_site(const cll_kernel_table *t, uint32_t op, uint32_t wtype, char *buf, size_t cap) {
     snprintf(buf, cap, "%s/%s/%s", t->backend, op_name(op), cll_type_name(wtype));
     return buf;
+}
+
+const char *cll_kernels_site_class(const cll_kernel_table *t, uint32_t op, uint32_t wtype, int64_t n_tokens,
+                                   char *buf, size_t cap) {
+    if (n_tokens <= 0) return cll_kernels_site(t, op, wtype, buf, cap);
+    snprintf(buf, cap, "%s/%s/%s/%s", t->backend, op_name(op), cll_type_name(wtype), cll_kernels_token_class(n_tokens));
+    return buf;
+}
+
+const cll_kernel_row *cll_kernels_find(const cll_kernel_table *t, const char *name) {
+    if (!t || !name) return NULL;
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcmp(t->rows[i].name, name)) return &t->rows[i];
+    return NULL;
 }
 
 /* ---- overrides ------------------------------------------------------------------ */
@@ -129,22 +152,27 @@ static const cll_kernel_row *find_named(const cll_kernel_table *t, const char *n
     return NULL;
 }
 
-/* the row forced at this site, if any: explicit override first, then CLLAMA_KERNEL */
-static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, uint32_t wtype, const char *site) {
+/* the row forced at this site, if any: an explicit override of the site's token-count
+ * class (csite, may be NULL), then of the plain site, then CLLAMA_KERNEL */
+static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, uint32_t wtype, const char *site,
+                                        const char *csite) {
     const cll_kernel_row *r = NULL;
     pthread_mutex_lock(&g_mu);
-    for (int i = 0; i < g_n_ovr && !r; i++)
-        if (!strcmp(g_ovr[i].site, site)) {
+    for (int pass = csite ? 0 : 1; pass < 2 && !r; pass++) {
+        const char *want = pass == 0 ? csite : site;
+        for (int i = 0; i < g_n_ovr && !r; i++) {
+            if (strcmp(g_ovr[i].site, want)) continue;
             r = find_named(t, g_ovr[i].name, strlen(g_ovr[i].name));
             if (!r) {
                 char msg[160];
-                snprintf(msg, sizeof msg, "WARNING: kernel override %s=%s: no such row; using the default", site,
+                snprintf(msg, sizeof msg, "WARNING: kernel override %s=%s: no such row; using the default", want,
                          g_ovr[i].name);
                 pthread_mutex_unlock(&g_mu);
                 warn_once(msg);
                 pthread_mutex_lock(&g_mu);
             }
         }
+    }
     pthread_mutex_unlock(&g_mu);
     if (r) return r;
     const char *env = getenv("CLLAMA_KERNEL");
@@ -186,10 +214,23 @@ static const cll_kernel_row *numerics_row(const cll_kernel_table *t, uint32_t op
     return NULL;
 }
 
+const cll_kernel_row *cll_kernels_default(const cll_kernel_table *t, uint32_t op, const cll_kernel_shape *s,
+                                          int layout) {
+    const cll_kernel_row *any = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        if (!(r->op & op) || (layout >= 0 && r->layout != layout) || !cll_kernel_row_supported(r, s)) continue;
+        if (r->is_default) return r;
+        if (!any) any = r;
+    }
+    return any;
+}
+
 const cll_kernel_row *cll_kernels_select(const cll_kernel_table *t, uint32_t op, const cll_kernel_shape *s,
                                          int layout, bool *forced) {
-    char site[64];
+    char site[64], csite[80];
     cll_kernels_site(t, op, s->wtype, site, sizeof site);
+    if (s->n_tokens > 0) cll_kernels_site_class(t, op, s->wtype, s->n_tokens, csite, sizeof csite);
     if (forced) *forced = false;
     if (g_numerics[0]) {
         const cll_kernel_row *r = numerics_row(t, op, s, layout);
@@ -202,24 +243,18 @@ const cll_kernel_row *cll_kernels_select(const cll_kernel_table *t, uint32_t op,
                  site);
         warn_once(msg);
     }
-    const cll_kernel_row *f = forced_row(t, op, s->wtype, site);
+    const cll_kernel_row *f = forced_row(t, op, s->wtype, site, s->n_tokens > 0 ? csite : NULL);
     if (f) {
         if ((f->op & op) && cll_kernel_row_supported(f, s) && (layout < 0 || f->layout == layout)) {
             if (forced) *forced = true;
             return f;
         }
-        char msg[160];
-        snprintf(msg, sizeof msg, "WARNING: forced kernel %s does not support %s (%lld x %lld%s); using the default",
-                 f->name, site, (long long)s->rows, (long long)s->cols,
+        char msg[160], ntok[32] = "";
+        if (s->n_tokens > 0) snprintf(ntok, sizeof ntok, ", n_tokens %lld", (long long)s->n_tokens);
+        snprintf(msg, sizeof msg, "WARNING: forced kernel %s does not support %s (%lld x %lld%s%s); using the default",
+                 f->name, site, (long long)s->rows, (long long)s->cols, ntok,
                  layout >= 0 && f->layout != layout ? ", other weight layout" : "");
         warn_once(msg);
     }
-    const cll_kernel_row *any = NULL;
-    for (size_t i = 0; i < t->n; i++) {
-        const cll_kernel_row *r = &t->rows[i];
-        if (!(r->op & op) || (layout >= 0 && r->layout != layout) || !cll_kernel_row_supported(r, s)) continue;
-        if (r->is_default) return r;
-        if (!any) any = r;
-    }
-    return any;
+    return cll_kernels_default(t, op, s, layout);
 }

@@ -2,7 +2,9 @@
  * type on Llama-3.2-1B shapes: GEMV (n = 1, a ring of weight copies larger than the L3 so
  * weights stream from DRAM, as in decode) and GEMM (n = 512, prefill). Prints GB/s of
  * weights streamed and GOP/s (2 ops per multiply-add, int8 for the quantized types).
- * usage: kbench [-t threads] [-r reps] [-T type[,type..]] [-k row-name (forces it)] [-c] [-H]
+ * usage: kbench [-t threads] [-r reps] [-T type[,type..]] [-k row[,row..]] [-c] [-H]
+ * -k: run these rows by name (cll_cpu_weight_create_row) for their types; other types keep
+ *     the dispatched row. A named row this CPU or shape cannot run is an error, not a fallback.
  * -c: with -t 1, time with the thread's CPU clock (meaningful on a box shared with
  *     other jobs: time the scheduler gives to others is not counted).
  * -H: GEMV on one weight copy (hot in L2/L3): the kernel's compute ceiling, not DRAM's. */
@@ -14,6 +16,7 @@
 #include "core/threads.h"
 #include "cpu/matmul.h"
 #include "formats/formats.h"
+#include "kernels/registry.h"
 
 static uint64_t g_rng = 12345;
 static uint64_t rnd(void) {
@@ -57,8 +60,11 @@ static int type_by_name(const char *s) {
     return -1;
 }
 
+#define MAX_NAMED 16
+
 int main(int argc, char **argv) {
-    int threads = 2, reps = 3, cpu_clock = 0, hot = 0;
+    int threads = 2, reps = 3, cpu_clock = 0, hot = 0, n_named = 0;
+    const cll_kernel_row *named[MAX_NAMED];
     const char *types = "q4_0,q8_0,q4_K,q6_K,q5_K,q2_K,q3_K,iq4_xs,q4_1,q5_0,iq4_nl,f16";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -66,7 +72,18 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) types = argv[++i];
         else if (!strcmp(argv[i], "-c")) cpu_clock = 1;
         else if (!strcmp(argv[i], "-H")) hot = 1;
-        else if (!strcmp(argv[i], "-k") && i + 1 < argc) setenv("CLLAMA_KERNEL", argv[++i], 1);
+        else if (!strcmp(argv[i], "-k") && i + 1 < argc) {
+            char list[512];
+            snprintf(list, sizeof list, "%s", argv[++i]);
+            for (char *nm = strtok(list, ","); nm; nm = strtok(NULL, ",")) {
+                const cll_kernel_row *r = cll_kernels_find(cll_cpu_kernel_table(), nm);
+                if (!r || n_named == MAX_NAMED) {
+                    fprintf(stderr, "-k %s: %s\n", nm, r ? "too many rows" : "no such CPU kernel row (cllama kernels)");
+                    return 2;
+                }
+                named[n_named++] = r;
+            }
+        }
         else {
             fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-T types] [-k row] [-c] [-H]\n");
             return 2;
@@ -85,6 +102,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "unknown type %s\n", tok);
             continue;
         }
+        const cll_kernel_row *row = NULL; /* the -k row of this type, if any */
+        for (int k = 0; k < n_named && !row; k++)
+            if (named[k]->wtype == (uint32_t)type) row = named[k];
         for (int s = 0; s < 2; s++) {
             const int64_t rows = shapes[s][0], cols = shapes[s][1];
             const uint64_t wbytes = cll_row_bytes((uint32_t)type, (uint64_t)cols) * (uint64_t)rows;
@@ -100,7 +120,8 @@ int main(int argc, char **argv) {
                     data[c] = cll_aalloc(wbytes);
                     memcpy(data[c], data[0], wbytes);
                 }
-                if (cll_cpu_weight_create((uint32_t)type, rows, cols, data[c], &w[c])) {
+                if (row ? cll_cpu_weight_create_row(row, rows, cols, data[c], &w[c])
+                        : cll_cpu_weight_create((uint32_t)type, rows, cols, data[c], &w[c])) {
                     fprintf(stderr, "%s\n", cll_last_error());
                     return 1;
                 }

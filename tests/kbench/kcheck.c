@@ -1,5 +1,5 @@
 /* kcheck: standalone cross-check of the kernel rows a CPU offers beyond the build box
- * (the AVX-512 VNNI rows): each row forced on random weights must equal its AVX2 twin
+ * (the AVX-512 VNNI rows): each row, run by name on random weights, must equal its AVX2 twin
  * bit for bit (the rows declare bit_exact) and stay within 2e-5 of the scalar row.
  * Built static (no cmocka) so it runs on a machine without the dev packages.
  * Exit 0 = all checked rows agree, 1 = a mismatch, 77 = nothing to check here. */
@@ -23,21 +23,21 @@ static float rndn(void) {
     return (float)(sqrt(-2 * log(u)) * cos(6.283185307179586 * v));
 }
 
-static void run_forced(const char *row, uint32_t type, int64_t rows, int64_t cols, const void *w, const float *x,
-                       int64_t n, float *y, cll_pool *pool, char *used, size_t cap) {
-    setenv("CLLAMA_KERNEL", row, 1);
+/* run the row called `row` by name (no dispatch: it runs or the program says why) */
+static void run_named(const char *row, int64_t rows, int64_t cols, const void *w, const float *x, int64_t n, float *y,
+                      cll_pool *pool, char *used, size_t cap) {
+    const cll_kernel_row *r = cll_kernels_find(cll_cpu_kernel_table(), row);
     cll_cpu_weight *cw;
-    if (cll_cpu_weight_create(type, rows, cols, w, &cw)) {
-        fprintf(stderr, "create: %s\n", cll_last_error());
+    if (!r || cll_cpu_weight_create_row(r, rows, cols, w, &cw)) {
+        fprintf(stderr, "row %s: %s\n", row, r ? cll_last_error() : "no such CPU row");
         exit(1);
     }
-    snprintf(used, cap, "%s", cll_cpu_weight_kernel(cw));
+    snprintf(used, cap, "%s", n == 1 ? cll_cpu_weight_gemv_kernel(cw) : cll_cpu_weight_kernel(cw));
     void *scratch = malloc(cll_cpu_matmul_scratch(cw, n));
     for (int64_t i = 0; i < n * rows; i++) y[i] = NAN;
     cll_cpu_matmul(pool, cw, x, cols, n, y, rows, scratch);
     free(scratch);
     cll_cpu_weight_free(cw);
-    unsetenv("CLLAMA_KERNEL");
 }
 
 int main(void) {
@@ -73,9 +73,9 @@ int main(void) {
             float *x = malloc(n * cols * sizeof *x), *y1 = malloc(n * rows * 4), *y2 = malloc(n * rows * 4),
                   *y3 = malloc(n * rows * 4);
             for (int64_t k = 0; k < n * cols; k++) x[k] = rndn();
-            run_forced(r->name, r->wtype, rows, cols, w, x, n, y1, pool, u1, sizeof u1);
-            run_forced(twin, r->wtype, rows, cols, w, x, n, y2, pool, u2, sizeof u2);
-            run_forced(scal, r->wtype, rows, cols, w, x, n, y3, pool, u3, sizeof u3);
+            run_named(r->name, rows, cols, w, x, n, y1, pool, u1, sizeof u1);
+            run_named(twin, rows, cols, w, x, n, y2, pool, u2, sizeof u2);
+            run_named(scal, rows, cols, w, x, n, y3, pool, u3, sizeof u3);
             int e_twin = memcmp(y1, y2, n * rows * 4) != 0, e_scal = 0;
             for (int64_t k = 0; k < n * rows; k++)
                 if (!(fabsf(y1[k] - y3[k]) <= 2e-5f * (fabsf(y3[k]) + 1.0f))) e_scal++;
