@@ -47,6 +47,7 @@ cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_
                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     int64_t slab = g->panel ? (int64_t)(g->panel_bytes / ((size_t)cols * 2)) : 0;
     if (slab < 1) return cudaErrorInvalidValue;
+    if (slab > 65408) slab = 65408; /* the panel kernel's grid.y */
     if (slab > 128) slab -= slab % 128;
     if (slab > rows) slab = rows;
     for (int64_t r0 = 0; r0 < rows; r0 += slab) {

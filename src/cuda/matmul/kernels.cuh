@@ -134,10 +134,14 @@ __global__ void k_get_rows(const uint8_t *__restrict__ W, int64_t rows, int64_t 
 template <class F>
 static cudaError_t cu_get_rows_launch(const cll_cu_weight *w, const int32_t *ids, int64_t n, float *out, int64_t ld_out,
                                       float scale, cudaStream_t st) {
-    if (n <= 0) return cudaSuccess;
-    const dim3 grid((unsigned)cll_cdiv(w->cols, 256), (unsigned)n);
-    k_get_rows<F><<<grid, 256, 0, st>>>(w->d, w->rows, w->cols, (int64_t)w->row_stride, ids, out, ld_out, scale);
-    return cudaGetLastError();
+    for (int64_t i0 = 0; i0 < n; i0 += 65535) { /* grid.y <= 65535 ids per launch */
+        const int64_t ni = n - i0 < 65535 ? n - i0 : 65535;
+        const dim3 grid((unsigned)cll_cdiv(w->cols, 256), (unsigned)ni);
+        k_get_rows<F><<<grid, 256, 0, st>>>(w->d, w->rows, w->cols, (int64_t)w->row_stride, ids + i0, out + i0 * ld_out,
+                                            ld_out, scale);
+        CLL_CU_RET(cudaGetLastError());
+    }
+    return cudaSuccess;
 }
 
 /* panel: rows [r0, r0+nr) of matrix W (already offset to the matrix) -> f16 or bf16 (nr x cols) */
