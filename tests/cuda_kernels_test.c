@@ -125,7 +125,8 @@ static void test_table_shape(void **state) {
         const cll_kernel_row *row = &t->rows[i];
         assert_non_null(row->impl);
         assert_true(strstr(row->name, cll_type_name(row->wtype)) != NULL);
-        const cll_kernel_shape s = {.wtype = row->wtype, .rows = 4096, .cols = 4096};
+        const cll_kernel_shape s = {.wtype = row->wtype, .rows = 4096, .cols = 4096, .n_tokens = 1,
+                                    .device = CLL_KDEVICE_CUDA_SM(9, 0)};
         assert_true(cll_kernel_row_supported(row, &s));
         const cll_kernel_row *sel = cll_kernels_select(t, row->op, &s, -1, NULL);
         assert_non_null(sel);

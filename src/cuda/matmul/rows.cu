@@ -60,8 +60,10 @@ cudaError_t cll_cu_get_rows(const cll_cu_weight *w, const int32_t *ids, int64_t 
 }
 
 /* ---- the table ---- */
+/* any token count; a CUDA device of sm_80+ (cp.async) or an unnamed one (device 0) */
 static bool cu_row_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(r->wtype);
+    if (s->device != CLL_KDEVICE_CPU && s->device < CLL_KDEVICE_CUDA_SM(8, 0)) return false;
     return o && s->wtype == r->wtype && s->cols > 0 && s->rows > 0 && s->cols % o->qk == 0;
 }
 
