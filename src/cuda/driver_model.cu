@@ -142,7 +142,13 @@ static cll_status plan_model(plan *pl) {
         if (m->output == m->tok_embd) {
             P(add_w(pl, &dm->output, &t, 1));
         } else {
-            /* an untied embedding needs no gemv row: plan it without the row check */
+            /* an untied embedding needs no gemv row, only get_rows for its type */
+            if (!cll_cu_type_served(t->type)) {
+                char nm[128];
+                tname(t, nm, sizeof nm);
+                return cll_err(CLL_ERR_UNSUPPORTED, "cuda: tensor %s: type %s is not served on the GPU", nm,
+                               cll_type_name(t->type));
+            }
             if (pl->nw == pl->capw) {
                 pl->capw = pl->capw ? 2 * pl->capw : 64;
                 wjob *nwj = (wjob *)realloc(pl->w, sizeof(wjob) * (size_t)pl->capw);
