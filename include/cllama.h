@@ -79,6 +79,9 @@ const char *cllama_model_arch(const cllama_model *m);      /* general.architectu
 const char *cllama_model_desc(const cllama_model *m);      /* e.g. "gemma3 268M Q4_K_M" */
 uint64_t cllama_model_n_params(const cllama_model *m);
 uint64_t cllama_model_size_bytes(const cllama_model *m);   /* bytes of tensor data */
+/* weight bytes one decode token reads (every matmul weight and the output head; MoE: the
+ * router and only the used experts' share): the numerator of "% of bandwidth roofline" */
+uint64_t cllama_model_decode_bytes(const cllama_model *m);
 int32_t cllama_model_n_vocab(const cllama_model *m);
 int32_t cllama_model_n_ctx_train(const cllama_model *m);
 int32_t cllama_model_n_embd(const cllama_model *m);

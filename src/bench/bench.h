@@ -78,6 +78,9 @@ int cll_bench_mix_file_type(const char *ftype); /* general.file_type value */
 char *cll_bench_git_sha(void);                   /* malloc'd; "unknown" if not readable */
 void cll_bench_default_box(char *buf, size_t cap); /* $CLLAMA_BOX, else the hostname */
 void cll_bench_cpu_model(char *buf, size_t cap);
+/* the read-bandwidth roofline of the GPU in GB/s for "% of roofline": $CLLAMA_ROOFLINE_GBS, else
+ * the measured value for a known device (H200: 4300, shared/anchors/h200/ceilings.json), else 0 */
+double cll_bench_roofline_gbs(const char *gpu_name);
 void cll_bench_gpu_name(char *buf, size_t cap);  /* "" when there is no nvidia-smi */
 /* JSON text of the hardware probe object (malloc'd) */
 char *cll_bench_hw_probe_json(void);
@@ -92,6 +95,9 @@ void cll_bench_close(cll_bench_model *bm);
 const char *cll_bench_model_type(const cll_bench_model *bm); /* "llama 1B Q4_K - Medium"-like */
 uint64_t cll_bench_model_size(const cll_bench_model *bm);    /* bytes of tensor data */
 uint64_t cll_bench_model_n_params(const cll_bench_model *bm);
+uint64_t cll_bench_model_decode_bytes(const cll_bench_model *bm); /* weight bytes per decode token */
+/* kernels one decode step launches (CUDA graph nodes), 0 when the driver does not count them */
+uint64_t cll_bench_model_kernels_per_token(const cll_bench_model *bm);
 
 #define CLL_BENCH_MAX_REPS 100
 typedef struct {

@@ -82,6 +82,11 @@ void cll_bench_close(cll_bench_model *bm) {
 const char *cll_bench_model_type(const cll_bench_model *bm) { return bm->type; }
 uint64_t cll_bench_model_size(const cll_bench_model *bm) { return cllama_model_size_bytes(bm->m); }
 uint64_t cll_bench_model_n_params(const cll_bench_model *bm) { return cllama_model_n_params(bm->m); }
+uint64_t cll_bench_model_decode_bytes(const cll_bench_model *bm) { return cllama_model_decode_bytes(bm->m); }
+uint64_t cll_bench_model_kernels_per_token(const cll_bench_model *bm) {
+    cllama_counters k;
+    return cllama_context_counters(bm->c, &k) == CLLAMA_OK ? k.launches : 0;
+}
 
 static cllama_token rand_tok(cll_bench_model *bm) {
     bm->rng ^= bm->rng << 13;

@@ -115,6 +115,18 @@ static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, in
     cll_bench_test_name(np, ng, tn, sizeof tn);
     json_object_set_new(j, "test", json_string(tn));
     json_object_set_new(j, "tune_sha256", json_string(tune_sha));
+    if (ng > 0) { /* decode reads every weight byte once per token: report it against the roofline */
+        const uint64_t wb = cll_bench_model_decode_bytes(bm);
+        const double gbs = r->avg_ts * (double)wb / 1e9, roof = o->backend ? cll_bench_roofline_gbs(gpu) : 0.0;
+        json_object_set_new(j, "decode_weight_bytes", json_integer((json_int_t)wb));
+        json_object_set_new(j, "weight_gbps", json_real(gbs));
+        if (roof > 0) {
+            json_object_set_new(j, "roofline_gbps", json_real(roof));
+            json_object_set_new(j, "roofline_pct", json_real(100.0 * gbs / roof));
+        }
+        const uint64_t kpt = cll_bench_model_kernels_per_token(bm);
+        if (kpt) json_object_set_new(j, "kernels_per_token", json_integer((json_int_t)kpt));
+    }
     return j;
 }
 
@@ -306,6 +318,16 @@ int cll_cmd_bench(int argc, char **argv) {
             }
             json_t *row = make_row(&o, path, bm, np, ng, &r, sha_short, cpu, gpu, tune_sha, when, max_p);
             print_row(o.fmt, row, &header);
+            if (ng > 0 && o.backend) {
+                json_t *pct = json_object_get(row, "roofline_pct"), *kpt = json_object_get(row, "kernels_per_token");
+                fprintf(stderr, "bench: %s tg%d: %.2f GB of weights per token, %.0f GB/s", cll_bench_basename(path), ng,
+                        (double)json_integer_value(json_object_get(row, "decode_weight_bytes")) / 1e9,
+                        json_real_value(json_object_get(row, "weight_gbps")));
+                if (pct) fprintf(stderr, " = %.1f%% of the %.0f GB/s roofline", json_real_value(pct),
+                                 json_real_value(json_object_get(row, "roofline_gbps")));
+                if (kpt) fprintf(stderr, ", %lld kernels per token", (long long)json_integer_value(kpt));
+                fprintf(stderr, "\n");
+            }
             if (!strcmp(o.fmt, "json")) json_array_append(all, row);
             if (o.record) {
                 json_t *rec = json_deep_copy(row);

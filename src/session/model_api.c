@@ -5,6 +5,7 @@
 
 #include "formats/formats.h"
 #include "kernels/registry.h"
+#include "model/plan.h"
 #include "session/session.h"
 
 cllama_model_params cllama_model_default_params(void) {
@@ -158,6 +159,14 @@ int32_t cllama_model_n_ctx_train(const cllama_model *m) { return m && m->m ? m->
 int32_t cllama_model_n_embd(const cllama_model *m) { return m && m->m ? m->m->hp.n_embd : 0; }
 int32_t cllama_model_n_layer(const cllama_model *m) { return m && m->m ? m->m->hp.n_layer : 0; }
 cllama_numerics cllama_model_numerics(const cllama_model *m) { return m ? m->numerics : CLLAMA_NUMERICS_DEFAULT; }
+uint64_t cllama_model_decode_bytes(const cllama_model *m) {
+    if (!m || !m->m) return 0;
+    cll_plan *p = NULL;
+    if (cll_plan_create(m->m, &p) != CLL_OK) return 0;
+    const uint64_t b = cll_plan_decode_bytes(p);
+    cll_plan_free(p);
+    return b;
+}
 cllama_backend cllama_model_backend(const cllama_model *m) { return m ? m->backend : CLLAMA_BACKEND_CPU; }
 const char *cllama_model_driver_desc(const cllama_model *m) {
     return m && m->drv && m->dm && m->drv->model_desc ? m->drv->model_desc(m->dm) : "";

