@@ -69,7 +69,8 @@ CU_HD int cu_popc(uint32_t x) {
 }
 template <class T> CU_HD T cu_ldg(const T *p) {
 #ifdef __CUDA_ARCH__
-    return cu_ldg(p);
+    return __ldg(p); /* was cu_ldg(p): unbounded recursion on the device (UB), so every grid
+                        lookup of the i-quants read garbage while the host pass was right */
 #else
     return *p;
 #endif

@@ -9,6 +9,8 @@
 #define CLL_CU_WANT_IQ 1
 #include <string.h>
 
+#include <vector>
+
 #include "cuda/matmul/kernels.cuh"
 
 extern "C" {
@@ -37,6 +39,31 @@ __global__ void k_iq_inline_tables(uint8_t *ksigns, int8_t *kv) {
     if (i < 16) kv[i] = (int8_t)cu_kv1(i);
 }
 
+/* every codebook entry read back through the decoders' own access path on the device
+ * (cu_g64 / cu_ldg of CU_GRID), not through cudaMemcpyFromSymbol: a broken device load path
+ * (the cu_ldg recursion that read garbage) fails here, by name, before any gemv runs */
+#define CU_IQ_PATH_WORDS (2 * (256 + 512 + 1024) + 256 + 512)
+__global__ void k_iq_grid_paths(uint32_t *out) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+        out[2 * i] = cu_g64(CU_GRID(iq2xxs_grid), (uint32_t)i, 0);
+        out[2 * i + 1] = cu_g64(CU_GRID(iq2xxs_grid), (uint32_t)i, 1);
+    }
+    uint32_t *o = out + 512;
+    for (int i = threadIdx.x; i < 512; i += blockDim.x) {
+        o[2 * i] = cu_g64(CU_GRID(iq2xs_grid), (uint32_t)i, 0);
+        o[2 * i + 1] = cu_g64(CU_GRID(iq2xs_grid), (uint32_t)i, 1);
+    }
+    o += 1024;
+    for (int i = threadIdx.x; i < 1024; i += blockDim.x) {
+        o[2 * i] = cu_g64(CU_GRID(iq2s_grid), (uint32_t)i, 0);
+        o[2 * i + 1] = cu_g64(CU_GRID(iq2s_grid), (uint32_t)i, 1);
+    }
+    o += 2048;
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) o[i] = cu_ldg(CU_GRID(iq3xxs_grid) + i);
+    o += 256;
+    for (int i = threadIdx.x; i < 512; i += blockDim.x) o[i] = cu_ldg(CU_GRID(iq3s_grid) + i);
+}
+
 template <class T, size_t N> static cudaError_t same_symbol(const T (&sym)[N], const T *host, bool *same) {
     T tmp[N];
     CLL_CU_RET(cudaMemcpyFromSymbol(tmp, sym, sizeof tmp));
@@ -60,5 +87,20 @@ cudaError_t cll_cu_iq_tables_check(bool *same) {
     cudaFree(d);
     if (e != cudaSuccess) return e;
     if (memcmp(h, cll_ksigns_iq2xs, 128) || memcmp(h + 128, cll_kvalues_iq4nl, 16)) *same = false;
+    /* the decoders' load path */
+    uint32_t *dp = NULL;
+    CLL_CU_RET(cudaMalloc(&dp, CU_IQ_PATH_WORDS * 4));
+    k_iq_grid_paths<<<1, 256>>>(dp);
+    std::vector<uint32_t> hpv(CU_IQ_PATH_WORDS);
+    uint32_t *hp = hpv.data();
+    e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaMemcpy(hp, dp, CU_IQ_PATH_WORDS * 4, cudaMemcpyDeviceToHost);
+    cudaFree(dp);
+    if (e != cudaSuccess) return e;
+    const uint8_t *hb = (const uint8_t *)hp;
+    if (memcmp(hb, cll_iq2xxs_grid, 256 * 8) || memcmp(hb + 2048, cll_iq2xs_grid, 512 * 8) ||
+        memcmp(hb + 2048 + 4096, cll_iq2s_grid, 1024 * 8) || memcmp(hb + 2048 + 4096 + 8192, cll_iq3xxs_grid, 256 * 4) ||
+        memcmp(hb + 2048 + 4096 + 8192 + 1024, cll_iq3s_grid, 512 * 4))
+        *same = false;
     return cudaSuccess;
 }
