@@ -445,6 +445,19 @@ def test_disconnect_and_busy(model):
         check(rc == 0, "server exits 0 on SIGTERM (rc %s)" % rc)
 
 
+def test_driver_counters(s):
+    """/metrics names the backend the model runs on (CLLAMA_BACKEND picks it, as for every load),
+    and the driver's counters show every forward ran on that backend's device: on the GPU the
+    one-stream decode steps come from the captured graph, so a silent CPU fallback fails here"""
+    backend = os.environ.get("CLLAMA_BACKEND") or "cpu"
+    m = s.metrics()
+    check(m.get('cllama_backend_info{backend="%s"}' % backend) == 1, "metrics: backend %s" % backend)
+    fw = m.get("cllama_driver_forwards_total", 0)
+    check(fw > 0 and m.get("cllama_driver_device_steps_total") == fw, "metrics: every forward ran on the device")
+    if backend == "cuda":
+        check(m.get("cllama_driver_graph_replays_total", 0) > 0, "metrics: decode steps replayed the CUDA graph")
+
+
 def main():
     if not BIN or not os.path.exists(BIN):
         skip("CLLAMA_BIN not built")
@@ -463,6 +476,7 @@ def main():
         test_concurrent(s)
         test_batched_equals_alone(s)
         test_prefix_cache(s)
+        test_driver_counters(s)
         check(s.alive(), "server alive after the API tests")
     finally:
         rc = s.stop()

@@ -113,8 +113,30 @@ static enum MHD_Result route(cll_server *srv, struct MHD_Connection *c, const ch
                                   strlen(cll_server_page_html));
     char *m = cll_server_metrics_render(&srv->metrics);
     if (!m) return MHD_NO;
-    enum MHD_Result res = cll_server_respond(srv, c, 200, "text/plain; version=0.0.4", m, strlen(m));
-    free(m);
+    /* where the forward runs, and the driver's own counters (a silent fallback would show) */
+    cllama_counters k = {0};
+    cllama_context_counters(srv->ctx, &k);
+    char drv[1024];
+    const int nd = snprintf(drv, sizeof drv,
+                            "# HELP cllama_backend_info The backend the model runs on.\n# TYPE cllama_backend_info gauge\n"
+                            "cllama_backend_info{backend=\"%s\"} 1\n"
+                            "# HELP cllama_driver_forwards_total Driver forward calls.\n"
+                            "# TYPE cllama_driver_forwards_total counter\ncllama_driver_forwards_total %llu\n"
+                            "# HELP cllama_driver_device_steps_total Forwards that ran wholly on the backend's device.\n"
+                            "# TYPE cllama_driver_device_steps_total counter\ncllama_driver_device_steps_total %llu\n"
+                            "# HELP cllama_driver_graph_replays_total Decode steps replayed from a captured CUDA graph.\n"
+                            "# TYPE cllama_driver_graph_replays_total counter\ncllama_driver_graph_replays_total %llu\n",
+                            cllama_backend_name(cllama_context_backend(srv->ctx)), (unsigned long long)k.forwards,
+                            (unsigned long long)k.device_steps, (unsigned long long)k.graph_replays);
+    const size_t nm = strlen(m);
+    char *all = realloc(m, nm + (size_t)nd + 1);
+    if (!all) {
+        free(m);
+        return MHD_NO;
+    }
+    memcpy(all + nm, drv, (size_t)nd + 1);
+    enum MHD_Result res = cll_server_respond(srv, c, 200, "text/plain; version=0.0.4", all, nm + (size_t)nd);
+    free(all);
     return res;
 }
 
@@ -294,6 +316,8 @@ int cll_server_run(const cll_server_config *cfg) {
             cllama_model_desc(srv->model) ? cllama_model_desc(srv->model) : "?",
             cllama_chat_template_name(srv->model) ? cllama_chat_template_name(srv->model) : "?", srv->cfg.parallel,
             srv->n_ctx, srv->cfg.queue);
+    fprintf(stderr, "cllama serve: backend %s%s%s\n", cllama_backend_name(cllama_context_backend(srv->ctx)),
+            *cllama_model_driver_desc(srv->model) ? ": " : "", cllama_model_driver_desc(srv->model));
     fprintf(stderr, "cllama serve: listening on http://%s:%d\n", cfg->host, port);
     int sig = 0;
     sigwait(&sigs, &sig);
