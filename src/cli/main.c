@@ -19,7 +19,7 @@ static const cmd k_cmds[] = {
     {"board", cll_cmd_board, "render / import / check the benchmark board"},
     {"info", cll_cmd_info, "print a GGUF file's model facts"},
     {"tokenize", cll_cmd_tokenize, "print the token ids of a text"},
-    {"kernels", cll_cmd_kernels, "list the CPU kernel registry"},
+    {"kernels", cll_cmd_kernels, "list the kernel registry (--backend cpu|cuda)"},
     {"synth", cll_cmd_synth, "write a random-weight GGUF of a real model shape"},
 };
 
