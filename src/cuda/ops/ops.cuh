@@ -25,6 +25,16 @@ static __device__ __forceinline__ void cll_pdl_wait(void) {
 #endif
 }
 
+/* Let the next kernel in the stream launch now (its blocks then sit in their own
+ * cll_pdl_wait(), which still waits for this whole grid to complete and flush): called by the
+ * ops kernels right after their own wait, so a dependent launched with the PDL attribute can
+ * be resident and prefetch what does not depend on this kernel (weights) while it runs. */
+static __device__ __forceinline__ void cll_pdl_trigger(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
 static inline bool cll_cu_pdl_on(void) {
     static int on = -1; /* process-wide setting read once; not state */
     if (on < 0) {
