@@ -71,7 +71,7 @@ static void test_gemv_rows(void **state) {
             report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].nb, 100 + s, &r));
         }
     }
-    assert_int_equal(n_rows, 20);
+    assert_int_equal(n_rows, 26); /* 20 layout-0 rows + 6 split rows */
     assert_int_equal(g_fail, 0);
 }
 
@@ -130,7 +130,13 @@ static void test_table_shape(void **state) {
         assert_true(cll_kernel_row_supported(row, &s));
         const cll_kernel_row *sel = cll_kernels_select(t, row->op, &s, -1, NULL);
         assert_non_null(sel);
-        assert_ptr_equal(sel, row); /* one row per (op, type): the row itself */
+        assert_true(sel->is_default); /* the selection is the (op, type) default */
+        assert_int_equal(sel->wtype, row->wtype);
+        if (row->is_default) assert_ptr_equal(sel, row); /* one default per (op, type) */
+        int n_def = 0;
+        for (size_t k = 0; k < t->n; k++)
+            n_def += t->rows[k].op == row->op && t->rows[k].wtype == row->wtype && t->rows[k].is_default;
+        assert_int_equal(n_def, 1);
     }
 }
 

@@ -239,7 +239,9 @@ static cll_status upload(plan *pl, bool show) {
             src = host;
         }
         cll_cu_weight *w = j->dst ? &j->dst->w : &dm->tok_embd;
-        st = up_status(cll_cu_weight_upload(w, src, j->type, j->rows, j->cols, j->n_mat, base + j->off), nm);
+        /* in the layout of the gemv row that serves it (an untied embedding: layout 0) */
+        const int layout = j->dst && j->dst->gemv ? j->dst->gemv->layout : 0;
+        st = up_status(cll_cu_weight_upload_l(w, src, j->type, layout, j->rows, j->cols, j->n_mat, base + j->off), nm);
         if (st == CLL_OK && j->dst == &dm->output && dm->m->output == dm->m->tok_embd) dm->tok_embd = *w;
         done += j->bytes;
         progress(show, done, pl->total, &last);

@@ -13,6 +13,7 @@
 #include "cuda/formats.cuh"
 #include "cuda/matmul/matmul.cuh"
 #include "cuda/matmul/matmul_internal.cuh"
+#include "cuda/matmul/split.cuh"
 
 extern "C" {
 #include "cuda/gate.h"
@@ -237,7 +238,7 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     int32_t *dids = NULL;
     GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, n_mat)));
     cll_cu_weight w;
-    GATE_CU(cll_cu_weight_upload(&w, W.data(), t, rows, cols, n_mat, dw));
+    GATE_CU(cll_cu_weight_upload_l(&w, W.data(), t, impl->layout, rows, cols, n_mat, dw));
     GATE_CU(dev.alloc((void **)&dx, x.size() * sizeof(float)));
     GATE_CU(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
     GATE_CU(poisoned(dev, &dy, (size_t)(nb * y_stride)));
@@ -327,7 +328,8 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
 }
 
 /* ---- gemm ---- */
-cll_status gate_gemm(const cll_kernel_row *row, int64_t rows, int64_t cols, int n, uint64_t seed, cll_cuda_gate_report *rep) {
+cll_status gate_gemm(const cll_kernel_row *row, int64_t rows, int64_t cols, int n, uint64_t seed, int layout,
+                     cll_cuda_gate_report *rep) {
     const uint32_t t = row->wtype;
     const cll_type_traits *tr = cll_type_traits_get(t);
     if (!tr || !tr->to_f32 || n < 1 || rows < 1 || cols % tr->blck) return cll_err(CLL_ERR_ARG, "gate %s: bad shape", row->name);
@@ -347,7 +349,7 @@ cll_status gate_gemm(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     float *dx = NULL, *dy = NULL;
     GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, n_mat)));
     cll_cu_weight w;
-    GATE_CU(cll_cu_weight_upload(&w, W.data(), t, rows, cols, n_mat, dw));
+    GATE_CU(cll_cu_weight_upload_l(&w, W.data(), t, layout, rows, cols, n_mat, dw));
     GATE_CU(dev.alloc((void **)&dx, x.size() * sizeof(float)));
     GATE_CU(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
     GATE_CU(poisoned(dev, &dy, (size_t)(n * ldy)));
@@ -389,7 +391,13 @@ cll_status gate_gemm(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     fill_report(rep, c, tol);
     rep->n_clobbered = count_clobbered(y, n, rows, ldy);
     rep->control_failed = control_fails(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
-    return verdict(rep, "gemm");
+    return verdict(rep, layout ? "gemm, split layout" : "gemm");
+}
+
+/* the layout the type's default gemv row uploads in (get_rows and the gemm read that too) */
+int served_layout(uint32_t t) {
+    const cll_cu_gemv_impl *g = cll_cu_gemv_default(t, 4096, 4096);
+    return g ? g->layout : 0;
 }
 
 __global__ void k_fill_random(uint32_t *p, size_t n, uint32_t seed) {
@@ -460,6 +468,60 @@ template <int T> bool check_decoder(uint64_t seed, char *why, size_t cap) {
     return true;
 }
 
+/* the split layout (cuda/matmul/split.cuh) on the host: the upload's repack of random rows,
+ * element decoders bit-exact with to_f32, group dots summed per row within 1e-5 of the reference */
+template <int T> bool check_split(uint64_t seed, char *why, size_t cap) {
+    typedef CuSp<T> S;
+    const cll_type_traits *tr = cll_type_traits_get(T);
+    Rng rng{seed};
+    const int64_t cols = 24 * 256, ng = cols / 32;
+    std::vector<uint8_t> W;
+    if (!make_weights(T, 3, cols, rng, W)) {
+        snprintf(why, cap, "%s split: no generator", tr->name);
+        return false;
+    }
+    const size_t rb = (size_t)cll_row_bytes(T, (uint64_t)cols), rs = cll_cu_row_stride(T, cols);
+    const cll_cu_sp_ops *ops = cll_cu_sp_ops_get(T);
+    std::vector<uint8_t> P(rs * 3, 0);
+    ops->pack(W.data(), P.data(), 3, cols, rb, rs);
+    std::vector<float> wf((size_t)cols), x((size_t)cols), xa((size_t)cols);
+    std::vector<cll_block_q8_1> q8((size_t)ng);
+    std::vector<cll_block_q8_0> q80((size_t)ng);
+    for (int r = 0; r < 3; r++) {
+        const uint8_t *wr = W.data() + rb * (size_t)r, *pr = P.data() + rs * (size_t)r;
+        tr->to_f32(wr, wf.data(), cols);
+        for (int64_t e = 0; e < cols; e++) {
+            const float v = S::deq(pr, ng, e);
+            if (memcmp(&v, &wf[(size_t)e], 4)) {
+                snprintf(why, cap, "%s split deq: row %d element %lld: %.9g, to_f32 %.9g", tr->name, r, (long long)e,
+                         (double)v, (double)wf[(size_t)e]);
+                return false;
+            }
+        }
+        for (auto &v : x) v = rng.uni();
+        cll_quantize_q8_1(x.data(), q8.data(), cols);
+        double want = 0.0, mag = 0.0;
+        for (int64_t i = 0; i < ng; i++) {
+            q80[(size_t)i].d = q8[(size_t)i].d;
+            memcpy(q80[(size_t)i].qs, q8[(size_t)i].qs, 32);
+            for (int k = 0; k < 32; k++) xa[(size_t)(32 * i + k)] = cll_fp16_to_f32(q8[(size_t)i].d) * (float)q8[(size_t)i].qs[k];
+        }
+        for (int64_t e = 0; e < cols; e++) {
+            want += (double)wf[(size_t)e] * xa[(size_t)e];
+            mag += fabs((double)wf[(size_t)e] * xa[(size_t)e]);
+        }
+        if (tr->vec_dot_type == CLL_TYPE_Q8_0) want = cll_vec_dot_ref(T, wr, q80.data(), cols);
+        if (tr->vec_dot_type == CLL_TYPE_Q8_1) want = cll_vec_dot_ref(T, wr, q8.data(), cols);
+        double got = 0.0;
+        for (int64_t g = 0; g < ng; g++) got += S::dot(S::load(pr, ng, g), g, sp_ldx(&q8[(size_t)g]));
+        if (!(fabs(got - want) <= 1e-5 * mag)) {
+            snprintf(why, cap, "%s split dot: row %d: %.9g, reference %.9g (sum|w x| %.3g)", tr->name, r, got, want, mag);
+            return false;
+        }
+    }
+    return true;
+}
+
 } // namespace
 
 /* ---- public ---- */
@@ -473,7 +535,10 @@ extern "C" cll_status cll_cuda_gate_decoders(void) {
                     check_decoder<CLL_TYPE_Q6_K>(11, why, sizeof why) && check_decoder<CLL_TYPE_IQ2_XXS>(12, why, sizeof why) &&
                     check_decoder<CLL_TYPE_IQ2_XS>(13, why, sizeof why) && check_decoder<CLL_TYPE_IQ2_S>(14, why, sizeof why) &&
                     check_decoder<CLL_TYPE_IQ3_XXS>(15, why, sizeof why) && check_decoder<CLL_TYPE_IQ3_S>(16, why, sizeof why) &&
-                    check_decoder<CLL_TYPE_IQ4_XS>(17, why, sizeof why);
+                    check_decoder<CLL_TYPE_IQ4_XS>(17, why, sizeof why) && check_split<CLL_TYPE_Q4_0>(21, why, sizeof why) &&
+                    check_split<CLL_TYPE_Q8_0>(22, why, sizeof why) && check_split<CLL_TYPE_Q5_1>(23, why, sizeof why) &&
+                    check_split<CLL_TYPE_Q4_K>(24, why, sizeof why) && check_split<CLL_TYPE_Q6_K>(25, why, sizeof why) &&
+                    check_split<CLL_TYPE_IQ4_XS>(26, why, sizeof why);
     return ok ? CLL_OK : cll_err(CLL_ERR_INTERNAL, "decoder host check: %s", why);
 }
 
@@ -482,12 +547,20 @@ extern "C" cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows,
     init_report(rep, row ? row->name : "(null)", row ? row->op : 0, row ? row->wtype : 0, rows, cols, nb);
     if (!row) return cll_err(CLL_ERR_ARG, "gate: no row");
     if (row->op & CLL_KOP_GEMV) return gate_gemv(row, rows, cols, nb, seed, rep);
-    if (row->op & CLL_KOP_GEMM) return gate_gemm(row, rows, cols, nb, seed, rep);
+    if (row->op & CLL_KOP_GEMM) { /* layout 0, and the layout the default gemv row serves the type in */
+        cll_status st = gate_gemm(row, rows, cols, nb, seed, 0, rep);
+        const int l = served_layout(row->wtype);
+        if (st == CLL_OK && l != 0) {
+            init_report(rep, row->name, row->op, row->wtype, rows, cols, nb);
+            st = gate_gemm(row, rows, cols, nb, seed, l, rep);
+        }
+        return st;
+    }
     return cll_err(CLL_ERR_ARG, "gate %s: op %u", row->name, row->op);
 }
 
-extern "C" cll_status cll_cuda_gate_get_rows(uint32_t t, int64_t rows, int64_t cols, int n_ids, uint64_t seed,
-                                             cll_cuda_gate_report *rep) {
+static cll_status gate_get_rows_l(uint32_t t, int64_t rows, int64_t cols, int n_ids, uint64_t seed, int layout,
+                                  cll_cuda_gate_report *rep) {
     char name[64];
     snprintf(name, sizeof name, "get_rows_%s", cll_type_name(t));
     init_report(rep, name, 0, t, rows, cols, n_ids);
@@ -513,7 +586,7 @@ extern "C" cll_status cll_cuda_gate_get_rows(uint32_t t, int64_t rows, int64_t c
     float *d1 = NULL, *d2 = NULL;
     GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, 1)));
     cll_cu_weight w;
-    GATE_CU(cll_cu_weight_upload(&w, W.data(), t, rows, cols, 1, dw));
+    GATE_CU(cll_cu_weight_upload_l(&w, W.data(), t, layout, rows, cols, 1, dw));
     GATE_CU(dev.alloc((void **)&dids, ids.size() * sizeof(int32_t)));
     GATE_CU(cudaMemcpy(dids, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
     GATE_CU(poisoned(dev, &d1, (size_t)(n_ids * ld)));
@@ -542,7 +615,16 @@ extern "C" cll_status cll_cuda_gate_get_rows(uint32_t t, int64_t rows, int64_t c
     fill_report(rep, c, 0.0);
     rep->n_clobbered = count_clobbered(y1, n_ids, cols, ld) + count_clobbered(y2, n_ids, cols, ld);
     rep->control_failed = control_fails(got.data(), want.data(), scale.data(), (int64_t)got.size(), 0.0);
-    return verdict(rep, "get_rows");
+    return verdict(rep, layout ? "get_rows, split layout" : "get_rows");
+}
+
+/* both layouts the type can be resident in */
+extern "C" cll_status cll_cuda_gate_get_rows(uint32_t t, int64_t rows, int64_t cols, int n_ids, uint64_t seed,
+                                             cll_cuda_gate_report *rep) {
+    cll_status st = gate_get_rows_l(t, rows, cols, n_ids, seed, 0, rep);
+    const int l = served_layout(t);
+    if (st == CLL_OK && l != 0) st = gate_get_rows_l(t, rows, cols, n_ids, seed, l, rep);
+    return st;
 }
 
 extern "C" cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cuda_gate_report *rep) {
@@ -615,15 +697,7 @@ extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t r
     }
     std::vector<cll_cu_weight> ws((size_t)copies);
     for (int64_t c = 0; c < copies; c++) {
-        cll_cu_weight &w = ws[(size_t)c];
-        w.type = t;
-        w.layout = 0;
-        w.rows = rows;
-        w.cols = cols;
-        w.n_mat = 1;
-        w.row_stride = cll_cu_row_stride(t, cols);
-        w.mat_stride = wbytes;
-        w.d = dw + (size_t)c * wbytes;
+        cll_cu_weight_desc(&ws[(size_t)c], t, impl->layout, rows, cols, 1, dw + (size_t)c * wbytes);
     }
     cll_cu_gemv_args a;
     a.nb = nb;

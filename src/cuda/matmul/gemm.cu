@@ -25,7 +25,10 @@ static cudaError_t blas_err(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCC
 cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
                         int64_t n, float *y, int64_t ldy, cudaStream_t s) {
     const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(w->type);
-    if (!o || w->layout != 0 || mat < 0 || mat >= w->n_mat || n < 0 || ldy < w->rows) return cudaErrorInvalidValue;
+    const cll_cu_sp_ops *sp = w->layout == CLL_CU_LAYOUT_SPLIT ? cll_cu_sp_ops_get(w->type) : NULL;
+    if (w->layout != 0 && !sp) return cudaErrorInvalidValue;
+    const cll_cu_panel_fn panel = sp ? sp->panel : o ? o->panel : NULL;
+    if (!o || mat < 0 || mat >= w->n_mat || n < 0 || ldy < w->rows) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
     const int64_t rows = w->rows, cols = w->cols;
     const uint8_t *W = w->d + mat * w->mat_stride;
@@ -41,7 +44,7 @@ cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_
     const int64_t total = n * cols;
     k_x_to_half<<<(unsigned)cll_cdiv(total, 256), 256, 0, s>>>(x, ldx, cols, total, bf16, (uint16_t *)g->xh);
     CLL_CU_RET(cudaGetLastError());
-    if (!o->panel) /* F16 / BF16: the weight is the panel */
+    if (!panel) /* F16 / BF16: the weight is the panel */
         return blas_err(cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)cols, &one, W, ht,
                                      (int)(w->row_stride / 2), g->xh, ht, (int)cols, &zero, y, CUDA_R_32F, (int)ldy,
                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -52,7 +55,7 @@ cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_
     if (slab > rows) slab = rows;
     for (int64_t r0 = 0; r0 < rows; r0 += slab) {
         const int64_t nr = rows - r0 < slab ? rows - r0 : slab;
-        CLL_CU_RET(o->panel(w, mat, r0, nr, g->panel, false, s));
+        CLL_CU_RET(panel(w, mat, r0, nr, g->panel, false, s));
         CLL_CU_RET(blas_err(cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nr, (int)n, (int)cols, &one, g->panel,
                                          CUDA_R_16F, (int)cols, g->xh, CUDA_R_16F, (int)cols, &zero, y + r0, CUDA_R_32F,
                                          (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)));

@@ -18,7 +18,7 @@
  * row declares (cll_cu_layout_*). */
 typedef struct {
     uint32_t type;         /* GGML type id */
-    int layout;            /* 0 = file blocks, padded rows */
+    int layout;            /* 0 = file blocks, padded rows; CLL_CU_LAYOUT_SPLIT */
     int64_t rows, cols;    /* per matrix: output features x input features */
     int64_t n_mat;         /* experts (1 = dense) */
     size_t row_stride;     /* bytes between rows (multiple of 16) */
@@ -86,6 +86,17 @@ size_t cll_cu_row_stride(uint32_t type, int64_t cols);
 size_t cll_cu_weight_bytes(uint32_t type, int64_t rows, int64_t cols, int64_t n_mat);
 cudaError_t cll_cu_weight_upload(cll_cu_weight *w, const void *host, uint32_t type, int64_t rows, int64_t cols,
                                  int64_t n_mat, void *dev_dst);
+/* Weight layouts: 0 = file blocks; CLL_CU_LAYOUT_SPLIT = quants and scales re-cut into aligned
+ * regions per row (cuda/matmul/split.cuh; Q4_0, Q8_0, Q5_1, Q4_K, Q6_K, IQ4_XS), the same
+ * row_stride and byte count as layout 0. Upload a weight in the layout of the gemv row that
+ * serves it (cll_cu_gemv_impl.layout); get_rows and the gemm read either layout. The repack runs
+ * on the host (slabs of <= 32 MB). cudaErrorInvalidValue for a layout the type lacks. */
+#define CLL_CU_LAYOUT_SPLIT 1
+cudaError_t cll_cu_weight_upload_l(cll_cu_weight *w, const void *host, uint32_t type, int layout, int64_t rows,
+                                   int64_t cols, int64_t n_mat, void *dev_dst);
+/* fill *w for bytes already on the device in that layout (no copy) */
+void cll_cu_weight_desc(cll_cu_weight *w, uint32_t type, int layout, int64_t rows, int64_t cols, int64_t n_mat,
+                        const void *dev);
 /* true when the CUDA matmul serves weights of this type (gemv, get_rows and gemm) */
 bool cll_cu_type_served(uint32_t type);
 

@@ -22,6 +22,22 @@ typedef struct {
     const char *gemv_name;
 } cll_cu_fmt_ops;
 
+/* the layout-1 ("split", cuda/matmul/split.cuh) rows of a type: gemv, get_rows and panel over
+ * the split layout, and the host repack of n file rows (src_stride apart) into split rows
+ * (dst_stride apart) */
+typedef void (*cll_cu_pack_fn)(const uint8_t *src, uint8_t *dst, int64_t n, int64_t cols, size_t src_stride,
+                               size_t dst_stride);
+typedef struct {
+    uint32_t type;
+    cll_cu_gemv_fn gemv;
+    cll_cu_get_rows_fn get_rows;
+    cll_cu_panel_fn panel;
+    cll_cu_pack_fn pack;
+    int qk;
+    const char *gemv_name;
+} cll_cu_sp_ops;
+const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type);
+
 /* per family: the ops of type, or NULL */
 const cll_cu_fmt_ops *cll_cu_fmt_legacy(uint32_t type);
 const cll_cu_fmt_ops *cll_cu_fmt_kquant(uint32_t type);

@@ -3,7 +3,10 @@
  * and the dispatch from a type to its family's kernels.
  * Owns the table (static, its impl structs filled once on first use from the family files).
  * Rule: every row here is walked by the gate (tests/cuda_kernels_test.c) and kbench. */
+#include <string.h>
+
 #include <mutex>
+#include <vector>
 
 #include "cuda/matmul/matmul_internal.cuh"
 #include "cuda/common.cuh"
@@ -33,27 +36,59 @@ size_t cll_cu_weight_bytes(uint32_t type, int64_t rows, int64_t cols, int64_t n_
     return cll_cu_row_stride(type, cols) * (size_t)rows * (size_t)n_mat;
 }
 
-cudaError_t cll_cu_weight_upload(cll_cu_weight *w, const void *host, uint32_t type, int64_t rows, int64_t cols,
-                                 int64_t n_mat, void *dev_dst) {
+cudaError_t cll_cu_weight_upload_l(cll_cu_weight *w, const void *host, uint32_t type, int layout, int64_t rows,
+                                   int64_t cols, int64_t n_mat, void *dev_dst) {
     const size_t rs = cll_cu_row_stride(type, cols);
     if (!rs || rows <= 0 || n_mat <= 0 || ((uintptr_t)dev_dst & 15)) return cudaErrorInvalidValue;
+    const cll_cu_sp_ops *sp = layout == CLL_CU_LAYOUT_SPLIT ? cll_cu_sp_ops_get(type) : NULL;
+    if (layout != 0 && !sp) return cudaErrorInvalidValue;
+    if (sp && cols % sp->qk) return cudaErrorInvalidValue;
     const size_t rb = (size_t)cll_row_bytes(type, (uint64_t)cols);
     const size_t total = rs * (size_t)rows * (size_t)n_mat;
-    if (rs != rb) CLL_CU_RET(cudaMemset(dev_dst, 0, total));
-    CLL_CU_RET(cudaMemcpy2D(dev_dst, rs, host, rb, rb, (size_t)(rows * n_mat), cudaMemcpyHostToDevice));
+    if (!sp) {
+        if (rs != rb) CLL_CU_RET(cudaMemset(dev_dst, 0, total));
+        CLL_CU_RET(cudaMemcpy2D(dev_dst, rs, host, rb, rb, (size_t)(rows * n_mat), cudaMemcpyHostToDevice));
+    } else { /* repacked on the host in slabs of <= 32 MB, padding zeroed */
+        const int64_t nrow = rows * n_mat;
+        int64_t slab = (int64_t)(((size_t)32 << 20) / rs);
+        if (slab < 1) slab = 1;
+        if (slab > nrow) slab = nrow;
+        std::vector<uint8_t> st((size_t)slab * rs);
+        for (int64_t r0 = 0; r0 < nrow; r0 += slab) {
+            const int64_t n = nrow - r0 < slab ? nrow - r0 : slab;
+            memset(st.data(), 0, (size_t)n * rs);
+            sp->pack((const uint8_t *)host + (size_t)r0 * rb, st.data(), n, cols, rb, rs);
+            CLL_CU_RET(cudaMemcpy((uint8_t *)dev_dst + (size_t)r0 * rs, st.data(), (size_t)n * rs, cudaMemcpyHostToDevice));
+        }
+    }
+    cll_cu_weight_desc(w, type, layout, rows, cols, n_mat, dev_dst);
+    return cudaSuccess;
+}
+
+cudaError_t cll_cu_weight_upload(cll_cu_weight *w, const void *host, uint32_t type, int64_t rows, int64_t cols,
+                                 int64_t n_mat, void *dev_dst) {
+    return cll_cu_weight_upload_l(w, host, type, 0, rows, cols, n_mat, dev_dst);
+}
+
+void cll_cu_weight_desc(cll_cu_weight *w, uint32_t type, int layout, int64_t rows, int64_t cols, int64_t n_mat,
+                        const void *dev) {
+    const size_t rs = cll_cu_row_stride(type, cols);
     w->type = type;
-    w->layout = 0;
+    w->layout = layout;
     w->rows = rows;
     w->cols = cols;
     w->n_mat = n_mat;
     w->row_stride = rs;
     w->mat_stride = rs * (size_t)rows;
-    w->d = (const uint8_t *)dev_dst;
-    return cudaSuccess;
+    w->d = (const uint8_t *)dev;
 }
 
 cudaError_t cll_cu_get_rows(const cll_cu_weight *w, const int32_t *ids, int64_t n, float *out, int64_t ld_out, float scale,
                             cudaStream_t s) {
+    if (w->layout == CLL_CU_LAYOUT_SPLIT) {
+        const cll_cu_sp_ops *sp = cll_cu_sp_ops_get(w->type);
+        return sp ? sp->get_rows(w, ids, n, out, ld_out, scale, s) : cudaErrorInvalidValue;
+    }
     const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(w->type);
     if (!o || w->layout != 0) return cudaErrorInvalidValue;
     return o->get_rows(w, ids, n, out, ld_out, scale, s);
@@ -81,9 +116,21 @@ static const uint32_t k_types[CU_NTYPES] = {
 };
 static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
 static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0};
+/* the split rows, table order */
+static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS};
+enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
+static cll_cu_gemv_impl k_sp_impl[CU_NSP];
+/* a layout-0 row stays a default unless its type has a split row */
+static bool has_split(uint32_t t) {
+    for (int i = 0; i < CU_NSP; i++)
+        if (k_sp_types[i] == t) return true;
+    return false;
+}
+#define CU_DEF(T) (!has_split(CLL_TYPE_##T))
 
 /* gemv: the block formats stage through shared memory and dot against q8_1; floats read f32 x */
 #define CU_GEMV_PARAMS_BLK "layout=0 warps=4 rows/warp=1 stage=cp.async 2x~2KB/warp act=q8_1 dp4a"
+#define CU_GEMV_PARAMS_SP "layout=1(split) warps=4 rows/warp=1 lane/32-group ld=16B x4 groups/lane double-buffered act=q8_1 dp4a pdl"
 #define CU_GEMV_PARAMS_FLT "layout=0 warps=4 rows/warp=1 ld=16B x4/lane act=f32"
 #define CU_GEMM_PARAMS "layout=0 panel=f16 slab<=panel_bytes cublasGemmEx fp32-accumulate"
 static const cll_kernel_row k_rows[] = {
@@ -91,13 +138,20 @@ static const cll_kernel_row k_rows[] = {
     {"gemv_f16_warp_ld16", CLL_KOP_GEMV, CLL_TYPE_F16, 0, CU_GEMV_PARAMS_FLT, 0, 1, cu_row_ok, true, true, &k_gemv_impl[1]},
     {"gemv_bf16_warp_ld16", CLL_KOP_GEMV, CLL_TYPE_BF16, 0, CU_GEMV_PARAMS_FLT, 0, 1, cu_row_ok, true, true, &k_gemv_impl[2]},
 #define CU_GEMV_ROW(n, T, i)                                                                                 \
-    {"gemv_" #n "_stage_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_BLK, 0, 1, cu_row_ok, true, true, &k_gemv_impl[i]},
+    {"gemv_" #n "_stage_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_BLK, 0, 1, cu_row_ok, true, CU_DEF(T), &k_gemv_impl[i]},
     CU_GEMV_ROW(q4_0, Q4_0, 3) CU_GEMV_ROW(q4_1, Q4_1, 4) CU_GEMV_ROW(q5_0, Q5_0, 5) CU_GEMV_ROW(q5_1, Q5_1, 6)
     CU_GEMV_ROW(q8_0, Q8_0, 7) CU_GEMV_ROW(iq4_nl, IQ4_NL, 8) CU_GEMV_ROW(q2_K, Q2_K, 9) CU_GEMV_ROW(q3_K, Q3_K, 10)
     CU_GEMV_ROW(q4_K, Q4_K, 11) CU_GEMV_ROW(q5_K, Q5_K, 12) CU_GEMV_ROW(q6_K, Q6_K, 13)
     CU_GEMV_ROW(iq2_xxs, IQ2_XXS, 14) CU_GEMV_ROW(iq2_xs, IQ2_XS, 15) CU_GEMV_ROW(iq2_s, IQ2_S, 16)
     CU_GEMV_ROW(iq3_xxs, IQ3_XXS, 17) CU_GEMV_ROW(iq3_s, IQ3_S, 18) CU_GEMV_ROW(iq4_xs, IQ4_XS, 19)
 #undef CU_GEMV_ROW
+    /* layout 1 (split, cuda/matmul/split.cuh): the defaults of their types */
+#define CU_SP_ROW(n, T, i)                                                                                   \
+    {"gemv_" #n "_split_w4u4_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SP, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
+     true, true, &k_sp_impl[i]},
+    CU_SP_ROW(q4_0, Q4_0, 0) CU_SP_ROW(q8_0, Q8_0, 1) CU_SP_ROW(q5_1, Q5_1, 2) CU_SP_ROW(q4_K, Q4_K, 3)
+    CU_SP_ROW(q6_K, Q6_K, 4) CU_SP_ROW(iq4_xs, IQ4_XS, 5)
+#undef CU_SP_ROW
     {"gemm_f32_cublas_f32", CLL_KOP_GEMM, CLL_TYPE_F32, 0, "layout=0 cublasGemmEx f32 (no panel)", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
     {"gemm_f16_cublas_direct", CLL_KOP_GEMM, CLL_TYPE_F16, 0, "layout=0 cublasGemmEx f16 weight in place, x->f16", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
     {"gemm_bf16_cublas_direct", CLL_KOP_GEMM, CLL_TYPE_BF16, 0, "layout=0 cublasGemmEx bf16 weight in place, x->bf16", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
@@ -116,6 +170,12 @@ static void fill_impls(void) {
         k_gemv_impl[i].gemv = o ? o->gemv : NULL;
         k_gemv_impl[i].needs_q8 = o && o->qk > 1;
         k_gemv_impl[i].layout = 0;
+    }
+    for (int i = 0; i < CU_NSP; i++) {
+        const cll_cu_sp_ops *o = cll_cu_sp_ops_get(k_sp_types[i]);
+        k_sp_impl[i].gemv = o ? o->gemv : NULL;
+        k_sp_impl[i].needs_q8 = true;
+        k_sp_impl[i].layout = CLL_CU_LAYOUT_SPLIT;
     }
 }
 

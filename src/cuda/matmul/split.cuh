@@ -1,0 +1,397 @@
+/* cuda/matmul/split: weight layout 1 ("split", CLL_CU_LAYOUT_SPLIT) and the decode gemv that
+ * streams it (k_gemv_sp), for Q4_0, Q8_0, Q5_1, Q4_K, Q6_K, IQ4_XS.
+ *
+ * Layout 1: a row is re-cut at upload (host repack, cll_cu_sp_pack_row) into regions, each a run
+ * of fixed-size records per 32-element group or per block, quants first, 16-byte aligned:
+ *   Q4_0   [qs 16 B x ng][d 2 B x ng]
+ *   Q8_0   [qs 32 B x ng][d 2 B x ng]
+ *   Q5_1   [qs 16 B x ng][d, m, qh' 8 B x ng]       qh' bit 8b+w = high bit of element 4w+b
+ *   Q4_K   [qs 16 B x ng][d, dmin, scales[12] 16 B x nsb]
+ *   Q6_K   [ql 16 B x ng][qh' 8 B x ng][scales int8 2 B x ng][d 2 B x nsb]
+ *   IQ4_XS [qs 16 B x ng][d, scales_h, scales_l[4] 8 B x nsb]
+ * (ng = cols/32 groups, nsb = cols/256 super-blocks). A group's 16 quant bytes are in Q4_0 order
+ * (byte i: element i low nibble, element i+16 high nibble), so lane word k pairs with activation
+ * words k (low) and 4+k (high). The regions add up to exactly the file's row bytes, so the row
+ * stride (rounded to 16) and every size are layout 0's. Element decoders (deq: get_rows, gemm
+ * panel) read the same layout and stay bit-exact with to_f32.
+ *
+ * k_gemv_sp<S, WARPS=4, U=4> launch geometry: 128-thread blocks, one output row per warp, grid
+ * (ceil(rows/4), nb). Lane l takes groups l, l+32, .. : every load instruction of a warp reads
+ * 32 consecutive records (512 B of quants for Q4_0). No shared memory. Per iteration a lane
+ * issues the loads of U groups (U x 16-32 B of quants + side data, ld.global.nc.L1::no_allocate)
+ * for the NEXT iteration before it decodes the current one (register double buffer), so a warp
+ * keeps 2-4.6 KB in flight and an SM 24-32 warps: 60-100 KB, past the ~35 KB Little's law asks.
+ * The q8_1 activation (36-byte blocks, 4-byte aligned: nine 32-bit __ldg per group, L1
+ * resident) is read after cudaGridDependencySynchronize(); the first U groups of weights are
+ * loaded before it (programmatic dependent launch: the prologue overlaps the previous kernel's
+ * tail). With mat_ids (MoE) the matrix index comes from a producer, so the wait comes first.
+ * Every thread reaches the wait before it may exit. Budget: <= 96 registers (Q6_K/Q8_0 the
+ * largest), no spills, no local memory (-Xptxas -v). */
+#ifndef CLL_CUDA_MATMUL_SPLIT_CUH
+#define CLL_CUDA_MATMUL_SPLIT_CUH
+
+#include <string.h>
+
+#include "cuda/formats.cuh"
+
+#include "cuda/matmul/matmul.cuh"
+
+/* unrolled on the device; the host pass (gcc) does not know the pragma */
+#ifdef __CUDA_ARCH__
+#define SP_UNROLL _Pragma("unroll")
+#else
+#define SP_UNROLL
+#endif
+
+/* ---- loads with host twins ---- */
+struct CuQ4 {
+    uint32_t x, y, z, w;
+};
+struct CuQ2 {
+    uint32_t x, y;
+};
+/* weight bytes: streamed, read once (L1 bypass, 256 B L2 prefetch); p 16-byte aligned */
+CU_HD CuQ4 sp_ld16(const uint8_t *p) {
+    CuQ4 r;
+#ifdef __CUDA_ARCH__
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+#else
+    memcpy(&r, p, 16);
+#endif
+    return r;
+}
+CU_HD CuQ2 sp_ld8(const uint8_t *p) {
+    CuQ2 r;
+#ifdef __CUDA_ARCH__
+    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
+#else
+    memcpy(&r, p, 8);
+#endif
+    return r;
+}
+CU_HD uint32_t sp_ld4(const uint8_t *p) {
+    uint32_t r;
+#ifdef __CUDA_ARCH__
+    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(r) : "l"(p));
+#else
+    memcpy(&r, p, 4);
+#endif
+    return r;
+}
+CU_HD uint32_t sp_ld2(const uint8_t *p) {
+    unsigned short r;
+#ifdef __CUDA_ARCH__
+    asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(r) : "l"(p));
+#else
+    memcpy(&r, p, 2);
+#endif
+    return r;
+}
+CU_HD float sp_h2f(uint32_t h) {
+#ifdef __CUDA_ARCH__
+    return cll_h2f((uint16_t)h);
+#else
+    return cll_fp16_to_f32((uint16_t)h);
+#endif
+}
+/* a q8_1 activation block in registers: d, s and the 8 words of qs */
+struct CuX {
+    float d, s;
+    int y[8];
+};
+CU_HD CuX sp_ldx(const cll_block_q8_1 *b) {
+    const int *p = (const int *)b;
+    CuX x;
+#ifdef __CUDA_ARCH__
+    const float2 ds = __half22float2(__ldg((const __half2 *)b));
+    x.d = ds.x;
+    x.s = ds.y;
+SP_UNROLL
+    for (int k = 0; k < 8; k++) x.y[k] = __ldg(p + 1 + k);
+#else
+    x.d = cll_fp16_to_f32(b->d);
+    x.s = cll_fp16_to_f32(b->s);
+    for (int k = 0; k < 8; k++) memcpy(&x.y[k], p + 1 + k, 4);
+#endif
+    return x;
+}
+CU_HD uint32_t sp_w(const CuQ4 &q, int k) { return k == 0 ? q.x : k == 1 ? q.y : k == 2 ? q.z : q.w; }
+/* sum of 16-element lo/hi Q4_0-order nibble dots: low nibbles of q with y[0..3], high with y[4..7] */
+CU_HD int sp_nib_dot(const CuQ4 &q, const CuX &x, int acc) {
+SP_UNROLL
+    for (int k = 0; k < 4; k++) {
+        const uint32_t w = sp_w(q, k);
+        acc = cu_dp4a((int)(w & 0x0F0F0F0Fu), x.y[k], acc);
+        acc = cu_dp4a((int)((w >> 4) & 0x0F0F0F0Fu), x.y[4 + k], acc);
+    }
+    return acc;
+}
+/* c * sum of y words [k0, k0+n) (c a byte replicated: int8 multiplier) */
+CU_HD int sp_ysum(const CuX &x, int k0, int n, uint32_t c4, int acc) {
+SP_UNROLL
+    for (int k = 0; k < 8; k++)
+        if (k >= k0 && k < k0 + n) acc = cu_dp4a((int)c4, x.y[k], acc);
+    return acc;
+}
+/* repack helper: 32 nibble/byte values -> 16 bytes in Q4_0 order */
+static inline void sp_nibs16(const uint8_t v[32], uint8_t *out) {
+    for (int i = 0; i < 16; i++) out[i] = (uint8_t)((v[i] & 15) | ((v[i + 16] & 15) << 4));
+}
+static inline uint16_t sp_rd16(const uint8_t *p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+/* ---- per-format layout-1 descriptors ----
+ * pack(src file row, dst, ng): host repack of one row. deq(row, ng, e): element e.
+ * Wv / load(row, ng, g): the registers of group g. dot(w, g, x): the group's dot with q8_1 block x. */
+template <int T> struct CuSp;
+
+template <> struct CuSp<CLL_TYPE_Q4_0> {
+    static constexpr int QK = 32, BB = 18;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            memcpy(d + 16 * g, s + BB * g + 2, 16);
+            memcpy(d + 16 * ng + 2 * g, s + BB * g, 2);
+        }
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31);
+        const uint8_t q = r[16 * g + (l & 15)];
+        const int x = (l < 16 ? (q & 0xF) : (q >> 4)) - 8;
+        return FM((float)x, sp_h2f(cu_ld16(r + 16 * ng + 2 * g)));
+    }
+    struct Wv {
+        CuQ4 q;
+        uint32_t d;
+    };
+    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16(r + 16 * g), sp_ld2(r + 16 * ng + 2 * g)}; }
+    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
+        const int sumi = sp_ysum(x, 0, 8, 0xF8F8F8F8u, sp_nib_dot(w.q, x, 0)); /* (q - 8): -8 * sum y */
+        return (sp_h2f(w.d) * x.d) * (float)sumi;
+    }
+};
+
+template <> struct CuSp<CLL_TYPE_Q8_0> {
+    static constexpr int QK = 32, BB = 34;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            memcpy(d + 32 * g, s + BB * g + 2, 32);
+            memcpy(d + 32 * ng + 2 * g, s + BB * g, 2);
+        }
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        return FM((float)(int8_t)r[32 * g + (e & 31)], sp_h2f(cu_ld16(r + 32 * ng + 2 * g)));
+    }
+    struct Wv {
+        CuQ4 a, b;
+        uint32_t d;
+    };
+    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
+        return Wv{sp_ld16(r + 32 * g), sp_ld16(r + 32 * g + 16), sp_ld2(r + 32 * ng + 2 * g)};
+    }
+    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
+        int s = 0;
+SP_UNROLL
+        for (int k = 0; k < 4; k++) {
+            s = cu_dp4a((int)sp_w(w.a, k), x.y[k], s);
+            s = cu_dp4a((int)sp_w(w.b, k), x.y[4 + k], s);
+        }
+        return (sp_h2f(w.d) * x.d) * (float)s;
+    }
+};
+
+/* Q5_1 side record: d u16, m u16, qh' u32 (bit 8b+w = high bit of element 4w+b) */
+template <> struct CuSp<CLL_TYPE_Q5_1> {
+    static constexpr int QK = 32, BB = 24;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *b = s + BB * g;
+            memcpy(d + 16 * g, b + 8, 16);
+            uint32_t qh, q2 = 0;
+            memcpy(&qh, b + 4, 4);
+            for (int e = 0; e < 32; e++)
+                if ((qh >> e) & 1) q2 |= 1u << (8 * (e & 3) + (e >> 2));
+            uint8_t *sd = d + 16 * ng + 8 * g;
+            memcpy(sd, b, 4);
+            memcpy(sd + 4, &q2, 4);
+        }
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31);
+        const uint8_t *sd = r + 16 * ng + 8 * g;
+        const uint32_t qh = cu_ld32a4(sd + 4);
+        const uint8_t q = r[16 * g + (l & 15)];
+        const int x = (l < 16 ? (q & 0xF) : (q >> 4)) | (int)(((qh >> (8 * (l & 3) + (l >> 2))) & 1) << 4);
+        return FA(FM((float)x, cu_h2f(sd)), cu_h2f(sd + 2));
+    }
+    struct Wv {
+        CuQ4 q;
+        CuQ2 s;
+    };
+    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16(r + 16 * g), sp_ld8(r + 16 * ng + 8 * g)}; }
+    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
+        const uint32_t qh = w.s.y;
+        int s = 0;
+SP_UNROLL
+        for (int k = 0; k < 4; k++) {
+            const uint32_t q = sp_w(w.q, k);
+            const uint32_t h0 = (k <= 4 ? qh << (4 - k) : qh >> (k - 4)) & 0x10101010u; /* word k */
+            const uint32_t h1 = (qh >> k) & 0x10101010u;                                 /* word 4+k */
+            s = cu_dp4a((int)((q & 0x0F0F0F0Fu) | h0), x.y[k], s);
+            s = cu_dp4a((int)(((q >> 4) & 0x0F0F0F0Fu) | h1), x.y[4 + k], s);
+        }
+        return (sp_h2f(w.s.x & 0xFFFF) * x.d) * (float)s + sp_h2f(w.s.x >> 16) * x.s;
+    }
+};
+
+/* Q4_K / IQ4_XS / Q6_K: group g of a row is group g&7 of super-block g>>3 */
+template <> struct CuSp<CLL_TYPE_Q4_K> {
+    static constexpr int QK = 256, BB = 144;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *b = s + BB * (g >> 3);
+            const int gg = (int)(g & 7), c = gg >> 1, sh = 4 * (gg & 1);
+            uint8_t v[32];
+            for (int l = 0; l < 32; l++) v[l] = (uint8_t)((b[16 + 32 * c + l] >> sh) & 15);
+            sp_nibs16(v, d + 16 * g);
+            if (gg == 0) memcpy(d + 16 * ng + 16 * (g >> 3), b, 16);
+        }
+    }
+    /* (sc, m) of group gg from the 12 scale bytes held as words a = bytes 0..3, b = 4..7, c = 8..11 */
+    CU_HD void sm(uint32_t a, uint32_t b, uint32_t c, int gg, int *sc, int *m) {
+        const int sh = 8 * (gg & 3);
+        const int A = (int)((a >> sh) & 0xFF), B = (int)((b >> sh) & 0xFF), C = (int)((c >> sh) & 0xFF);
+        if (gg < 4) {
+            *sc = A & 63;
+            *m = B & 63;
+        } else {
+            *sc = (C & 0xF) | ((A >> 6) << 4);
+            *m = (C >> 4) | ((B >> 6) << 4);
+        }
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31), gg = (int)(g & 7);
+        const uint8_t *h = r + 16 * ng + 16 * (g >> 3);
+        int sc, m;
+        sm(cu_ld32a4(h + 4), cu_ld32a4(h + 8), cu_ld32a4(h + 12), gg, &sc, &m);
+        const float d1 = FM(cu_h2f(h), (float)sc), m1 = FM(cu_h2f(h + 2), (float)m);
+        const uint8_t q = r[16 * g + (l & 15)];
+        return FS(FM(d1, (float)(l < 16 ? (q & 0xF) : (q >> 4))), m1);
+    }
+    struct Wv {
+        CuQ4 q, h;
+    };
+    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16(r + 16 * g), sp_ld16(r + 16 * ng + 16 * (g >> 3))}; }
+    CU_HD float dot(const Wv &w, int64_t g, const CuX &x) {
+        int sc, m;
+        sm(w.h.y, w.h.z, w.h.w, (int)(g & 7), &sc, &m);
+        const int isum = sc * sp_nib_dot(w.q, x, 0);
+        const int msum = m * sp_ysum(x, 0, 8, 0x01010101u, 0);
+        return x.d * (sp_h2f(w.h.x & 0xFFFF) * (float)isum - sp_h2f(w.h.x >> 16) * (float)msum);
+    }
+};
+
+template <> struct CuSp<CLL_TYPE_IQ4_XS> {
+    static constexpr int QK = 256, BB = 136;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *b = s + BB * (g >> 3);
+            memcpy(d + 16 * g, b + 8 + 16 * (g & 7), 16);
+            if ((g & 7) == 0) memcpy(d + 16 * ng + 8 * (g >> 3), b, 8);
+        }
+    }
+    CU_HD int ls(uint32_t hdr_hi, uint32_t sh, int gg) { /* hdr_hi = scales_l[4]; sh = scales_h */
+        return (int)(((hdr_hi >> (4 * gg)) & 0xF) | (((sh >> (2 * gg)) & 3) << 4));
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31), gg = (int)(g & 7);
+        const uint8_t *h = r + 16 * ng + 8 * (g >> 3);
+        const float dl = FM(cu_h2f(h), (float)(ls(cu_ld32a4(h + 4), cu_ld16(h + 2), gg) - 32));
+        const uint8_t q = r[16 * g + (l & 15)];
+        return FM(dl, (float)cu_kv1(l < 16 ? (q & 0xF) : (q >> 4)));
+    }
+    struct Wv {
+        CuQ4 q;
+        CuQ2 h;
+    };
+    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16(r + 16 * g), sp_ld8(r + 16 * ng + 8 * (g >> 3))}; }
+    CU_HD float dot(const Wv &w, int64_t g, const CuX &x) {
+        int s = 0;
+SP_UNROLL
+        for (int k = 0; k < 4; k++) {
+            const uint32_t q = sp_w(w.q, k);
+            s = cu_dp4a(cu_kv4(q & 0x0F0F0F0Fu), x.y[k], s);
+            s = cu_dp4a(cu_kv4((q >> 4) & 0x0F0F0F0Fu), x.y[4 + k], s);
+        }
+        const int isum = (ls(w.h.y, w.h.x >> 16, (int)(g & 7)) - 32) * s;
+        return (x.d * sp_h2f(w.h.x & 0xFFFF)) * (float)isum;
+    }
+};
+
+/* Q6_K: qh' of a group = 2 words; element 4w+b's 2 high bits at bits 8b + 2(w&3) of word w>>2 */
+template <> struct CuSp<CLL_TYPE_Q6_K> {
+    static constexpr int QK = 256, BB = 210;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        const int64_t nsb = ng >> 3;
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *b = s + BB * (g >> 3);
+            const int gg = (int)(g & 7), h = gg >> 2, q = gg & 3;
+            uint8_t lo[32];
+            uint32_t H[2] = {0, 0};
+            for (int l = 0; l < 32; l++) {
+                const uint8_t lq = b[64 * h + 32 * (q & 1) + l];
+                lo[l] = (uint8_t)((q >> 1) ? (lq >> 4) : (lq & 0xF));
+                const uint32_t hi = (b[128 + 32 * h + l] >> (2 * q)) & 3;
+                const int w = l >> 2, bb = l & 3;
+                H[w >> 2] |= hi << (8 * bb + 2 * (w & 3));
+            }
+            sp_nibs16(lo, d + 16 * g);
+            memcpy(d + 16 * ng + 8 * g, H, 8);
+            memcpy(d + 24 * ng + 2 * g, b + 192 + 8 * h + 2 * q, 2);
+            if (gg == 0) memcpy(d + 26 * ng + 2 * (g >> 3), b + 208, 2);
+        }
+        (void)nsb;
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31), w = l >> 2, bb = l & 3;
+        const uint8_t lq = r[16 * g + (l & 15)];
+        const uint32_t H = cu_ld32a4(r + 16 * ng + 8 * g + 4 * (w >> 2));
+        const int q = (((l < 16) ? (lq & 0xF) : (lq >> 4)) | (int)(((H >> (8 * bb + 2 * (w & 3))) & 3) << 4)) - 32;
+        const float sc = (float)(int8_t)r[24 * ng + 2 * g + (l >> 4)];
+        return FM(FM(cu_h2f(r + 26 * ng + 2 * (g >> 3)), sc), (float)q);
+    }
+    struct Wv {
+        CuQ4 q;
+        CuQ2 h;
+        uint32_t sc, d;
+    };
+    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
+        return Wv{sp_ld16(r + 16 * g), sp_ld8(r + 16 * ng + 8 * g), sp_ld2(r + 24 * ng + 2 * g), sp_ld2(r + 26 * ng + 2 * (g >> 3))};
+    }
+    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
+        int s0 = sp_ysum(x, 0, 4, 0xE0E0E0E0u, 0), s1 = sp_ysum(x, 4, 4, 0xE0E0E0E0u, 0); /* -32 * sum y per half */
+SP_UNROLL
+        for (int k = 0; k < 4; k++) {
+            const uint32_t q = sp_w(w.q, k);
+            /* word k (elements 4k..) in qh' word 0, word 4+k (16+4k..) in qh' word 1 */
+            const uint32_t h0 = ((w.h.x >> (2 * k)) & 0x03030303u) << 4;
+            const uint32_t h1 = ((w.h.y >> (2 * k)) & 0x03030303u) << 4;
+            s0 = cu_dp4a((int)((q & 0x0F0F0F0Fu) | h0), x.y[k], s0);
+            s1 = cu_dp4a((int)(((q >> 4) & 0x0F0F0F0Fu) | h1), x.y[4 + k], s1);
+        }
+        const int isum = (int)(int8_t)(w.sc & 0xFF) * s0 + (int)(int8_t)(w.sc >> 8) * s1;
+        return (x.d * sp_h2f(w.d)) * (float)isum;
+    }
+};
+
+#endif
