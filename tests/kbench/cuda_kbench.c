@@ -2,7 +2,8 @@
  * Every row is gated first (cuda/gate.h, at 256 rows x the shape's cols); a row that fails its
  * gate is reported and never timed. Timing: cll_cuda_bench_row_us (CUDA events, a >= 256 MB ring
  * of weight copies so weights stream from HBM, >= 150 ms warm-up). Prints per row and shape:
- * microseconds per product, GB/s of weight bytes, % of the H200's 4300 GB/s (the target is 75%).
+ * microseconds per product, GB/s of weight bytes, % of the H200's 4300 GB/s (the target is 75%);
+ * at the end one "summary" line per row: min and avg % of peak over the shapes it ran.
  * usage: cuda_kbench [-r reps] [-T type[,type..]] [-k row-name] [-s RxC] [-n nb] [-G (skip gates)]
  * Exit: 0 all gates passed, 1 a gate failed, 77 no CUDA build or device. */
 #include <stdio.h>
@@ -72,12 +73,21 @@ int main(int argc, char **argv) {
     const cll_kernel_table *t = cll_cuda_kernel_table();
     if (!t) return 77;
     int failed = 0;
+    /* per row: min / avg % of peak over the shapes it ran (the summary lines at the end) */
+    enum { MAX_SUM = 128 };
+    static struct { const char *name; double min, sum; int n, bad; } sum[MAX_SUM];
+    int n_sum = 0;
     printf("%-26s %-16s %14s %10s %9s %7s\n", "row", "shape", "", "us", "GB/s", "%peak");
     for (size_t i = 0; i < t->n; i++) {
         const cll_kernel_row *row = &t->rows[i];
         if (!(row->op & CLL_KOP_GEMV) || !type_listed(types, row->wtype)) continue;
         if (only && strcmp(only, row->name)) continue;
         const size_t nsh = s_rows ? 1 : sizeof k_shapes / sizeof k_shapes[0];
+        const int si = n_sum < MAX_SUM ? n_sum++ : MAX_SUM - 1;
+        sum[si].name = row->name;
+        sum[si].min = 1e30;
+        sum[si].sum = 0;
+        sum[si].n = sum[si].bad = 0;
         for (size_t s = 0; s < nsh; s++) {
             const int64_t rows = s_rows ? s_rows : k_shapes[s].rows, cols = s_rows ? s_cols : k_shapes[s].cols;
             const char *what = s_rows ? "" : k_shapes[s].what;
@@ -89,6 +99,7 @@ int main(int argc, char **argv) {
                     printf("%-26s %6lldx%-9lld gate FAILED: %s\n", row->name, (long long)rows, (long long)cols,
                            cll_last_error());
                     failed++;
+                    sum[si].bad++;
                     continue;
                 }
             }
@@ -101,7 +112,20 @@ int main(int argc, char **argv) {
             printf("%-26s %6lldx%-9lld %14s %10.2f %9.1f %6.1f%%\n", row->name, (long long)rows, (long long)cols, what, us,
                    gbps, 100.0 * gbps / PEAK_GBPS);
             fflush(stdout);
+            const double pct = 100.0 * gbps / PEAK_GBPS;
+            if (pct < sum[si].min) sum[si].min = pct;
+            sum[si].sum += pct;
+            sum[si].n++;
         }
+    }
+    printf("\nsummary (%% of %.0f GB/s over the shapes above, nb=%d)\n", PEAK_GBPS, nb);
+    for (int i = 0; i < n_sum; i++) {
+        if (!sum[i].n && !sum[i].bad) continue;
+        if (sum[i].n)
+            printf("summary %-30s min %5.1f%%  avg %5.1f%%  shapes %d%s\n", sum[i].name, sum[i].min, sum[i].sum / sum[i].n,
+                   sum[i].n, sum[i].bad ? "  GATE FAILED on some" : "");
+        else
+            printf("summary %-30s GATE FAILED\n", sum[i].name);
     }
     return failed ? 1 : 0;
 }
