@@ -1,5 +1,8 @@
 /* cuda/ops/attn: attention of n query tokens over the KV cache, split over key chunks.
- * One kernel: one block per (head, chunk, token); its 4 warps stride the chunk's keys 4 at a
+ * Main path (hd_k == hd_v in {64, 128, 256}): attn_gqa_kernel below, one block per (kv head,
+ * chunk, token) serving the q heads of the GQA group (K/V read once per group), chunk size
+ * adapted to the live length. The fallback for other head dims (attn_chunk_kernel):
+ * one block per (head, chunk, token); its 4 warps stride the chunk's keys 4 at a
  * time (loads of 4 keys in flight), each keeping an online softmax (max, sum, acc[hd_v]) in
  * registers, merged through smem into one partial in global memory. The last block of a
  * (token, head) to finish (atomic count) merges the partials: rescale to the global max,
@@ -52,6 +55,7 @@ static __device__ void attn_merge(const cll_cu_attn_args &a, int64_t r, int h, i
 template <bool F16>
 __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     __shared__ float sm[ATTN_WARPS][2 + 256];
     const int h = blockIdx.x, c = blockIdx.y;
     const int64_t r = blockIdx.z;
@@ -146,11 +150,355 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
     if (last) attn_merge(a, r, h, nc);
 }
 
+/* ---- the GQA kernel: one block per (kv head, q-head subgroup, chunk, token) -------------------
+ * Serves hg <= HG q heads of one kv head, so K/V are read once per group. Head dim HD (64, 128,
+ * 256; hd_k == hd_v). The live length len = pos + 1 - lo is split into nc = cdiv(len, eff)
+ * chunks of eff = max(FA_MIN_CHUNK, cdiv(len, n_chunks)) keys (the grid covers n_chunks; blocks
+ * past nc exit after the wait). A block walks its chunk in sub-chunks of FA_CS keys:
+ *   A: scores: HD/8 lanes per key (8 dims per lane, one 16 B load for F16), 4 keys in flight per
+ *      lane, q of the hg heads in registers, dot reduced over the key's lanes -> smem S[h][j];
+ *   B: per head online softmax over the sub-chunk (warp per head): p in S, running m, l, corr;
+ *   C: V: warp per key, HD/32 dims per lane, 4 keys in flight, acc[h][dims] += p * v.
+ * The K and V rows of the first sub-chunk are prefetched into L2 before the PDL wait (only the
+ * newest cell is written by the kernel before; L2 is coherent). nc == 1 writes the output
+ * directly; else the partials (acc at idx*HD, (m, l) after all acc) and the last block of the
+ * group merges. Partials: idx = (r*n_head + h)*n_chunks + c; acc (n, H, n_chunks, HD) then
+ * (m, l) pairs: n*H*n_chunks*(HD+2) floats <= part_cap*(hd_v+2). */
+#define FA_WARPS 4
+#define FA_CS 128
+#define FA_MIN_CHUNK 32
+
+template <bool F16, int N>
+static __device__ __forceinline__ void kv_ld(const void *base, int64_t off, float (&v)[N]) {
+    if constexpr (F16) {
+        const uint16_t *p = (const uint16_t *)base + off;
+        uint32_t w[N / 2];
+        if constexpr (N == 8) {
+            const uint4 u = __ldg((const uint4 *)p);
+            w[0] = u.x; w[1] = u.y; w[2] = u.z; w[3] = u.w;
+        } else if constexpr (N == 4) {
+            const uint2 u = __ldg((const uint2 *)p);
+            w[0] = u.x; w[1] = u.y;
+        } else {
+            w[0] = __ldg((const unsigned int *)p);
+        }
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) {
+            const float2 f = __half22float2(*(const __half2 *)&w[i]);
+            v[2 * i] = f.x;
+            v[2 * i + 1] = f.y;
+        }
+    } else {
+        const float *p = (const float *)base + off;
+        if constexpr (N == 2) {
+            const float2 f = __ldg((const float2 *)p);
+            v[0] = f.x; v[1] = f.y;
+        } else {
+#pragma unroll
+            for (int i = 0; i < N / 4; i++) {
+                const float4 f = __ldg((const float4 *)p + i);
+                v[4 * i] = f.x; v[4 * i + 1] = f.y; v[4 * i + 2] = f.z; v[4 * i + 3] = f.w;
+            }
+        }
+    }
+}
+
+static __device__ __forceinline__ void prefetch_l2(const void *p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+/* write the block's output heads: val(h, dq) is the float4 of dims 4dq.. of head h (unscaled),
+ * inv[h] its normalizer; f32 row and its q8_1 form (8 lanes per block). All threads call. */
+template <int HD, int HG, typename F>
+static __device__ __forceinline__ void fa_write_out(const cll_cu_attn_args &a, int64_t r, int h0, int hg,
+                                                    const float *inv, F val) {
+    constexpr int Q = HD / 4;
+    const int64_t row = (int64_t)a.n_head * HD;
+    float *out = a.out + r * row;
+    cll_block_q8_1 *oq = a.outq ? (cll_block_q8_1 *)a.outq + r * ((row + 31) / 32) : nullptr;
+    constexpr int NT = 32 * FA_WARPS, KT = (HG * Q + NT - 1) / NT;
+#pragma unroll
+    for (int k = 0; k < KT; k++) { /* uniform bound: whole warps take part */
+        const int t = k * NT + threadIdx.x, h = t / Q, dq = t % Q;
+        const bool ok = t < HG * Q && h < hg;
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (ok) {
+            v = val(h, dq, k);
+            const float s = inv[h];
+            v = make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
+            ((float4 *)(out + (int64_t)(h0 + h) * HD))[dq] = v;
+        }
+        if (oq) cll_q8_1_store_f4(v, oq + ((int64_t)(h0 + h) * HD + 4 * dq) / 32, dq & 7, ok);
+    }
+}
+
+template <bool F16, int HD, int HG>
+__global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_attn_args a) {
+    constexpr int LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, U = 4;
+    __shared__ float S[HG][FA_CS];
+    __shared__ float sm_m[HG], sm_l[HG], sm_c[HG];
+    __shared__ __align__(16) float red[FA_WARPS][HG][HD];
+    __shared__ bool last;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int G = a.n_head / a.n_kv;
+    const int n_sub = (G + HG - 1) / HG, hg_all = (G + n_sub - 1) / n_sub;
+    const int kvh = blockIdx.x / n_sub, sg = blockIdx.x % n_sub;
+    const int h0 = kvh * G + sg * hg_all, hg = min(hg_all, G - sg * hg_all);
+    const int c = blockIdx.y;
+    const int64_t r = blockIdx.z;
+    /* pos / seq come from the step's io copy, never from a kernel: readable before the wait */
+    const int32_t pos = a.pos[r];
+    const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1;
+    const int32_t len = hi - lo;
+    const int32_t eff = max((int32_t)FA_MIN_CHUNK, (len + a.n_chunks - 1) / a.n_chunks);
+    const int32_t nc = (len + eff - 1) / eff;
+    const int32_t c0 = lo + c * eff, c1 = min(c0 + eff, hi);
+    const int64_t base = (int64_t)a.seq[r] * a.n_ctx;
+    const int64_t ks = (int64_t)a.n_kv * HD; /* hd_k == hd_v == HD */
+    constexpr int ESZ = F16 ? 2 : 4;
+    if (c < nc) { /* K and V rows of the first sub-chunk to L2, 128 B lines */
+        constexpr int LINES = (HD * ESZ + 127) / 128;
+        const int nk = min(c1 - c0, FA_CS);
+        for (int i = threadIdx.x; i < 2 * nk * LINES; i += blockDim.x) {
+            const int which = i / (nk * LINES), rem = i % (nk * LINES), j = rem / LINES, ln = rem % LINES;
+            const char *row = (const char *)(which ? a.vc : a.kc) + ((base + c0 + j) * ks + (int64_t)kvh * HD) * ESZ;
+            prefetch_l2(row + ln * 128);
+        }
+    }
+    cll_pdl_wait();
+    cll_pdl_trigger();
+    if (c >= nc) return;
+    /* q of the group's heads: lane (key group slot sub, lane-in-key l) holds dims 8l..8l+7 */
+    const int sub = lane / LPK, l = lane % LPK;
+    float qv[HG][8];
+    const float *qb = a.q + r * a.ld_q;
+#pragma unroll
+    for (int h = 0; h < HG; h++) {
+        if (h < hg) {
+            const float4 x0 = *(const float4 *)(qb + (int64_t)(h0 + h) * HD + 8 * l);
+            const float4 x1 = *(const float4 *)(qb + (int64_t)(h0 + h) * HD + 8 * l + 4);
+            qv[h][0] = x0.x; qv[h][1] = x0.y; qv[h][2] = x0.z; qv[h][3] = x0.w;
+            qv[h][4] = x1.x; qv[h][5] = x1.y; qv[h][6] = x1.z; qv[h][7] = x1.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++) qv[h][e] = 0.0f;
+        }
+    }
+    if (threadIdx.x < HG) {
+        sm_m[threadIdx.x] = -INFINITY;
+        sm_l[threadIdx.x] = 0.0f;
+    }
+    float acc[HG][NV];
+#pragma unroll
+    for (int h = 0; h < HG; h++)
+#pragma unroll
+        for (int e = 0; e < NV; e++) acc[h][e] = 0.0f;
+    const int64_t kvo = (int64_t)kvh * HD;
+    for (int32_t s0 = c0; s0 < c1; s0 += FA_CS) {
+        const int cs = min(FA_CS, c1 - s0);
+        const int64_t rb = (base + s0) * ks + kvo;
+        /* A: scores */
+        for (int jb = 0; jb < cs; jb += FA_WARPS * KPW * U) {
+            float kv[U][8];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int jj = jb + (u * FA_WARPS + warp) * KPW + sub;
+                if (jj < cs) kv_ld<F16, 8>(a.kc, rb + (int64_t)jj * ks + 8 * l, kv[u]);
+                else
+#pragma unroll
+                    for (int e = 0; e < 8; e++) kv[u][e] = 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int jj = jb + (u * FA_WARPS + warp) * KPW + sub;
+#pragma unroll
+                for (int h = 0; h < HG; h++) {
+                    if (h >= hg) continue; /* block-uniform */
+                    float dot = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < 8; e++) dot = fmaf(qv[h][e], kv[u][e], dot);
+#pragma unroll
+                    for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                    if (l == 0 && jj < cs) S[h][jj] = dot * a.scale;
+                }
+            }
+        }
+        __syncthreads();
+        /* B: online softmax per head over the sub-chunk */
+        for (int h = warp; h < hg; h += FA_WARPS) {
+            float mx = -INFINITY;
+            for (int j = lane; j < cs; j += 32) mx = fmaxf(mx, S[h][j]);
+            mx = cll_warp_max(mx);
+            const float mo = sm_m[h], mn = fmaxf(mo, mx);
+            float sum = 0.0f;
+            for (int j = lane; j < cs; j += 32) {
+                const float p = expf(S[h][j] - mn);
+                S[h][j] = p;
+                sum += p;
+            }
+            sum = cll_warp_sum(sum);
+            if (lane == 0) {
+                const float corr = mo == -INFINITY ? 0.0f : expf(mo - mn);
+                sm_l[h] = sm_l[h] * corr + sum;
+                sm_m[h] = mn;
+                sm_c[h] = corr;
+            }
+        }
+        __syncthreads();
+        /* C: acc = acc * corr + sum_j p_j v_j */
+#pragma unroll
+        for (int h = 0; h < HG; h++) {
+            const float cr = h < hg ? sm_c[h] : 0.0f;
+#pragma unroll
+            for (int e = 0; e < NV; e++) acc[h][e] *= cr;
+        }
+        for (int jb = 0; jb < cs; jb += FA_WARPS * U) {
+            float vv[U][NV];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int jj = jb + u * FA_WARPS + warp;
+                if (jj < cs) kv_ld<F16, NV>(a.vc, rb + (int64_t)jj * ks + NV * lane, vv[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int jj = jb + u * FA_WARPS + warp;
+                if (jj >= cs) continue; /* warp-uniform */
+#pragma unroll
+                for (int h = 0; h < HG; h++) {
+                    if (h >= hg) continue;
+                    const float p = S[h][jj];
+#pragma unroll
+                    for (int e = 0; e < NV; e++) acc[h][e] = fmaf(p, vv[u][e], acc[h][e]);
+                }
+            }
+        }
+        __syncthreads(); /* S is rewritten by the next sub-chunk */
+    }
+#pragma unroll
+    for (int h = 0; h < HG; h++)
+#pragma unroll
+        for (int e = 0; e < NV; e++) red[warp][h][NV * lane + e] = acc[h][e];
+    __syncthreads();
+    constexpr int Q = HD / 4;
+    auto block_acc = [&](int h, int dq, int) {
+        float4 v = *(const float4 *)&red[0][h][4 * dq];
+#pragma unroll
+        for (int w = 1; w < FA_WARPS; w++) {
+            const float4 b = *(const float4 *)&red[w][h][4 * dq];
+            v.x += b.x; v.y += b.y; v.z += b.z; v.w += b.w;
+        }
+        return v;
+    };
+    __shared__ float inv[HG];
+    if (nc == 1) {
+        if (threadIdx.x < HG) inv[threadIdx.x] = sm_l[threadIdx.x] > 0.0f ? 1.0f / sm_l[threadIdx.x] : 0.0f;
+        __syncthreads();
+        fa_write_out<HD, HG>(a, r, h0, hg, inv, block_acc);
+        return;
+    }
+    /* partials */
+    const int64_t H = a.n_head, NCH = a.n_chunks;
+    float *pacc = a.part;
+    float *pml = a.part + (int64_t)gridDim.z * H * NCH * HD;
+    for (int t = threadIdx.x; t < hg * Q; t += blockDim.x) {
+        const int h = t / Q, dq = t % Q;
+        const int64_t idx = (r * H + h0 + h) * NCH + c;
+        ((float4 *)(pacc + idx * HD))[dq] = block_acc(h, dq, 0);
+        if (dq == 0) {
+            pml[2 * idx] = sm_m[h];
+            pml[2 * idx + 1] = sm_l[h];
+        }
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int *cnt = a.count + r * H + h0;
+        last = atomicAdd(cnt, 1) == nc - 1;
+        if (last) *cnt = 0; /* self-resetting for the next launch / replay */
+    }
+    __syncthreads();
+    if (!last) return;
+    /* merge: per head M = max m_c, L = sum l_c e^(m_c - M), o = sum acc_c e^(m_c - M) / L.
+     * Partials are read with ld.cg (other blocks wrote them; L1 is not coherent). */
+    for (int h = warp; h < hg; h += FA_WARPS) {
+        const float *ml = pml + 2 * ((r * H + h0 + h) * NCH);
+        float M = -INFINITY;
+        for (int cc = lane; cc < nc; cc += 32) M = fmaxf(M, __ldcg(ml + 2 * cc));
+        M = cll_warp_max(M);
+        float L = 0.0f;
+        for (int cc = lane; cc < nc; cc += 32) L += __ldcg(ml + 2 * cc + 1) * expf(__ldcg(ml + 2 * cc) - M);
+        L = cll_warp_sum(L);
+        if (lane == 0) {
+            sm_m[h] = M;
+            inv[h] = L > 0.0f ? 1.0f / L : 0.0f;
+        }
+    }
+    constexpr int KT = (HG * Q + 32 * FA_WARPS - 1) / (32 * FA_WARPS);
+    float4 o[KT];
+#pragma unroll
+    for (int k = 0; k < KT; k++) o[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int p0 = 0; p0 < nc; p0 += FA_CS) { /* chunk weights of a piece to smem, then the sums */
+        const int pn = min(FA_CS, nc - p0);
+        __syncthreads();
+        for (int t = threadIdx.x; t < hg * pn; t += blockDim.x) {
+            const int h = t / pn, cc = t % pn;
+            S[h][cc] = expf(__ldcg(pml + 2 * ((r * H + h0 + h) * NCH + p0 + cc)) - sm_m[h]);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < KT; k++) {
+            const int t = threadIdx.x + k * 32 * FA_WARPS, h = t / Q, dq = t % Q;
+            if (t >= HG * Q || h >= hg) continue;
+            const float4 *pa = (const float4 *)(pacc + ((r * H + h0 + h) * NCH + p0) * HD) + dq;
+#pragma unroll 8
+            for (int cc = 0; cc < pn; cc++) {
+                const float4 b = __ldcg(pa + (int64_t)cc * Q);
+                const float e = S[h][cc];
+                o[k].x = fmaf(b.x, e, o[k].x);
+                o[k].y = fmaf(b.y, e, o[k].y);
+                o[k].z = fmaf(b.z, e, o[k].z);
+                o[k].w = fmaf(b.w, e, o[k].w);
+            }
+        }
+    }
+    __syncthreads();
+    fa_write_out<HD, HG>(a, r, h0, hg, inv, [&](int, int, int k) { return o[k]; });
+}
+
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     if (a->hd_k > 32 * ATTN_MAX_T || a->hd_v > 32 * ATTN_MAX_T || a->n_kv <= 0 ||
         a->n_head % a->n_kv || a->chunk <= 0 || a->n_chunks <= 0 || !a->count)
         return cudaErrorInvalidValue;
+    const int hd = a->hd_k;
+    if (a->hd_v == hd && (hd == 64 || hd == 128 || hd == 256)) {
+        const int G = a->n_head / a->n_kv;
+        const int gq = G < 8 ? G : 8;
+        const int HG = gq <= 1 ? 1 : gq <= 2 ? 2 : gq <= 4 ? 4 : 8;
+        const int n_sub = (G + HG - 1) / HG;
+        dim3 g((unsigned)(a->n_kv * n_sub), (unsigned)a->n_chunks, (unsigned)n);
+        dim3 b(32 * FA_WARPS);
+#define FA_LAUNCH(F, D, HGV) CLL_CU_RET(cll_cu_launch(attn_gqa_kernel<F, D, HGV>, g, b, 0, s, *a))
+#define FA_HG(F, D)                                                                                          \
+    do {                                                                                                     \
+        if (HG == 1) FA_LAUNCH(F, D, 1);                                                                     \
+        else if (HG == 2) FA_LAUNCH(F, D, 2);                                                                \
+        else if (HG == 4) FA_LAUNCH(F, D, 4);                                                                \
+        else FA_LAUNCH(F, D, 8);                                                                             \
+    } while (0)
+        if (a->kv_f16) {
+            if (hd == 64) FA_HG(true, 64);
+            else if (hd == 128) FA_HG(true, 128);
+            else FA_HG(true, 256);
+        } else {
+            if (hd == 64) FA_HG(false, 64);
+            else if (hd == 128) FA_HG(false, 128);
+            else FA_HG(false, 256);
+        }
+#undef FA_HG
+#undef FA_LAUNCH
+        return cudaGetLastError();
+    }
     dim3 g1((unsigned)a->n_head, (unsigned)a->n_chunks, (unsigned)n);
     if (a->kv_f16) CLL_CU_RET(cll_cu_launch(attn_chunk_kernel<true>, dim3(g1), dim3(32 * ATTN_WARPS), 0, s, *a));
     else CLL_CU_RET(cll_cu_launch(attn_chunk_kernel<false>, dim3(g1), dim3(32 * ATTN_WARPS), 0, s, *a));

@@ -11,6 +11,7 @@
 __global__ static void gather_rows_kernel(const float *src, int64_t ld_src, const int32_t *rows, int64_t d, float *dst,
                                           int64_t ld_dst) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     const int64_t r = blockIdx.x;
     const float *s = src + (int64_t)rows[r] * ld_src;
     for (int64_t j = threadIdx.x; j < d; j += blockDim.x) dst[r * ld_dst + j] = s[j];
@@ -25,6 +26,7 @@ cudaError_t cll_cu_gather_rows(const float *src, int64_t ld_src, const int32_t *
 
 __global__ static void softcap_kernel(float *x, int64_t n, float c) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = tanhf(x[i] / c) * c;
 }
@@ -44,6 +46,7 @@ static __device__ __forceinline__ unsigned long long argmax_key(float v, int64_t
 
 __global__ static void argmax_kernel(const float *logits, int64_t V, unsigned long long *keys) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     const int64_t r = blockIdx.y;
     const float *x = logits + r * V;
     unsigned long long best = 0;

@@ -9,6 +9,7 @@
 __global__ static void moe_route_kernel(const float *logits, int32_t E, int32_t K, bool renorm, int32_t *sel,
                                         float *selw) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     extern __shared__ float pr[]; /* (E) */
     const int64_t r = blockIdx.x;
     const int lane = threadIdx.x;

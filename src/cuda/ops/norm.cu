@@ -32,29 +32,6 @@ static __device__ __forceinline__ void norm_store_q8(F val, int64_t d, float *xn
 #define NORM_REG_MAX_V 4
 #define NORM_REG_MAX_NT 512
 
-/* q8_1 of 32 elements held as one float4 by each of 8 consecutive lanes (sub = lane & 7), as
- * cll_warp_q8_1 rounds them (amax over the 32, q = rn(v * 127/amax), s = d * sum q). Every lane
- * of the warp calls it (zeros past the row); write: this lane's group is a block of the row. */
-static __device__ __forceinline__ void q8_1_store_f4(float4 v, cll_block_q8_1 *blk, int sub, bool write) {
-    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-#pragma unroll
-    for (int o = 1; o < 8; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float d = amax / 127.f;
-    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-    const int q0 = __float2int_rn(v.x * id), q1 = __float2int_rn(v.y * id), q2 = __float2int_rn(v.z * id),
-              q3 = __float2int_rn(v.w * id);
-    int sum = q0 + q1 + q2 + q3;
-#pragma unroll
-    for (int o = 1; o < 8; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (write) {
-        *(char4 *)(blk->qs + 4 * sub) = make_char4((signed char)q0, (signed char)q1, (signed char)q2, (signed char)q3);
-        if (sub == 0) {
-            blk->d = cll_f2h(d);
-            blk->s = cll_f2h(d * (float)sum);
-        }
-    }
-}
-
 static __device__ __forceinline__ float4 f4_mul(float4 a, float4 b) {
     return make_float4(__fmul_rn(a.x, b.x), __fmul_rn(a.y, b.y), __fmul_rn(a.z, b.z), __fmul_rn(a.w, b.w));
 }
@@ -80,7 +57,7 @@ static __device__ __forceinline__ void norm_store_regs(const float4 (&xv)[V], co
         const int i = threadIdx.x + k * NT;
         const float4 v = i < d4 ? f4_mul(f4_scale(xv[k], scale), wv[k]) : make_float4(0.f, 0.f, 0.f, 0.f);
         if (i < d4) ((float4 *)xn)[i] = v;
-        if (xq) q8_1_store_f4(v, xq + (i >> 3), i & 7, (i & ~7) < d4); /* a partial last block is zero-padded */
+        if (xq) cll_q8_1_store_f4(v, xq + (i >> 3), i & 7, (i & ~7) < d4); /* a partial last block is zero-padded */
     }
 }
 
@@ -130,6 +107,7 @@ static bool norm_regs_shape(int64_t d, int *v, int *nt) {
 __global__ static void rmsnorm_q8_kernel(const float *x, const float *w, int64_t d, float eps, float *xn,
                                          cll_block_q8_1 *xq) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     __shared__ double red[32];
     const int64_t r = blockIdx.x;
     const float *xr = x + r * d;
@@ -162,6 +140,7 @@ cudaError_t cll_cu_rmsnorm_q8(const float *x, const float *w, int64_t n, int64_t
 
 __global__ static void quantize_rows_q8_kernel(const float *x, int64_t ld, int64_t cols, cll_block_q8_1 *xq) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     const int64_t r = blockIdx.y;
     const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t nblk = (cols + 31) / 32, b = j / 32;
@@ -231,6 +210,7 @@ __global__ static void __launch_bounds__(NORM_REG_MAX_NT) resid_norm_q8_regs(cll
 
 __global__ static void resid_norm_q8_kernel(cll_cu_resid_args a, int64_t d, float eps) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     __shared__ double red[32];
     const int64_t r = blockIdx.x;
     float *x = a.x + r * d, *t = a.t + r * d;
@@ -300,6 +280,7 @@ static __device__ __forceinline__ float gelu_fp16_table(float x) {
 
 __global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, bool gelu, float *y, cll_block_q8_1 *yq) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     const int64_t r = blockIdx.y;
     const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;

@@ -80,6 +80,29 @@ static __device__ __forceinline__ void cll_warp_q8_1(float v, cll_block_q8_1 *bl
     }
 }
 
+/* q8_1 of 32 elements held as one float4 by each of 8 consecutive lanes (sub = lane & 7), as
+ * cll_warp_q8_1 rounds them (amax over the 32, q = rn(v * 127/amax), s = d * sum q). Every lane
+ * of the warp calls it (zeros past the row); write: this lane's group is a block of the row. */
+static __device__ __forceinline__ void cll_q8_1_store_f4(float4 v, cll_block_q8_1 *blk, int sub, bool write) {
+    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+#pragma unroll
+    for (int o = 1; o < 8; o <<= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float d = amax / 127.f;
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    const int q0 = __float2int_rn(v.x * id), q1 = __float2int_rn(v.y * id), q2 = __float2int_rn(v.z * id),
+              q3 = __float2int_rn(v.w * id);
+    int sum = q0 + q1 + q2 + q3;
+#pragma unroll
+    for (int o = 1; o < 8; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (write) {
+        *(char4 *)(blk->qs + 4 * sub) = make_char4((signed char)q0, (signed char)q1, (signed char)q2, (signed char)q3);
+        if (sub == 0) {
+            blk->d = cll_f2h(d);
+            blk->s = cll_f2h(d * (float)sum);
+        }
+    }
+}
+
 /* sum of a double over the block (blockDim.x a multiple of 32, <= 1024); every thread gets it.
  * red: __shared__ double[32]. */
 static __device__ __forceinline__ double cll_block_sum_d(double v, double *red) {

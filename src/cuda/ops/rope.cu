@@ -12,6 +12,7 @@
 
 __global__ static void qkv_rope_store_kernel(cll_cu_rope_args a) {
     cll_pdl_wait();
+    cll_pdl_trigger();
     __shared__ float buf[ROPE_MAX_HD];
     __shared__ double red[32];
     const int64_t r = blockIdx.y;
