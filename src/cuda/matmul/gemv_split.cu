@@ -14,9 +14,11 @@
 
 #define SP_WARPS 4
 #define SP_U 4
+/* >= 5 blocks (20 warps) per SM: caps registers at 102 (Q6_K would take 107; 80 spills) */
+#define SP_MIN_BLOCKS 5
 
 template <class S, int WARPS, int U>
-__global__ void __launch_bounds__(WARPS * 32)
+__global__ void __launch_bounds__(WARPS * 32, SP_MIN_BLOCKS)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
           float *__restrict__ y, int64_t y_stride) {

@@ -25,8 +25,9 @@
  * resident) is read after cudaGridDependencySynchronize(); the first U groups of weights are
  * loaded before it (programmatic dependent launch: the prologue overlaps the previous kernel's
  * tail). With mat_ids (MoE) the matrix index comes from a producer, so the wait comes first.
- * Every thread reaches the wait before it may exit. Budget: <= 96 registers (Q6_K/Q8_0 the
- * largest), no spills, no local memory (-Xptxas -v). */
+ * Every thread reaches the wait before it may exit. Budget (-Xptxas -v, sm_90a, no spills, no
+ * local memory): registers Q4_0 63, Q5_1 71, IQ4_XS 78, Q4_K 92, Q8_0 92, Q6_K capped at 102 by
+ * __launch_bounds__(128, 5) (107 uncapped; a cap of 80 spills), so 20-32 warps per SM. */
 #ifndef CLL_CUDA_MATMUL_SPLIT_CUH
 #define CLL_CUDA_MATMUL_SPLIT_CUH
 
