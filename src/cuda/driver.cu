@@ -172,8 +172,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     }
     if (hp->logit_softcap > 0.0f) TRY(cll_cu_softcap(s->logits, n_out * V, hp->logit_softcap, s->st));
     if (argmax) {
-        TRY(cudaMemsetAsync(s->keys, 0, sizeof(unsigned long long) * (size_t)n_out, s->st));
-        TRY(cll_cu_argmax(s->logits, n_out, V, s->keys, s->st));
+        TRY(cll_cu_argmax(s->logits, n_out, V, s->keys, s->amax_part, s->amax_count, s->st));
     }
     return CLL_OK;
 }
@@ -318,6 +317,8 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->xo, no * d * F},
         {(void **)&s->logits, no * (size_t)hp->n_vocab * F},
         {(void **)&s->keys, no * sizeof(unsigned long long)},
+        {(void **)&s->amax_part, no * (size_t)cll_cu_argmax_blocks(hp->n_vocab) * sizeof(unsigned long long)},
+        {(void **)&s->amax_count, no * sizeof(int)},
         {(void **)&s->io, (3 * nb + no) * sizeof(int32_t)},
         {&s->gemm.panel, panel},
         {&s->gemm.xh, xh},
@@ -374,6 +375,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     } while (0)
     STRY(cudaMemset(kv, 0, (size_t)L * cells * (size_t)(s->kv_k + s->kv_v) * esz));
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
+    STRY(cudaMemset(s->amax_count, 0, no * sizeof(int)));
     STRY(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking));
     STRY(cudaMallocHost((void **)&s->hio, (3 * nb + no) * sizeof(int32_t)));
     STRY(cudaMallocHost((void **)&s->hkeys, no * sizeof(unsigned long long)));

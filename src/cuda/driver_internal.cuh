@@ -85,6 +85,8 @@ struct cll_driver_state {
     float *xo;            /* (n_out_max, n_embd) rows that want logits */
     float *logits;        /* (n_out_max, n_vocab) */
     unsigned long long *keys; /* (n_out_max) argmax keys */
+    unsigned long long *amax_part; /* (n_out_max, argmax blocks) per-block keys */
+    int *amax_count;      /* (n_out_max) argmax blocks landed (self-resetting, zeroed once) */
     int32_t *io;          /* (3*n_batch + n_out_max) tokens | pos | seq | want rows, per forward */
     int32_t *hio;         /* pinned staging of io */
     unsigned long long *hkeys; /* pinned (n_out_max) */

@@ -1,9 +1,10 @@
 /* cuda/ops/logits: the output head's small kernels: gather the rows that want logits, the
  * logit softcap, and the greedy argmax (lowest id on ties) so a greedy step copies back one id.
  * Owns nothing. Rule: argmax keys order logits as the CPU's float compare does (-0 == +0) and
- * break ties to the lower id; a key array must be zeroed before the argmax kernel.
+ * break ties to the lower id; the argmax's last block per row writes the key (no zeroing
+ * before; per-block keys in a scratch, a self-resetting count per row).
  * Launch geometry: gather grid n x 256; softcap 256-thread blocks over n floats; argmax grid
- * (cdiv(n_vocab, 256*ARGMAX_PER_THREAD), n) x 256 threads, one atomicMax per warp. */
+ * (cdiv(n_vocab, 256*ARGMAX_PER_THREAD), n) x 256 threads, the last block per row reduces. */
 #include "cuda/ops/ops.cuh"
 
 #define ARGMAX_PER_THREAD 8
@@ -44,9 +45,12 @@ static __device__ __forceinline__ unsigned long long argmax_key(float v, int64_t
     return ((unsigned long long)u << 32) | (0xffffffffu - (uint32_t)id);
 }
 
-__global__ static void argmax_kernel(const float *logits, int64_t V, unsigned long long *keys) {
+__global__ static void argmax_kernel(const float *logits, int64_t V, unsigned long long *keys, unsigned long long *part,
+                                     int *count) {
     cll_pdl_wait();
     cll_pdl_trigger();
+    __shared__ unsigned long long red[32];
+    __shared__ bool last;
     const int64_t r = blockIdx.y;
     const float *x = logits + r * V;
     unsigned long long best = 0;
@@ -59,17 +63,49 @@ __global__ static void argmax_kernel(const float *logits, int64_t V, unsigned lo
             best = key > best ? key : best;
         }
     }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         const unsigned long long ob = __shfl_xor_sync(0xffffffffu, best, o);
         best = ob > best ? ob : best;
     }
-    if ((threadIdx.x & 31) == 0 && best) atomicMax(keys + r, best);
+    if (lane == 0) red[warp] = best;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < nw; w++) best = red[w] > best ? red[w] : best;
+        part[r * gridDim.x + blockIdx.x] = best;
+        __threadfence();
+        last = atomicAdd(count + r, 1) == (int)gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    /* the last block of the row: max over the blocks' keys (ld.cg: other blocks wrote them) */
+    best = 0;
+    for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x) {
+        const unsigned long long k = __ldcg(part + r * gridDim.x + i);
+        best = k > best ? k : best;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long ob = __shfl_xor_sync(0xffffffffu, best, o);
+        best = ob > best ? ob : best;
+    }
+    __syncthreads();
+    if (lane == 0) red[warp] = best;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < nw; w++) best = red[w] > best ? red[w] : best;
+        keys[r] = best;
+        count[r] = 0; /* self-resetting for the next launch / replay */
+    }
 }
 
-cudaError_t cll_cu_argmax(const float *logits, int64_t n, int64_t n_vocab, unsigned long long *keys, cudaStream_t s) {
+int64_t cll_cu_argmax_blocks(int64_t n_vocab) { return cll_cdiv(n_vocab, 256 * ARGMAX_PER_THREAD); }
+
+cudaError_t cll_cu_argmax(const float *logits, int64_t n, int64_t n_vocab, unsigned long long *keys,
+                          unsigned long long *part, int *count, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
-    dim3 grid((unsigned)cll_cdiv(n_vocab, 256 * ARGMAX_PER_THREAD), (unsigned)n);
-    CLL_CU_RET(cll_cu_launch(argmax_kernel, dim3(grid), dim3(256), 0, s, logits, n_vocab, keys));
+    dim3 grid((unsigned)cll_cu_argmax_blocks(n_vocab), (unsigned)n);
+    CLL_CU_RET(cll_cu_launch(argmax_kernel, dim3(grid), dim3(256), 0, s, logits, n_vocab, keys, part, count));
     return cudaGetLastError();
 }

@@ -202,8 +202,11 @@ cudaError_t cll_cu_gather_rows(const float *src, int64_t ld_src, const int32_t *
 cudaError_t cll_cu_softcap(float *x, int64_t n, float c, cudaStream_t s);
 
 /* keys[r] = max over row r of (ordered logit bits << 32 | ~id): the argmax of each of n rows
- * of n_vocab logits, lowest id on ties. keys must be zeroed first (cudaMemsetAsync). */
-cudaError_t cll_cu_argmax(const float *logits, int64_t n, int64_t n_vocab, unsigned long long *keys, cudaStream_t s);
+ * of n_vocab logits, lowest id on ties. One launch, nothing to zero first: part is a scratch of
+ * (n, cll_cu_argmax_blocks(n_vocab)) keys, count (n) ints zeroed once (self-resetting). */
+int64_t cll_cu_argmax_blocks(int64_t n_vocab);
+cudaError_t cll_cu_argmax(const float *logits, int64_t n, int64_t n_vocab, unsigned long long *keys,
+                          unsigned long long *part, int *count, cudaStream_t s);
 static inline int32_t cll_cu_argmax_id(unsigned long long key) { return (int32_t)(0xffffffffu - (uint32_t)key); }
 
 #endif
