@@ -43,21 +43,85 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
 
 #define TRY(call) CLL_CU_TRY(call)
 
+/* ---- opt-in profile (CLLAMA_CUDA_PROFILE) --------------------------------------------------- */
+
+static const char *const prof_names[CLL_PK_N] = {
+    "embd",   "gemv qkv", "rope+kv", "attention", "gemv o",  "norm/resid", "gemv gate_up", "act",
+    "gemv down", "gemv router", "moe route", "gemv experts", "gemv output", "softcap", "argmax",
+};
+
+static int prof_begin(cll_driver_state *s) {
+    cll_cu_prof *P = &s->prof;
+    if (!P->on || P->n + 2 > CLL_PROF_EVENTS) return -1;
+    if (cudaEventRecord(P->ev[P->n], s->st) != cudaSuccess) return -1;
+    return P->n;
+}
+
+static void prof_end(cll_driver_state *s, int i, int kind) {
+    cll_cu_prof *P = &s->prof;
+    if (i < 0) return;
+    if (cudaEventRecord(P->ev[i + 1], s->st) != cudaSuccess) return;
+    P->kind[i / 2] = (uint8_t)kind;
+    P->n = i + 2;
+}
+
+/* after the step's sync: event pairs -> per-kind time */
+static void prof_collect(cll_driver_state *s) {
+    cll_cu_prof *P = &s->prof;
+    for (int i = 0; i + 1 < P->n; i += 2) {
+        float ms = 0.0f;
+        if (cudaEventElapsedTime(&ms, P->ev[i], P->ev[i + 1]) == cudaSuccess) {
+            P->ms[P->kind[i / 2]] += ms;
+            P->calls[P->kind[i / 2]]++;
+        }
+    }
+    P->n = 0;
+    P->steps++;
+}
+
+static void prof_report(const cll_driver_state *s) {
+    const cll_cu_prof *P = &s->prof;
+    if (P->mode == 2 || P->g_nodes)
+        fprintf(stderr, "cuda graph: %zu nodes (%zu kernels), %zu edges, %zu programmatic (PDL)\n", P->g_nodes,
+                P->g_kernels, P->g_edges, P->g_prog);
+    if (P->mode != 1 || !P->steps) return;
+    double tot = 0.0;
+    for (int k = 0; k < CLL_PK_N; k++) tot += P->ms[k];
+    const double st = (double)P->steps;
+    fprintf(stderr, "cuda decode profile: %llu eager steps (events around each launch; not a graph run)\n",
+            (unsigned long long)P->steps);
+    fprintf(stderr, "%-14s %10s %12s %7s\n", "kind", "calls/tok", "us/tok", "%");
+    for (int k = 0; k < CLL_PK_N; k++) {
+        if (!P->calls[k]) continue;
+        fprintf(stderr, "%-14s %10.1f %12.1f %6.1f%%\n", prof_names[k], (double)P->calls[k] / st,
+                1000.0 * P->ms[k] / st, tot > 0 ? 100.0 * P->ms[k] / tot : 0.0);
+    }
+    fprintf(stderr, "%-14s %10s %12.1f %6.1f%%\n", "total", "", 1000.0 * tot / st, 100.0);
+}
+
+/* TRY(call) timed as one span of kind k when profiling */
+#define PTRY(k, call)                                                                                        \
+    do {                                                                                                     \
+        const int pi_ = prof_begin(s);                                                                       \
+        TRY(call);                                                                                           \
+        prof_end(s, pi_, (k));                                                                               \
+    } while (0)
+
 /* MoE FFN of rows [0, n) of xn/xq into s->moe (n, n_used, d) and s->sel/selw */
 static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n) {
     const cll_hparams *hp = &s->dm->m->hp;
     const int64_t d = hp->n_embd, f = s->ffe, K = hp->n_expert_used;
     const int64_t qd = cll_cu_q8_blocks(d), qf = cll_cu_q8_blocks(f);
     const bool gelu = s->dm->m->recipe.act == CLL_ACT_GELU_TANH;
-    TRY(product(s, &C->router, 1, n, s->xn, d, s->xq, s->router, hp->n_expert));
-    TRY(cll_cu_moe_route(s->router, n, hp->n_expert, (int32_t)K, hp->moe_norm_topk, s->sel, s->selw, s->st));
+    PTRY(CLL_PK_ROUTER, product(s, &C->router, 1, n, s->xn, d, s->xq, s->router, hp->n_expert));
+    PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_route(s->router, n, hp->n_expert, (int32_t)K, hp->moe_norm_topk, s->sel, s->selw, s->st));
     for (int64_t i = 0; i < n; i++) { /* per token over the gemv path (prefill speed is the next issue) */
         const int32_t *ids = s->sel + i * K;
         for (int g = 0; g < C->n_gu; g++)
-            TRY(gemv(&C->gu[g], (int)K, ids, s->xn + i * d, 0, (const cll_block_q8_1 *)s->xq + i * qd, 0, s->gu, 2 * f,
+            PTRY(CLL_PK_EXPERTS, gemv(&C->gu[g], (int)K, ids, s->xn + i * d, 0, (const cll_block_q8_1 *)s->xq + i * qd, 0, s->gu, 2 * f,
                      s->st));
-        TRY(cll_cu_act_q8(s->gu, 2 * f, K, f, gelu, s->act, s->actq, s->st));
-        TRY(gemv(&C->down, (int)K, ids, s->act, f, s->actq, qf, s->moe + i * K * d, d, s->st));
+        PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * f, K, f, gelu, s->act, s->actq, s->st));
+        PTRY(CLL_PK_EXPERTS, gemv(&C->down, (int)K, ids, s->act, f, s->actq, qf, s->moe + i * K * d, d, s->st));
     }
     return CLL_OK;
 }
@@ -71,8 +135,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     const int64_t d = hp->n_embd, V = hp->n_vocab;
     const int32_t *tok = s->io, *pos = s->io + n, *seq = s->io + 2 * n, *rows = s->io + 3 * n;
     const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
-    TRY(cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
-    TRY(cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, s->xn, s->xq, s->st));
+    PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
+    PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, s->xn, s->xq, s->st));
     /* attention split: decode grids cover n_ctx in fixed chunks; a batch takes as many chunks as
      * the partial buffer holds */
     const int32_t max_chunks = (int32_t)cll_cdiv(s->p.n_ctx, CLL_CU_ATTN_CHUNK);
@@ -85,7 +149,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const cll_layer *L = &m->layers[il];
         const cll_cu_layer *C = &dm->layers[il];
-        TRY(product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv));
+        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -112,7 +176,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         ra.freq_scale = L->rope_freq_scale;
         ra.q_scale = m->recipe.q_prescale ? hp->attn_scale : 1.0f;
         ra.eps = hp->eps;
-        TRY(cll_cu_qkv_rope_store(&ra, n, s->st));
+        PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         cll_cu_attn_args aa;
         memset(&aa, 0, sizeof aa);
         aa.q = s->qkv;
@@ -135,8 +199,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.count = s->count;
         aa.out = s->ao;
         aa.outq = s->aoq;
-        TRY(cll_cu_attention(&aa, n, s->st));
-        TRY(product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d));
+        PTRY(CLL_PK_ATTN, cll_cu_attention(&aa, n, s->st));
+        PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d));
         cll_cu_resid_args rr;
         memset(&rr, 0, sizeof rr);
         rr.x = s->x;
@@ -146,7 +210,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.next = C->ffn_norm;
         rr.xn = s->xn;
         rr.xq = s->xq;
-        TRY(cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
             if (st != CLL_OK) return st;
@@ -154,25 +218,25 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             rr.moe_w = s->selw;
             rr.n_used = hp->n_expert_used;
         } else {
-            TRY(product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff));
-            TRY(cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act, s->actq, s->st));
-            TRY(product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d));
+            PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff));
+            PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act, s->actq, s->st));
+            PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d));
         }
         rr.post = C->post_ffn_norm;
         rr.next = il + 1 < hp->n_layer ? dm->layers[il + 1].attn_norm : dm->output_norm;
-        TRY(cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
     }
     if (n_out == 0) return CLL_OK;
     /* xn now holds output_norm(x) for every row */
     if (n == 1) {
-        TRY(gemv(&dm->output, 1, NULL, s->xn, 0, s->xq, 0, s->logits, 0, s->st));
+        PTRY(CLL_PK_OUTPUT, gemv(&dm->output, 1, NULL, s->xn, 0, s->xq, 0, s->logits, 0, s->st));
     } else {
         TRY(cll_cu_gather_rows(s->xn, d, rows, n_out, d, s->xo, d, s->st));
         TRY(gemm(s, &dm->output, s->xo, d, n_out, s->logits, V));
     }
-    if (hp->logit_softcap > 0.0f) TRY(cll_cu_softcap(s->logits, n_out * V, hp->logit_softcap, s->st));
+    if (hp->logit_softcap > 0.0f) PTRY(CLL_PK_SOFTCAP, cll_cu_softcap(s->logits, n_out * V, hp->logit_softcap, s->st));
     if (argmax) {
-        TRY(cll_cu_argmax(s->logits, n_out, V, s->keys, s->amax_part, s->amax_count, s->st));
+        PTRY(CLL_PK_ARGMAX, cll_cu_argmax(s->logits, n_out, V, s->keys, s->amax_part, s->amax_count, s->st));
     }
     return CLL_OK;
 }
@@ -195,6 +259,30 @@ static cll_status capture(cll_driver_state *s) {
     size_t nodes = 0;
     TRY(cudaGraphGetNodes(g, NULL, &nodes));
     s->c.launches = nodes;
+    if (s->prof.mode == 2) { /* what the graph holds: kernel nodes, edges, programmatic edges */
+        cll_cu_prof *P = &s->prof;
+        P->g_nodes = nodes;
+        cudaGraphNode_t *nv = (cudaGraphNode_t *)calloc(nodes ? nodes : 1, sizeof *nv);
+        if (nv && cudaGraphGetNodes(g, nv, &nodes) == cudaSuccess)
+            for (size_t i = 0; i < nodes; i++) {
+                cudaGraphNodeType t;
+                if (cudaGraphNodeGetType(nv[i], &t) == cudaSuccess && t == cudaGraphNodeTypeKernel) P->g_kernels++;
+            }
+        free(nv);
+        size_t ne = 0;
+        if (cudaGraphGetEdges(g, NULL, NULL, NULL, &ne) == cudaSuccess && ne) {
+            cudaGraphNode_t *from = (cudaGraphNode_t *)calloc(ne, sizeof *from), *to = (cudaGraphNode_t *)calloc(ne, sizeof *to);
+            cudaGraphEdgeData *ed = (cudaGraphEdgeData *)calloc(ne, sizeof *ed);
+            if (from && to && ed && cudaGraphGetEdges(g, from, to, ed, &ne) == cudaSuccess) {
+                P->g_edges = ne;
+                for (size_t i = 0; i < ne; i++) P->g_prog += ed[i].type == cudaGraphDependencyTypeProgrammatic;
+            }
+            free(from);
+            free(to);
+            free(ed);
+        }
+        cudaGetLastError();
+    }
     return CLL_OK;
 }
 
@@ -225,7 +313,12 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
     TRY(cudaSetDevice(s->dm->device));
     TRY(cudaMemcpyAsync(s->io, h, sizeof(int32_t) * (size_t)(3 * n + n_want), cudaMemcpyHostToDevice, s->st));
     const bool argmax = kind == CLL_OUT_ARGMAX;
-    if (n == 1) {
+    if (n == 1 && s->prof.mode == 1) { /* profiled decode: eager launches, timed per kind */
+        s->prof.on = true;
+        cll_status st = run_pass(s, 1, n_want, argmax);
+        s->prof.on = false;
+        if (st != CLL_OK) return st;
+    } else if (n == 1) {
         if (!s->exec) {
             cll_status st = capture(s);
             if (st != CLL_OK) return st;
@@ -244,6 +337,7 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
             TRY(cudaMemcpyAsync(out, s->logits, sizeof(float) * (size_t)(n_want * V), cudaMemcpyDeviceToHost, s->st));
     }
     TRY(cudaStreamSynchronize(s->st));
+    if (s->prof.n) prof_collect(s);
     if (n_want > 0 && argmax)
         for (int64_t r = 0; r < n_want; r++) ((int32_t *)out)[r] = cll_cu_argmax_id(s->hkeys[r]);
     s->c.forwards++;
@@ -377,6 +471,19 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaMemset(s->amax_count, 0, no * sizeof(int)));
     STRY(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking));
+    {
+        const char *pe = getenv("CLLAMA_CUDA_PROFILE");
+        s->prof.mode = pe && !strcmp(pe, "graph") ? 2 : pe && *pe && strcmp(pe, "0") ? 1 : 0;
+        if (s->prof.mode == 1) {
+            s->prof.ev = (cudaEvent_t *)calloc(CLL_PROF_EVENTS, sizeof(cudaEvent_t));
+            s->prof.kind = (uint8_t *)calloc(CLL_PROF_EVENTS / 2, 1);
+            if (!s->prof.ev || !s->prof.kind) {
+                st = cll_err(CLL_ERR_NOMEM, "cuda state: out of memory (profile events)");
+                goto fail;
+            }
+            for (int i = 0; i < CLL_PROF_EVENTS; i++) STRY(cudaEventCreate(&s->prof.ev[i]));
+        }
+    }
     STRY(cudaMallocHost((void **)&s->hio, (3 * nb + no) * sizeof(int32_t)));
     STRY(cudaMallocHost((void **)&s->hkeys, no * sizeof(unsigned long long)));
     {
@@ -392,6 +499,11 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     *out = s;
     return CLL_OK;
 fail:
+    if (s->prof.ev)
+        for (int i = 0; i < CLL_PROF_EVENTS; i++)
+            if (s->prof.ev[i]) cudaEventDestroy(s->prof.ev[i]);
+    free(s->prof.ev);
+    free(s->prof.kind);
     free(s->kc);
     free(s->vc);
     s->kc = s->vc = NULL;
@@ -408,6 +520,12 @@ static void cu_state_free(cll_driver_state *s) {
     if (!s) return;
     cudaSetDevice(s->dm->device);
     if (s->st) cudaStreamSynchronize(s->st);
+    prof_report(s);
+    if (s->prof.ev)
+        for (int i = 0; i < CLL_PROF_EVENTS; i++)
+            if (s->prof.ev[i]) cudaEventDestroy(s->prof.ev[i]);
+    free(s->prof.ev);
+    free(s->prof.kind);
     if (s->exec) cudaGraphExecDestroy(s->exec);
     if (s->graph) cudaGraphDestroy(s->graph);
     if (s->blas) cublasDestroy(s->blas);

@@ -54,6 +54,28 @@ struct cll_driver_model {
 /* decode attention: keys per chunk of the split-K pass (grid sized for n_ctx / this) */
 #define CLL_CU_ATTN_CHUNK 128
 
+/* CLLAMA_CUDA_PROFILE=1: decode steps run eagerly with events around each launch, timed per
+ * kind (table on stderr at state free); =graph: normal graph runs, the captured graph's node and
+ * edge counts (programmatic edges = PDL applied) on stderr at state free. */
+enum {
+    CLL_PK_EMBD, CLL_PK_QKV, CLL_PK_ROPE, CLL_PK_ATTN, CLL_PK_O, CLL_PK_NORM, CLL_PK_GATE_UP, CLL_PK_ACT,
+    CLL_PK_DOWN, CLL_PK_ROUTER, CLL_PK_MOE_ROUTE, CLL_PK_EXPERTS, CLL_PK_OUTPUT, CLL_PK_SOFTCAP, CLL_PK_ARGMAX,
+    CLL_PK_N
+};
+#define CLL_PROF_EVENTS 8192
+
+typedef struct {
+    int mode;             /* 0 off, 1 eager timing, 2 graph info */
+    bool on;              /* timing this pass */
+    cudaEvent_t *ev;      /* (CLL_PROF_EVENTS) pairs */
+    uint8_t *kind;        /* (CLL_PROF_EVENTS / 2) */
+    int n;                /* events recorded this pass */
+    double ms[CLL_PK_N];
+    uint64_t calls[CLL_PK_N];
+    uint64_t steps;
+    size_t g_nodes, g_kernels, g_edges, g_prog; /* the captured graph */
+} cll_cu_prof;
+
 struct cll_driver_state {
     cll_driver_model *dm;
     cll_driver_state_params p;
@@ -93,6 +115,7 @@ struct cll_driver_state {
     cudaGraph_t graph;
     cudaGraphExec_t exec; /* the decode step, captured on the first one-token forward */
     cll_driver_counters c;
+    cll_cu_prof prof;
 };
 
 /* model upload (driver_model.cu) */
