@@ -68,6 +68,7 @@ dev_env() {
 
 gate() {
   dev_env
+  [ -f .gpu/g5/part ] && join_gemma
   local rc=0
   .gpu/bin/cuda_test 2>&1 | tail -5 || rc=1
   .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate.log" | grep -E "FAIL|PASS|SKIP|rows|\[  " | tail -40 || rc=1
@@ -125,9 +126,27 @@ for l in sys.stdin:
   done
 }
 
+# the default model (Gemma-3-270M Q4_K_M, 253 MB) is over one call's carry limit: it travels as
+# .gpu/g1..g5/part in consecutive calls on a warm machine (pack-gemma here), joined there
+pack_gemma() {
+  local g=${XDG_CACHE_HOME:-$HOME/.cache}/cllama/models/gemma-3-270m-q4_k_m.gguf
+  rm -rf .gpu/g[1-9]
+  split -n 5 -d "$g" /tmp/cllama-gpart. && for i in 0 1 2 3 4; do mkdir -p .gpu/g$((i + 1)); mv /tmp/cllama-gpart.0$i .gpu/g$((i + 1))/part; done
+  sha256sum "$g" | cut -d' ' -f1 >.gpu/g1/sha256
+}
+join_gemma() {
+  mkdir -p "$MODELS"
+  local g=$MODELS/gemma-3-270m-q4_k_m.gguf
+  cat .gpu/g1/part .gpu/g2/part .gpu/g3/part .gpu/g4/part .gpu/g5/part >"$g" 2>/dev/null
+  [ "$(sha256sum "$g" | cut -d' ' -f1)" = "$(cat .gpu/g1/sha256 2>/dev/null)" ] && echo "gemma joined" ||
+    { echo "gemma parts missing or corrupt"; rm -f "$g"; }
+}
+
 cmd=${1:-}; shift || true
 case $cmd in
   pack) pack "$@" ;;
+  pack-gemma) pack_gemma ;;
+  join-gemma) join_gemma ;;
   gate) gate "$@" ;;
   kbench) dev_env; .gpu/bin/cuda_kbench "$@" 2>&1 | tee "$OUT/kbench.log" ;;
   bench) bench "$@" ;;
