@@ -176,7 +176,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         ra.freq_scale = L->rope_freq_scale;
         ra.q_scale = m->recipe.q_prescale ? hp->attn_scale : 1.0f;
         ra.eps = hp->eps;
-        PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         cll_cu_attn_args aa;
         memset(&aa, 0, sizeof aa);
         aa.q = s->qkv;
@@ -199,6 +198,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.count = s->count;
         aa.out = s->ao;
         aa.outq = s->aoq;
+        aa.rope = ra;
+        aa.fuse_rope = cll_cu_attention_fuses_rope(&aa, n); /* decode: the attention blocks rope and store k/v */
+        if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         PTRY(CLL_PK_ATTN, cll_cu_attention(&aa, n, s->st));
         PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d));
         cll_cu_resid_args rr;

@@ -174,13 +174,13 @@ static __device__ __forceinline__ void kv_ld(const void *base, int64_t off, floa
         const uint16_t *p = (const uint16_t *)base + off;
         uint32_t w[N / 2];
         if constexpr (N == 8) {
-            const uint4 u = __ldg((const uint4 *)p);
+            const uint4 u = *(const uint4 *)p;
             w[0] = u.x; w[1] = u.y; w[2] = u.z; w[3] = u.w;
         } else if constexpr (N == 4) {
-            const uint2 u = __ldg((const uint2 *)p);
+            const uint2 u = *(const uint2 *)p;
             w[0] = u.x; w[1] = u.y;
         } else {
-            w[0] = __ldg((const unsigned int *)p);
+            w[0] = *(const unsigned int *)p;
         }
 #pragma unroll
         for (int i = 0; i < N / 2; i++) {
@@ -191,12 +191,12 @@ static __device__ __forceinline__ void kv_ld(const void *base, int64_t off, floa
     } else {
         const float *p = (const float *)base + off;
         if constexpr (N == 2) {
-            const float2 f = __ldg((const float2 *)p);
+            const float2 f = *(const float2 *)p;
             v[0] = f.x; v[1] = f.y;
         } else {
 #pragma unroll
             for (int i = 0; i < N / 4; i++) {
-                const float4 f = __ldg((const float4 *)p + i);
+                const float4 f = ((const float4 *)p)[i];
                 v[4 * i] = f.x; v[4 * i + 1] = f.y; v[4 * i + 2] = f.z; v[4 * i + 3] = f.w;
             }
         }
@@ -230,6 +230,93 @@ static __device__ __forceinline__ void fa_write_out(const cll_cu_attn_args &a, i
         }
         if (oq) cll_q8_1_store_f4(v, oq + ((int64_t)(h0 + h) * HD + 4 * dq) / 32, dq & 7, ok);
     }
+}
+
+/* The rope step of one decode token inside an attention block (cuda/ops/rope.cu's rounding):
+ * biases, per-head q/k RMS norm, rope, q prescale and fp16 rounding into buf rows 0..hg-1;
+ * with store, k (row hg) and v (row hg+1) of kv head kvh are stored to the cache at (seq, pos)
+ * (every block whose chunk holds pos stores the same bytes). Ends with a block barrier, so the
+ * block's plain loads see the stored cell. Whole block. */
+static __device__ void fa_rope(const cll_cu_rope_args &R, float *buf, int hd, int64_t r, int h0, int hg, int kvh,
+                               int32_t pos, bool store) {
+    const int H = R.n_head, KV = R.n_kv;
+    const int nrows = hg + (store ? 2 : 0);
+    const float *src = R.qkv + r * R.ld;
+    for (int idx = threadIdx.x; idx < nrows * hd; idx += blockDim.x) {
+        const int row = idx / hd, i = idx % hd;
+        int64_t off;
+        const float *bias;
+        if (row < hg) {
+            off = (int64_t)(h0 + row) * hd;
+            bias = R.bq;
+        } else if (row == hg) {
+            off = (int64_t)H * hd + (int64_t)kvh * hd;
+            bias = R.bk;
+        } else {
+            off = (int64_t)(H + KV) * hd + (int64_t)kvh * hd;
+            bias = R.bv;
+        }
+        const int64_t bo = row < hg ? (int64_t)(h0 + row) * hd : (int64_t)kvh * hd;
+        buf[idx] = bias ? src[off + i] + bias[bo + i] : src[off + i];
+    }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    if (R.q_norm || R.k_norm)
+        for (int row = warp; row < nrows; row += nw) { /* warp per head; v has no norm */
+            const float *w = row < hg ? R.q_norm : row == hg ? R.k_norm : nullptr;
+            if (!w) continue;
+            float *b = buf + row * hd;
+            double acc = 0.0;
+            for (int i = lane; i < hd; i += 32) acc += (double)(b[i] * b[i]);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+            const float scale = 1.0f / sqrtf((float)(acc / (double)hd) + R.eps);
+            for (int i = lane; i < hd; i += 32) b[i] = (b[i] * scale) * w[i];
+        }
+    __syncthreads();
+    const int half = R.n_rot / 2;
+    const float theta_scale = powf(R.rope_base, -2.0f / (float)R.n_rot);
+    const int nrope = hg + (store ? 1 : 0); /* q heads and k */
+    for (int idx = threadIdx.x; idx < nrope * half; idx += blockDim.x) {
+        const int row = idx / half, i = idx % half;
+        float theta = (float)pos;
+        for (int k = 0; k < i; k++) theta *= theta_scale; /* iterated as ggml does */
+        const float t = R.freq_scale * (R.rope_ff ? theta / R.rope_ff[i] : theta);
+        const float c = cosf(t), sn = sinf(t);
+        const int i0 = R.neox ? i : 2 * i, i1 = R.neox ? i + half : 2 * i + 1;
+        float *b = buf + row * hd;
+        const float x0 = b[i0], x1 = b[i1];
+        b[i0] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, sn));
+        b[i1] = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c));
+    }
+    __syncthreads();
+    const int64_t slot = (int64_t)R.seq[r] * R.n_ctx + pos;
+    const int64_t ko = slot * ((int64_t)KV * hd) + (int64_t)kvh * hd;
+    for (int idx = threadIdx.x; idx < nrows * hd; idx += blockDim.x) {
+        const int row = idx / hd, i = idx % hd;
+        float v = buf[idx];
+        if (row < hg) {
+            if (R.q_scale != 1.0f) v *= R.q_scale;
+            if (R.kv_f16) v = __half2float(__float2half_rn(v)); /* llama.cpp dots an fp16 q with an F16 cache */
+            buf[idx] = v;
+        } else {
+            void *cache = row == hg ? R.kc : R.vc;
+            if (R.kv_f16) ((uint16_t *)cache)[ko + i] = cll_f2h(v);
+            else ((float *)cache)[ko + i] = v;
+        }
+    }
+    __syncthreads();
+}
+
+bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n) {
+    static int on = -1; /* process-wide setting read once; not state */
+    if (on < 0) {
+        const char *e = getenv("CLLAMA_CUDA_FUSE_ROPE");
+        on = !(e && e[0] == '0');
+    }
+    const int hd = a->hd_k;
+    return on && n == 1 && a->hd_v == hd && (hd == 64 || hd == 128 || hd == 256) && a->n_kv > 0 &&
+           a->n_head % a->n_kv == 0 && a->rope.n_rot <= hd;
 }
 
 template <bool F16, int HD, int HG>
@@ -268,15 +355,18 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
     cll_pdl_wait();
     cll_pdl_trigger();
     if (c >= nc) return;
+    float *buf = &red[0][0][0]; /* fused rope: rows q 0..hg-1, k hg, v hg+1 (red is free until the end) */
+    if (a.fuse_rope) fa_rope(a.rope, buf, HD, r, h0, hg, kvh, pos, pos >= c0 && pos < c1);
     /* q of the group's heads: lane (key group slot sub, lane-in-key l) holds dims 8l..8l+7 */
     const int sub = lane / LPK, l = lane % LPK;
     float qv[HG][8];
-    const float *qb = a.q + r * a.ld_q;
+    const float *qb = a.fuse_rope ? buf : a.q + r * a.ld_q;
+    const int64_t q0 = a.fuse_rope ? 0 : h0;
 #pragma unroll
     for (int h = 0; h < HG; h++) {
         if (h < hg) {
-            const float4 x0 = *(const float4 *)(qb + (int64_t)(h0 + h) * HD + 8 * l);
-            const float4 x1 = *(const float4 *)(qb + (int64_t)(h0 + h) * HD + 8 * l + 4);
+            const float4 x0 = *(const float4 *)(qb + (q0 + h) * HD + 8 * l);
+            const float4 x1 = *(const float4 *)(qb + (q0 + h) * HD + 8 * l + 4);
             qv[h][0] = x0.x; qv[h][1] = x0.y; qv[h][2] = x0.z; qv[h][3] = x0.w;
             qv[h][4] = x1.x; qv[h][5] = x1.y; qv[h][6] = x1.z; qv[h][7] = x1.w;
         } else {
@@ -471,6 +561,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         a->n_head % a->n_kv || a->chunk <= 0 || a->n_chunks <= 0 || !a->count)
         return cudaErrorInvalidValue;
     const int hd = a->hd_k;
+    if (a->fuse_rope && !cll_cu_attention_fuses_rope(a, n)) return cudaErrorInvalidValue;
     if (a->hd_v == hd && (hd == 64 || hd == 128 || hd == 256)) {
         const int G = a->n_head / a->n_kv;
         const int gq = G < 8 ? G : 8;

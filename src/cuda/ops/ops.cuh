@@ -186,8 +186,16 @@ typedef struct {
     int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
     float *out;            /* (n, n_head*hd_v) */
     void *outq;            /* (n, q8_blocks(n_head*hd_v)) or NULL */
+    /* decode only (n == 1, cll_cu_attention_fuses_rope): the attention blocks do the rope step
+     * themselves from the raw q|k|v rows in rope.qkv (q not written back), and the blocks whose
+     * chunk holds pos store k and v of the new cell (the cll_cu_qkv_rope_store launch is skipped) */
+    bool fuse_rope;
+    cll_cu_rope_args rope;
 } cll_cu_attn_args;
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);
+/* whether cll_cu_attention can take the rope step (fuse_rope) for these args and n tokens:
+ * n == 1, the GQA kernel's head dims, and CLLAMA_CUDA_FUSE_ROPE not 0 */
+bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n);
 
 /* MoE routing per token: softmax over the n_expert router logits, top-k (ties to the lower
  * id), optional renormalization (sum clamped to >= 2^-14 as the CPU does). */
