@@ -15,6 +15,12 @@
 #include "formats/formats.h"
 #include "kernels/registry.h"
 
+#ifndef CLLAMA_HAVE_CUDA
+int main(void) {
+    printf("SKIP: cuda_kbench: built without the CUDA driver\n");
+    return 77;
+}
+#else
 #define PEAK_GBPS 4300.0
 
 static const struct { int64_t rows, cols; const char *what; } k_shapes[] = {
@@ -32,12 +38,6 @@ static bool type_listed(const char *list, uint32_t t) {
     return false;
 }
 
-#ifndef CLLAMA_HAVE_CUDA
-int main(void) {
-    printf("SKIP: cuda_kbench: built without the CUDA driver\n");
-    return 77;
-}
-#else
 int main(int argc, char **argv) {
     int reps = 20, nb = 1;
     bool gates = true;
