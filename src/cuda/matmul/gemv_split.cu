@@ -82,6 +82,205 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
                         a->xq_stride, a->y, a->y_stride);
 }
 
+/* ---- k_gemv_spx<S, R, U>: R rows per warp, the activation staged in shared memory, split-K ----
+ * 128-thread blocks (4 warps). The block first issues its weight loads (U groups x R rows per
+ * lane, before the PDL wait), then copies the whole q8_1 activation row (cols/32 x 36 B, 4-byte
+ * words, coalesced, L1-allocating: every block of the SM reads the same row) into dynamic
+ * shared memory and syncs. A lane then reads its group's 9 words with conflict-free 32-bit LDS
+ * (stride 9 words, odd), once per group for all R rows of its warp: the activation costs 9 LDS
+ * per R row-groups instead of 9 strided LDG (each ~9 L1 wavefronts) per row-group.
+ * Split-K: ks (1, 2 or 4) warps of a block share the same R rows; warp w takes K slice w % ks
+ * (32-group chunks kslice, kslice+ks, ..: every load instruction still reads 32 consecutive
+ * records) and rows (w / ks)*R ..; partial sums meet in shared memory, summed in a fixed order.
+ * A block covers RB = (4/ks)*R rows; grid (ceil(rows/RB), nb). ks is picked by the launcher
+ * (sp_pick_ks: a pure function of rows, cols, nb and the SM count). Warps whose rows are all
+ * past the end load nothing but still reach every barrier; a partial warp reads its last row
+ * again (clamped) and drops those results. */
+static __device__ __forceinline__ CuX sp_ldx_sm(const int *p) {
+    CuX x;
+    const float2 ds = __half22float2(*(const __half2 *)p);
+    x.d = ds.x;
+    x.s = ds.y;
+#pragma unroll
+    for (int k = 0; k < 8; k++) x.y[k] = p[1 + k];
+    return x;
+}
+
+#define SPX_WARPS 4
+#define SPX_MAX_SMEM (48 * 1024) /* activation rows above 48 KB (cols > 43680) take k_gemv_sp */
+
+template <class S, int R, int U>
+__global__ void __launch_bounds__(SPX_WARPS * 32, SP_MIN_BLOCKS)
+k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride,
+           int64_t n_mat, const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
+           float *__restrict__ y, int64_t y_stride, int ks_log2) {
+    typedef typename S::Wv Wv;
+    extern __shared__ int sx[]; /* ng x 9 words: the q8_1 activation row */
+    __shared__ float red[SPX_WARPS][R];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int ks = 1 << ks_log2, kslice = warp & (ks - 1);
+    const int64_t rb = (int64_t)(SPX_WARPS >> ks_log2) * R; /* rows per block */
+    const int64_t row0 = (int64_t)blockIdx.x * rb + (int64_t)(warp >> ks_log2) * R;
+    const int b = blockIdx.y;
+    const bool live = row0 < rows; /* warp-uniform */
+    int64_t mat = 0;
+    bool bad = false;
+    if (mat_ids) { /* the router wrote the ids: wait for it before choosing the matrix */
+        cu_pdl_wait();
+        mat = mat_ids[b];
+        bad = mat < 0 || mat >= n_mat;
+        if (bad) mat = 0;
+    }
+    const uint8_t *wr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int64_t rr = row0 + r < rows ? row0 + r : rows - 1;
+        wr[r] = W + mat * mat_stride + (live ? rr : 0) * row_stride;
+    }
+    const bool run = live && !bad;
+    /* chunk j of this warp: groups 32 * (kslice + ks * j) + lane */
+    const int64_t cstep = (int64_t)32 * ks;
+    const int64_t gl = (int64_t)32 * kslice + lane;
+    Wv cur[R][U] = {};
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int64_t g = gl + cstep * u;
+        if (run && g < ng) {
+#pragma unroll
+            for (int r = 0; r < R; r++) cur[r][u] = S::load(wr[r], ng, g);
+        }
+    }
+    if (!mat_ids) cu_pdl_wait(); /* the activation's producer */
+    { /* stage the activation row: 9 words per group */
+        const int *xs = (const int *)(xq + b * xq_stride);
+        const int n = (int)(ng * 9);
+        int i = threadIdx.x;
+        for (; i + 3 * SPX_WARPS * 32 < n; i += 4 * SPX_WARPS * 32) {
+            int v[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) v[k] = __ldg(xs + i + k * SPX_WARPS * 32);
+#pragma unroll
+            for (int k = 0; k < 4; k++) sx[i + k * SPX_WARPS * 32] = v[k];
+        }
+        for (; i < n; i += SPX_WARPS * 32) sx[i] = __ldg(xs + i);
+    }
+    __syncthreads();
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.0f;
+    if (run) {
+        for (int64_t j0 = 0; 32 * kslice + cstep * j0 < ng; j0 += U) {
+            Wv nxt[R][U] = {};
+            if (32 * kslice + cstep * (j0 + U) < ng) { /* warp-uniform: next loads before this decode */
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    const int64_t g = gl + cstep * (j0 + U + u);
+                    if (g < ng) {
+#pragma unroll
+                        for (int r = 0; r < R; r++) nxt[r][u] = S::load(wr[r], ng, g);
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int64_t g = gl + cstep * (j0 + u);
+                if (g < ng) {
+                    const CuX x = sp_ldx_sm(sx + 9 * g);
+#pragma unroll
+                    for (int r = 0; r < R; r++) acc[r] += S::dot(cur[r][u], g, x);
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int r = 0; r < R; r++) cur[r][u] = nxt[r][u];
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = cll_warp_sum(acc[r]);
+    if (ks == 1) {
+        if (live && lane == 0) {
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                if (row0 + r < rows) y[b * y_stride + row0 + r] = acc[r]; /* bad: acc stayed 0 */
+        }
+        return;
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < R; r++) red[warp][r] = acc[r];
+    }
+    __syncthreads();
+    if (threadIdx.x < rb) {
+        const int t = threadIdx.x, rg = t / R, r = t % R;
+        const int64_t row = (int64_t)blockIdx.x * rb + t;
+        if (row < rows) {
+            float v = 0.0f;
+            for (int k = 0; k < ks; k++) v += red[rg * ks + k][r];
+            y[b * y_stride + row] = v;
+        }
+    }
+}
+
+/* split-K factor (log2) of k_gemv_spx, a pure function of the shape, the SM count and the
+ * kernel's residency (bps: blocks per SM, from its registers and this shape's shared memory):
+ * the largest ks in {4, 2, 1} whose grid still fits in one wave (ceil(rows / ((4/ks)*R)) * nb
+ * <= SMs * bps) and leaves every slice >= 2 groups per lane (ng >= 64 * ks); shapes that fill a
+ * wave at ks = 1 stay at 1. More warps per row only while the grid fits in one wave: a second,
+ * partial wave of short blocks costs a second memory round trip. H200, 132 SMs, ~5 blocks of 4
+ * warps per SM (91-96 registers): r4 4096x4096 -> ks 2 (512 blocks), 4096x11008 / 4096x14336
+ * -> 2, 12288 rows and up -> 1; r2: 4096 rows -> ks 1 (512 blocks of 8 rows; ks 2 = 1024 blocks > 660). */
+static int sp_pick_ks_log2(int64_t rows, int64_t ng, int nb, int sms, int bps, int R) {
+    for (int l = 2; l > 0; l--) {
+        const int64_t blocks = cll_cdiv(rows, (int64_t)(SPX_WARPS >> l) * R) * (int64_t)nb;
+        if (blocks <= (int64_t)sms * bps && ng >= (int64_t)64 * (1 << l)) return l;
+    }
+    return 0;
+}
+static int sp_sm_count(void) {
+    static int cache[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+    if (!cache[dev]) {
+        int n = 0;
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
+        cache[dev] = n;
+    }
+    return cache[dev];
+}
+/* resident blocks per SM of k_gemv_spx<S, R, U> at smem bytes of dynamic shared memory (the last
+ * answer cached per kernel: decode calls one kernel with a handful of widths) */
+template <class S, int R, int U> static int spx_blocks_per_sm(size_t smem) {
+    static size_t last_smem = (size_t)-1;
+    static int last = 0;
+    if (smem != last_smem) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_spx<S, R, U>, SPX_WARPS * 32, smem) != cudaSuccess ||
+            n <= 0) {
+            cudaGetLastError();
+            n = 4;
+        }
+        last = n;
+        last_smem = smem;
+    }
+    return last;
+}
+
+template <class S, int R, int U>
+static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
+    if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
+        return cudaErrorInvalidValue;
+    const int64_t ng = w->cols / 32;
+    const size_t smem = (size_t)ng * 36;
+    if (smem > SPX_MAX_SMEM) return sp_gemv_launch<S>(w, a, st);
+    const int l = sp_pick_ks_log2(w->rows, ng, a->nb, sp_sm_count(), spx_blocks_per_sm<S, R, U>(smem), R);
+    const int64_t rb = (int64_t)(SPX_WARPS >> l) * R;
+    const dim3 grid((unsigned)cll_cdiv(w->rows, rb), (unsigned)a->nb);
+    return cu_mm_launch_smem(k_gemv_spx<S, R, U>, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
+                             (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
+                             (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, l);
+}
+
 template <class S>
 __global__ void k_sp_get_rows(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride,
                               const int32_t *__restrict__ ids, float *__restrict__ out, int64_t ld_out, float scale) {
@@ -138,8 +337,8 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
 }
 
 #define SP_OPS(T, NAME)                                                                                        \
-    {T, sp_gemv_launch<CuSp<T>>, sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, \
-     CuSp<T>::QK, NAME}
+    {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2>, spx_gemv_launch<CuSp<T>, 4, 1>,                  \
+     sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME}
 static const cll_cu_sp_ops k_sp_ops[] = {
     SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a"),   SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a"),
     SP_OPS(CLL_TYPE_Q5_1, "gemv_q5_1_split_w4u4_dp4a"),   SP_OPS(CLL_TYPE_Q4_K, "gemv_q4_K_split_w4u4_dp4a"),

@@ -57,6 +57,22 @@ static inline cudaError_t cu_mm_launch(void (*k)(KArgs...), dim3 grid, dim3 bloc
     cfg.numAttrs = cu_mm_pdl_on() ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
 }
+/* the same with dynamic shared memory */
+template <typename... KArgs, typename... Args>
+static inline cudaError_t cu_mm_launch_smem(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                                            Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = cu_mm_pdl_on() ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
+}
 #define CLL_GEMV_STAGE_TARGET 2048
 
 static __device__ __forceinline__ void cu_cp16(void *smem, const void *gmem) {

@@ -29,7 +29,9 @@ typedef void (*cll_cu_pack_fn)(const uint8_t *src, uint8_t *dst, int64_t n, int6
                                size_t dst_stride);
 typedef struct {
     uint32_t type;
-    cll_cu_gemv_fn gemv;
+    cll_cu_gemv_fn gemv;         /* k_gemv_sp: one row per warp, activation from global */
+    cll_cu_gemv_fn gemv_r2;      /* k_gemv_spx<R=2, U=2>: smem activation, split-K by shape */
+    cll_cu_gemv_fn gemv_r4;      /* k_gemv_spx<R=4, U=1> */
     cll_cu_get_rows_fn get_rows;
     cll_cu_panel_fn panel;
     cll_cu_pack_fn pack;

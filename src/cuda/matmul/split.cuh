@@ -27,7 +27,12 @@
  * tail). With mat_ids (MoE) the matrix index comes from a producer, so the wait comes first.
  * Every thread reaches the wait before it may exit. Budget (-Xptxas -v, sm_90a, no spills, no
  * local memory): registers Q4_0 63, Q5_1 71, IQ4_XS 78, Q4_K 92, Q8_0 92, Q6_K capped at 102 by
- * __launch_bounds__(128, 5) (107 uncapped; a cap of 80 spills), so 20-32 warps per SM. */
+ * __launch_bounds__(128, 5) (107 uncapped; a cap of 80 spills), so 20-32 warps per SM.
+ * k_gemv_spx<S, R, U> (gemv_split.cu; rows *_split_r2_smx_ks, R=2 U=2, and *_split_r4_smx_ks,
+ * R=4 U=1, the default): R rows per warp share each activation group read; the activation row
+ * is staged once per block in shared memory (9 conflict-free LDS per group instead of 9 strided
+ * __ldg); split-K over 1/2/4 warps of a block picked by shape (sp_pick_ks_log2). Registers
+ * (sm_90a, cap 102, no spills): r4 91-96, r2 80-96 (Q4_0 80). */
 #ifndef CLL_CUDA_MATMUL_SPLIT_CUH
 #define CLL_CUDA_MATMUL_SPLIT_CUH
 
