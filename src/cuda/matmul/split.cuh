@@ -334,9 +334,10 @@ template <> struct CuSp<CLL_TYPE_IQ4_XS> {
         int s = 0;
 SP_UNROLL
         for (int k = 0; k < 4; k++) {
-            const uint32_t q = sp_w(w.q, k);
-            s = cu_dp4a(cu_kv4(q & 0x0F0F0F0Fu), x.y[k], s);
-            s = cu_dp4a(cu_kv4((q >> 4) & 0x0F0F0F0Fu), x.y[4 + k], s);
+            int lo, hi;
+            cu_kv8(sp_w(w.q, k), &lo, &hi);
+            s = cu_dp4a(lo, x.y[k], s);
+            s = cu_dp4a(hi, x.y[4 + k], s);
         }
         const int isum = (ls(w.h.y, w.h.x >> 16, (int)(g & 7)) - 32) * s;
         return (x.d * sp_h2f(w.h.x & 0xFFFF)) * (float)isum;
