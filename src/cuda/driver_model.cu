@@ -317,6 +317,16 @@ cll_status cll_cu_model_create(const cll_model *m, const cll_driver_model_params
     size_t fr = 0, tot = 0;
     if (st == CLL_OK && cudaMemGetInfo(&fr, &tot) != cudaSuccess)
         st = cll_err(CLL_ERR_DEVICE, "%s:%d: cudaMemGetInfo failed", __FILE__, __LINE__);
+    /* CLLAMA_CUDA_MEM_LIMIT_MB caps what this process may take (a GPU shared with others) */
+    const char *lim = getenv("CLLAMA_CUDA_MEM_LIMIT_MB");
+    if (st == CLL_OK && lim && *lim) {
+        char *end = NULL;
+        const double mb = strtod(lim, &end);
+        if (end == lim || *end || !(mb >= 0))
+            st = cll_err(CLL_ERR_ARG, "CLLAMA_CUDA_MEM_LIMIT_MB=%s: expected a number of MiB", lim);
+        else if ((double)fr > mb * 1048576.0)
+            fr = (size_t)(mb * 1048576.0);
+    }
     if (st == CLL_OK && pl.total > fr)
         st = cll_err(CLL_ERR_NOMEM, "cuda: the model needs %.1f MiB of device memory, %.1f MiB are free on %s (of %.1f MiB)",
                      pl.total / 1048576.0, fr / 1048576.0, dm->dev_name, tot / 1048576.0);
