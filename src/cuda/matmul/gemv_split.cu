@@ -119,10 +119,9 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
     __shared__ float red[SPX_WARPS][R];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int ks = 1 << ks_log2, kslice = warp & (ks - 1);
-    const int64_t rb = (int64_t)(SPX_WARPS >> ks_log2) * R; /* rows per block */
-    const int64_t row0 = (int64_t)blockIdx.x * rb + (int64_t)(warp >> ks_log2) * R;
+    const int64_t rb = (int64_t)(SPX_WARPS >> ks_log2) * R; /* rows per tile (block) */
+    const int64_t tiles = (rows + rb - 1) / rb;
     const int b = blockIdx.y;
-    const bool live = row0 < rows; /* warp-uniform */
     int64_t mat = 0;
     bool bad = false;
     if (mat_ids) { /* the router wrote the ids: wait for it before choosing the matrix */
@@ -131,94 +130,105 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
         bad = mat < 0 || mat >= n_mat;
         if (bad) mat = 0;
     }
-    const uint8_t *wr[R];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int64_t rr = row0 + r < rows ? row0 + r : rows - 1;
-        wr[r] = W + mat * mat_stride + (live ? rr : 0) * row_stride;
-    }
-    const bool run = live && !bad;
+    const uint8_t *Wm = W + mat * mat_stride;
     /* chunk j of this warp: groups 32 * (kslice + ks * j) + lane */
-    const int64_t cstep = (int64_t)32 * ks;
-    const int64_t gl = (int64_t)32 * kslice + lane;
-    Wv cur[R][U] = {};
+    const int ngi = (int)ng; /* < 2^31 groups: 32-bit group arithmetic */
+    const int cstep = 32 * ks;
+    const int gl = 32 * kslice + lane;
+    bool staged = false;
+    /* tiles blockIdx.x, + gridDim.x, ..: one tile per block unless the launcher made the grid
+     * smaller than the tile count (persistent rows), then the staged activation serves them all */
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int64_t row0 = tile * rb + (int64_t)(warp >> ks_log2) * R;
+        const bool live = row0 < rows; /* warp-uniform */
+        const bool run = live && !bad;
+        const uint8_t *wr[R];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int64_t g = gl + cstep * u;
-        if (run && g < ng) {
-#pragma unroll
-            for (int r = 0; r < R; r++) cur[r][u] = S::load(wr[r], ng, g);
+        for (int r = 0; r < R; r++) {
+            const int64_t rr = row0 + r < rows ? row0 + r : rows - 1;
+            wr[r] = Wm + (live ? rr : 0) * row_stride;
         }
-    }
-    if (!mat_ids) cu_pdl_wait(); /* the activation's producer */
-    { /* stage the activation row: 9 words per group */
-        const int *xs = (const int *)(xq + b * xq_stride);
-        const int n = (int)(ng * 9);
-        int i = threadIdx.x;
-        for (; i + 3 * SPX_WARPS * 32 < n; i += 4 * SPX_WARPS * 32) {
-            int v[4];
+        Wv cur[R][U] = {};
 #pragma unroll
-            for (int k = 0; k < 4; k++) v[k] = __ldg(xs + i + k * SPX_WARPS * 32);
+        for (int u = 0; u < U; u++) {
+            const int g = gl + cstep * u;
+            if (run && g < ngi) {
 #pragma unroll
-            for (int k = 0; k < 4; k++) sx[i + k * SPX_WARPS * 32] = v[k];
+                for (int r = 0; r < R; r++) cur[r][u] = S::load(wr[r], ng, g);
+            }
         }
-        for (; i < n; i += SPX_WARPS * 32) sx[i] = __ldg(xs + i);
-    }
-    __syncthreads();
-    float acc[R];
+        if (!staged) { /* first tile: its weights are in flight; now the activation */
+            staged = true;
+            if (!mat_ids) cu_pdl_wait(); /* the activation's producer */
+            const int *xs = (const int *)(xq + b * xq_stride);
+            const int n = (int)(ng * 9);
+            int i = threadIdx.x;
+            for (; i + 3 * SPX_WARPS * 32 < n; i += 4 * SPX_WARPS * 32) {
+                int v[4];
 #pragma unroll
-    for (int r = 0; r < R; r++) acc[r] = 0.0f;
-    if (run) {
-        for (int64_t j0 = 0; 32 * kslice + cstep * j0 < ng; j0 += U) {
-            Wv nxt[R][U] = {};
-            if (32 * kslice + cstep * (j0 + U) < ng) { /* warp-uniform: next loads before this decode */
+                for (int k = 0; k < 4; k++) v[k] = __ldg(xs + i + k * SPX_WARPS * 32);
 #pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int64_t g = gl + cstep * (j0 + U + u);
-                    if (g < ng) {
+                for (int k = 0; k < 4; k++) sx[i + k * SPX_WARPS * 32] = v[k];
+            }
+            for (; i < n; i += SPX_WARPS * 32) sx[i] = __ldg(xs + i);
+            __syncthreads();
+        }
+        float acc[R];
 #pragma unroll
-                        for (int r = 0; r < R; r++) nxt[r][u] = S::load(wr[r], ng, g);
+        for (int r = 0; r < R; r++) acc[r] = 0.0f;
+        if (run) {
+            for (int j0 = 0; 32 * kslice + cstep * j0 < ngi; j0 += U) {
+                Wv nxt[R][U] = {};
+                if (32 * kslice + cstep * (j0 + U) < ngi) { /* warp-uniform: next loads before this decode */
+#pragma unroll
+                    for (int u = 0; u < U; u++) {
+                        const int g = gl + cstep * (j0 + U + u);
+                        if (g < ngi) {
+#pragma unroll
+                            for (int r = 0; r < R; r++) nxt[r][u] = S::load(wr[r], ng, g);
+                        }
                     }
                 }
-            }
 #pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int64_t g = gl + cstep * (j0 + u);
-                if (g < ng) {
-                    const CuX x = sp_ldx_sm(sx + 9 * g);
+                for (int u = 0; u < U; u++) {
+                    const int g = gl + cstep * (j0 + u);
+                    if (g < ngi) {
+                        const CuX x = sp_ldx_sm(sx + 9 * g);
 #pragma unroll
-                    for (int r = 0; r < R; r++) acc[r] += S::dot(cur[r][u], g, x);
+                        for (int r = 0; r < R; r++) acc[r] += S::dot(cur[r][u], g, x);
+                    }
                 }
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int r = 0; r < R; r++) cur[r][u] = nxt[r][u];
             }
-#pragma unroll
-            for (int u = 0; u < U; u++)
-#pragma unroll
-                for (int r = 0; r < R; r++) cur[r][u] = nxt[r][u];
         }
-    }
 #pragma unroll
-    for (int r = 0; r < R; r++) acc[r] = cll_warp_sum(acc[r]);
-    if (ks == 1) {
-        if (live && lane == 0) {
+        for (int r = 0; r < R; r++) acc[r] = cll_warp_sum(acc[r]);
+        if (ks == 1) {
+            if (live && lane == 0) {
 #pragma unroll
-            for (int r = 0; r < R; r++)
-                if (row0 + r < rows) y[b * y_stride + row0 + r] = acc[r]; /* bad: acc stayed 0 */
+                for (int r = 0; r < R; r++)
+                    if (row0 + r < rows) y[b * y_stride + row0 + r] = acc[r]; /* bad: acc stayed 0 */
+            }
+            continue;
         }
-        return;
-    }
-    if (lane == 0) {
+        if (lane == 0) {
 #pragma unroll
-        for (int r = 0; r < R; r++) red[warp][r] = acc[r];
-    }
-    __syncthreads();
-    if (threadIdx.x < rb) {
-        const int t = threadIdx.x, rg = t / R, r = t % R;
-        const int64_t row = (int64_t)blockIdx.x * rb + t;
-        if (row < rows) {
-            float v = 0.0f;
-            for (int k = 0; k < ks; k++) v += red[rg * ks + k][r];
-            y[b * y_stride + row] = v;
+            for (int r = 0; r < R; r++) red[warp][r] = acc[r];
         }
+        __syncthreads();
+        if (threadIdx.x < rb) {
+            const int t = threadIdx.x, rg = t / R, r = t % R;
+            const int64_t row = tile * rb + t;
+            if (row < rows) {
+                float v = 0.0f;
+                for (int k = 0; k < ks; k++) v += red[rg * ks + k][r];
+                y[b * y_stride + row] = v;
+            }
+        }
+        __syncthreads(); /* red is rewritten by the next tile */
     }
 }
 
@@ -266,16 +276,24 @@ template <class S, int R, int U> static int spx_blocks_per_sm(size_t smem) {
     return last;
 }
 
-template <class S, int R, int U>
+/* PT: persistent grid, at most one wave (SMs x resident blocks) of blocks per product, each
+ * walking tiles blockIdx.x, + gridDim.x, .. with the activation staged once */
+template <class S, int R, int U, bool PT>
 static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const int64_t ng = w->cols / 32;
     const size_t smem = (size_t)ng * 36;
     if (smem > SPX_MAX_SMEM) return sp_gemv_launch<S>(w, a, st);
-    const int l = sp_pick_ks_log2(w->rows, ng, a->nb, sp_sm_count(), spx_blocks_per_sm<S, R, U>(smem), R);
+    const int sms = sp_sm_count(), bps = spx_blocks_per_sm<S, R, U>(smem);
+    const int l = sp_pick_ks_log2(w->rows, ng, a->nb, sms, bps, R);
     const int64_t rb = (int64_t)(SPX_WARPS >> l) * R;
-    const dim3 grid((unsigned)cll_cdiv(w->rows, rb), (unsigned)a->nb);
+    int64_t gx = cll_cdiv(w->rows, rb);
+    if (PT) { /* one wave over all nb products */
+        const int64_t per = cll_cdiv((int64_t)sms * bps, (int64_t)a->nb);
+        if (gx > per) gx = per;
+    }
+    const dim3 grid((unsigned)gx, (unsigned)a->nb);
     return cu_mm_launch_smem(k_gemv_spx<S, R, U>, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
                              (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, l);
@@ -337,7 +355,8 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
 }
 
 #define SP_OPS(T, NAME)                                                                                        \
-    {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2>, spx_gemv_launch<CuSp<T>, 4, 1>,                  \
+    {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
+     spx_gemv_launch<CuSp<T>, 4, 1, true>,                                                                     \
      sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME}
 static const cll_cu_sp_ops k_sp_ops[] = {
     SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a"),   SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a"),

@@ -32,6 +32,7 @@ typedef struct {
     cll_cu_gemv_fn gemv;         /* k_gemv_sp: one row per warp, activation from global */
     cll_cu_gemv_fn gemv_r2;      /* k_gemv_spx<R=2, U=2>: smem activation, split-K by shape */
     cll_cu_gemv_fn gemv_r4;      /* k_gemv_spx<R=4, U=1> */
+    cll_cu_gemv_fn gemv_r4p;     /* the same, persistent grid (one wave, tiles looped) */
     cll_cu_get_rows_fn get_rows;
     cll_cu_panel_fn panel;
     cll_cu_pack_fn pack;

@@ -119,7 +119,7 @@ static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0};
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS};
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
-static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP];
+static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP];
 /* a layout-0 row stays a default unless its type has a split row */
 static bool has_split(uint32_t t) {
     for (int i = 0; i < CU_NSP; i++)
@@ -133,6 +133,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SP "layout=1(split) warps=4 rows/warp=1 lane/32-group ld=16B x4 groups/lane double-buffered act=q8_1 dp4a pdl"
 #define CU_GEMV_PARAMS_SPX2 "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 by shape lane/32-group ld=16B x2 groups x2 rows double-buffered act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_SPX4 "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape lane/32-group ld=16B x1 group x4 rows double-buffered act=q8_1 in smem dp4a pdl"
+#define CU_GEMV_PARAMS_SPX4P "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape persistent grid (1 wave, tiles looped, activation staged once per block) ld=16B x1 group x4 rows act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_FLT "layout=0 warps=4 rows/warp=1 ld=16B x4/lane act=f32"
 #define CU_GEMM_PARAMS "layout=0 panel=f16 slab<=panel_bytes cublasGemmEx fp32-accumulate"
 static const cll_kernel_row k_rows[] = {
@@ -148,14 +149,17 @@ static const cll_kernel_row k_rows[] = {
     CU_GEMV_ROW(iq3_xxs, IQ3_XXS, 17) CU_GEMV_ROW(iq3_s, IQ3_S, 18) CU_GEMV_ROW(iq4_xs, IQ4_XS, 19)
 #undef CU_GEMV_ROW
     /* layout 1 (split, cuda/matmul/split.cuh): w4u4 one row per warp; r2/r4: 2/4 rows per warp,
-     * activation staged in shared memory, split-K by shape (gemv_split.cu); r4 is the default */
+     * activation staged in shared memory, split-K by shape (gemv_split.cu); r4 is the default;
+     * r4_pt: r4 on a one-wave persistent grid */
 #define CU_SP_ROW(n, T, i)                                                                                   \
     {"gemv_" #n "_split_w4u4_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SP, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
      true, false, &k_sp_impl[i]},                                                                            \
     {"gemv_" #n "_split_r2_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX2, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
      true, false, &k_spx2_impl[i]},                                                                          \
     {"gemv_" #n "_split_r4_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
-     true, true, &k_spx4_impl[i]},
+     true, true, &k_spx4_impl[i]},                                                                           \
+    {"gemv_" #n "_split_r4_smx_ks_pt", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4P, CLL_CU_LAYOUT_SPLIT, 1,  \
+     cu_row_ok, true, false, &k_spx4p_impl[i]},
     CU_SP_ROW(q4_0, Q4_0, 0) CU_SP_ROW(q8_0, Q8_0, 1) CU_SP_ROW(q5_1, Q5_1, 2) CU_SP_ROW(q4_K, Q4_K, 3)
     CU_SP_ROW(q6_K, Q6_K, 4) CU_SP_ROW(iq4_xs, IQ4_XS, 5)
 #undef CU_SP_ROW
@@ -187,6 +191,8 @@ static void fill_impls(void) {
         k_spx2_impl[i].gemv = o ? o->gemv_r2 : NULL;
         k_spx4_impl[i] = k_sp_impl[i];
         k_spx4_impl[i].gemv = o ? o->gemv_r4 : NULL;
+        k_spx4p_impl[i] = k_sp_impl[i];
+        k_spx4p_impl[i].gemv = o ? o->gemv_r4p : NULL;
     }
 }
 

@@ -31,8 +31,11 @@
  * k_gemv_spx<S, R, U> (gemv_split.cu; rows *_split_r2_smx_ks, R=2 U=2, and *_split_r4_smx_ks,
  * R=4 U=1, the default): R rows per warp share each activation group read; the activation row
  * is staged once per block in shared memory (9 conflict-free LDS per group instead of 9 strided
- * __ldg); split-K over 1/2/4 warps of a block picked by shape (sp_pick_ks_log2). Registers
- * (sm_90a, cap 102, no spills): r4 91-96, r2 80-96 (Q4_0 80). */
+ * __ldg); split-K over 1/2/4 warps of a block picked by shape (sp_pick_ks_log2); *_r4_smx_ks_pt:
+ * the r4 kernel on a one-wave persistent grid (blocks loop over row tiles, activation staged
+ * once per block). Registers (sm_90a, __launch_bounds__(128, 5) caps at 96, no spills, no stack):
+ * r4 Q4_0 90, Q8_0 96, Q5_1 91, Q4_K 95, Q6_K 96, IQ4_XS 95; r2 87, 95, 90, 94, 95, 94:
+ * 5 blocks (20 warps) per SM. Group indices are 32-bit there (cols < 2^36). */
 #ifndef CLL_CUDA_MATMUL_SPLIT_CUH
 #define CLL_CUDA_MATMUL_SPLIT_CUH
 
