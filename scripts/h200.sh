@@ -56,12 +56,16 @@ pack() {
         f=$(basename "$g" .json); cp "$g" .gpu/shared/oracle/golden/; cp "$sh/oracle/models/$f.gguf" .gpu/shared/oracle/models/
       done ;;
   esac
+  rm -rf .gpu/pshared && mkdir -p .gpu/pshared/models .gpu/pshared/oracle/golden
+  cp "$sh/models/stories260K.gguf" .gpu/pshared/models/ && cp "$sh/oracle/golden/stories260K.json" .gpu/pshared/oracle/golden/
   du -sh .gpu
 }
 
 dev_env() {
   export LD_LIBRARY_PATH="$ROOT/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export CLLAMA_SHARED="$ROOT/.gpu/shared" CLLAMA_SRC="$ROOT" CLLAMA_BIN="$ROOT/.gpu/bin/cllama"
+  local sh="$ROOT/.gpu/shared"
+  [ -d "$sh" ] || sh="$ROOT/.gpu/pshared" # the parity probe's files only (stories260K + its golden)
+  export CLLAMA_SHARED="$sh" CLLAMA_SRC="$ROOT" CLLAMA_BIN="$ROOT/.gpu/bin/cllama"
   export CLLAMA_MODEL="$MODELS/gemma-3-270m-q4_k_m.gguf"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used,memory.total --format=csv,noheader
 }
@@ -96,7 +100,7 @@ build_ref() {
   # the sdist holds the llama.cpp tree under llama.cpp/
   cmake -S /tmp/llama/llama.cpp -B /tmp/llama/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
     -DCMAKE_BUILD_TYPE=Release >/tmp/llama/cmake.log 2>&1 || { tail -20 /tmp/llama/cmake.log; return 1; }
-  cmake --build /tmp/llama/build -j16 --target llama-bench llama-batched-bench >/tmp/llama/build.log 2>&1 ||
+  cmake --build /tmp/llama/build -j"${REF_JOBS:-16}" --target llama-bench >/tmp/llama/build.log 2>&1 ||
     { tail -20 /tmp/llama/build.log; return 1; }
   echo "ref: llama.cpp $(basename "$src") built in $((SECONDS - t0)) s"
 }
@@ -126,6 +130,39 @@ for l in sys.stdin:
   done
 }
 
+# final [DEADLINE_S]: the board in one call: llama.cpp builds in the background (-j12) while every
+# anchor file is synthesized and benched by cllama; then, once the build is done, the REF files
+# (kept on disk) run again side by side, cllama then llama-bench, on a quiet machine. Anything that
+# would pass DEADLINE_S (default 540 s) is skipped and said so.
+REF=${REF:-"l2-7b-Q4_0 l2-7b-Q4_K_M"}
+final() {
+  dev_env
+  local deadline=${1:-540}
+  [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
+  (build_ref >"$OUT/ref_build.log" 2>&1) &
+  local bpid=$!
+  for a in "${ANCHORS[@]}"; do
+    set -- $a
+    [ $SECONDS -lt $((deadline - 120)) ] || { echo "final: deadline, $1 not benched"; continue; }
+    synth_one "$@" || continue
+    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
+      -m "$MODELS/$1.gguf" 2>&1 | tee -a "$OUT/bench.log" | grep -E "^bench: .*tg|^\| .*(pp|tg)"
+    [[ " $REF " == *" $1 "* ]] || rm -f "$MODELS/$1.gguf"
+  done
+  while kill -0 $bpid 2>/dev/null && [ $SECONDS -lt $((deadline - 60)) ]; do sleep 2; done
+  if kill -0 $bpid 2>/dev/null; then echo "final: llama.cpp build not done by the deadline"; kill $bpid; return 0; fi
+  cat "$OUT/ref_build.log"
+  for f in $REF; do
+    [ $SECONDS -lt $((deadline - 40)) ] || { echo "final: deadline, $f side by side skipped"; continue; }
+    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
+      -m "$MODELS/$f.gguf" 2>&1 | tee -a "$OUT/bench_sbs.log" | grep -E "^bench: .*tg|^\| .*(pp|tg)"
+    /tmp/llama/build/bin/llama-bench -m "$MODELS/$f.gguf" -p 512 -n 128 -r 5 -ngl 99 -fa 1 -o jsonl 2>/dev/null |
+      tee -a "$OUT/ref.jsonl" | python3 -c 'import sys,json
+for l in sys.stdin:
+    r=json.loads(l); print("llama.cpp %-22s %-6s %9.1f t/s" % (r["model_filename"].split("/")[-1], "pp%d"%r["n_prompt"] if r["n_prompt"] else "tg%d"%r["n_gen"], r["avg_ts"]))'
+  done
+}
+
 # the default model (Gemma-3-270M Q4_K_M, 253 MB) is over one call's carry limit: it travels as
 # .gpu/g1..g5/part in consecutive calls on a warm machine (pack-gemma here), joined there
 pack_gemma() {
@@ -150,5 +187,6 @@ case $cmd in
   gate) gate "$@" ;;
   kbench) dev_env; .gpu/bin/cuda_kbench "$@" 2>&1 | tee "$OUT/kbench.log" ;;
   bench) bench "$@" ;;
+  final) final "$@" ;;
   *) sed -n '2,19p' "$0"; exit 2 ;;
 esac

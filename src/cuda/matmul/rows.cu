@@ -149,19 +149,22 @@ static const cll_kernel_row k_rows[] = {
     CU_GEMV_ROW(iq3_xxs, IQ3_XXS, 17) CU_GEMV_ROW(iq3_s, IQ3_S, 18) CU_GEMV_ROW(iq4_xs, IQ4_XS, 19)
 #undef CU_GEMV_ROW
     /* layout 1 (split, cuda/matmul/split.cuh): w4u4 one row per warp; r2/r4: 2/4 rows per warp,
-     * activation staged in shared memory, split-K by shape (gemv_split.cu); r4 is the default;
-     * r4_pt: r4 on a one-wave persistent grid */
-#define CU_SP_ROW(n, T, i)                                                                                   \
+     * activation staged in shared memory, split-K by shape (gemv_split.cu); r4_pt: r4 on a
+     * one-wave persistent grid. The default per type (D: 0 w4u4, 1 r2, 2 r4, 3 r4_pt) is the
+     * best average of cuda_kbench over the eight 7B/8B decode shapes on the H200, 2026-12-01
+     * (% of 4300 GB/s): q4_0 r4_pt 64.3 (w4u4 60.6), q8_0 r4_pt 76.5 (72.5), q5_1 w4u4 72.3
+     * (r2 71.9), q4_K r4_pt 59.7 (57.8), q6_K r2 70.8 (70.3), iq4_xs w4u4 46.8 (r4 43.1). */
+#define CU_SP_ROW(n, T, i, D)                                                                                \
     {"gemv_" #n "_split_w4u4_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SP, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
-     true, false, &k_sp_impl[i]},                                                                            \
+     true, (D) == 0, &k_sp_impl[i]},                                                                         \
     {"gemv_" #n "_split_r2_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX2, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
-     true, false, &k_spx2_impl[i]},                                                                          \
+     true, (D) == 1, &k_spx2_impl[i]},                                                                       \
     {"gemv_" #n "_split_r4_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
-     true, true, &k_spx4_impl[i]},                                                                           \
+     true, (D) == 2, &k_spx4_impl[i]},                                                                       \
     {"gemv_" #n "_split_r4_smx_ks_pt", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4P, CLL_CU_LAYOUT_SPLIT, 1,  \
-     cu_row_ok, true, false, &k_spx4p_impl[i]},
-    CU_SP_ROW(q4_0, Q4_0, 0) CU_SP_ROW(q8_0, Q8_0, 1) CU_SP_ROW(q5_1, Q5_1, 2) CU_SP_ROW(q4_K, Q4_K, 3)
-    CU_SP_ROW(q6_K, Q6_K, 4) CU_SP_ROW(iq4_xs, IQ4_XS, 5)
+     cu_row_ok, true, (D) == 3, &k_spx4p_impl[i]},
+    CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 3) CU_SP_ROW(q5_1, Q5_1, 2, 0) CU_SP_ROW(q4_K, Q4_K, 3, 3)
+    CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0)
 #undef CU_SP_ROW
     {"gemm_f32_cublas_f32", CLL_KOP_GEMM, CLL_TYPE_F32, 0, "layout=0 cublasGemmEx f32 (no panel)", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
     {"gemm_f16_cublas_direct", CLL_KOP_GEMM, CLL_TYPE_F16, 0, "layout=0 cublasGemmEx f16 weight in place, x->f16", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
