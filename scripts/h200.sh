@@ -41,6 +41,10 @@ pack() {
     [ -f "build-h200/$b" ] && strip -o ".gpu/bin/$(basename "$b")" "build-h200/$b"
   done
   cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" .gpu/lib/ 2>/dev/null
+  # the sha the binaries were built from (+dirty when the tree had uncommitted code changes)
+  local sha; sha=$(git rev-parse HEAD)
+  [ -n "$(git status --porcelain -uno -- . ':(exclude)bench' | head -1)" ] && sha="$sha+dirty"
+  echo "$sha" >.gpu/bin/GIT_SHA
   local sh=../shared
   cp "$sh/models/stories260K.gguf" "$sh/models/llama-2-tiny-random.gguf" .gpu/shared/models/
   cp "$sh/oracle/golden/stories260K.json" "$sh/oracle/golden/llama-2-tiny-random.json" .gpu/shared/oracle/golden/
@@ -67,6 +71,7 @@ dev_env() {
   [ -d "$sh" ] || sh="$ROOT/.gpu/pshared" # the parity probe's files only (stories260K + its golden)
   export CLLAMA_SHARED="$sh" CLLAMA_SRC="$ROOT" CLLAMA_BIN="$ROOT/.gpu/bin/cllama"
   export CLLAMA_MODEL="$MODELS/gemma-3-270m-q4_k_m.gguf"
+  [ -f .gpu/bin/GIT_SHA ] && export CLLAMA_GIT_SHA="$(cat .gpu/bin/GIT_SHA)"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used,memory.total --format=csv,noheader
 }
 

@@ -22,6 +22,10 @@ static bool run_line(const char *cmd, char *buf, size_t cap) {
 
 char *cll_bench_git_sha(void) {
     char sha[128], cmd[4200], dirty[16];
+    /* a binary built on one machine and run on another (the lent GPU box) carries the sha it was
+     * built from: the checkout beside it there is not the one it was built in */
+    const char *env = getenv("CLLAMA_GIT_SHA");
+    if (env && *env) return strdup(env);
     snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", CLLAMA_SOURCE_DIR);
     if (!run_line(cmd, sha, sizeof sha)) return strdup("unknown");
     /* a measurement of uncommitted code says so; the records and board this very run rewrites
