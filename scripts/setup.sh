@@ -4,7 +4,8 @@
 #   copied into $XDG_CACHE_HOME/cllama/models/.
 # Flags: --no-apt (skip apt), --no-model (skip the model), --ref (also install llama-cpp-py-sync,
 #        the reference engine used by the cross-check tests), --test-deps (what the optional
-#        tests drive: Debian's chromium for the chat page, the openai and websockets packages).
+#        tests drive: Debian's chromium for the chat page, the openai and websockets packages,
+#        Pride and Prejudice for the perplexity test from Debian's r-cran-janeaustenr).
 #        Tests whose tools are missing print a SKIP line instead of failing.
 set -euo pipefail
 do_apt=1 do_model=1 do_ref=0 do_testdeps=0
@@ -36,6 +37,20 @@ if [ $do_ref = 1 ]; then
 fi
 if [ $do_testdeps = 1 ]; then
   $PIP openai websockets >/dev/null 2>&1 || echo "setup: warning: openai/websockets did not install; their tests will SKIP" >&2
+  # the perplexity test's text: Pride and Prejudice (public domain, Project Gutenberg's text) as
+  # Debian's r-cran-janeaustenr ships it, one line per element, written to the cache as plain text
+  txt="${XDG_CACHE_HOME:-$HOME/.cache}/cllama/text/pride_and_prejudice.txt"
+  if [ ! -s "$txt" ] && [ $do_apt = 1 ]; then
+    dpkg -s r-cran-janeaustenr >/dev/null 2>&1 || {
+      $SUDO apt-get update -qq >/dev/null
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends r-cran-janeaustenr >/dev/null
+    } || echo "setup: warning: r-cran-janeaustenr did not install; the perplexity test will SKIP" >&2
+  fi
+  if [ ! -s "$txt" ] && command -v Rscript >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$txt")"
+    Rscript -e 'writeLines(janeaustenr::prideprejudice, commandArgs(TRUE)[1])' "$txt.tmp" >/dev/null 2>&1 &&
+      mv "$txt.tmp" "$txt" || echo "setup: warning: could not write $txt; the perplexity test will SKIP" >&2
+  fi
 fi
 if [ $do_model = 1 ]; then
   dir="${XDG_CACHE_HOME:-$HOME/.cache}/cllama/models"

@@ -17,6 +17,7 @@ int cll_cmd_bench(int argc, char **argv);
 int cll_cmd_board(int argc, char **argv);
 int cll_cmd_synth(int argc, char **argv);
 int cll_cmd_serve(int argc, char **argv);
+int cll_cmd_perplexity(int argc, char **argv);
 
 /* The default model: $CLLAMA_MODEL if set, else the Gemma-3-270M Q4_K_M in
  * $XDG_CACHE_HOME/cllama/models/ (installed by scripts/setup.sh). Returns 0 and fills

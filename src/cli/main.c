@@ -17,6 +17,7 @@ static const cmd k_cmds[] = {
     {"serve", cll_cmd_serve, "OpenAI-compatible HTTP server"},
     {"bench", cll_cmd_bench, "llama-bench compatible benchmark (pp512 / tg128)"},
     {"board", cll_cmd_board, "render / import / check the benchmark board"},
+    {"perplexity", cll_cmd_perplexity, "llama-perplexity compatible PPL and KL divergence of a text"},
     {"info", cll_cmd_info, "print a GGUF file's model facts"},
     {"tokenize", cll_cmd_tokenize, "print the token ids of a text"},
     {"kernels", cll_cmd_kernels, "list the kernel registry (--backend cpu|cuda)"},
