@@ -97,6 +97,13 @@ void cll_kern_run_r8_q4_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q5_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q6_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 
+/* ---- decode rows of the low-bit 256-element formats (kern_lowq.h) ---- */
+void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1);
+bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype);
+void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1);
+bool cll_kern_lowq_d8_avx2_has(uint32_t wtype);
+void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1);
+
 /* the CPU registry (kern_table.c) */
 const cll_kernel_table *cll_cpu_kernel_table_get(void);
 

@@ -14,6 +14,11 @@ static bool plain_avx2_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     return cll_kern_plain_avx2_has(s->wtype);
 }
 
+static bool lowq_gemv_avx2_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    (void)r;
+    return cll_kern_lowq_gemv_avx2_has(s->wtype);
+}
+
 /* ---- impls ---- */
 #define R8_IMPL(T, ACT, ISA)                                                                                \
     static const kern_impl k_r8_##T##_##ISA = {ACT, 8, cll_kern_r8_size_##T, cll_kern_r8_pack_##T,        \
@@ -28,6 +33,11 @@ R8_IMPL(q8_0, KACT_Q8_0X, avx512)
 R8_IMPL(q4_K, KACT_Q8_K, avx512)
 R8_IMPL(q5_K, KACT_Q8_K, avx512)
 R8_IMPL(q6_K, KACT_Q8_K, avx512)
+
+/* decode rows (kern_lowq.h): plain layout, GEMM in 8-row groups */
+static const kern_impl k_lowq_gemv_avx2 = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_lowq_gemv_avx2};
+static const kern_impl k_lowq_d8_avx2 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx2};
+static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx512};
 
 static const kern_impl k_scalar_f32 = {KACT_F32, 1, NULL, NULL, cll_kern_run_scalar};
 static const kern_impl k_scalar_f16 = {KACT_F16, 1, NULL, NULL, cll_kern_run_scalar};
@@ -48,6 +58,16 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
      KLAYOUT_R8, 8, NULL, true, true, &k_r8_##T##_avx512},                                                  \
     {"matmul_" #T "_avx2_r8x4", CLL_KOP_MATMUL, CLL_TYPE_##T##_ID, CLL_ISA_AVX2,                           \
      "layout=r8 tile=8x4 maddubs", KLAYOUT_R8, 8, NULL, true, true, &k_r8_##T##_avx2}
+/* d8: GEMM of the decode rows; 8 plain rows decoded per token chunk (rows % 8 == 0) */
+#define D8_ROW_512(T, ID, DFLT)                                                                              \
+    {"matmul_" #T "_avx512vnni_d8x4", CLL_KOP_GEMM, ID, V512, "layout=plain decode=8 rows/chunk tile=8x4 dpbusd", \
+     KLAYOUT_PLAIN, 8, NULL, DFLT, DFLT, &k_lowq_d8_avx512}
+#define D8_ROW_AVX2(T, ID, DFLT)                                                                             \
+    {"matmul_" #T "_avx2_d8x4", CLL_KOP_GEMM, ID, CLL_ISA_AVX2, "layout=plain decode=8 rows/chunk tile=8x4 maddubs", \
+     KLAYOUT_PLAIN, 8, NULL, DFLT, DFLT, &k_lowq_d8_avx2}
+#define DEC_GEMV_ROW(T, ID, DFLT)                                                                            \
+    {"matmul_" #T "_avx2_decrow", CLL_KOP_GEMV, ID, CLL_ISA_AVX2, "layout=plain rows=1 simd-decode+maddubs",   \
+     KLAYOUT_PLAIN, 1, lowq_gemv_avx2_ok, DFLT, DFLT, &k_lowq_gemv_avx2}
 /* DFLT: the row is its type's first choice (no r8 row exists for the type) */
 #define PLAIN_ROW(T, ID, IMPL, DFLT)                                                                         \
     {"matmul_" #T "_avx2_row", CLL_KOP_MATMUL, ID, CLL_ISA_AVX2, "layout=plain rows=1 tokens-inner",          \
@@ -68,6 +88,24 @@ static const cll_kernel_row k_rows[] = {
     R8_ROWS(q4_K),
     R8_ROWS(q5_K),
     R8_ROWS(q6_K),
+    D8_ROW_512(q2_K, CLL_TYPE_Q2_K, true),
+    D8_ROW_AVX2(q2_K, CLL_TYPE_Q2_K, true),
+    DEC_GEMV_ROW(q2_K, CLL_TYPE_Q2_K, true),
+    D8_ROW_512(q3_K, CLL_TYPE_Q3_K, true),
+    D8_ROW_AVX2(q3_K, CLL_TYPE_Q3_K, true),
+    DEC_GEMV_ROW(q3_K, CLL_TYPE_Q3_K, true),
+    D8_ROW_512(iq3_s, CLL_TYPE_IQ3_S, true),
+    D8_ROW_AVX2(iq3_s, CLL_TYPE_IQ3_S, true),
+    DEC_GEMV_ROW(iq3_s, CLL_TYPE_IQ3_S, true),
+    D8_ROW_512(iq2_xxs, CLL_TYPE_IQ2_XXS, true),
+    D8_ROW_AVX2(iq2_xxs, CLL_TYPE_IQ2_XXS, true),
+    D8_ROW_512(iq2_xs, CLL_TYPE_IQ2_XS, true),
+    D8_ROW_AVX2(iq2_xs, CLL_TYPE_IQ2_XS, true),
+    D8_ROW_512(iq2_s, CLL_TYPE_IQ2_S, true),
+    D8_ROW_AVX2(iq2_s, CLL_TYPE_IQ2_S, true),
+    D8_ROW_512(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
+    D8_ROW_AVX2(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
+    D8_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, true),
     PLAIN_ROW(f32, CLL_TYPE_F32, k_plain_f32, true),
     PLAIN_ROW(f16, CLL_TYPE_F16, k_plain_f16, true),
     PLAIN_ROW(q4_0, CLL_TYPE_Q4_0, k_plain_q8_0x, false),

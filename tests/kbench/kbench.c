@@ -27,6 +27,19 @@ static uint64_t rnd(void) {
 }
 static float rndf(void) { return (float)((double)(rnd() >> 11) / 9007199254740992.0 * 2 - 1); }
 
+/* byte offsets of the fp16 scales in a block (as bench/synth.c sets them): random bytes there
+ * would be NaN, Inf or denormal scales, and denormal float math is not what a model runs */
+static int scale_offsets(uint32_t t, int off[2]) {
+    switch (t) {
+    case CLL_TYPE_Q2_K: off[0] = 80, off[1] = 82; return 2;
+    case CLL_TYPE_Q3_K: off[0] = 108; return 1;
+    case CLL_TYPE_Q4_K: case CLL_TYPE_Q5_K: case CLL_TYPE_Q4_1: case CLL_TYPE_Q5_1: off[0] = 0, off[1] = 2; return 2;
+    case CLL_TYPE_Q6_K: off[0] = 208; return 1;
+    case CLL_TYPE_F32: case CLL_TYPE_F16: case CLL_TYPE_BF16: return 0;
+    default: off[0] = 0; return 1; /* d first: legacy, IQ2/IQ3/IQ4 families */
+    }
+}
+
 /* weights: the first row quantized from random floats, the rest copies with shuffled
  * blocks (fast, realistic scales, no NaN bit patterns) */
 static void *make_weights(uint32_t type, int64_t rows, int64_t cols) {
@@ -37,7 +50,16 @@ static void *make_weights(uint32_t type, int64_t rows, int64_t cols) {
     for (int pass = 0; pass < 4; pass++) {
         for (int64_t k = 0; k < cols; k++) x[k] = rndf() * 0.05f;
         if (tr->from_f32) tr->from_f32(x, w + pass * rb, cols);
-        else for (uint64_t i = 0; i < rb; i++) w[pass * rb + i] = (uint8_t)rnd(); /* no quantizer: random bytes */
+        else { /* no quantizer: random bytes, then small finite fp16 scales */
+            int off[2];
+            const int ns = scale_offsets(type, off);
+            for (uint64_t i = 0; i < rb; i++) w[pass * rb + i] = (uint8_t)rnd();
+            for (uint64_t b = 0; b < nb; b++)
+                for (int k = 0; k < ns; k++) {
+                    const uint16_t h = cll_f32_to_fp16(5e-4f * (0.5f + (float)(rnd() % 64) / 64.0f));
+                    memcpy(w + pass * rb + b * tr->type_size + off[k], &h, 2);
+                }
+        }
     }
     for (int64_t r = 4; r < rows; r++)
         for (uint64_t b = 0; b < nb; b++)
@@ -65,7 +87,7 @@ static int type_by_name(const char *s) {
 int main(int argc, char **argv) {
     int threads = 2, reps = 3, cpu_clock = 0, hot = 0, n_named = 0;
     const cll_kernel_row *named[MAX_NAMED];
-    const char *types = "q4_0,q8_0,q4_K,q6_K,q5_K,q2_K,q3_K,iq4_xs,q4_1,q5_0,iq4_nl,f16";
+    const char *types = "q4_0,q8_0,q4_K,q6_K,q5_K,q2_K,q3_K,iq3_s,iq4_xs,q4_1,q5_0,iq4_nl,f16";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-t") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);

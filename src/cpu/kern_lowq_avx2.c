@@ -1,0 +1,156 @@
+/* cpu/kern_lowq_avx2: the AVX2 decode rows (see kern_lowq.h): a one-row GEMV with
+ * SIMD decoders, and the d8 GEMM (8 rows decoded once per token chunk, 8x4 tiles of
+ * vpmaddubsw against 4-byte activation broadcasts, int16 scale pairs by vpmaddwd). */
+#include "cpu/kern_lowq.h"
+
+INLINE int lq_hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* ---- GEMV: decode one super-block, dot it with one token ----------------------------- */
+
+INLINE float dot_dec(const kdec256 *k, const cll_block_q8_K *a) {
+    __m256i isum = _mm256_setzero_si256();
+    const __m256i sc = lq_ld(k->sc);
+    /* scale pair (sc[2c] low lane, sc[2c+1] high lane) per 32-element chunk c */
+    const __m256i lo = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
+                                        2, 3, 2, 3, 2, 3);
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++) {
+        /* bring int16 scales 2c, 2c+1 to 128-bit lanes 0 / 1, then broadcast within lanes */
+        const __m256i pair = _mm256_permutevar8x32_epi32(sc, _mm256_setr_epi32(c, c, c, c, c, c, c, c));
+        const __m256i s2 = _mm256_shuffle_epi8(pair, lo);
+        const __m256i p = _mm256_maddubs_epi16(lq_ld(k->u + 32 * c), lq_ld(a->qs + 32 * c));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s2));
+    }
+    const int corr = lq_hsum_epi32(_mm256_madd_epi16(lq_ld(k->mc), lq_ld(a->bsums)));
+    return a->d * (k->d * (float)lq_hsum_epi32(isum) - k->fm * (float)corr);
+}
+
+static void run_gemv(const kern_args *a, int64_t r0, int64_t r1) {
+    const int64_t nb = a->cols / 256;
+    const size_t bsz = cll_type_traits_get(a->wtype)->type_size;
+    kdec256 k;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = a->w + (size_t)r * a->w_row_bytes;
+        if (r + 1 < r1) _mm_prefetch((const char *)(w + a->w_row_bytes), _MM_HINT_T0);
+        for (int64_t t = 0; t < a->n; t++) {
+            const cll_block_q8_K *y = (const cll_block_q8_K *)(a->act + t * a->act_stride);
+            float s = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                lq_decode(a->wtype, w, b, bsz, &k);
+                s += dot_dec(&k, y + b);
+            }
+            a->y[t * a->ldy + r] = s;
+        }
+    }
+}
+
+void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) { run_gemv(a, r0, r1); }
+
+bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype) {
+    return wtype == CLL_TYPE_Q2_K || wtype == CLL_TYPE_Q3_K || wtype == CLL_TYPE_IQ3_S;
+}
+
+/* ---- GEMM: d8 records, 8 rows x T tokens --------------------------------------------- */
+
+/* small: u <= 31, so the 4 vpmaddubsw sums of a 16-element sub-block fit int16 */
+INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
+                    const int T, const int small, const int add) {
+    __m256 acc[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) acc[t] = add ? _mm256_loadu_ps(y + t * ldy) : _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *rec = recs + b * KD8_REC;
+        const __m256i *q = (const __m256i *)rec, *sc = (const __m256i *)(rec + KD8_SC);
+        __m256i isum[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
+        for (int j = 0; j < 16; j++) {
+            const __m256i w0 = lq_ld(q + 4 * j), w1 = lq_ld(q + 4 * j + 1), w2 = lq_ld(q + 4 * j + 2),
+                          w3 = lq_ld(q + 4 * j + 3), s = lq_ld(sc + j);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; t++) {
+                const int8_t *aq = ((const cll_block_q8_K *)(act + t * stride) + b)->qs + 16 * j;
+                const __m256i p0 = _mm256_maddubs_epi16(w0, lq_bcast32(aq)), p1 = _mm256_maddubs_epi16(w1, lq_bcast32(aq + 4));
+                const __m256i p2 = _mm256_maddubs_epi16(w2, lq_bcast32(aq + 8)), p3 = _mm256_maddubs_epi16(w3, lq_bcast32(aq + 12));
+                if (small) {
+                    const __m256i p = _mm256_add_epi16(_mm256_add_epi16(p0, p1), _mm256_add_epi16(p2, p3));
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, s));
+                } else {
+                    const __m256i e = _mm256_add_epi32(_mm256_madd_epi16(p0, s), _mm256_madd_epi16(p1, s));
+                    const __m256i f = _mm256_add_epi32(_mm256_madd_epi16(p2, s), _mm256_madd_epi16(p3, s));
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(e, f));
+                }
+            }
+        }
+        const __m256 dw = _mm256_loadu_ps((const float *)(rec + KD8_D)), fw = _mm256_loadu_ps((const float *)(rec + KD8_FM));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; t++) {
+            const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
+            const __m256 da = _mm256_set1_ps(ab->d);
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+            acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(fw, da), _mm256_cvtepi32_ps(lq_corr8(rec, ab)), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
+}
+
+static _Thread_local uint8_t g_d8[LQ_SEG * KD8_REC] __attribute__((aligned(64)));
+
+/* tokens [t0, t1) of one 8-row group over nbs decoded blocks (act: the first block's) */
+INLINE void sweep_d8(const uint8_t *recs, int64_t nbs, const uint8_t *act, size_t st, float *y, int64_t ldy,
+                     int64_t t0, int64_t t1, const int small, const int add) {
+    int64_t t = t0;
+    for (; t + 4 <= t1; t += 4) tile_d8(recs, nbs, act + t * st, st, y + t * ldy, ldy, 4, small, add);
+    const uint8_t *at = act + t * st;
+    float *yt = y + t * ldy;
+    switch (t1 - t) {
+    case 3: tile_d8(recs, nbs, at, st, yt, ldy, 3, small, add); break;
+    case 2: tile_d8(recs, nbs, at, st, yt, ldy, 2, small, add); break;
+    case 1: tile_d8(recs, nbs, at, st, yt, ldy, 1, small, add); break;
+    default: break;
+    }
+}
+
+/* token chunk: the activations of a chunk (plus the group's d8 records, <= 184 KiB) stay in
+ * the L2 while the group sweeps them; 512 KiB of a 1 MiB (Zen4) / 2 MiB L2 */
+static int64_t lq_chunk(size_t act_stride) {
+    int64_t c = (int64_t)((512u * 1024u) / act_stride);
+    return c < 4 ? 4 : c & ~(int64_t)3;
+}
+
+void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1) {
+    const int64_t nb = a->cols / 256;
+    const size_t bsz = cll_type_traits_get(a->wtype)->type_size, st = a->act_stride;
+    const int small = a->wtype == CLL_TYPE_Q2_K || a->wtype == CLL_TYPE_Q3_K || a->wtype == CLL_TYPE_IQ3_S;
+    const int64_t chunk = lq_chunk(st);
+    for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
+        const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
+        for (int64_t g = r0 / 8; g < r1 / 8; g++) {
+            const uint8_t *wg = a->w + (size_t)g * 8 * a->w_row_bytes;
+            for (int64_t b0 = 0; b0 < nb; b0 += LQ_SEG) {
+                const int64_t nbs = nb - b0 < LQ_SEG ? nb - b0 : LQ_SEG;
+                for (int64_t b = 0; b < nbs; b++) lq_build_d8(a->wtype, wg, a->w_row_bytes, bsz, b0 + b, g_d8 + b * KD8_REC, 0);
+                const uint8_t *act = a->act + (size_t)b0 * sizeof(cll_block_q8_K);
+                float *y = a->y + g * 8;
+                if (small) {
+                    if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 1);
+                    else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 0);
+                } else {
+                    if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 1);
+                    else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 0);
+                }
+            }
+        }
+    }
+}
+
+bool cll_kern_lowq_d8_avx2_has(uint32_t wtype) {
+    return wtype == CLL_TYPE_Q2_K || wtype == CLL_TYPE_Q3_K || wtype == CLL_TYPE_IQ3_S || wtype == CLL_TYPE_IQ2_XXS ||
+           wtype == CLL_TYPE_IQ2_XS || wtype == CLL_TYPE_IQ2_S || wtype == CLL_TYPE_IQ3_XXS;
+}
