@@ -102,6 +102,8 @@ void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1);
 bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype);
 void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1);
 bool cll_kern_lowq_d8_avx2_has(uint32_t wtype);
+void cll_kern_run_lowq_gemv_avx512(const kern_args *a, int64_t r0, int64_t r1);
+bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype);
 void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1);
 
 /* the CPU registry (kern_table.c) */

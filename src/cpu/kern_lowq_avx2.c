@@ -12,27 +12,33 @@ INLINE int lq_hsum_epi32(__m256i v) {
 
 /* ---- GEMV: decode one super-block, dot it with one token ----------------------------- */
 
+/* int16 scales rearranged once per block: evens (sub 2c) in the low lane, odds in the high
+ * lane, so chunk c's pair is one in-lane vpshufb of word c */
+INLINE __m256i lq_scale_eo(__m256i sc) {
+    const __m256i eo = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13,
+                                        2, 3, 6, 7, 10, 11, 14, 15);
+    return _mm256_permute4x64_epi64(_mm256_shuffle_epi8(sc, eo), 0xD8);
+}
+INLINE __m256i lq_scale_pair(__m256i e, int c) {
+    return _mm256_shuffle_epi8(e, _mm256_set1_epi16((short)(0x0100 * (2 * c + 1) + 2 * c)));
+}
+
 INLINE float dot_dec(const kdec256 *k, const cll_block_q8_K *a) {
     __m256i isum = _mm256_setzero_si256();
-    const __m256i sc = lq_ld(k->sc);
-    /* scale pair (sc[2c] low lane, sc[2c+1] high lane) per 32-element chunk c */
-    const __m256i lo = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3,
-                                        2, 3, 2, 3, 2, 3);
+    const __m256i e = lq_scale_eo(lq_ld(k->sc));
 #pragma GCC unroll 8
     for (int c = 0; c < 8; c++) {
-        /* bring int16 scales 2c, 2c+1 to 128-bit lanes 0 / 1, then broadcast within lanes */
-        const __m256i pair = _mm256_permutevar8x32_epi32(sc, _mm256_setr_epi32(c, c, c, c, c, c, c, c));
-        const __m256i s2 = _mm256_shuffle_epi8(pair, lo);
         const __m256i p = _mm256_maddubs_epi16(lq_ld(k->u + 32 * c), lq_ld(a->qs + 32 * c));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s2));
+        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, lq_scale_pair(e, c)));
     }
     const int corr = lq_hsum_epi32(_mm256_madd_epi16(lq_ld(k->mc), lq_ld(a->bsums)));
     return a->d * (k->d * (float)lq_hsum_epi32(isum) - k->fm * (float)corr);
 }
 
-static void run_gemv(const kern_args *a, int64_t r0, int64_t r1) {
+/* one instance per type (T constant): no call in the block loop, the sum stays in a register */
+INLINE void run_gemv(const kern_args *a, int64_t r0, int64_t r1, const uint32_t T) {
     const int64_t nb = a->cols / 256;
-    const size_t bsz = cll_type_traits_get(a->wtype)->type_size;
+    const size_t bsz = cll_type_traits_get(T)->type_size;
     kdec256 k;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *w = a->w + (size_t)r * a->w_row_bytes;
@@ -41,7 +47,7 @@ static void run_gemv(const kern_args *a, int64_t r0, int64_t r1) {
             const cll_block_q8_K *y = (const cll_block_q8_K *)(a->act + t * a->act_stride);
             float s = 0;
             for (int64_t b = 0; b < nb; b++) {
-                lq_decode(a->wtype, w, b, bsz, &k);
+                lq_decode(T, w, b, bsz, &k);
                 s += dot_dec(&k, y + b);
             }
             a->y[t * a->ldy + r] = s;
@@ -49,7 +55,15 @@ static void run_gemv(const kern_args *a, int64_t r0, int64_t r1) {
     }
 }
 
-void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) { run_gemv(a, r0, r1); }
+void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) {
+    switch (a->wtype) {
+    case CLL_TYPE_Q2_K: run_gemv(a, r0, r1, CLL_TYPE_Q2_K); break;
+    case CLL_TYPE_Q3_K: run_gemv(a, r0, r1, CLL_TYPE_Q3_K); break;
+    case CLL_TYPE_IQ3_S: run_gemv(a, r0, r1, CLL_TYPE_IQ3_S); break;
+    default: break;
+    }
+}
+
 
 bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype) {
     return wtype == CLL_TYPE_Q2_K || wtype == CLL_TYPE_Q3_K || wtype == CLL_TYPE_IQ3_S;

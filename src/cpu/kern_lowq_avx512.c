@@ -4,6 +4,56 @@
  * integer sums equal the AVX2 row's; the float ops after them are the same, in the same order. */
 #include "cpu/kern_lowq.h"
 
+/* ---- GEMV: one row, decoded block by block, vpdpbusd (no int16 saturation) ------------ */
+
+INLINE float dot_dec_vnni(const kdec256 *k, const cll_block_q8_K *a) {
+    const __m256i sc = lq_ld(k->sc);
+    const __m256i s0 = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(sc)), s1 = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(sc, 1));
+    __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++) {
+        /* lanes 0..3: sub 2c, lanes 4..7: sub 2c+1 */
+        const int m = c & 3;
+        const __m256i sv = _mm256_permutevar8x32_epi32(c < 4 ? s0 : s1, _mm256_setr_epi32(2 * m, 2 * m, 2 * m, 2 * m, 2 * m + 1,
+                                                                                          2 * m + 1, 2 * m + 1, 2 * m + 1));
+        const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lq_ld(k->u + 32 * c), lq_ld(a->qs + 32 * c));
+        isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(p, sv));
+    }
+    __m256i cr = _mm256_madd_epi16(lq_ld(k->mc), lq_ld(a->bsums));
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(isum), _mm256_extracti128_si256(isum, 1));
+    __m128i hc = _mm_add_epi32(_mm256_castsi256_si128(cr), _mm256_extracti128_si256(cr, 1));
+    h = _mm_hadd_epi32(_mm_hadd_epi32(h, hc), _mm_setzero_si128()); /* [isum, corr] */
+    return a->d * (k->d * (float)_mm_cvtsi128_si32(h) - k->fm * (float)_mm_extract_epi32(h, 1));
+}
+
+INLINE void run_gemv(const kern_args *a, int64_t r0, int64_t r1, const uint32_t T) {
+    const int64_t nb = a->cols / 256;
+    const size_t bsz = cll_type_traits_get(T)->type_size;
+    kdec256 k;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = a->w + (size_t)r * a->w_row_bytes;
+        if (r + 1 < r1) _mm_prefetch((const char *)(w + a->w_row_bytes), _MM_HINT_T0);
+        for (int64_t t = 0; t < a->n; t++) {
+            const cll_block_q8_K *y = (const cll_block_q8_K *)(a->act + t * a->act_stride);
+            float s = 0;
+            for (int64_t b = 0; b < nb; b++) {
+                lq_decode(T, w, b, bsz, &k);
+                s += dot_dec_vnni(&k, y + b);
+            }
+            a->y[t * a->ldy + r] = s;
+        }
+    }
+}
+
+void cll_kern_run_lowq_gemv_avx512(const kern_args *a, int64_t r0, int64_t r1) {
+    switch (a->wtype) {
+    case CLL_TYPE_IQ4_XS: run_gemv(a, r0, r1, CLL_TYPE_IQ4_XS); break;
+    default: break;
+    }
+}
+
+bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype) { return wtype == CLL_TYPE_IQ4_XS; }
+
 INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
                     const int T, const int add) {
     __m256 acc[4];

@@ -19,6 +19,11 @@ static bool lowq_gemv_avx2_ok(const cll_kernel_row *r, const cll_kernel_shape *s
     return cll_kern_lowq_gemv_avx2_has(s->wtype);
 }
 
+static bool lowq_gemv_avx512_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    (void)r;
+    return cll_kern_lowq_gemv_avx512_has(s->wtype);
+}
+
 /* ---- impls ---- */
 #define R8_IMPL(T, ACT, ISA)                                                                                \
     static const kern_impl k_r8_##T##_##ISA = {ACT, 8, cll_kern_r8_size_##T, cll_kern_r8_pack_##T,        \
@@ -37,6 +42,7 @@ R8_IMPL(q6_K, KACT_Q8_K, avx512)
 /* decode rows (kern_lowq.h): plain layout, GEMM in 8-row groups */
 static const kern_impl k_lowq_gemv_avx2 = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_lowq_gemv_avx2};
 static const kern_impl k_lowq_d8_avx2 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx2};
+static const kern_impl k_lowq_gemv_avx512 = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_lowq_gemv_avx512};
 static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx512};
 
 static const kern_impl k_scalar_f32 = {KACT_F32, 1, NULL, NULL, cll_kern_run_scalar};
@@ -68,6 +74,9 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
 #define DEC_GEMV_ROW(T, ID, DFLT)                                                                            \
     {"matmul_" #T "_avx2_decrow", CLL_KOP_GEMV, ID, CLL_ISA_AVX2, "layout=plain rows=1 simd-decode+maddubs",   \
      KLAYOUT_PLAIN, 1, lowq_gemv_avx2_ok, DFLT, DFLT, &k_lowq_gemv_avx2}
+#define DEC_GEMV_ROW_512(T, ID, DFLT)                                                                        \
+    {"matmul_" #T "_avx512vnni_decrow", CLL_KOP_GEMV, ID, V512, "layout=plain rows=1 simd-decode+dpbusd",      \
+     KLAYOUT_PLAIN, 1, lowq_gemv_avx512_ok, DFLT, DFLT, &k_lowq_gemv_avx512}
 /* DFLT: the row is its type's first choice (no r8 row exists for the type) */
 #define PLAIN_ROW(T, ID, IMPL, DFLT)                                                                         \
     {"matmul_" #T "_avx2_row", CLL_KOP_MATMUL, ID, CLL_ISA_AVX2, "layout=plain rows=1 tokens-inner",          \
@@ -106,6 +115,7 @@ static const cll_kernel_row k_rows[] = {
     D8_ROW_512(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
     D8_ROW_AVX2(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
     D8_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, true),
+    DEC_GEMV_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, true),
     PLAIN_ROW(f32, CLL_TYPE_F32, k_plain_f32, true),
     PLAIN_ROW(f16, CLL_TYPE_F16, k_plain_f16, true),
     PLAIN_ROW(q4_0, CLL_TYPE_Q4_0, k_plain_q8_0x, false),
