@@ -102,6 +102,8 @@ void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1);
 bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype);
 void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1);
 bool cll_kern_lowq_d8_avx2_has(uint32_t wtype);
+extern uint8_t cll_kern_iq3s_planes[4][512]; /* kern_lowq_tables.c */
+void cll_kern_run_iq3_s_gemv_vbmi(const kern_args *a, int64_t r0, int64_t r1); /* AVX512-VBMI + VNNI */
 void cll_kern_run_lowq_gemv_avx512(const kern_args *a, int64_t r0, int64_t r1);
 bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype);
 void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1);

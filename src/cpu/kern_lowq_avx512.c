@@ -26,6 +26,29 @@ INLINE float dot_dec_vnni(const kdec256 *k, const cll_block_q8_K *a) {
     return a->d * (k->d * (float)_mm_cvtsi128_si32(h) - k->fm * (float)_mm_extract_epi32(h, 1));
 }
 
+/* IQ3_S with 16-lane gathers (two sub-blocks per vpgatherdd zmm) */
+INLINE void dec_iq3_s_512(const uint8_t *blk, kdec256 *o) {
+    const cll_block_iq3_s *x = (const cll_block_iq3_s *)blk;
+    const __m256i off = _mm256_set1_epi8(16);
+    const __m512i sh = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7), one = _mm512_set1_epi32(1);
+    for (int ib = 0; ib < 8; ib += 2) {
+        __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(x->qs + 8 * ib)));
+        const __m512i qh = _mm512_inserti64x4(_mm512_set1_epi32(x->qh[ib]), _mm256_set1_epi32(x->qh[ib + 1]), 1);
+        idx = _mm512_or_si512(idx, _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(qh, sh), one), 8));
+        const __m512i g = _mm512_i32gather_epi32(idx, (const int *)cll_iq3s_grid, 4);
+        lq_st(o->u + 32 * ib, lq_signed_off(_mm512_castsi512_si256(g), x->signs + 4 * ib, off));
+        lq_st(o->u + 32 * ib + 32, lq_signed_off(_mm512_extracti64x4_epi64(g, 1), x->signs + 4 * ib + 4, off));
+    }
+    const uint32_t s4 = (uint32_t)x->scales[0] | ((uint32_t)x->scales[1] << 8) | ((uint32_t)x->scales[2] << 16) |
+                        ((uint32_t)x->scales[3] << 24);
+    for (int ib = 0; ib < 8; ib++) {
+        const int16_t sv = (int16_t)(1 + 2 * ((s4 >> (4 * ib)) & 15));
+        o->sc[2 * ib] = o->sc[2 * ib + 1] = sv;
+        o->mc[2 * ib] = o->mc[2 * ib + 1] = (int16_t)(16 * sv);
+    }
+    o->d = o->fm = h2f(x->d);
+}
+
 INLINE void run_gemv(const kern_args *a, int64_t r0, int64_t r1, const uint32_t T) {
     const int64_t nb = a->cols / 256;
     const size_t bsz = cll_type_traits_get(T)->type_size;
@@ -37,7 +60,8 @@ INLINE void run_gemv(const kern_args *a, int64_t r0, int64_t r1, const uint32_t 
             const cll_block_q8_K *y = (const cll_block_q8_K *)(a->act + t * a->act_stride);
             float s = 0;
             for (int64_t b = 0; b < nb; b++) {
-                lq_decode(T, w, b, bsz, &k);
+                if (T == CLL_TYPE_IQ3_S) dec_iq3_s_512(w + (size_t)b * bsz, &k);
+                else lq_decode(T, w, b, bsz, &k);
                 s += dot_dec_vnni(&k, y + b);
             }
             a->y[t * a->ldy + r] = s;
@@ -48,11 +72,12 @@ INLINE void run_gemv(const kern_args *a, int64_t r0, int64_t r1, const uint32_t 
 void cll_kern_run_lowq_gemv_avx512(const kern_args *a, int64_t r0, int64_t r1) {
     switch (a->wtype) {
     case CLL_TYPE_IQ4_XS: run_gemv(a, r0, r1, CLL_TYPE_IQ4_XS); break;
+    case CLL_TYPE_IQ3_S: run_gemv(a, r0, r1, CLL_TYPE_IQ3_S); break;
     default: break;
     }
 }
 
-bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype) { return wtype == CLL_TYPE_IQ4_XS; }
+bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype) { return wtype == CLL_TYPE_IQ4_XS || wtype == CLL_TYPE_IQ3_S; }
 
 INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
                     const int T, const int add) {
@@ -128,6 +153,72 @@ void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1) {
                 if (b0) sweep_d8(g_d8, nbs, act, st, a->y + g * 8, a->ldy, t0, t1, 1);
                 else sweep_d8(g_d8, nbs, act, st, a->y + g * 8, a->ldy, t0, t1, 0);
             }
+        }
+    }
+}
+
+/* ---- IQ3_S GEMV with AVX512-VBMI: the 64 grid lookups of a super-block as vpermi2b over the
+ * byte planes of the grid (4 planes x 4 x 128-entry tables, bit 7 and the qh bit pick by
+ * mask), no gathers; then 4 x 64-element vpdpbusd ------------------------------------- */
+
+#define VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+
+static inline VBMI __attribute__((always_inline)) __m512i iq3s_plane(int j, __m512i idx, __mmask64 m7, __mmask64 m8) {
+    const __m512i *t = (const __m512i *)cll_kern_iq3s_planes[j];
+    const __m512i r0 = _mm512_permutex2var_epi8(_mm512_load_si512(t), idx, _mm512_load_si512(t + 1));
+    const __m512i r1 = _mm512_permutex2var_epi8(_mm512_load_si512(t + 2), idx, _mm512_load_si512(t + 3));
+    const __m512i r2 = _mm512_permutex2var_epi8(_mm512_load_si512(t + 4), idx, _mm512_load_si512(t + 5));
+    const __m512i r3 = _mm512_permutex2var_epi8(_mm512_load_si512(t + 6), idx, _mm512_load_si512(t + 7));
+    return _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(r0, m7, r1), m8, _mm512_mask_mov_epi8(r2, m7, r3));
+}
+
+static inline VBMI __attribute__((always_inline)) float dot_iq3_s_vbmi(const cll_block_iq3_s *x, const cll_block_q8_K *a) {
+    const __m512i idx = _mm512_loadu_si512(x->qs); /* low 8 bits of the 64 indices, in element order */
+    const __mmask64 m7 = _mm512_movepi8_mask(idx);
+    uint64_t qh, sg[4];
+    memcpy(&qh, x->qh, 8); /* bit k: the 9th bit of index k */
+    memcpy(sg, x->signs, 32); /* bit e: the sign of element e */
+    const __mmask64 m8 = (__mmask64)qh;
+    const __m512i R0 = iq3s_plane(0, idx, m7, m8), R1 = iq3s_plane(1, idx, m7, m8), R2 = iq3s_plane(2, idx, m7, m8),
+                  R3 = iq3s_plane(3, idx, m7, m8);
+    /* element 4k + j = plane j of index k: interleave bytes, then 128-bit lanes */
+    const __m512i A = _mm512_unpacklo_epi8(R0, R1), B = _mm512_unpackhi_epi8(R0, R1);
+    const __m512i C = _mm512_unpacklo_epi8(R2, R3), D = _mm512_unpackhi_epi8(R2, R3);
+    const __m512i E0 = _mm512_unpacklo_epi16(A, C), E1 = _mm512_unpackhi_epi16(A, C);
+    const __m512i E2 = _mm512_unpacklo_epi16(B, D), E3 = _mm512_unpackhi_epi16(B, D);
+    const __m512i T0 = _mm512_shuffle_i64x2(E0, E1, 0x44), T1 = _mm512_shuffle_i64x2(E2, E3, 0x44);
+    const __m512i T2 = _mm512_shuffle_i64x2(E0, E1, 0xEE), T3 = _mm512_shuffle_i64x2(E2, E3, 0xEE);
+    __m512i U[4];
+    U[0] = _mm512_shuffle_i64x2(T0, T1, 0x88);
+    U[1] = _mm512_shuffle_i64x2(T0, T1, 0xDD);
+    U[2] = _mm512_shuffle_i64x2(T2, T3, 0x88);
+    U[3] = _mm512_shuffle_i64x2(T2, T3, 0xDD);
+    const __m512i off = _mm512_set1_epi8(16);
+    uint32_t s4;
+    memcpy(&s4, x->scales, 4);
+    __m512i isum = _mm512_setzero_si512();
+    int corr = 0;
+#pragma GCC unroll 4
+    for (int L = 0; L < 4; L++) {
+        const __m512i u = _mm512_mask_sub_epi8(_mm512_add_epi8(off, U[L]), (__mmask64)sg[L], off, U[L]);
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(a->qs + 64 * L));
+        const int s0 = 1 + 2 * (int)((s4 >> (8 * L)) & 15), s1 = 1 + 2 * (int)((s4 >> (8 * L + 4)) & 15);
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(p, _mm512_inserti64x4(_mm512_set1_epi32(s0), _mm256_set1_epi32(s1), 1)));
+        corr += s0 * (a->bsums[4 * L] + a->bsums[4 * L + 1]) + s1 * (a->bsums[4 * L + 2] + a->bsums[4 * L + 3]);
+    }
+    return a->d * h2f(x->d) * (float)(_mm512_reduce_add_epi32(isum) - 16 * corr);
+}
+
+VBMI void cll_kern_run_iq3_s_gemv_vbmi(const kern_args *a, int64_t r0, int64_t r1) {
+    const int64_t nb = a->cols / 256;
+    for (int64_t r = r0; r < r1; r++) {
+        const cll_block_iq3_s *w = (const cll_block_iq3_s *)(a->w + (size_t)r * a->w_row_bytes);
+        if (r + 1 < r1) _mm_prefetch((const char *)w + a->w_row_bytes, _MM_HINT_T0);
+        for (int64_t t = 0; t < a->n; t++) {
+            const cll_block_q8_K *y = (const cll_block_q8_K *)(a->act + t * a->act_stride);
+            float s = 0;
+            for (int64_t b = 0; b < nb; b++) s += dot_iq3_s_vbmi(w + b, y + b);
+            a->y[t * a->ldy + r] = s;
         }
     }
 }

@@ -24,6 +24,12 @@ static bool lowq_gemv_avx512_ok(const cll_kernel_row *r, const cll_kernel_shape 
     return cll_kern_lowq_gemv_avx512_has(s->wtype);
 }
 
+/* AVX512-VBMI has no ISA bit of its own in the registry: asked of the CPU here */
+static bool iq3s_vbmi_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    (void)r;
+    return s->wtype == CLL_TYPE_IQ3_S && __builtin_cpu_supports("avx512vbmi");
+}
+
 /* ---- impls ---- */
 #define R8_IMPL(T, ACT, ISA)                                                                                \
     static const kern_impl k_r8_##T##_##ISA = {ACT, 8, cll_kern_r8_size_##T, cll_kern_r8_pack_##T,        \
@@ -43,6 +49,7 @@ R8_IMPL(q6_K, KACT_Q8_K, avx512)
 static const kern_impl k_lowq_gemv_avx2 = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_lowq_gemv_avx2};
 static const kern_impl k_lowq_d8_avx2 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx2};
 static const kern_impl k_lowq_gemv_avx512 = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_lowq_gemv_avx512};
+static const kern_impl k_iq3s_gemv_vbmi = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_iq3_s_gemv_vbmi};
 static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx512};
 
 static const kern_impl k_scalar_f32 = {KACT_F32, 1, NULL, NULL, cll_kern_run_scalar};
@@ -64,7 +71,8 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
      KLAYOUT_R8, 8, NULL, true, true, &k_r8_##T##_avx512},                                                  \
     {"matmul_" #T "_avx2_r8x4", CLL_KOP_MATMUL, CLL_TYPE_##T##_ID, CLL_ISA_AVX2,                           \
      "layout=r8 tile=8x4 maddubs", KLAYOUT_R8, 8, NULL, true, true, &k_r8_##T##_avx2}
-/* d8: GEMM of the decode rows; 8 plain rows decoded per token chunk (rows % 8 == 0) */
+/* decrow rows serve both ops: the GEMV, and the GEMM of shapes the d8 rows refuse (rows % 8)
+ * d8: GEMM of the decode rows; 8 plain rows decoded per token chunk (rows % 8 == 0) */
 #define D8_ROW_512(T, ID, DFLT)                                                                              \
     {"matmul_" #T "_avx512vnni_d8x4", CLL_KOP_GEMM, ID, V512, "layout=plain decode=8 rows/chunk tile=8x4 dpbusd", \
      KLAYOUT_PLAIN, 8, NULL, DFLT, DFLT, &k_lowq_d8_avx512}
@@ -72,10 +80,10 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
     {"matmul_" #T "_avx2_d8x4", CLL_KOP_GEMM, ID, CLL_ISA_AVX2, "layout=plain decode=8 rows/chunk tile=8x4 maddubs", \
      KLAYOUT_PLAIN, 8, NULL, DFLT, DFLT, &k_lowq_d8_avx2}
 #define DEC_GEMV_ROW(T, ID, DFLT)                                                                            \
-    {"matmul_" #T "_avx2_decrow", CLL_KOP_GEMV, ID, CLL_ISA_AVX2, "layout=plain rows=1 simd-decode+maddubs",   \
+    {"matmul_" #T "_avx2_decrow", CLL_KOP_MATMUL, ID, CLL_ISA_AVX2, "layout=plain rows=1 simd-decode+maddubs",   \
      KLAYOUT_PLAIN, 1, lowq_gemv_avx2_ok, DFLT, DFLT, &k_lowq_gemv_avx2}
 #define DEC_GEMV_ROW_512(T, ID, DFLT)                                                                        \
-    {"matmul_" #T "_avx512vnni_decrow", CLL_KOP_GEMV, ID, V512, "layout=plain rows=1 simd-decode+dpbusd",      \
+    {"matmul_" #T "_avx512vnni_decrow", CLL_KOP_MATMUL, ID, V512, "layout=plain rows=1 simd-decode+dpbusd",      \
      KLAYOUT_PLAIN, 1, lowq_gemv_avx512_ok, DFLT, DFLT, &k_lowq_gemv_avx512}
 /* DFLT: the row is its type's first choice (no r8 row exists for the type) */
 #define PLAIN_ROW(T, ID, IMPL, DFLT)                                                                         \
@@ -105,6 +113,9 @@ static const cll_kernel_row k_rows[] = {
     DEC_GEMV_ROW(q3_K, CLL_TYPE_Q3_K, true),
     D8_ROW_512(iq3_s, CLL_TYPE_IQ3_S, true),
     D8_ROW_AVX2(iq3_s, CLL_TYPE_IQ3_S, true),
+    {"matmul_iq3_s_avx512vbmi_decrow", CLL_KOP_MATMUL, CLL_TYPE_IQ3_S, V512, "layout=plain rows=1 vpermi2b-grid+dpbusd zmm",
+     KLAYOUT_PLAIN, 1, iq3s_vbmi_ok, true, true, &k_iq3s_gemv_vbmi},
+    DEC_GEMV_ROW_512(iq3_s, CLL_TYPE_IQ3_S, false),
     DEC_GEMV_ROW(iq3_s, CLL_TYPE_IQ3_S, true),
     D8_ROW_512(iq2_xxs, CLL_TYPE_IQ2_XXS, true),
     D8_ROW_AVX2(iq2_xxs, CLL_TYPE_IQ2_XXS, true),
