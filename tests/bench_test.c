@@ -166,6 +166,15 @@ static void test_record_and_check(void **state) {
     assert_non_null(json_object_get(json_object_get(prov, "hardware"), "cpu"));
     const char *parity = json_string_value(json_object_get(r, "parity"));
     assert_true(!strcmp(parity, "pass") || !strcmp(parity, "fail") || !strcmp(parity, "unchecked"));
+    /* the first CPU record of a box measures its read bandwidth; the tg row is set against it */
+    const double bw = json_number_value(json_object_get(doc, "bandwidth_GBps"));
+    assert_true(bw > 0.1 && bw < 10000.0);
+    json_t *tg = json_array_get(rows, 1);
+    assert_string_equal(json_string_value(json_object_get(tg, "test")), "tg8");
+    assert_true(json_integer_value(json_object_get(tg, "decode_weight_bytes")) > 0);
+    const double pct = json_number_value(json_object_get(tg, "roofline_pct"));
+    const double want = 100.0 * json_number_value(json_object_get(tg, "weight_gbps")) / bw;
+    assert_true(pct > 0 && fabs(pct - want) < 1e-6 * want);
     json_decref(doc);
     /* re-recording replaces, never appends */
     assert_int_equal(system(cmd), 0);

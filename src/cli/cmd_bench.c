@@ -18,6 +18,7 @@ typedef struct {
     int n_models;
     int pp[MAX_LIST], n_pp, tg[MAX_LIST], n_tg;
     int reps, threads, backend;
+    bool probe_bw; /* --probe-bandwidth: measure the box's read bandwidth again */
     const char *fmt, *box, *records, *tune;
     bool record;
 } opts;
@@ -28,7 +29,10 @@ static void usage(FILE *f) {
                "                    [--record [--box NAME] [--records DIR]] [--tune SIDECAR]\n"
                "  pp<p>: one prefill of p tokens from an empty cache; tg<n>: n single-token steps.\n"
                "  -p/-n take comma lists (0 = skip). One untimed warm-up per test; model load not timed.\n"
-               "  --record writes/replaces the rows in <records>/<box>.json (box default: $CLLAMA_BOX or hostname).\n");
+               "  --record writes/replaces the rows in <records>/<box>.json (box default: $CLLAMA_BOX or hostname);\n"
+               "           the first CPU record of a box measures its read bandwidth (a 1 GiB sum with -t threads)\n"
+               "           for the decode roofline (--probe-bandwidth measures it again); tg rows then carry\n"
+               "           GB/s of weights and %% of that roofline.\n");
 }
 
 static int parse_list(const char *s, int *out) {
@@ -65,7 +69,7 @@ static json_t *jarr(const double *v, int n, bool integer) {
 /* a row in llama-bench's field order, then ours */
 static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, int np, int ng, const cll_bench_result *r,
                         const char *sha_short, const char *cpu, const char *gpu, const char *tune_sha, const char *when,
-                        int n_batch) {
+                        int n_batch, double roof) {
     json_t *j = json_object();
     json_object_set_new(j, "build_commit", json_string(sha_short));
     json_object_set_new(j, "build_number", json_integer(0));
@@ -117,7 +121,7 @@ static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, in
     json_object_set_new(j, "tune_sha256", json_string(tune_sha));
     if (ng > 0) { /* decode reads every weight byte once per token: report it against the roofline */
         const uint64_t wb = cll_bench_model_decode_bytes(bm);
-        const double gbs = r->avg_ts * (double)wb / 1e9, roof = o->backend ? cll_bench_roofline_gbs(gpu) : 0.0;
+        const double gbs = r->avg_ts * (double)wb / 1e9;
         json_object_set_new(j, "decode_weight_bytes", json_integer((json_int_t)wb));
         json_object_set_new(j, "weight_gbps", json_real(gbs));
         if (roof > 0) {
@@ -224,6 +228,7 @@ int cll_cmd_bench(int argc, char **argv) {
             }
         } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && has) o.fmt = argv[++i];
         else if (!strcmp(a, "--record")) o.record = true;
+        else if (!strcmp(a, "--probe-bandwidth")) o.probe_bw = true;
         else if (!strcmp(a, "--box") && has) o.box = argv[++i];
         else if (!strcmp(a, "--records") && has) o.records = argv[++i];
         else if (!strcmp(a, "--tune") && has) o.tune = argv[++i];
@@ -262,6 +267,7 @@ int cll_cmd_bench(int argc, char **argv) {
     cll_bench_records_path(recdir, box, recfile, sizeof recfile);
 
     json_t *doc = NULL, *hw = NULL;
+    double roof = o.backend ? cll_bench_roofline_gbs(gpu) : 0.0; /* GB/s; records may refine it */
     const char *parity = "unchecked";
     char parity_why[512] = "";
     char *cmdline = join_args(argc, argv);
@@ -275,6 +281,19 @@ int cll_cmd_bench(int argc, char **argv) {
         hw = json_loads(h, 0, NULL);
         free(h);
         parity = cll_bench_parity(o.backend, o.threads, parity_why, sizeof parity_why);
+        /* the box's read bandwidth, measured once and kept in its records (the board's roofline) */
+        json_t *bw = json_object_get(doc, "bandwidth_GBps");
+        if (json_is_number(bw) && !o.probe_bw) {
+            roof = json_number_value(bw);
+        } else if (o.backend) {
+            roof = cll_bench_roofline_gbs(gpu);
+        } else {
+            if (progress) fprintf(stderr, "bench: measuring this box's read bandwidth with %d threads...\n", o.threads);
+            roof = cll_bench_read_bandwidth(o.threads, (size_t)1 << 30);
+            fprintf(stderr, "bench: read bandwidth %.1f GB/s (%d threads, 1 GiB sum; recorded as the box's roofline)\n",
+                    roof, o.threads);
+        }
+        if (roof > 0) json_object_set_new(doc, "bandwidth_GBps", json_real(roof));
         if (progress || strcmp(parity, "pass")) fprintf(stderr, "bench: parity %s (%s)\n", parity, parity_why);
     }
     int max_p = 1, max_g = 0;
@@ -316,9 +335,9 @@ int cll_cmd_bench(int argc, char **argv) {
                     noise = cv > 0.03 ? "noisy" : "ok (re-run)";
                 }
             }
-            json_t *row = make_row(&o, path, bm, np, ng, &r, sha_short, cpu, gpu, tune_sha, when, max_p);
+            json_t *row = make_row(&o, path, bm, np, ng, &r, sha_short, cpu, gpu, tune_sha, when, max_p, roof);
             print_row(o.fmt, row, &header);
-            if (ng > 0 && o.backend) {
+            if (ng > 0 && (o.backend || roof > 0)) {
                 json_t *pct = json_object_get(row, "roofline_pct"), *kpt = json_object_get(row, "kernels_per_token");
                 fprintf(stderr, "bench: %s tg%d: %.2f GB of weights per token, %.0f GB/s", cll_bench_basename(path), ng,
                         (double)json_integer_value(json_object_get(row, "decode_weight_bytes")) / 1e9,
