@@ -41,6 +41,16 @@ uint32_t cll_kernels_cpu_features(void) {
         }
     }
 #endif
+    /* CLLAMA_CPU_ISA caps what dispatch may use (never adds what the CPU lacks): "avx2" runs the
+     * AVX2 rows on an AVX-512 box (the AVX2 board measured on one machine), "scalar" none */
+    const char *cap = getenv("CLLAMA_CPU_ISA");
+    if (cap && *cap) {
+        if (!strcmp(cap, "scalar")) f = 0;
+        else if (!strcmp(cap, "avx2")) f &= CLL_ISA_AVX2;
+        else if (!strcmp(cap, "avx512")) f &= CLL_ISA_AVX2 | CLL_ISA_AVX512;
+        else if (strcmp(cap, "native"))
+            fprintf(stderr, "cllama: warning: CLLAMA_CPU_ISA=%s is not scalar, avx2, avx512 or native; ignored\n", cap);
+    }
     cached = f;
     return f;
 }
