@@ -60,14 +60,17 @@ void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) {
     case CLL_TYPE_Q2_K: run_gemv(a, r0, r1, CLL_TYPE_Q2_K); break;
     case CLL_TYPE_Q3_K: run_gemv(a, r0, r1, CLL_TYPE_Q3_K); break;
     case CLL_TYPE_IQ3_S: run_gemv(a, r0, r1, CLL_TYPE_IQ3_S); break;
+    /* formats' unpacker as the decoder (the scalar row's own unpack), SIMD dot */
+    case CLL_TYPE_IQ2_XXS: run_gemv(a, r0, r1, CLL_TYPE_IQ2_XXS); break;
+    case CLL_TYPE_IQ2_XS: run_gemv(a, r0, r1, CLL_TYPE_IQ2_XS); break;
+    case CLL_TYPE_IQ2_S: run_gemv(a, r0, r1, CLL_TYPE_IQ2_S); break;
+    case CLL_TYPE_IQ3_XXS: run_gemv(a, r0, r1, CLL_TYPE_IQ3_XXS); break;
     default: break;
     }
 }
 
 
-bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype) {
-    return wtype == CLL_TYPE_Q2_K || wtype == CLL_TYPE_Q3_K || wtype == CLL_TYPE_IQ3_S;
-}
+bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype) { return cll_kern_lowq_d8_avx2_has(wtype); }
 
 /* ---- GEMM: d8 records, 8 rows x T tokens --------------------------------------------- */
 
