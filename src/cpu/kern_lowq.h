@@ -142,6 +142,94 @@ INLINE void dec_iq4_xs(const uint8_t *blk, kdec256 *o) {
     o->d = o->fm = h2f(x->d);
 }
 
+/* 4 sign bytes (one per 8 elements) in a u32 -> +-g + off */
+INLINE __m256i lq_signed_off32(__m256i g, uint32_t sb, __m256i off) {
+    uint8_t b[4];
+    memcpy(b, &sb, 4);
+    return lq_signed_off(g, b, off);
+}
+INLINE uint32_t lq_ksigns4(uint32_t a) { /* 4 x 7-bit sign indices -> 4 sign bytes */
+    return (uint32_t)cll_ksigns_iq2xs[a & 127] | ((uint32_t)cll_ksigns_iq2xs[(a >> 7) & 127] << 8) |
+           ((uint32_t)cll_ksigns_iq2xs[(a >> 14) & 127] << 16) | ((uint32_t)cll_ksigns_iq2xs[(a >> 21) & 127] << 24);
+}
+INLINE __m256i lq_grid64x4(const uint64_t *grid, int i0, int i1, int i2, int i3) {
+    return _mm256_setr_epi64x((long long)grid[i0], (long long)grid[i1], (long long)grid[i2], (long long)grid[i3]);
+}
+/* scale 2s + 1 per 16 from 8 bytes of two nibbles (IQ2_XS, IQ2_S) */
+INLINE void lq_sc_nib16(const uint8_t *scales, int off, kdec256 *o) {
+    const __m128i s = _mm_loadl_epi64((const __m128i *)scales), m4 = _mm_set1_epi8(15);
+    const __m128i n = _mm_unpacklo_epi8(_mm_and_si128(s, m4), _mm_and_si128(_mm_srli_epi16(s, 4), m4)); /* lo, hi per byte */
+    const __m256i sc = _mm256_add_epi16(_mm256_slli_epi16(_mm256_cvtepu8_epi16(n), 1), _mm256_set1_epi16(1));
+    lq_st(o->sc, sc);
+    lq_st(o->mc, _mm256_mullo_epi16(sc, _mm256_set1_epi16((short)off)));
+}
+
+/* IQ2_XXS: per 32: 4 grid bytes (8 elements each), 4 x 7-bit sign indices + 4-bit scale; d / 8 */
+INLINE void dec_iq2_xxs(const uint8_t *blk, kdec256 *o) {
+    const cll_block_iq2_xxs *x = (const cll_block_iq2_xxs *)blk;
+    const __m256i off = _mm256_set1_epi8(44);
+    for (int ib = 0; ib < 8; ib++) {
+        uint32_t a0, a1;
+        memcpy(&a0, x->qs + 4 * ib, 4);
+        memcpy(&a1, x->qs + 4 * ib + 2, 4);
+        const __m256i g = lq_grid64x4(cll_iq2xxs_grid, a0 & 255, (a0 >> 8) & 255, (a0 >> 16) & 255, a0 >> 24);
+        lq_st(o->u + 32 * ib, lq_signed_off32(g, lq_ksigns4(a1), off));
+        const int16_t sc = (int16_t)(2 * (a1 >> 28) + 1);
+        o->sc[2 * ib] = o->sc[2 * ib + 1] = sc;
+        o->mc[2 * ib] = o->mc[2 * ib + 1] = (int16_t)(44 * sc);
+    }
+    o->d = o->fm = h2f(x->d) * 0.125f;
+}
+
+/* IQ2_XS: 16-bit codes = 9-bit grid index | 7-bit sign index << 9; scales per 16 */
+INLINE void dec_iq2_xs(const uint8_t *blk, kdec256 *o) {
+    const cll_block_iq2_xs *x = (const cll_block_iq2_xs *)blk;
+    const __m256i off = _mm256_set1_epi8(44);
+    for (int ib = 0; ib < 8; ib++) {
+        const uint16_t *q = x->qs + 4 * ib;
+        const __m256i g = lq_grid64x4(cll_iq2xs_grid, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511);
+        const uint32_t sb = (uint32_t)cll_ksigns_iq2xs[q[0] >> 9] | ((uint32_t)cll_ksigns_iq2xs[q[1] >> 9] << 8) |
+                            ((uint32_t)cll_ksigns_iq2xs[q[2] >> 9] << 16) | ((uint32_t)cll_ksigns_iq2xs[q[3] >> 9] << 24);
+        lq_st(o->u + 32 * ib, lq_signed_off32(g, sb, off));
+    }
+    lq_sc_nib16(x->scales, 44, o);
+    o->d = o->fm = h2f(x->d) * 0.125f;
+}
+
+/* IQ2_S: 10-bit grid index (qs | 2 bits of qh), explicit sign bytes after the 32 index bytes */
+INLINE void dec_iq2_s(const uint8_t *blk, kdec256 *o) {
+    const cll_block_iq2_s *x = (const cll_block_iq2_s *)blk;
+    const __m256i off = _mm256_set1_epi8(44);
+    for (int ib = 0; ib < 8; ib++) {
+        const uint8_t *q = x->qs + 4 * ib;
+        const int h = x->qh[ib];
+        const __m256i g = lq_grid64x4(cll_iq2s_grid, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300),
+                                      q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300));
+        lq_st(o->u + 32 * ib, lq_signed_off(g, x->qs + 32 + 4 * ib, off));
+    }
+    lq_sc_nib16(x->scales, 44, o);
+    o->d = o->fm = h2f(x->d) * 0.125f;
+}
+
+/* IQ3_XXS: 8-bit indices into a 4-byte grid, per 32 a u32 of 4 x 7-bit sign indices + scale; d / 4 */
+INLINE void dec_iq3_xxs(const uint8_t *blk, kdec256 *o) {
+    const cll_block_iq3_xxs *x = (const cll_block_iq3_xxs *)blk;
+    const __m256i off = _mm256_set1_epi8(64);
+    const uint32_t *grid = cll_iq3xxs_grid;
+    for (int ib = 0; ib < 8; ib++) {
+        const uint8_t *q = x->qs + 8 * ib;
+        uint32_t aux;
+        memcpy(&aux, x->qs + 64 + 4 * ib, 4);
+        const __m256i g = _mm256_setr_epi32((int)grid[q[0]], (int)grid[q[1]], (int)grid[q[2]], (int)grid[q[3]],
+                                            (int)grid[q[4]], (int)grid[q[5]], (int)grid[q[6]], (int)grid[q[7]]);
+        lq_st(o->u + 32 * ib, lq_signed_off32(g, lq_ksigns4(aux), off));
+        const int16_t sc = (int16_t)(2 * (aux >> 28) + 1);
+        o->sc[2 * ib] = o->sc[2 * ib + 1] = sc;
+        o->mc[2 * ib] = o->mc[2 * ib + 1] = (int16_t)(64 * sc);
+    }
+    o->d = o->fm = h2f(x->d) * 0.25f;
+}
+
 /* any type formats/dot_unpack.c knows: its unpacked block, shifted by off (a portable
  * decoder: the GEMM rows of the formats without a SIMD decoder amortise it over tokens) */
 INLINE void dec_generic(uint32_t wtype, const uint8_t *row, int64_t b, int off, kdec256 *o) {
@@ -180,6 +268,10 @@ INLINE void lq_decode(uint32_t wtype, const uint8_t *row, int64_t b, size_t bsz,
     case CLL_TYPE_Q3_K: dec_q3_K(row + (size_t)b * bsz, o); break;
     case CLL_TYPE_IQ3_S: dec_iq3_s(row + (size_t)b * bsz, o); break;
     case CLL_TYPE_IQ4_XS: dec_iq4_xs(row + (size_t)b * bsz, o); break;
+    case CLL_TYPE_IQ2_XXS: dec_iq2_xxs(row + (size_t)b * bsz, o); break;
+    case CLL_TYPE_IQ2_XS: dec_iq2_xs(row + (size_t)b * bsz, o); break;
+    case CLL_TYPE_IQ2_S: dec_iq2_s(row + (size_t)b * bsz, o); break;
+    case CLL_TYPE_IQ3_XXS: dec_iq3_xxs(row + (size_t)b * bsz, o); break;
     default: dec_generic(wtype, row, b, lq_off(wtype), o); break;
     }
 }
