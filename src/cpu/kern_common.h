@@ -108,6 +108,9 @@ void cll_kern_run_lowq_gemv_avx512(const kern_args *a, int64_t r0, int64_t r1);
 bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype);
 void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1);
 
+/* r8 GEMV with zmm (kern_r8z_avx512.c): two 4-element groups per vector */
+void cll_kern_run_r8_q6_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1);
+
 /* the CPU registry (kern_table.c) */
 const cll_kernel_table *cll_cpu_kernel_table_get(void);
 

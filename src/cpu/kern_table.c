@@ -52,6 +52,9 @@ static const kern_impl k_lowq_gemv_avx512 = {KACT_Q8_K, 1, NULL, NULL, cll_kern_
 static const kern_impl k_iq3s_gemv_vbmi = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_iq3_s_gemv_vbmi};
 static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx512};
 
+static const kern_impl k_r8z_q6_K_avx512 = {KACT_Q8_K, 8, cll_kern_r8_size_q6_K, cll_kern_r8_pack_q6_K,
+                                            cll_kern_run_r8_q6_K_gemv_avx512z};
+
 static const kern_impl k_scalar_f32 = {KACT_F32, 1, NULL, NULL, cll_kern_run_scalar};
 static const kern_impl k_scalar_f16 = {KACT_F16, 1, NULL, NULL, cll_kern_run_scalar};
 static const kern_impl k_scalar_bf16 = {KACT_BF16, 1, NULL, NULL, cll_kern_run_scalar};
@@ -104,6 +107,8 @@ static const cll_kernel_row k_rows[] = {
     R8_ROWS(q8_0),
     R8_ROWS(q4_K),
     R8_ROWS(q5_K),
+    {"matmul_q6_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q6_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
+     NULL, true, true, &k_r8z_q6_K_avx512},
     R8_ROWS(q6_K),
     D8_ROW_512(q2_K, CLL_TYPE_Q2_K, true),
     D8_ROW_AVX2(q2_K, CLL_TYPE_Q2_K, true),

@@ -1,0 +1,66 @@
+/* cpu/kern_r8z_avx512: GEMV (one token) on the r8 layouts with 512-bit vectors: two
+ * 4-element groups of the 8 interleaved rows per zmm (64 contiguous bytes of the record),
+ * so the 6-bit (Q6_K) reconstruction and vpdpbusd run on twice the bytes per instruction;
+ * the activation dwords of the two groups go to the two 256-bit halves (one vpermd), and
+ * the halves are added once per super-block. Integer sums equal kern_r8_avx512.c's, the
+ * float ops after them are the same (fma of d * da times the int32 lanes, per block). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/kern_common.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* Q6_K record (kern_r8_pack.c): d[8] fp16 | sc[8 k][8 r][2] i8 @16 | ql[4 p][8 c][32] @144 | qh[2 h][8 c][32] @1168 */
+INLINE __m256 q6_block(const uint8_t *rec, const cll_block_q8_K *ab) {
+    const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+    const __m512i sel = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const int8_t *sc = (const int8_t *)(rec + 16);
+    const uint8_t *ql = rec + 144, *qh = rec + 1168;
+    __m512i isum = _mm512_setzero_si512();
+    __m256i csum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+        const uint8_t *lsrc = ql + 256 * (k >> 1), *hsrc = qh + 256 * (k >> 2);
+        const int hs = 2 * (k & 3);
+        const int8_t *aq = ab->qs + 32 * k;
+        __m512i p[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            __m512i lo = _mm512_loadu_si512(lsrc + 64 * i);
+            lo = (k & 1) ? _mm512_and_si512(_mm512_srli_epi16(lo, 4), m4) : _mm512_and_si512(lo, m4);
+            __m512i hi = _mm512_loadu_si512(hsrc + 64 * i);
+            hi = hs <= 4 ? _mm512_slli_epi16(hi, 4 - hs) : _mm512_srli_epi16(hi, hs - 4);
+            const __m512i w = _mm512_or_si512(lo, _mm512_and_si512(hi, m30));
+            const __m512i av = _mm512_permutexvar_epi32(sel, _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(aq + 8 * i))));
+            p[i >> 1] = _mm512_dpbusd_epi32(p[i >> 1], w, av);
+        }
+        const __m256i sck = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(sc + 16 * k)));
+        const __m256i s0 = _mm256_srai_epi32(_mm256_slli_epi32(sck, 16), 16), s1 = _mm256_srai_epi32(sck, 16);
+        isum = _mm512_add_epi32(isum, _mm512_add_epi32(_mm512_mullo_epi32(p[0], _mm512_broadcast_i64x4(s0)),
+                                                       _mm512_mullo_epi32(p[1], _mm512_broadcast_i64x4(s1))));
+        int32_t bs;
+        memcpy(&bs, ab->bsums + 2 * k, 4);
+        csum = _mm256_add_epi32(csum, _mm256_madd_epi16(_mm256_slli_epi16(sck, 5), _mm256_set1_epi32(bs)));
+    }
+    const __m256i is = _mm256_sub_epi32(_mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1)), csum);
+    return _mm256_cvtepi32_ps(is);
+}
+
+void cll_kern_run_r8_q6_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1) {
+    const int64_t nb = a->cols / 256;
+    const size_t gbytes = (size_t)nb * 1680;
+    for (int64_t t = 0; t < a->n; t++) {
+        const cll_block_q8_K *ab = (const cll_block_q8_K *)(a->act + t * a->act_stride);
+        for (int64_t g = r0 / 8; g < r1 / 8; g++) {
+            const uint8_t *wg = a->w + (size_t)g * gbytes;
+            __m256 acc = _mm256_setzero_ps();
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *rec = wg + b * 1680;
+                const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)rec));
+                acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab[b].d)), q6_block(rec, ab + b), acc);
+            }
+            _mm256_storeu_ps(a->y + t * a->ldy + g * 8, acc);
+        }
+    }
+}
