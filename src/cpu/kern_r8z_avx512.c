@@ -3,11 +3,13 @@
  * so the 6-bit (Q6_K) reconstruction and vpdpbusd run on twice the bytes per instruction;
  * the activation dwords of the two groups go to the two 256-bit halves (one vpermd), and
  * the halves are added once per super-block. Integer sums equal kern_r8_avx512.c's, the
- * float ops after them are the same (fma of d * da times the int32 lanes, per block). */
+ * float ops after them are the same (fma of d * da times the int32 lanes, per block).
+ * Also here: the IQ4_XS GEMV on the file layout with zmm (4 sub-blocks of 32 per vector). */
 #include <immintrin.h>
 #include <string.h>
 
 #include "cpu/kern_common.h"
+#include "formats/iq_tables.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -62,5 +64,58 @@ void cll_kern_run_r8_q6_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r
             }
             _mm256_storeu_ps(a->y + t * a->ldy + g * 8, acc);
         }
+    }
+}
+
+/* ---- IQ4_XS x Q8_K, one row at a time, file layout ------------------------------------- */
+
+/* four 32-element sub-blocks per pair of zmm: lanes of `lo` hold elements 0..15 of sub-blocks
+ * 4h..4h+3 (low nibbles of their 16 qs bytes), `hi` elements 16..31; u = level + 128 */
+INLINE float dot_iq4_xs_z(const cll_block_iq4_xs *x, const cll_block_q8_K *a, int64_t nb) {
+    const __m512i lut = _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)cll_kvalues_iq4nl)),
+                                        _mm512_set1_epi8((char)128));
+    const __m512i m4 = _mm512_set1_epi8(15);
+    const __m512i e0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i e1 = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+    const __m256i shl = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), shh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        uint32_t sl;
+        memcpy(&sl, x[b].scales_l, 4);
+        const __m256i ls = _mm256_sub_epi32(
+            _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)sl), shl), _mm256_set1_epi32(15)),
+                            _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(x[b].scales_h), shh),
+                                                               _mm256_set1_epi32(3)), 4)),
+            _mm256_set1_epi32(32)); /* ls - 32 of the 8 sub-blocks */
+        const __m512i lsz = _mm512_castsi256_si512(ls);
+        __m512i isum = _mm512_setzero_si512();
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m512i v = _mm512_loadu_si512(x[b].qs + 64 * h);
+            const __m512i ulo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
+            const __m512i uhi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+            const __m512i A0 = _mm512_loadu_si512(a[b].qs + 128 * h), A1 = _mm512_loadu_si512(a[b].qs + 128 * h + 64);
+            const __m512i alo = _mm512_shuffle_i64x2(A0, A1, 0x88), ahi = _mm512_shuffle_i64x2(A0, A1, 0xDD);
+            const __m512i p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ulo, alo), uhi, ahi);
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(p, _mm512_permutexvar_epi32(h ? e1 : e0, lsz)));
+        }
+        /* the +128 offset: 128 * sum over sub-blocks of (ls - 32) * (sum of its 32 activations) */
+        const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)a[b].bsums), _mm256_set1_epi16(1));
+        const float dd = a[b].d * _cvtsh_ss(x[b].d);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(dd), _mm512_cvtepi32_ps(isum), acc);
+        accc = _mm256_fmadd_ps(_mm256_set1_ps(128.0f * dd), _mm256_cvtepi32_ps(_mm256_mullo_epi32(ls, bs)), accc);
+    }
+    return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(_mm512_castps256_ps512(accc));
+}
+
+void cll_kern_run_iq4_xs_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1) {
+    const int64_t nb = a->cols / 256;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = a->w + (size_t)r * a->w_row_bytes;
+        if (r + 1 < r1) _mm_prefetch((const char *)(w + a->w_row_bytes), _MM_HINT_T0);
+        for (int64_t t = 0; t < a->n; t++)
+            a->y[t * a->ldy + r] = dot_iq4_xs_z((const cll_block_iq4_xs *)w,
+                                               (const cll_block_q8_K *)(a->act + t * a->act_stride), nb);
     }
 }

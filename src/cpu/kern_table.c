@@ -55,6 +55,8 @@ static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_ru
 static const kern_impl k_r8z_q6_K_avx512 = {KACT_Q8_K, 8, cll_kern_r8_size_q6_K, cll_kern_r8_pack_q6_K,
                                             cll_kern_run_r8_q6_K_gemv_avx512z};
 
+static const kern_impl k_iq4_xs_gemv_z = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_iq4_xs_gemv_avx512z};
+
 static const kern_impl k_scalar_f32 = {KACT_F32, 1, NULL, NULL, cll_kern_run_scalar};
 static const kern_impl k_scalar_f16 = {KACT_F16, 1, NULL, NULL, cll_kern_run_scalar};
 static const kern_impl k_scalar_bf16 = {KACT_BF16, 1, NULL, NULL, cll_kern_run_scalar};
@@ -135,7 +137,9 @@ static const cll_kernel_row k_rows[] = {
     D8_ROW_AVX2(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
     DEC_GEMV_ROW(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
     D8_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, true),
-    DEC_GEMV_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, true),
+    {"matmul_iq4_xs_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_IQ4_XS, V512, "layout=plain rows=1 zmm 4 subs/vector dpbusd",
+     KLAYOUT_PLAIN, 1, NULL, true, true, &k_iq4_xs_gemv_z},
+    DEC_GEMV_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, false),
     PLAIN_ROW(f32, CLL_TYPE_F32, k_plain_f32, true),
     PLAIN_ROW(f16, CLL_TYPE_F16, k_plain_f16, true),
     PLAIN_ROW(q4_0, CLL_TYPE_Q4_0, k_plain_q8_0x, false),
