@@ -23,20 +23,20 @@ INLINE __m256 load_fp16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_
 INLINE void tile_q4_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
                       const int T) {
     const __m256i m4 = _mm256_set1_epi8(15);
-    __m256 acc[4];
-#pragma GCC unroll 4
+    __m256 acc[8];
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 144;
         const __m256 dw = load_fp16x8((const uint16_t *)rec);
         __m256i w[8];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int c = 0; c < 4; c++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(rec + 16 + 32 * c));
             w[2 * c] = _mm256_and_si256(v, m4);
             w[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const kact_q8_0x *ab = (const kact_q8_0x *)(act + t * stride) + b;
             __m256i s = _mm256_setzero_si256();
@@ -46,7 +46,7 @@ INLINE void tile_q4_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d)), acc[t]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
@@ -54,8 +54,8 @@ INLINE void tile_q4_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
 
 INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
                       const int T) {
-    __m256 acc[4];
-#pragma GCC unroll 4
+    __m256 acc[8];
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 272;
@@ -64,7 +64,7 @@ INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
         __m256i aw[8];
 #pragma GCC unroll 8
         for (int g = 0; g < 8; g++) aw[g] = _mm256_abs_epi8(_mm256_loadu_si256(wq + g));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const kact_q8_0x *ab = (const kact_q8_0x *)(act + t * stride) + b;
             __m256i s32 = _mm256_setzero_si256();
@@ -76,7 +76,7 @@ INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32), _mm256_mul_ps(dw, _mm256_set1_ps(ab->d)), acc[t]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
@@ -86,14 +86,14 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
                        const int T, const int q5) {
     const size_t recsz = q5 ? 1440 : 1184;
     const __m256i m4 = _mm256_set1_epi8(15);
-    __m256 acc[4];
-#pragma GCC unroll 4
+    __m256 acc[8];
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * recsz;
         const uint8_t *sc = rec + 32, *mm = rec + 96, *qs = rec + 160;
-        __m256i isum[4];
-#pragma GCC unroll 4
+        __m256i isum[8];
+#pragma GCC unroll 8
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
         for (int s = 0; s < 8; s++) {
             const __m256i *src = (const __m256i *)(qs + 256 * (s >> 1));
@@ -115,7 +115,7 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
                 }
             }
             const __m256i scv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8 * s)));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < T; t++) {
                 const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
                 const int8_t *aq = ab->qs + 32 * s;
@@ -126,7 +126,7 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
             }
         }
         const __m256 dw = load_fp16x8((const uint16_t *)rec), dmw = load_fp16x8((const uint16_t *)rec + 8);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
             /* sums of the activations per 32-element sub-block, as int16 pairs (subs 2j, 2j+1) */
@@ -134,7 +134,7 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
             int32_t bsp[4];
             _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
             __m256i msum = _mm256_setzero_si256();
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int j = 0; j < 4; j++) {
                 __m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(mm + 16 * j)));
                 msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mv, _mm256_set1_epi32(bsp[j])));
@@ -144,7 +144,7 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
             acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmw, da), _mm256_cvtepi32_ps(msum), acc[t]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
@@ -153,15 +153,15 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
 INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
                       const int T) {
     const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
-    __m256 acc[4];
-#pragma GCC unroll 4
+    __m256 acc[8];
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 1680;
         const int8_t *sc = (const int8_t *)(rec + 16);
         const uint8_t *ql = rec + 144, *qh = rec + 1168;
-        __m256i isum[4];
-#pragma GCC unroll 4
+        __m256i isum[8];
+#pragma GCC unroll 8
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
         for (int k = 0; k < 8; k++) {
             const __m256i *lsrc = (const __m256i *)(ql + 256 * (k >> 1));
@@ -180,12 +180,12 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
             /* int32 scale per row: sign-extended int16 lanes 0 / 1 of each pair */
             const __m256i s0 = _mm256_srai_epi32(_mm256_slli_epi32(sck, 16), 16), s1 = _mm256_srai_epi32(sck, 16);
             const __m256i sck32 = _mm256_slli_epi16(sck, 5); /* 32 * sc: the -32 offset of the quants */
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < T; t++) {
                 const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
                 const int8_t *aq = ab->qs + 32 * k;
                 __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
-#pragma GCC unroll 4
+#pragma GCC unroll 8
                 for (int c = 0; c < 4; c++) {
                     p0 = _mm256_dpbusd_epi32(p0, w[c], bcast32(aq + 4 * c));
                     p1 = _mm256_dpbusd_epi32(p1, w[c + 4], bcast32(aq + 16 + 4 * c));
@@ -196,13 +196,13 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
             }
         }
         const __m256 dw = load_fp16x8((const uint16_t *)rec);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
             acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab->d)), _mm256_cvtepi32_ps(isum[t]), acc[t]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
@@ -218,6 +218,8 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
             for (int64_t g = r0 / 8; g < r1 / 8; g++) {                                                         \
                 const uint8_t *wg = a->w + (size_t)g * gbytes;                                                  \
                 int64_t t = t0;                                                                                 \
+                for (; t + 8 <= t1; t += 8)                                                                     \
+                    TILE(wg, nb, a->act + t * a->act_stride, a->act_stride, a->y + t * a->ldy + g * 8, a->ldy, 8); \
                 for (; t + 4 <= t1; t += 4)                                                                     \
                     TILE(wg, nb, a->act + t * a->act_stride, a->act_stride, a->y + t * a->ldy + g * 8, a->ldy, 4); \
                 const uint8_t *at = a->act + t * a->act_stride;                                                 \
