@@ -79,32 +79,35 @@ void cll_kern_run_lowq_gemv_avx512(const kern_args *a, int64_t r0, int64_t r1) {
 
 bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype) { return wtype == CLL_TYPE_IQ4_XS || wtype == CLL_TYPE_IQ3_S; }
 
+/* s32: the type's scales are per 32 elements (sc[2j] == sc[2j+1]): 8 vpdpbusd per vpmulld */
 INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
-                    const int T, const int add) {
-    __m256 acc[4];
-#pragma GCC unroll 4
+                    const int T, const int add, const int s32) {
+    __m256 acc[8];
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) acc[t] = add ? _mm256_loadu_ps(y + t * ldy) : _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = recs + b * KD8_REC;
         const __m256i *q = (const __m256i *)rec, *sc = (const __m256i *)(rec + KD8_SC);
-        __m256i isum[4];
-#pragma GCC unroll 4
+        __m256i isum[8];
+#pragma GCC unroll 8
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
-        for (int j = 0; j < 16; j++) {
-            const __m256i w0 = lq_ld(q + 4 * j), w1 = lq_ld(q + 4 * j + 1), w2 = lq_ld(q + 4 * j + 2),
-                          w3 = lq_ld(q + 4 * j + 3), s = lq_ld(sc + j);
-#pragma GCC unroll 4
+        const int G = s32 ? 8 : 4; /* 4-element groups per scale */
+        for (int j = 0; j < 64 / G; j++) {
+            __m256i w[8];
+#pragma GCC unroll 8
+            for (int c = 0; c < G; c++) w[c] = lq_ld(q + G * j + c);
+            const __m256i s = lq_ld(sc + (s32 ? 2 * j : j));
+#pragma GCC unroll 8
             for (int t = 0; t < T; t++) {
-                const int8_t *aq = ((const cll_block_q8_K *)(act + t * stride) + b)->qs + 16 * j;
-                __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), w0, lq_bcast32(aq));
-                p = _mm256_dpbusd_epi32(p, w1, lq_bcast32(aq + 4));
-                p = _mm256_dpbusd_epi32(p, w2, lq_bcast32(aq + 8));
-                p = _mm256_dpbusd_epi32(p, w3, lq_bcast32(aq + 12));
+                const int8_t *aq = ((const cll_block_q8_K *)(act + t * stride) + b)->qs + 4 * G * j;
+                __m256i p = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int c = 0; c < G; c++) p = _mm256_dpbusd_epi32(p, w[c], lq_bcast32(aq + 4 * c));
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(p, s));
             }
         }
         const __m256 dw = _mm256_loadu_ps((const float *)(rec + KD8_D)), fw = _mm256_loadu_ps((const float *)(rec + KD8_FM));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
             const __m256 da = _mm256_set1_ps(ab->d);
@@ -112,20 +115,22 @@ INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t 
             acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(fw, da), _mm256_cvtepi32_ps(lq_corr8(rec, ab)), acc[t]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
 }
 
+/* 8-token tiles (AVX-512VL: 32 ymm registers), then 4, then the rest */
 INLINE void sweep_d8(const uint8_t *recs, int64_t nbs, const uint8_t *act, size_t st, float *y, int64_t ldy,
-                     int64_t t0, int64_t t1, const int add) {
+                     int64_t t0, int64_t t1, const int add, const int s32) {
     int64_t t = t0;
-    for (; t + 4 <= t1; t += 4) tile_d8(recs, nbs, act + t * st, st, y + t * ldy, ldy, 4, add);
+    for (; t + 8 <= t1; t += 8) tile_d8(recs, nbs, act + t * st, st, y + t * ldy, ldy, 8, add, s32);
+    for (; t + 4 <= t1; t += 4) tile_d8(recs, nbs, act + t * st, st, y + t * ldy, ldy, 4, add, s32);
     const uint8_t *at = act + t * st;
     float *yt = y + t * ldy;
     switch (t1 - t) {
-    case 3: tile_d8(recs, nbs, at, st, yt, ldy, 3, add); break;
-    case 2: tile_d8(recs, nbs, at, st, yt, ldy, 2, add); break;
-    case 1: tile_d8(recs, nbs, at, st, yt, ldy, 1, add); break;
+    case 3: tile_d8(recs, nbs, at, st, yt, ldy, 3, add, s32); break;
+    case 2: tile_d8(recs, nbs, at, st, yt, ldy, 2, add, s32); break;
+    case 1: tile_d8(recs, nbs, at, st, yt, ldy, 1, add, s32); break;
     default: break;
     }
 }
@@ -142,6 +147,8 @@ void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1) {
     const int64_t nb = a->cols / 256;
     const size_t bsz = cll_type_traits_get(a->wtype)->type_size, st = a->act_stride;
     const int64_t chunk = lq_chunk(st);
+    const uint32_t wt = a->wtype;
+    const int s32 = wt == CLL_TYPE_IQ3_S || wt == CLL_TYPE_IQ4_XS || wt == CLL_TYPE_IQ2_XXS || wt == CLL_TYPE_IQ3_XXS;
     for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
         const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
         for (int64_t g = r0 / 8; g < r1 / 8; g++) {
@@ -150,8 +157,14 @@ void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1) {
                 const int64_t nbs = nb - b0 < LQ_SEG ? nb - b0 : LQ_SEG;
                 for (int64_t b = 0; b < nbs; b++) lq_build_d8(a->wtype, wg, a->w_row_bytes, bsz, b0 + b, g_d8 + b * KD8_REC, 1);
                 const uint8_t *act = a->act + (size_t)b0 * sizeof(cll_block_q8_K);
-                if (b0) sweep_d8(g_d8, nbs, act, st, a->y + g * 8, a->ldy, t0, t1, 1);
-                else sweep_d8(g_d8, nbs, act, st, a->y + g * 8, a->ldy, t0, t1, 0);
+                float *y = a->y + g * 8;
+                if (s32) {
+                    if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 1);
+                    else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 1);
+                } else {
+                    if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 0);
+                    else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 0);
+                }
             }
         }
     }
