@@ -110,6 +110,8 @@ void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1);
 
 /* r8 GEMV with zmm (kern_r8z_avx512.c): two 4-element groups per vector */
 void cll_kern_run_r8_q6_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8_q4_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8_q5_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_iq4_xs_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1); /* file layout */
 
 /* the CPU registry (kern_table.c) */

@@ -67,6 +67,66 @@ void cll_kern_run_r8_q6_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r
     }
 }
 
+/* Q4_K / Q5_K record (kern_r8_pack.c): d[8] dmin[8] fp16 | sc[8 s][8 r] u8 @32 | m[4 j][8 r][2] u8 @96 |
+ * q[4 p][8 c][32] @160 (lo nibble: sub 2p, hi: sub 2p+1) | q5: qh[8 c][32] @1184 (bit s: 5th bit of sub s) */
+INLINE __m256 q45_block(const uint8_t *rec, const cll_block_q8_K *ab, const int q5, __m256 acc) {
+    const __m512i m4 = _mm512_set1_epi8(15), b4 = _mm512_set1_epi8(0x10);
+    const __m512i sel = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const uint8_t *sc = rec + 32, *mm = rec + 96, *qs = rec + 160, *qh = rec + 1184;
+    __m512i isum = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; s++) {
+        const uint8_t *src = qs + 256 * (s >> 1);
+        const int8_t *aq = ab->qs + 32 * s;
+        __m512i p = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            __m512i w = _mm512_loadu_si512(src + 64 * i);
+            w = (s & 1) ? _mm512_and_si512(_mm512_srli_epi16(w, 4), m4) : _mm512_and_si512(w, m4);
+            if (q5) {
+                __m512i h = _mm512_loadu_si512(qh + 64 * i);
+                h = s <= 4 ? _mm512_slli_epi16(h, 4 - s) : _mm512_srli_epi16(h, s - 4);
+                w = _mm512_or_si512(w, _mm512_and_si512(h, b4));
+            }
+            const __m512i av = _mm512_permutexvar_epi32(sel, _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)(aq + 8 * i))));
+            p = _mm512_dpbusd_epi32(p, w, av);
+        }
+        const __m256i scv = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(sc + 8 * s)));
+        isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(p, _mm512_broadcast_i64x4(scv)));
+    }
+    const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+    /* mins x the 32-element activation sums (int16 pairs of subs 2j, 2j+1) */
+    __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
+    int32_t bsp[4];
+    _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
+    __m256i msum = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(mm + 16 * j))),
+                                                        _mm256_set1_epi32(bsp[j])));
+    const __m256 da = _mm256_set1_ps(ab->d);
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)rec)), dmw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)rec + 1));
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(is), acc);
+    return _mm256_fnmadd_ps(_mm256_mul_ps(dmw, da), _mm256_cvtepi32_ps(msum), acc);
+}
+
+INLINE void run_q45(const kern_args *a, int64_t r0, int64_t r1, const int q5) {
+    const int64_t nb = a->cols / 256;
+    const size_t rec = q5 ? 1440 : 1184, gbytes = (size_t)nb * rec;
+    for (int64_t t = 0; t < a->n; t++) {
+        const cll_block_q8_K *ab = (const cll_block_q8_K *)(a->act + t * a->act_stride);
+        for (int64_t g = r0 / 8; g < r1 / 8; g++) {
+            const uint8_t *wg = a->w + (size_t)g * gbytes;
+            __m256 acc = _mm256_setzero_ps();
+            for (int64_t b = 0; b < nb; b++) acc = q45_block(wg + b * rec, ab + b, q5, acc);
+            _mm256_storeu_ps(a->y + t * a->ldy + g * 8, acc);
+        }
+    }
+}
+
+void cll_kern_run_r8_q4_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1) { run_q45(a, r0, r1, 0); }
+void cll_kern_run_r8_q5_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1) { run_q45(a, r0, r1, 1); }
+
 /* ---- IQ4_XS x Q8_K, one row at a time, file layout ------------------------------------- */
 
 /* four 32-element sub-blocks per pair of zmm: lanes of `lo` hold elements 0..15 of sub-blocks

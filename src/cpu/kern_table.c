@@ -55,6 +55,10 @@ static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_ru
 static const kern_impl k_r8z_q6_K_avx512 = {KACT_Q8_K, 8, cll_kern_r8_size_q6_K, cll_kern_r8_pack_q6_K,
                                             cll_kern_run_r8_q6_K_gemv_avx512z};
 
+static const kern_impl k_r8z_q4_K_avx512 = {KACT_Q8_K, 8, cll_kern_r8_size_q4_K, cll_kern_r8_pack_q4_K,
+                                            cll_kern_run_r8_q4_K_gemv_avx512z};
+static const kern_impl k_r8z_q5_K_avx512 = {KACT_Q8_K, 8, cll_kern_r8_size_q5_K, cll_kern_r8_pack_q5_K,
+                                            cll_kern_run_r8_q5_K_gemv_avx512z};
 static const kern_impl k_iq4_xs_gemv_z = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_iq4_xs_gemv_avx512z};
 
 static const kern_impl k_scalar_f32 = {KACT_F32, 1, NULL, NULL, cll_kern_run_scalar};
@@ -107,7 +111,11 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
 static const cll_kernel_row k_rows[] = {
     R8_ROWS(q4_0),
     R8_ROWS(q8_0),
+    {"matmul_q4_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q4_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
+     NULL, true, true, &k_r8z_q4_K_avx512},
     R8_ROWS(q4_K),
+    {"matmul_q5_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q5_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
+     NULL, true, true, &k_r8z_q5_K_avx512},
     R8_ROWS(q5_K),
     {"matmul_q6_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q6_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
      NULL, true, true, &k_r8z_q6_K_avx512},
