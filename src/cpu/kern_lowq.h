@@ -297,11 +297,9 @@ INLINE void lq_tr8(__m256i v[8]) {
     }
 }
 
-/* sc32: scales as int32 per row (VNNI mullo), else int16 pairs (AVX2 madd) */
-INLINE void lq_build_d8(uint32_t wtype, const uint8_t *w, size_t row_bytes, size_t bsz, int64_t b, uint8_t *rec,
-                        int sc32) {
-    kdec256 k[8];
-    for (int r = 0; r < 8; r++) lq_decode(wtype, w + (size_t)r * row_bytes, b, bsz, &k[r]);
+/* interleave 8 decoded rows into a d8 record; sc32: scales as int32 per row (VNNI mullo),
+ * else int16 pairs (AVX2 madd) */
+INLINE void lq_interleave_d8(const kdec256 k[8], uint8_t *rec, int sc32) {
     for (int c = 0; c < 8; c++) { /* groups 8c..8c+7 */
         __m256i v[8];
         for (int r = 0; r < 8; r++) v[r] = lq_ld(k[r].u + 32 * c);
@@ -325,6 +323,13 @@ INLINE void lq_build_d8(uint32_t wtype, const uint8_t *w, size_t row_bytes, size
         d[r] = k[r].d;
         fm[r] = k[r].fm;
     }
+}
+
+INLINE void lq_build_d8(uint32_t wtype, const uint8_t *w, size_t row_bytes, size_t bsz, int64_t b, uint8_t *rec,
+                        int sc32) {
+    kdec256 k[8];
+    for (int r = 0; r < 8; r++) lq_decode(wtype, w + (size_t)r * row_bytes, b, bsz, &k[r]);
+    lq_interleave_d8(k, rec, sc32);
 }
 
 INLINE __m256i lq_bcast32(const void *p) {

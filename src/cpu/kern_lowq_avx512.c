@@ -80,6 +80,8 @@ void cll_kern_run_lowq_gemv_avx512(const kern_args *a, int64_t r0, int64_t r1) {
 bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype) { return wtype == CLL_TYPE_IQ4_XS || wtype == CLL_TYPE_IQ3_S; }
 
 /* s32: the type's scales are per 32 elements (sc[2j] == sc[2j+1]): 8 vpdpbusd per vpmulld */
+static void build_d8_iq3_s_vbmi(const uint8_t *w, size_t row_bytes, int64_t b, uint8_t *rec);
+
 INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
                     const int T, const int add, const int s32) {
     __m256 acc[8];
@@ -148,6 +150,8 @@ void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1) {
     const size_t bsz = cll_type_traits_get(a->wtype)->type_size, st = a->act_stride;
     const int64_t chunk = lq_chunk(st);
     const uint32_t wt = a->wtype;
+    /* IQ3_S decodes by vpermi2b where the CPU has AVX512-VBMI (kbench -T iq3_s -t 1 -c gemm: see the commit) */
+    const int vbmi = wt == CLL_TYPE_IQ3_S && __builtin_cpu_supports("avx512vbmi");
     const int s32 = wt == CLL_TYPE_IQ3_S || wt == CLL_TYPE_IQ4_XS || wt == CLL_TYPE_IQ2_XXS || wt == CLL_TYPE_IQ3_XXS;
     for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
         const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
@@ -155,7 +159,10 @@ void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1) {
             const uint8_t *wg = a->w + (size_t)g * 8 * a->w_row_bytes;
             for (int64_t b0 = 0; b0 < nb; b0 += LQ_SEG) {
                 const int64_t nbs = nb - b0 < LQ_SEG ? nb - b0 : LQ_SEG;
-                for (int64_t b = 0; b < nbs; b++) lq_build_d8(a->wtype, wg, a->w_row_bytes, bsz, b0 + b, g_d8 + b * KD8_REC, 1);
+                if (vbmi)
+                    for (int64_t b = 0; b < nbs; b++) build_d8_iq3_s_vbmi(wg, a->w_row_bytes, b0 + b, g_d8 + b * KD8_REC);
+                else
+                    for (int64_t b = 0; b < nbs; b++) lq_build_d8(a->wtype, wg, a->w_row_bytes, bsz, b0 + b, g_d8 + b * KD8_REC, 1);
                 const uint8_t *act = a->act + (size_t)b0 * sizeof(cll_block_q8_K);
                 float *y = a->y + g * 8;
                 if (s32) {
@@ -185,7 +192,8 @@ static inline VBMI __attribute__((always_inline)) __m512i iq3s_plane(int j, __m5
     return _mm512_mask_mov_epi8(_mm512_mask_mov_epi8(r0, m7, r1), m8, _mm512_mask_mov_epi8(r2, m7, r3));
 }
 
-static inline VBMI __attribute__((always_inline)) float dot_iq3_s_vbmi(const cll_block_iq3_s *x, const cll_block_q8_K *a) {
+/* the 256 decoded bytes u = v + 16 of an IQ3_S super-block, 64 per zmm in element order */
+static inline VBMI __attribute__((always_inline)) void iq3_s_u_vbmi(const cll_block_iq3_s *x, __m512i U[4]) {
     const __m512i idx = _mm512_loadu_si512(x->qs); /* low 8 bits of the 64 indices, in element order */
     const __mmask64 m7 = _mm512_movepi8_mask(idx);
     uint64_t qh, sg[4];
@@ -201,25 +209,50 @@ static inline VBMI __attribute__((always_inline)) float dot_iq3_s_vbmi(const cll
     const __m512i E2 = _mm512_unpacklo_epi16(B, D), E3 = _mm512_unpackhi_epi16(B, D);
     const __m512i T0 = _mm512_shuffle_i64x2(E0, E1, 0x44), T1 = _mm512_shuffle_i64x2(E2, E3, 0x44);
     const __m512i T2 = _mm512_shuffle_i64x2(E0, E1, 0xEE), T3 = _mm512_shuffle_i64x2(E2, E3, 0xEE);
-    __m512i U[4];
-    U[0] = _mm512_shuffle_i64x2(T0, T1, 0x88);
-    U[1] = _mm512_shuffle_i64x2(T0, T1, 0xDD);
-    U[2] = _mm512_shuffle_i64x2(T2, T3, 0x88);
-    U[3] = _mm512_shuffle_i64x2(T2, T3, 0xDD);
+    const __m512i G[4] = {_mm512_shuffle_i64x2(T0, T1, 0x88), _mm512_shuffle_i64x2(T0, T1, 0xDD),
+                          _mm512_shuffle_i64x2(T2, T3, 0x88), _mm512_shuffle_i64x2(T2, T3, 0xDD)};
     const __m512i off = _mm512_set1_epi8(16);
+#pragma GCC unroll 4
+    for (int L = 0; L < 4; L++) U[L] = _mm512_mask_sub_epi8(_mm512_add_epi8(off, G[L]), (__mmask64)sg[L], off, G[L]);
+}
+
+static inline VBMI __attribute__((always_inline)) float dot_iq3_s_vbmi(const cll_block_iq3_s *x, const cll_block_q8_K *a) {
+    __m512i U[4];
+    iq3_s_u_vbmi(x, U);
     uint32_t s4;
     memcpy(&s4, x->scales, 4);
     __m512i isum = _mm512_setzero_si512();
     int corr = 0;
 #pragma GCC unroll 4
     for (int L = 0; L < 4; L++) {
-        const __m512i u = _mm512_mask_sub_epi8(_mm512_add_epi8(off, U[L]), (__mmask64)sg[L], off, U[L]);
-        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(a->qs + 64 * L));
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), U[L], _mm512_loadu_si512(a->qs + 64 * L));
         const int s0 = 1 + 2 * (int)((s4 >> (8 * L)) & 15), s1 = 1 + 2 * (int)((s4 >> (8 * L + 4)) & 15);
         isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(p, _mm512_inserti64x4(_mm512_set1_epi32(s0), _mm256_set1_epi32(s1), 1)));
         corr += s0 * (a->bsums[4 * L] + a->bsums[4 * L + 1]) + s1 * (a->bsums[4 * L + 2] + a->bsums[4 * L + 3]);
     }
     return a->d * h2f(x->d) * (float)(_mm512_reduce_add_epi32(isum) - 16 * corr);
+}
+
+/* IQ3_S kdec256 through the VBMI lookups (the d8 GEMM's decoder on CPUs with VBMI) */
+static VBMI void dec_iq3_s_vbmi(const uint8_t *blk, kdec256 *o) {
+    const cll_block_iq3_s *x = (const cll_block_iq3_s *)blk;
+    __m512i U[4];
+    iq3_s_u_vbmi(x, U);
+    for (int L = 0; L < 4; L++) _mm512_storeu_si512(o->u + 64 * L, U[L]);
+    uint32_t s4;
+    memcpy(&s4, x->scales, 4);
+    for (int ib = 0; ib < 8; ib++) {
+        const int16_t sv = (int16_t)(1 + 2 * ((s4 >> (4 * ib)) & 15));
+        o->sc[2 * ib] = o->sc[2 * ib + 1] = sv;
+        o->mc[2 * ib] = o->mc[2 * ib + 1] = (int16_t)(16 * sv);
+    }
+    o->d = o->fm = h2f(x->d);
+}
+
+static VBMI void build_d8_iq3_s_vbmi(const uint8_t *w, size_t row_bytes, int64_t b, uint8_t *rec) {
+    kdec256 k[8];
+    for (int r = 0; r < 8; r++) dec_iq3_s_vbmi(w + (size_t)r * row_bytes + (size_t)b * sizeof(cll_block_iq3_s), &k[r]);
+    lq_interleave_d8(k, rec, 1);
 }
 
 VBMI void cll_kern_run_iq3_s_gemv_vbmi(const kern_args *a, int64_t r0, int64_t r1) {
