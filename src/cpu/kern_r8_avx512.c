@@ -30,7 +30,7 @@ INLINE void tile_q4_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
         const uint8_t *rec = wg + b * 144;
         const __m256 dw = load_fp16x8((const uint16_t *)rec);
         __m256i w[8];
-#pragma GCC unroll 8
+#pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(rec + 16 + 32 * c));
             w[2 * c] = _mm256_and_si256(v, m4);
@@ -134,7 +134,7 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
             int32_t bsp[4];
             _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
             __m256i msum = _mm256_setzero_si256();
-#pragma GCC unroll 8
+#pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 __m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(mm + 16 * j)));
                 msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mv, _mm256_set1_epi32(bsp[j])));
@@ -185,7 +185,7 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
                 const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
                 const int8_t *aq = ab->qs + 32 * k;
                 __m256i p0 = _mm256_setzero_si256(), p1 = _mm256_setzero_si256();
-#pragma GCC unroll 8
+#pragma GCC unroll 4
                 for (int c = 0; c < 4; c++) {
                     p0 = _mm256_dpbusd_epi32(p0, w[c], bcast32(aq + 4 * c));
                     p1 = _mm256_dpbusd_epi32(p1, w[c + 4], bcast32(aq + 16 + 4 * c));
