@@ -7,7 +7,8 @@
  *     the dispatched row. A named row this CPU or shape cannot run is an error, not a fallback.
  * -c: with -t 1, time with the thread's CPU clock (meaningful on a box shared with
  *     other jobs: time the scheduler gives to others is not counted).
- * -H: GEMV on one weight copy (hot in L2/L3): the kernel's compute ceiling, not DRAM's. */
+ * -H: GEMV on one weight copy (hot in L2/L3): the kernel's compute ceiling, not DRAM's.
+ * -N n: the GEMM token count (default 512; 64 is a short prompt's prefill). */
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +86,7 @@ static int type_by_name(const char *s) {
 #define MAX_NAMED 16
 
 int main(int argc, char **argv) {
-    int threads = 2, reps = 3, cpu_clock = 0, hot = 0, n_named = 0;
+    int threads = 2, reps = 3, cpu_clock = 0, hot = 0, n_named = 0, n_gemm = 512;
     const cll_kernel_row *named[MAX_NAMED];
     const char *types = "q4_0,q8_0,q4_K,q6_K,q5_K,q2_K,q3_K,iq3_s,iq4_xs,q4_1,q5_0,iq4_nl,f16";
     for (int i = 1; i < argc; i++) {
@@ -93,6 +94,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-r") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-T") && i + 1 < argc) types = argv[++i];
         else if (!strcmp(argv[i], "-c")) cpu_clock = 1;
+        else if (!strcmp(argv[i], "-N") && i + 1 < argc) n_gemm = atoi(argv[++i]) > 1 ? atoi(argv[i]) : 512;
         else if (!strcmp(argv[i], "-H")) hot = 1;
         else if (!strcmp(argv[i], "-k") && i + 1 < argc) {
             char list[512];
@@ -107,7 +109,7 @@ int main(int argc, char **argv) {
             }
         }
         else {
-            fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-T types] [-k row] [-c] [-H]\n");
+            fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-T types] [-k row] [-c] [-H] [-N gemm_tokens]\n");
             return 2;
         }
     }
@@ -148,13 +150,13 @@ int main(int argc, char **argv) {
                     return 1;
                 }
             }
-            const int64_t n_list[2] = {1, 512};
+            const int64_t n_list[2] = {1, n_gemm};
             for (int ni = 0; ni < 2; ni++) {
                 const int64_t n = n_list[ni];
                 float *x = malloc((size_t)(n * cols) * 4), *y = malloc((size_t)(n * rows) * 4);
                 for (int64_t k = 0; k < n * cols; k++) x[k] = rndf();
                 void *scratch = malloc(cll_cpu_matmul_scratch(w[0], n));
-                const int iters = n == 1 ? 4 * ncopy : 1;
+                const int iters = n == 1 ? 4 * ncopy : (n < 256 ? 8 : 1);
                 double best = 1e30;
                 for (int r = 0; r < reps + 1; r++) { /* first round warms up */
                     double t0 = cpu_clock ? cpu_now() : cll_now();
