@@ -70,13 +70,15 @@ void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) {
 }
 
 
-bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype) { return cll_kern_lowq_d8_avx2_has(wtype); }
+bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype) { return wtype != CLL_TYPE_IQ4_XS && cll_kern_lowq_d8_avx2_has(wtype); }
 
 /* ---- GEMM: d8 records, 8 rows x T tokens --------------------------------------------- */
 
 /* small: u <= 31, so the 4 vpmaddubsw sums of a 16-element sub-block fit int16 */
+/* sgn (IQ4_XS): the record holds the signed levels v (off 0, no correction); vpmaddubsw gets
+ * |v| x sign(a, v) (ggml's trick: |a| <= 127 for q8_K, so a pair sum <= 32258 fits int16) */
 INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
-                    const int T, const int small, const int add) {
+                    const int T, const int small, const int add, const int sgn) {
     __m256 acc[4];
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++) acc[t] = add ? _mm256_loadu_ps(y + t * ldy) : _mm256_setzero_ps();
@@ -87,13 +89,22 @@ INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t 
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
         for (int j = 0; j < 16; j++) {
-            const __m256i w0 = lq_ld(q + 4 * j), w1 = lq_ld(q + 4 * j + 1), w2 = lq_ld(q + 4 * j + 2),
-                          w3 = lq_ld(q + 4 * j + 3), s = lq_ld(sc + j);
+            const __m256i v0 = lq_ld(q + 4 * j), v1 = lq_ld(q + 4 * j + 1), v2 = lq_ld(q + 4 * j + 2),
+                          v3 = lq_ld(q + 4 * j + 3), s = lq_ld(sc + j);
+            const __m256i w0 = sgn ? _mm256_abs_epi8(v0) : v0, w1 = sgn ? _mm256_abs_epi8(v1) : v1;
+            const __m256i w2 = sgn ? _mm256_abs_epi8(v2) : v2, w3 = sgn ? _mm256_abs_epi8(v3) : v3;
 #pragma GCC unroll 4
             for (int t = 0; t < T; t++) {
                 const int8_t *aq = ((const cll_block_q8_K *)(act + t * stride) + b)->qs + 16 * j;
-                const __m256i p0 = _mm256_maddubs_epi16(w0, lq_bcast32(aq)), p1 = _mm256_maddubs_epi16(w1, lq_bcast32(aq + 4));
-                const __m256i p2 = _mm256_maddubs_epi16(w2, lq_bcast32(aq + 8)), p3 = _mm256_maddubs_epi16(w3, lq_bcast32(aq + 12));
+                __m256i a0 = lq_bcast32(aq), a1 = lq_bcast32(aq + 4), a2 = lq_bcast32(aq + 8), a3 = lq_bcast32(aq + 12);
+                if (sgn) {
+                    a0 = _mm256_sign_epi8(a0, v0);
+                    a1 = _mm256_sign_epi8(a1, v1);
+                    a2 = _mm256_sign_epi8(a2, v2);
+                    a3 = _mm256_sign_epi8(a3, v3);
+                }
+                const __m256i p0 = _mm256_maddubs_epi16(w0, a0), p1 = _mm256_maddubs_epi16(w1, a1);
+                const __m256i p2 = _mm256_maddubs_epi16(w2, a2), p3 = _mm256_maddubs_epi16(w3, a3);
                 if (small) {
                     const __m256i p = _mm256_add_epi16(_mm256_add_epi16(p0, p1), _mm256_add_epi16(p2, p3));
                     isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, s));
@@ -110,7 +121,7 @@ INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t 
             const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
             const __m256 da = _mm256_set1_ps(ab->d);
             acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-            acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(fw, da), _mm256_cvtepi32_ps(lq_corr8(rec, ab)), acc[t]);
+            if (!sgn) acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(fw, da), _mm256_cvtepi32_ps(lq_corr8(rec, ab)), acc[t]);
         }
     }
 #pragma GCC unroll 4
@@ -119,17 +130,42 @@ INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t 
 
 static _Thread_local uint8_t g_d8[LQ_SEG * KD8_REC] __attribute__((aligned(64)));
 
+/* IQ4_XS signed decode (off 0, no correction: the sign trick of tile_d8 instead of u = v + 128,
+ * whose pair sums overflow vpmaddubsw): levels -127..113, scale ls - 32 per 32 */
+INLINE void dec_iq4_xs_s(const uint8_t *blk, kdec256 *o) {
+    const cll_block_iq4_xs *x = (const cll_block_iq4_xs *)blk;
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cll_kvalues_iq4nl));
+#pragma GCC unroll 8
+    for (int ib = 0; ib < 8; ib++) lq_st(o->u + 32 * ib, _mm256_shuffle_epi8(lut, nibbles32(x->qs + 16 * ib)));
+    uint32_t sl;
+    memcpy(&sl, x->scales_l, 4);
+    const uint32_t sh = x->scales_h;
+    for (int ib = 0; ib < 8; ib++) {
+        const int16_t ls = (int16_t)((((sl >> (4 * ib)) & 15) | (((sh >> (2 * ib)) & 3) << 4)) - 32);
+        o->sc[2 * ib] = o->sc[2 * ib + 1] = ls;
+        o->mc[2 * ib] = o->mc[2 * ib + 1] = 0;
+    }
+    o->d = h2f(x->d);
+    o->fm = 0;
+}
+
+static void build_d8_iq4_xs_s(const uint8_t *w, size_t row_bytes, int64_t b, uint8_t *rec) {
+    kdec256 k[8];
+    for (int r = 0; r < 8; r++) dec_iq4_xs_s(w + (size_t)r * row_bytes + (size_t)b * sizeof(cll_block_iq4_xs), &k[r]);
+    lq_interleave_d8(k, rec, 0);
+}
+
 /* tokens [t0, t1) of one 8-row group over nbs decoded blocks (act: the first block's) */
 INLINE void sweep_d8(const uint8_t *recs, int64_t nbs, const uint8_t *act, size_t st, float *y, int64_t ldy,
-                     int64_t t0, int64_t t1, const int small, const int add) {
+                     int64_t t0, int64_t t1, const int small, const int add, const int sgn) {
     int64_t t = t0;
-    for (; t + 4 <= t1; t += 4) tile_d8(recs, nbs, act + t * st, st, y + t * ldy, ldy, 4, small, add);
+    for (; t + 4 <= t1; t += 4) tile_d8(recs, nbs, act + t * st, st, y + t * ldy, ldy, 4, small, add, sgn);
     const uint8_t *at = act + t * st;
     float *yt = y + t * ldy;
     switch (t1 - t) {
-    case 3: tile_d8(recs, nbs, at, st, yt, ldy, 3, small, add); break;
-    case 2: tile_d8(recs, nbs, at, st, yt, ldy, 2, small, add); break;
-    case 1: tile_d8(recs, nbs, at, st, yt, ldy, 1, small, add); break;
+    case 3: tile_d8(recs, nbs, at, st, yt, ldy, 3, small, add, sgn); break;
+    case 2: tile_d8(recs, nbs, at, st, yt, ldy, 2, small, add, sgn); break;
+    case 1: tile_d8(recs, nbs, at, st, yt, ldy, 1, small, add, sgn); break;
     default: break;
     }
 }
@@ -146,21 +182,28 @@ void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1) {
     const size_t bsz = cll_type_traits_get(a->wtype)->type_size, st = a->act_stride;
     const int small = a->wtype == CLL_TYPE_Q2_K || a->wtype == CLL_TYPE_Q3_K || a->wtype == CLL_TYPE_IQ3_S;
     const int64_t chunk = lq_chunk(st);
+    const int sgn = a->wtype == CLL_TYPE_IQ4_XS;
     for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
         const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
         for (int64_t g = r0 / 8; g < r1 / 8; g++) {
             const uint8_t *wg = a->w + (size_t)g * 8 * a->w_row_bytes;
             for (int64_t b0 = 0; b0 < nb; b0 += LQ_SEG) {
                 const int64_t nbs = nb - b0 < LQ_SEG ? nb - b0 : LQ_SEG;
-                for (int64_t b = 0; b < nbs; b++) lq_build_d8(a->wtype, wg, a->w_row_bytes, bsz, b0 + b, g_d8 + b * KD8_REC, 0);
                 const uint8_t *act = a->act + (size_t)b0 * sizeof(cll_block_q8_K);
                 float *y = a->y + g * 8;
+                if (sgn) {
+                    for (int64_t b = 0; b < nbs; b++) build_d8_iq4_xs_s(wg, a->w_row_bytes, b0 + b, g_d8 + b * KD8_REC);
+                    if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 1, 1);
+                    else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 0, 1);
+                    continue;
+                }
+                for (int64_t b = 0; b < nbs; b++) lq_build_d8(a->wtype, wg, a->w_row_bytes, bsz, b0 + b, g_d8 + b * KD8_REC, 0);
                 if (small) {
-                    if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 1);
-                    else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 0);
+                    if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 1, 0);
+                    else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 0, 0);
                 } else {
-                    if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 1);
-                    else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 0);
+                    if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 1, 0);
+                    else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 0, 0);
                 }
             }
         }
@@ -169,5 +212,5 @@ void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1) {
 
 bool cll_kern_lowq_d8_avx2_has(uint32_t wtype) {
     return wtype == CLL_TYPE_Q2_K || wtype == CLL_TYPE_Q3_K || wtype == CLL_TYPE_IQ3_S || wtype == CLL_TYPE_IQ2_XXS ||
-           wtype == CLL_TYPE_IQ2_XS || wtype == CLL_TYPE_IQ2_S || wtype == CLL_TYPE_IQ3_XXS;
+           wtype == CLL_TYPE_IQ2_XS || wtype == CLL_TYPE_IQ2_S || wtype == CLL_TYPE_IQ3_XXS || wtype == CLL_TYPE_IQ4_XS;
 }

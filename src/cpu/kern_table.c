@@ -145,6 +145,7 @@ static const cll_kernel_row k_rows[] = {
     D8_ROW_AVX2(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
     DEC_GEMV_ROW(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
     D8_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, true),
+    D8_ROW_AVX2(iq4_xs, CLL_TYPE_IQ4_XS, true),
     {"matmul_iq4_xs_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_IQ4_XS, V512, "layout=plain rows=1 zmm 4 subs/vector dpbusd",
      KLAYOUT_PLAIN, 1, NULL, true, true, &k_iq4_xs_gemv_z},
     DEC_GEMV_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, false),
