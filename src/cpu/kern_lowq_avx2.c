@@ -2,6 +2,7 @@
  * SIMD decoders, and the d8 GEMM (8 rows decoded once per token chunk, 8x4 tiles of
  * vpmaddubsw against 4-byte activation broadcasts, int16 scale pairs by vpmaddwd). */
 #include "cpu/kern_lowq.h"
+#include "cpu/kern_plain_avx2.h"
 
 INLINE int lq_hsum_epi32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -55,6 +56,72 @@ INLINE void run_gemv(const kern_args *a, int64_t r0, int64_t r1, const uint32_t 
     }
 }
 
+/* ---- IQ4_XS GEMV: the token's q8_K values are regrouped once per call so that one 32-byte
+ * load of the weights (two sub-blocks) gives, by nibble, the two vectors to dot: chunk 2k of
+ * the regrouped block = [a 0..15 of sub 2k | a 0..15 of sub 2k+1], chunk 2k+1 the same with
+ * 16..31. Then ggml's sign trick (|q| x sign(a, q): IQ4_XS levels -127..113 overflow an
+ * offset u = q + 128 in vpmaddubsw) and one int16 scale vector per sub-block pair. */
+#define IQ4_ACT_MAX 65536 /* cols regrouped at once (wider rows: the plain dot) */
+static _Thread_local int8_t g_iq4act[IQ4_ACT_MAX] __attribute__((aligned(64)));
+
+
+INLINE void iq4_regroup(const cll_block_q8_K *y, int64_t nb, int8_t *o) {
+    for (int64_t b = 0; b < nb; b++)
+        for (int k = 0; k < 4; k++) {
+            const __m256i A = lq_ld(y[b].qs + 64 * k), B = lq_ld(y[b].qs + 64 * k + 32);
+            lq_st(o + 256 * b + 64 * k, _mm256_permute2x128_si256(A, B, 0x20));
+            lq_st(o + 256 * b + 64 * k + 32, _mm256_permute2x128_si256(A, B, 0x31));
+        }
+}
+
+INLINE float dot_iq4_xs_rg(const cll_block_iq4_xs *x, const cll_block_q8_K *y, const int8_t *ar, int64_t nb) {
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cll_kvalues_iq4nl));
+    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i sh_l = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), sh_h = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        uint32_t sl;
+        memcpy(&sl, x[b].scales_l, 4);
+        const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)sl), sh_l), _mm256_set1_epi32(15));
+        const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(x[b].scales_h), sh_h), _mm256_set1_epi32(3));
+        const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+        const __m256i lw = _mm256_or_si256(_mm256_and_si256(ls, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(ls, 16));
+        const int8_t *a = ar + 256 * b;
+        __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            const __m256i v = lq_ld(x[b].qs + 32 * k);
+            const __m256i q0 = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, m4));
+            const __m256i q1 = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+            const __m256i p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(q0), _mm256_sign_epi8(lq_ld(a + 64 * k), q0));
+            const __m256i p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(q1), _mm256_sign_epi8(lq_ld(a + 64 * k + 32), q1));
+            const __m256i s = _mm256_permutevar8x32_epi32(lw, _mm256_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1, 2 * k + 1,
+                                                                              2 * k + 1, 2 * k + 1));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(p0, s), _mm256_madd_epi16(p1, s)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[b].d) * y[b].d), _mm256_cvtepi32_ps(isum), acc);
+    }
+    __m128 r = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+    r = _mm_add_ss(r, _mm_movehdup_ps(r));
+    return _mm_cvtss_f32(r);
+}
+
+static void run_gemv_iq4_xs(const kern_args *a, int64_t r0, int64_t r1) {
+    const int64_t nb = a->cols / 256;
+    for (int64_t t = 0; t < a->n; t++) {
+        const uint8_t *act = a->act + t * a->act_stride;
+        const int rg = a->cols <= IQ4_ACT_MAX;
+        if (rg) iq4_regroup((const cll_block_q8_K *)act, nb, g_iq4act);
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *w = a->w + (size_t)r * a->w_row_bytes;
+            if (r + 1 < r1) _mm_prefetch((const char *)(w + a->w_row_bytes), _MM_HINT_T0);
+            a->y[t * a->ldy + r] = rg ? dot_iq4_xs_rg((const cll_block_iq4_xs *)w, (const cll_block_q8_K *)act, g_iq4act, nb)
+                                      : cll_kern_dot_iq4_xs_avx2(w, act, a->cols);
+        }
+    }
+}
+
 void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) {
     switch (a->wtype) {
     case CLL_TYPE_Q2_K: run_gemv(a, r0, r1, CLL_TYPE_Q2_K); break;
@@ -65,12 +132,12 @@ void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) {
     case CLL_TYPE_IQ2_XS: run_gemv(a, r0, r1, CLL_TYPE_IQ2_XS); break;
     case CLL_TYPE_IQ2_S: run_gemv(a, r0, r1, CLL_TYPE_IQ2_S); break;
     case CLL_TYPE_IQ3_XXS: run_gemv(a, r0, r1, CLL_TYPE_IQ3_XXS); break;
+    case CLL_TYPE_IQ4_XS: run_gemv_iq4_xs(a, r0, r1); break;
     default: break;
     }
 }
 
-
-bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype) { return wtype != CLL_TYPE_IQ4_XS && cll_kern_lowq_d8_avx2_has(wtype); }
+bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype) { return cll_kern_lowq_d8_avx2_has(wtype); }
 
 /* ---- GEMM: d8 records, 8 rows x T tokens --------------------------------------------- */
 

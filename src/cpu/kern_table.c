@@ -149,6 +149,7 @@ static const cll_kernel_row k_rows[] = {
     {"matmul_iq4_xs_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_IQ4_XS, V512, "layout=plain rows=1 zmm 4 subs/vector dpbusd",
      KLAYOUT_PLAIN, 1, NULL, true, true, &k_iq4_xs_gemv_z},
     DEC_GEMV_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, false),
+    DEC_GEMV_ROW(iq4_xs, CLL_TYPE_IQ4_XS, true), /* after the AVX-512 rows: first choice only under an AVX2 cap */
     PLAIN_ROW(f32, CLL_TYPE_F32, k_plain_f32, true),
     PLAIN_ROW(f16, CLL_TYPE_F16, k_plain_f16, true),
     PLAIN_ROW(q4_0, CLL_TYPE_Q4_0, k_plain_q8_0x, false),
