@@ -143,7 +143,8 @@ void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks,
     }
     double sum = 0.0;
     for (int32_t j = 0; j < nk; j++) {
-        const float e = expf(scores[j] - mx);
+        /* below -104 expf is 0 (e^-104 < 2^-150): skip glibc's underflow path (errno) */
+        const float e = scores[j] - mx < -104.0f ? 0.0f : expf(scores[j] - mx);
         scores[j] = e;
         sum += (double)e;
     }
@@ -151,6 +152,7 @@ void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks,
     for (int32_t d = 0; d < hd_v; d++) out[d] = 0.0f;
     for (int32_t j = 0; j < nk; j++) {
         const float w = scores[j] * inv;
+        if (w == 0.0f) continue; /* out += 0 * v leaves out (never -0, v finite) unchanged */
         if (kv_f16) {
             const uint16_t *vr = (const uint16_t *)v + (int64_t)(lo + j) * vs;
             if (simd)
@@ -210,11 +212,12 @@ static void fa16_chunk(const float *q, const uint16_t *k, const uint16_t *v, int
         const float s = (simd ? cll_ops_dot_f16_ggml_avx2(q, kr, hd_k) : dot_f16_ggml(q, kr, hd_k)) * scale;
         float ms = 1.0f, vs = 1.0f;
         const bool moved = s > M;
+        /* below -104 expf is 0 (e^-104 < 2^-150): skip glibc's underflow path (errno) */
         if (moved) {
-            ms = expf(M - s);
+            ms = M - s < -104.0f ? 0.0f : expf(M - s);
             M = s;
         } else {
-            vs = expf(s - M);
+            vs = s - M < -104.0f ? 0.0f : expf(s - M);
         }
         if (simd)
             cll_ops_fa16_step_avx2(acc, vr, moved, ms, vs, hd_v);
