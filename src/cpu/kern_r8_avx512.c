@@ -119,10 +119,13 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
             for (int t = 0; t < T; t++) {
                 const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
                 const int8_t *aq = ab->qs + 32 * s;
-                __m256i p = _mm256_setzero_si256();
-#pragma GCC unroll 8
-                for (int c = 0; c < 8; c++) p = _mm256_dpbusd_epi32(p, w[c], bcast32(aq + 4 * c));
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(p, scv));
+                __m256i p = _mm256_setzero_si256(), q = _mm256_setzero_si256();
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; c++) {
+                    p = _mm256_dpbusd_epi32(p, w[c], bcast32(aq + 4 * c));
+                    q = _mm256_dpbusd_epi32(q, w[c + 4], bcast32(aq + 16 + 4 * c));
+                }
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(p, q), scv));
             }
         }
         const __m256 dw = load_fp16x8((const uint16_t *)rec), dmw = load_fp16x8((const uint16_t *)rec + 8);
