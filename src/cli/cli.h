@@ -25,6 +25,9 @@ int cll_cmd_perplexity(int argc, char **argv);
 int cll_cli_default_model(char *buf, size_t cap);
 /* --backend VALUE: "cpu" or "cuda" into *out; prints "cllama CMD: ..." and returns -1 otherwise */
 int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *out);
+/* --numerics default|ggml and --kv f16|f32, the same way */
+int cll_cli_parse_numerics(const char *cmd, const char *value, cllama_numerics *out);
+int cll_cli_parse_kv(const char *cmd, const char *value, cllama_kv_type *out);
 
 /* model path from -m if given, else the default */
 const char *cll_cli_model_or_default(const char *given, char *buf, size_t cap);

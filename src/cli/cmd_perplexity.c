@@ -257,20 +257,10 @@ int cll_cmd_perplexity(int argc, char **argv) {
             if (cll_cli_parse_backend("perplexity", v, &mp.backend)) return 2;
         } else if (!strcmp(a, "--numerics")) {
             NEED_VALUE();
-            if (!strcmp(v, "ggml")) mp.numerics = CLLAMA_NUMERICS_GGML;
-            else if (!strcmp(v, "default")) mp.numerics = CLLAMA_NUMERICS_DEFAULT;
-            else {
-                fprintf(stderr, "cllama perplexity: --numerics takes default or ggml, not '%s'\n", v);
-                return 2;
-            }
+            if (cll_cli_parse_numerics("perplexity", v, &mp.numerics)) return 2;
         } else if (!strcmp(a, "--kv")) {
             NEED_VALUE();
-            if (!strcmp(v, "f32")) cp.kv_type = CLLAMA_KV_F32;
-            else if (!strcmp(v, "f16")) cp.kv_type = CLLAMA_KV_F16;
-            else {
-                fprintf(stderr, "cllama perplexity: --kv takes f16 or f32, not '%s'\n", v);
-                return 2;
-            }
+            if (cll_cli_parse_kv("perplexity", v, &cp.kv_type)) return 2;
         } else if (!strcmp(a, "--kl-divergence-base") || !strcmp(a, "--save-all-logits") ||
                    !strcmp(a, "--save-logits")) {
             NEED_VALUE();

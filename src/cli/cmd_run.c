@@ -161,24 +161,10 @@ int cll_cmd_run(int argc, char **argv) {
             cp.n_ctx = (uint32_t)atoi(v);
         } else if (!strcmp(a, "--kv")) {
             NEED_VALUE();
-            if (!strcmp(v, "f32"))
-                cp.kv_type = CLLAMA_KV_F32;
-            else if (!strcmp(v, "f16"))
-                cp.kv_type = CLLAMA_KV_F16;
-            else {
-                fprintf(stderr, "cllama run: --kv takes f16 or f32, not '%s'\n", v);
-                return 2;
-            }
+            if (cll_cli_parse_kv("run", v, &cp.kv_type)) return 2;
         } else if (!strcmp(a, "--numerics")) {
             NEED_VALUE();
-            if (!strcmp(v, "ggml"))
-                mp.numerics = CLLAMA_NUMERICS_GGML;
-            else if (!strcmp(v, "default"))
-                mp.numerics = CLLAMA_NUMERICS_DEFAULT;
-            else {
-                fprintf(stderr, "cllama run: --numerics takes default or ggml, not '%s'\n", v);
-                return 2;
-            }
+            if (cll_cli_parse_numerics("run", v, &mp.numerics)) return 2;
         } else if (!strcmp(a, "--backend")) {
             NEED_VALUE();
             if (cll_cli_parse_backend("run", v, &mp.backend)) return 2;

@@ -45,3 +45,23 @@ int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *ou
     }
     return 0;
 }
+
+int cll_cli_parse_numerics(const char *cmd, const char *value, cllama_numerics *out) {
+    if (value && !strcmp(value, "ggml")) *out = CLLAMA_NUMERICS_GGML;
+    else if (value && !strcmp(value, "default")) *out = CLLAMA_NUMERICS_DEFAULT;
+    else {
+        fprintf(stderr, "cllama %s: --numerics takes default or ggml, not '%s'\n", cmd, value ? value : "");
+        return -1;
+    }
+    return 0;
+}
+
+int cll_cli_parse_kv(const char *cmd, const char *value, cllama_kv_type *out) {
+    if (value && !strcmp(value, "f32")) *out = CLLAMA_KV_F32;
+    else if (value && !strcmp(value, "f16")) *out = CLLAMA_KV_F16;
+    else {
+        fprintf(stderr, "cllama %s: --kv takes f16 or f32, not '%s'\n", cmd, value ? value : "");
+        return -1;
+    }
+    return 0;
+}

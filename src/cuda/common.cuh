@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 extern "C" {
 #include "core/core.h"
@@ -49,5 +50,49 @@ static __device__ __forceinline__ uint16_t cll_f2h(float f) { return __half_as_u
 static __device__ __forceinline__ float cll_bf2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 
 static inline int64_t cll_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Programmatic dependent launch (PDL), shared by every kernel of the driver: a kernel launched
+ * with cll_cu_launch may be scheduled while the previous kernel drains; it calls cll_pdl_wait()
+ * in every thread before it reads anything a previous kernel wrote and before it exits (work
+ * that depends on nothing earlier, e.g. weight loads, may come first), so a kernel's completion
+ * still implies its predecessors'. cll_pdl_trigger() lets the next kernel launch early.
+ * CLLAMA_CUDA_PDL=0 launches everything plainly. */
+static __device__ __forceinline__ void cll_pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
+}
+
+static __device__ __forceinline__ void cll_pdl_trigger(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
+static inline bool cll_cu_pdl_on(void) {
+    static int on = -1; /* process-wide setting read once; not state */
+    if (on < 0) {
+        const char *e = getenv("CLLAMA_CUDA_PDL");
+        on = !(e && e[0] == '0');
+    }
+    return on != 0;
+}
+
+template <typename... KArgs, typename... Args>
+static inline cudaError_t cll_cu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                                        Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = cll_cu_pdl_on() ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
+}
+
 
 #endif

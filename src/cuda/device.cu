@@ -3,16 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda/common.cuh"
+
 extern "C" {
 #include "cuda/cuda.h"
 }
-
-#define CLL_CUDA_TRY(call)                                                                              \
-    do {                                                                                                \
-        cudaError_t e_ = (call);                                                                        \
-        if (e_ != cudaSuccess)                                                                          \
-            return cll_err(CLL_ERR_DEVICE, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-    } while (0)
 
 extern "C" bool cll_cuda_built(void) { return true; }
 
@@ -31,7 +26,7 @@ extern "C" cll_status cll_cuda_device_count(int *n) {
 extern "C" cll_status cll_cuda_device_info(int dev, cll_cuda_device *out) {
     memset(out, 0, sizeof *out);
     cudaDeviceProp p;
-    CLL_CUDA_TRY(cudaGetDeviceProperties(&p, dev));
+    CLL_CU_TRY(cudaGetDeviceProperties(&p, dev));
     snprintf(out->name, sizeof out->name, "%s", p.name);
     out->sm_count = p.multiProcessorCount;
     out->cc_major = p.major;
@@ -43,8 +38,8 @@ extern "C" cll_status cll_cuda_device_info(int dev, cll_cuda_device *out) {
     if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, dev) == cudaSuccess) out->clock_khz = v;
     if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, dev) == cudaSuccess) out->mem_clock_khz = v;
     cudaGetLastError();
-    CLL_CUDA_TRY(cudaDriverGetVersion(&out->driver_version));
-    CLL_CUDA_TRY(cudaRuntimeGetVersion(&out->runtime_version));
+    CLL_CU_TRY(cudaDriverGetVersion(&out->driver_version));
+    CLL_CU_TRY(cudaRuntimeGetVersion(&out->runtime_version));
     return CLL_OK;
 }
 
@@ -62,8 +57,8 @@ extern "C" cll_status cll_cuda_selftest(int dev) {
         hy[i] = __builtin_nanf("");
     }
     float *dx = NULL, *dy = NULL;
-    CLL_CUDA_TRY(cudaSetDevice(dev));
-    CLL_CUDA_TRY(cudaMalloc(&dx, N * sizeof(float)));
+    CLL_CU_TRY(cudaSetDevice(dev));
+    CLL_CU_TRY(cudaMalloc(&dx, N * sizeof(float)));
     cudaError_t e = cudaMalloc(&dy, N * sizeof(float));
     if (e != cudaSuccess) {
         cudaFree(dx);

@@ -53,15 +53,25 @@ static void tname(const cll_gguf_tensor *t, char *buf, size_t n) {
     snprintf(buf, n, "%.*s", (int)t->name.len, t->name.ptr);
 }
 
-static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const *ts, int nt) {
+/* a zeroed job appended to the plan (NULL: out of memory, with the error set) */
+static wjob *new_job(plan *pl) {
     if (pl->nw == pl->capw) {
         pl->capw = pl->capw ? 2 * pl->capw : 64;
         wjob *nwj = (wjob *)realloc(pl->w, sizeof(wjob) * (size_t)pl->capw);
-        if (!nwj) return cll_err(CLL_ERR_NOMEM, "cuda model: out of memory");
+        if (!nwj) {
+            cll_err(CLL_ERR_NOMEM, "cuda model: out of memory");
+            return NULL;
+        }
         pl->w = nwj;
     }
     wjob *j = &pl->w[pl->nw++];
     memset(j, 0, sizeof *j);
+    return j;
+}
+
+static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const *ts, int nt) {
+    wjob *j = new_job(pl);
+    if (!j) return CLL_ERR_NOMEM;
     j->dst = dst;
     j->nt = nt;
     j->type = ts[0]->type;
@@ -149,14 +159,8 @@ static cll_status plan_model(plan *pl) {
                 return cll_err(CLL_ERR_UNSUPPORTED, "cuda: tensor %s: type %s is not served on the GPU", nm,
                                cll_type_name(t->type));
             }
-            if (pl->nw == pl->capw) {
-                pl->capw = pl->capw ? 2 * pl->capw : 64;
-                wjob *nwj = (wjob *)realloc(pl->w, sizeof(wjob) * (size_t)pl->capw);
-                if (!nwj) return cll_err(CLL_ERR_NOMEM, "cuda model: out of memory");
-                pl->w = nwj;
-            }
-            wjob *j = &pl->w[pl->nw++];
-            memset(j, 0, sizeof *j);
+            wjob *j = new_job(pl);
+            if (!j) return CLL_ERR_NOMEM;
             j->dst = NULL; /* the embedding: dm->tok_embd */
             j->t[0] = t;
             j->nt = 1;

@@ -30,7 +30,7 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
     int64_t mat = 0;
     bool bad = false;
     if (mat_ids) { /* the router wrote the ids: wait for it before choosing the matrix */
-        cu_pdl_wait();
+        cll_pdl_wait();
         mat = mat_ids[b];
         bad = mat < 0 || mat >= n_mat;
         if (bad) mat = 0;
@@ -42,7 +42,7 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
         const int64_t g = lane + 32 * u;
         if (live && g < ng) cur[u] = S::load(wr, ng, g);
     }
-    if (!mat_ids) cu_pdl_wait(); /* the activation's producer */
+    if (!mat_ids) cll_pdl_wait(); /* the activation's producer */
     if (!live) return;
     if (bad) { /* bad router output: a defined zero, never a fault */
         if (lane == 0) y[b * y_stride + row] = 0.0f;
@@ -77,7 +77,7 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS), (unsigned)a->nb);
-    return cu_mm_launch(k_gemv_sp<S, SP_WARPS, SP_U>, grid, dim3(SP_WARPS * 32), st, w->d, w->rows, w->cols / 32,
+    return cll_cu_launch(k_gemv_sp<S, SP_WARPS, SP_U>, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
                         a->xq_stride, a->y, a->y_stride);
 }
@@ -125,7 +125,7 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
     int64_t mat = 0;
     bool bad = false;
     if (mat_ids) { /* the router wrote the ids: wait for it before choosing the matrix */
-        cu_pdl_wait();
+        cll_pdl_wait();
         mat = mat_ids[b];
         bad = mat < 0 || mat >= n_mat;
         if (bad) mat = 0;
@@ -159,7 +159,7 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
         }
         if (!staged) { /* first tile: its weights are in flight; now the activation */
             staged = true;
-            if (!mat_ids) cu_pdl_wait(); /* the activation's producer */
+            if (!mat_ids) cll_pdl_wait(); /* the activation's producer */
             const int *xs = (const int *)(xq + b * xq_stride);
             const int n = (int)(ng * 9);
             int i = threadIdx.x;
@@ -294,7 +294,7 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
         if (gx > per) gx = per;
     }
     const dim3 grid((unsigned)gx, (unsigned)a->nb);
-    return cu_mm_launch_smem(k_gemv_spx<S, R, U>, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
+    return cll_cu_launch(k_gemv_spx<S, R, U>, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
                              (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, l);
 }

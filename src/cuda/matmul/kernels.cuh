@@ -27,52 +27,6 @@
 
 #define CLL_GEMV_WARPS 4
 
-/* Programmatic dependent launch of the matmul kernels (the same switch as cuda/ops:
- * CLLAMA_CUDA_PDL=0 launches plainly). A kernel launched so calls cu_pdl_wait() in every thread
- * before it reads anything a previous kernel wrote and before it exits. */
-static __device__ __forceinline__ void cu_pdl_wait(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    cudaGridDependencySynchronize();
-#endif
-}
-static inline bool cu_mm_pdl_on(void) {
-    static int on = -1; /* process-wide setting read once */
-    if (on < 0) {
-        const char *e = getenv("CLLAMA_CUDA_PDL");
-        on = !(e && e[0] == '0');
-    }
-    return on != 0;
-}
-template <typename... KArgs, typename... Args>
-static inline cudaError_t cu_mm_launch(void (*k)(KArgs...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = cu_mm_pdl_on() ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
-}
-/* the same with dynamic shared memory */
-template <typename... KArgs, typename... Args>
-static inline cudaError_t cu_mm_launch_smem(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                                            Args... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = cu_mm_pdl_on() ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
-}
 #define CLL_GEMV_STAGE_TARGET 2048
 
 static __device__ __forceinline__ void cu_cp16(void *smem, const void *gmem) {

@@ -7,7 +7,7 @@
 
 __global__ void k_quantize_q8_1(const float *__restrict__ x, int64_t ld, int64_t nbr, int64_t nblk_total,
                                 cll_block_q8_1 *__restrict__ out) {
-    cu_pdl_wait(); /* first: x is the previous kernel's output */
+    cll_pdl_wait(); /* first: x is the previous kernel's output */
     const int64_t blk = (int64_t)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (blk >= nblk_total) return;
@@ -30,6 +30,6 @@ cudaError_t cll_cu_quantize_q8_1(const float *x, int64_t ld, int64_t n, int64_t 
     if (cols % 32 || n < 0) return cudaErrorInvalidValue;
     const int64_t nbr = cols / 32, total = n * nbr;
     if (total == 0) return cudaSuccess;
-    return cu_mm_launch(k_quantize_q8_1, dim3((unsigned)cll_cdiv(total, 8)), dim3(256), s, x, ld, nbr, total,
+    return cll_cu_launch(k_quantize_q8_1, dim3((unsigned)cll_cdiv(total, 8)), dim3(256), 0, s, x, ld, nbr, total,
                         (cll_block_q8_1 *)xq);
 }

@@ -8,57 +8,8 @@
 #ifndef CLL_CUDA_OPS_CUH
 #define CLL_CUDA_OPS_CUH
 
-#include <utility>
-
 #include "cuda/common.cuh"
 
-#include <stdlib.h>
-
-/* Programmatic dependent launch: every ops kernel is launched with programmatic stream
- * serialization (its blocks may be scheduled while the previous kernel drains) and waits for
- * the previous kernel's results with cll_pdl_wait() as its FIRST statement, before any early
- * exit, so a kernel's completion still implies its predecessors' (transitively safe for the
- * kernels after it). CLLAMA_CUDA_PDL=0 launches them plainly. */
-static __device__ __forceinline__ void cll_pdl_wait(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    cudaGridDependencySynchronize();
-#endif
-}
-
-/* Let the next kernel in the stream launch now (its blocks then sit in their own
- * cll_pdl_wait(), which still waits for this whole grid to complete and flush): called by the
- * ops kernels right after their own wait, so a dependent launched with the PDL attribute can
- * be resident and prefetch what does not depend on this kernel (weights) while it runs. */
-static __device__ __forceinline__ void cll_pdl_trigger(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    cudaTriggerProgrammaticLaunchCompletion();
-#endif
-}
-
-static inline bool cll_cu_pdl_on(void) {
-    static int on = -1; /* process-wide setting read once; not state */
-    if (on < 0) {
-        const char *e = getenv("CLLAMA_CUDA_PDL");
-        on = !(e && e[0] == '0');
-    }
-    return on != 0;
-}
-
-template <typename... KArgs, typename... Args>
-static inline cudaError_t cll_cu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                                        Args &&...args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = cll_cu_pdl_on() ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k, std::forward<Args>(args)...);
-}
 
 /* q8_1 blocks per row of cols floats (a partial last block is zero-padded) */
 static inline int64_t cll_cu_q8_blocks(int64_t cols) { return (cols + 31) / 32; }
