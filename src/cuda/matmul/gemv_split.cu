@@ -21,8 +21,9 @@ template <class S, int WARPS, int U>
 __global__ void __launch_bounds__(WARPS * 32, SP_MIN_BLOCKS)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
-          float *__restrict__ y, int64_t y_stride) {
+          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb) {
     typedef typename S::Wv Wv;
+    if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
     const int b = blockIdx.y;
@@ -70,6 +71,7 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
     }
     acc = cll_warp_sum(acc);
     if (lane == 0) y[b * y_stride + row] = acc;
+    cll_l2_prefetch_next(pfn, pfb);
 }
 
 template <class S>
@@ -79,7 +81,7 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS), (unsigned)a->nb);
     return cll_cu_launch(k_gemv_sp<S, SP_WARPS, SP_U>, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
-                        a->xq_stride, a->y, a->y_stride);
+                        a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes);
 }
 
 /* ---- k_gemv_spx<S, R, U>: R rows per warp, the activation staged in shared memory, split-K ----
@@ -113,8 +115,9 @@ template <class S, int R, int U>
 __global__ void __launch_bounds__(SPX_WARPS * 32, SP_MIN_BLOCKS)
 k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride,
            int64_t n_mat, const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
-           float *__restrict__ y, int64_t y_stride, int ks_log2) {
+           float *__restrict__ y, int64_t y_stride, int ks_log2, int early, const void *pfn, size_t pfb) {
     typedef typename S::Wv Wv;
+    if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     extern __shared__ int sx[]; /* ng x 9 words: the q8_1 activation row */
     __shared__ float red[SPX_WARPS][R];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -230,6 +233,7 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
         }
         __syncthreads(); /* red is rewritten by the next tile */
     }
+    cll_l2_prefetch_next(pfn, pfb);
 }
 
 /* split-K factor (log2) of k_gemv_spx, a pure function of the shape, the SM count and the
@@ -296,7 +300,8 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     const dim3 grid((unsigned)gx, (unsigned)a->nb);
     return cll_cu_launch(k_gemv_spx<S, R, U>, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
-                             (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, l);
+                             (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, l, cll_cu_gemv_early_trigger(),
+                             a->pf_next, a->pf_bytes);
 }
 
 template <class S>

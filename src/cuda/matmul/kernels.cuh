@@ -14,7 +14,7 @@
  * (8 groups per pass), activations read as int32 words of q8_1 straight from global (L1 hits:
  * every warp of the SM reads the same activation row). Register budget: < 64 per thread
  * (checked with -Xptxas -v: no spills, no local memory), so >= 8 blocks (32 warps) per SM.
- * Row tails: the last stage copies its bytes rounded up to 16, which stays inside the row's
+ * Programmatic dependent launch: the first stage's copies are issued before the wait. Row tails: the last stage copies its bytes rounded up to 16, which stays inside the row's
  * padding (row_stride is a multiple of 16) and is never decoded. */
 #ifndef CLL_CUDA_MATMUL_KERNELS_CUH
 #define CLL_CUDA_MATMUL_KERNELS_CUH
@@ -51,15 +51,20 @@ template <class F, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_q8(const uint8_t *__restrict__ W, int64_t rows, int64_t nblk, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
-          float *__restrict__ y, int64_t y_stride) {
+          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb) {
     typedef CuStage<F> S;
     __shared__ __align__(16) uint8_t stage[WARPS][2][S::BYTES];
+    if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
     const int b = blockIdx.y;
-    if (row >= rows) return; /* warp-uniform; no block-wide barriers below */
+    if (row >= rows) { /* warp-uniform; no block-wide barriers below */
+        cll_pdl_wait();
+        return;
+    }
     int64_t mat = 0;
     if (mat_ids) {
+        cll_pdl_wait(); /* the router wrote the ids */
         mat = mat_ids[b];
         if (mat < 0 || mat >= n_mat) { /* bad router output: a defined zero, never a fault */
             if (lane == 0) y[b * y_stride + row] = 0.0f;
@@ -81,7 +86,8 @@ k_gemv_q8(const uint8_t *__restrict__ W, int64_t rows, int64_t nblk, int64_t row
 
     const int gl = lane >> 2, j = lane & 3;
     float acc = 0.0f;
-    issue(0);
+    issue(0);                       /* weights: depend on no kernel */
+    if (!mat_ids) cll_pdl_wait(); /* the activation's producer */
     for (int64_t s = 0; s < nst; s++) {
         if (s + 1 < nst) {
             issue(s + 1);
@@ -106,15 +112,17 @@ k_gemv_q8(const uint8_t *__restrict__ W, int64_t rows, int64_t nblk, int64_t row
     }
     acc = cll_warp_sum(acc);
     if (lane == 0) y[b * y_stride + row] = acc;
+    cll_l2_prefetch_next(pfn, pfb);
 }
 
 template <class F>
 static cudaError_t cu_gemv_q8_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % F::QK) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
-    k_gemv_q8<F, CLL_GEMV_WARPS><<<grid, CLL_GEMV_WARPS * 32, 0, st>>>(
-        w->d, w->rows, w->cols / F::QK, (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
-        (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride);
+    CLL_CU_RET(cll_cu_launch(k_gemv_q8<F, CLL_GEMV_WARPS>, grid, dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows,
+                             w->cols / F::QK, (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
+                             (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next,
+                             a->pf_bytes));
     return cudaGetLastError();
 }
 

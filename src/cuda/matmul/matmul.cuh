@@ -42,6 +42,11 @@ typedef struct {
     int64_t xq_stride;
     float *y;
     int64_t y_stride;
+    /* optional: the weight bytes the step reads next (the following product). The blocks of
+     * the last wave ask L2 for them as they finish, so the DRAM keeps streaming through this
+     * product's tail and the small kernels before the next one. NULL / 0: none. */
+    const void *pf_next;
+    size_t pf_bytes;
 } cll_cu_gemv_args;
 
 /* launcher of one gemv row; returns the launch's cudaError_t */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "cuda/matmul/matmul_internal.cuh"
@@ -48,16 +49,33 @@ cudaError_t cll_cu_weight_upload_l(cll_cu_weight *w, const void *host, uint32_t 
     if (!sp) {
         if (rs != rb) CLL_CU_RET(cudaMemset(dev_dst, 0, total));
         CLL_CU_RET(cudaMemcpy2D(dev_dst, rs, host, rb, rb, (size_t)(rows * n_mat), cudaMemcpyHostToDevice));
-    } else { /* repacked on the host in slabs of <= 32 MB, padding zeroed */
+    } else { /* repacked on the host in slabs of <= 32 MB (rows split over up to 16 threads), padding zeroed */
         const int64_t nrow = rows * n_mat;
         int64_t slab = (int64_t)(((size_t)32 << 20) / rs);
         if (slab < 1) slab = 1;
         if (slab > nrow) slab = nrow;
+        unsigned nt = std::thread::hardware_concurrency();
+        if (nt < 1) nt = 1;
+        if (nt > 16) nt = 16;
+        if ((int64_t)nt > slab) nt = (unsigned)slab;
         std::vector<uint8_t> st((size_t)slab * rs);
         for (int64_t r0 = 0; r0 < nrow; r0 += slab) {
             const int64_t n = nrow - r0 < slab ? nrow - r0 : slab;
-            memset(st.data(), 0, (size_t)n * rs);
-            sp->pack((const uint8_t *)host + (size_t)r0 * rb, st.data(), n, cols, rb, rs);
+            const int64_t per = (n + nt - 1) / nt;
+            auto part = [&](int64_t a) {
+                const int64_t m = n - a < per ? n - a : per;
+                if (m <= 0) return;
+                memset(st.data() + (size_t)a * rs, 0, (size_t)m * rs);
+                sp->pack((const uint8_t *)host + (size_t)(r0 + a) * rb, st.data() + (size_t)a * rs, m, cols, rb, rs);
+            };
+            std::vector<std::thread> th;
+            try {
+                for (unsigned t = 1; t < nt; t++) th.emplace_back(part, (int64_t)t * per);
+            } catch (...) { /* no threads to be had: the rest on this one */
+            }
+            part(0);
+            for (int64_t a = (int64_t)(th.size() + 1) * per; a < n; a += per) part(a);
+            for (auto &t : th) t.join();
             CLL_CU_RET(cudaMemcpy((uint8_t *)dev_dst + (size_t)r0 * rs, st.data(), (size_t)n * rs, cudaMemcpyHostToDevice));
         }
     }
