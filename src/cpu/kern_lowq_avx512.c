@@ -2,7 +2,7 @@
  * forms): vpdpbusd sums 4 u8 x s8 products per row lane without saturation (so IQ4_XS's
  * u <= 241 fits too), vpmulld applies the int32 scale of each 16-element sub-block. The
  * integer sums equal the AVX2 row's; the float ops after them are the same, in the same order. */
-#include "cpu/kern_lowq.h"
+#include "cpu/kern_z16.h"
 
 /* ---- GEMV: one row, decoded block by block, vpdpbusd (no int16 saturation) ------------ */
 
@@ -81,6 +81,7 @@ bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype) { return wtype == CLL_TYPE_IQ
 
 /* s32: the type's scales are per 32 elements (sc[2j] == sc[2j+1]): 8 vpdpbusd per vpmulld */
 static void build_d8_iq3_s_vbmi(const uint8_t *w, size_t row_bytes, int64_t b, uint8_t *rec);
+static void build_z16_iq3_s_vbmi(const uint8_t *w, size_t row_bytes, int64_t b, uint8_t *rec);
 
 INLINE void tile_d8(const uint8_t *recs, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
                     const int T, const int add, const int s32) {
@@ -178,6 +179,43 @@ void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1) {
     }
 }
 
+/* ---- z16: 16-row zmm tiles (kern_z16.h); an odd 8-row group at the end of a share runs the
+ * d8 tiles above ------------------------------------------------------------------------- */
+
+static _Thread_local uint8_t g_z16[KZ_SEG * KZ_REC] __attribute__((aligned(64)));
+
+void cll_kern_run_lowq_z16_avx512(const kern_args *a, int64_t r0, int64_t r1) {
+    const int64_t nb = a->cols / 256;
+    const size_t bsz = cll_type_traits_get(a->wtype)->type_size, st = a->act_stride;
+    const int64_t chunk = lq_chunk(st);
+    const uint32_t wt = a->wtype;
+    const int vbmi = wt == CLL_TYPE_IQ3_S && __builtin_cpu_supports("avx512vbmi");
+    const int s32 = wt == CLL_TYPE_IQ3_S || wt == CLL_TYPE_IQ4_XS || wt == CLL_TYPE_IQ2_XXS || wt == CLL_TYPE_IQ3_XXS;
+    const int fold = lq_off(wt) > 0; /* d == fm: the offset correction joins the integer sum */
+    const int64_t r16 = r0 + (r1 - r0) / 16 * 16;
+    for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
+        const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
+        for (int64_t r = r0; r < r16; r += 16) {
+            const uint8_t *wg = a->w + (size_t)r * a->w_row_bytes;
+            for (int64_t b0 = 0; b0 < nb; b0 += KZ_SEG) {
+                const int64_t nbs = nb - b0 < KZ_SEG ? nb - b0 : KZ_SEG;
+                for (int64_t b = 0; b < nbs; b++) {
+                    uint8_t *rec = g_z16 + b * KZ_REC;
+                    if (vbmi) build_z16_iq3_s_vbmi(wg, a->w_row_bytes, b0 + b, rec);
+                    else {
+                        kdec256 k[16];
+                        for (int i = 0; i < 16; i++) lq_decode(wt, wg + (size_t)i * a->w_row_bytes, b0 + b, bsz, &k[i]);
+                        kz_interleave(k, rec, fold);
+                    }
+                }
+                kz_sweep_any(g_z16, nbs, a->act + (size_t)b0 * sizeof(cll_block_q8_K), st, a->y + r, a->ldy, t0, t1,
+                             b0 > 0, s32, fold);
+            }
+        }
+    }
+    if (r16 < r1) cll_kern_run_lowq_d8_avx512(a, r16, r1);
+}
+
 /* ---- IQ3_S GEMV with AVX512-VBMI: the 64 grid lookups of a super-block as vpermi2b over the
  * byte planes of the grid (4 planes x 4 x 128-entry tables, bit 7 and the qh bit pick by
  * mask), no gathers; then 4 x 64-element vpdpbusd ------------------------------------- */
@@ -254,6 +292,12 @@ static VBMI void build_d8_iq3_s_vbmi(const uint8_t *w, size_t row_bytes, int64_t
     kdec256 k[8];
     for (int r = 0; r < 8; r++) dec_iq3_s_vbmi(w + (size_t)r * row_bytes + (size_t)b * sizeof(cll_block_iq3_s), &k[r]);
     lq_interleave_d8(k, rec, 1);
+}
+
+static VBMI void build_z16_iq3_s_vbmi(const uint8_t *w, size_t row_bytes, int64_t b, uint8_t *rec) {
+    kdec256 k[16];
+    for (int r = 0; r < 16; r++) dec_iq3_s_vbmi(w + (size_t)r * row_bytes + (size_t)b * sizeof(cll_block_iq3_s), &k[r]);
+    kz_interleave(k, rec, 1);
 }
 
 VBMI void cll_kern_run_iq3_s_gemv_vbmi(const kern_args *a, int64_t r0, int64_t r1) {

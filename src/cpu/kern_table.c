@@ -51,6 +51,7 @@ static const kern_impl k_lowq_d8_avx2 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_
 static const kern_impl k_lowq_gemv_avx512 = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_lowq_gemv_avx512};
 static const kern_impl k_iq3s_gemv_vbmi = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_iq3_s_gemv_vbmi};
 static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx512};
+static const kern_impl k_lowq_z16_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_z16_avx512};
 
 static const kern_impl k_r8z_q6_K_avx512 = {KACT_Q8_K, 8, cll_kern_r8_size_q6_K, cll_kern_r8_pack_q6_K,
                                             cll_kern_run_r8_q6_K_gemv_avx512z};
@@ -85,6 +86,10 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
 #define D8_ROW_512(T, ID, DFLT)                                                                              \
     {"matmul_" #T "_avx512vnni_d8x4", CLL_KOP_GEMM, ID, V512, "layout=plain decode=8 rows/chunk tile=8x4 dpbusd", \
      KLAYOUT_PLAIN, 8, NULL, DFLT, DFLT, &k_lowq_d8_avx512}
+/* z16: the same with 16 rows per zmm (kern_z16.h); an odd 8-row group runs the d8 tiles */
+#define Z16_ROW(T, ID)                                                                                       \
+    {"matmul_" #T "_avx512vnni_z16x8", CLL_KOP_GEMM, ID, V512, "layout=plain decode=16 rows/chunk tile=16x8 zmm dpbusd", \
+     KLAYOUT_PLAIN, 8, NULL, true, true, &k_lowq_z16_avx512}
 #define D8_ROW_AVX2(T, ID, DFLT)                                                                             \
     {"matmul_" #T "_avx2_d8x4", CLL_KOP_GEMM, ID, CLL_ISA_AVX2, "layout=plain decode=8 rows/chunk tile=8x4 maddubs", \
      KLAYOUT_PLAIN, 8, NULL, DFLT, DFLT, &k_lowq_d8_avx2}
@@ -120,31 +125,39 @@ static const cll_kernel_row k_rows[] = {
     {"matmul_q6_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q6_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
      NULL, true, true, &k_r8z_q6_K_avx512},
     R8_ROWS(q6_K),
-    D8_ROW_512(q2_K, CLL_TYPE_Q2_K, true),
+    Z16_ROW(q2_K, CLL_TYPE_Q2_K),
+    D8_ROW_512(q2_K, CLL_TYPE_Q2_K, false),
     D8_ROW_AVX2(q2_K, CLL_TYPE_Q2_K, true),
     DEC_GEMV_ROW(q2_K, CLL_TYPE_Q2_K, true),
-    D8_ROW_512(q3_K, CLL_TYPE_Q3_K, true),
+    Z16_ROW(q3_K, CLL_TYPE_Q3_K),
+    D8_ROW_512(q3_K, CLL_TYPE_Q3_K, false),
     D8_ROW_AVX2(q3_K, CLL_TYPE_Q3_K, true),
     DEC_GEMV_ROW(q3_K, CLL_TYPE_Q3_K, true),
-    D8_ROW_512(iq3_s, CLL_TYPE_IQ3_S, true),
+    Z16_ROW(iq3_s, CLL_TYPE_IQ3_S),
+    D8_ROW_512(iq3_s, CLL_TYPE_IQ3_S, false),
     D8_ROW_AVX2(iq3_s, CLL_TYPE_IQ3_S, true),
     {"matmul_iq3_s_avx512vbmi_decrow", CLL_KOP_MATMUL, CLL_TYPE_IQ3_S, V512, "layout=plain rows=1 vpermi2b-grid+dpbusd zmm",
      KLAYOUT_PLAIN, 1, iq3s_vbmi_ok, true, true, &k_iq3s_gemv_vbmi},
     DEC_GEMV_ROW_512(iq3_s, CLL_TYPE_IQ3_S, false),
     DEC_GEMV_ROW(iq3_s, CLL_TYPE_IQ3_S, true),
-    D8_ROW_512(iq2_xxs, CLL_TYPE_IQ2_XXS, true),
+    Z16_ROW(iq2_xxs, CLL_TYPE_IQ2_XXS),
+    D8_ROW_512(iq2_xxs, CLL_TYPE_IQ2_XXS, false),
     D8_ROW_AVX2(iq2_xxs, CLL_TYPE_IQ2_XXS, true),
     DEC_GEMV_ROW(iq2_xxs, CLL_TYPE_IQ2_XXS, true),
-    D8_ROW_512(iq2_xs, CLL_TYPE_IQ2_XS, true),
+    Z16_ROW(iq2_xs, CLL_TYPE_IQ2_XS),
+    D8_ROW_512(iq2_xs, CLL_TYPE_IQ2_XS, false),
     D8_ROW_AVX2(iq2_xs, CLL_TYPE_IQ2_XS, true),
     DEC_GEMV_ROW(iq2_xs, CLL_TYPE_IQ2_XS, true),
-    D8_ROW_512(iq2_s, CLL_TYPE_IQ2_S, true),
+    Z16_ROW(iq2_s, CLL_TYPE_IQ2_S),
+    D8_ROW_512(iq2_s, CLL_TYPE_IQ2_S, false),
     D8_ROW_AVX2(iq2_s, CLL_TYPE_IQ2_S, true),
     DEC_GEMV_ROW(iq2_s, CLL_TYPE_IQ2_S, true),
-    D8_ROW_512(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
+    Z16_ROW(iq3_xxs, CLL_TYPE_IQ3_XXS),
+    D8_ROW_512(iq3_xxs, CLL_TYPE_IQ3_XXS, false),
     D8_ROW_AVX2(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
     DEC_GEMV_ROW(iq3_xxs, CLL_TYPE_IQ3_XXS, true),
-    D8_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, true),
+    Z16_ROW(iq4_xs, CLL_TYPE_IQ4_XS),
+    D8_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, false),
     D8_ROW_AVX2(iq4_xs, CLL_TYPE_IQ4_XS, true),
     {"matmul_iq4_xs_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_IQ4_XS, V512, "layout=plain rows=1 zmm 4 subs/vector dpbusd",
      KLAYOUT_PLAIN, 1, NULL, true, true, &k_iq4_xs_gemv_z},
