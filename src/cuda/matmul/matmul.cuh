@@ -108,7 +108,7 @@ bool cll_cu_type_served(uint32_t type);
 /* the gemv rows: one table (cuda/matmul/rows.cu) */
 typedef struct cll_kernel_table cll_kernel_table;
 const cll_kernel_table *cll_cu_kernel_table(void);
-/* the default gemv row for a weight type (NULL: type not served) */
+/* the gemv row for a weight type: the default, or the row an override names (CLLAMA_KERNEL); NULL: not served */
 const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols);
 
 #endif

@@ -120,6 +120,12 @@ static bool cu_row_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     return o && s->wtype == r->wtype && s->cols > 0 && s->rows > 0 && s->cols % o->qk == 0;
 }
 
+/* the bulk-copy rows need sm_90 (cp.async.bulk, mbarrier tx counts) */
+static bool cu_tma_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    if (s->device != CLL_KDEVICE_CPU && s->device < CLL_KDEVICE_CUDA_SM(9, 0)) return false;
+    return cu_row_ok(r, s);
+}
+
 /* the types in table order; impls filled once from the family files */
 #define CU_TYPES(X)                                                                                          \
     X(f32, F32) X(f16, F16) X(bf16, BF16) X(q4_0, Q4_0) X(q4_1, Q4_1) X(q5_0, Q5_0) X(q5_1, Q5_1) X(q8_0, Q8_0) \
@@ -137,7 +143,8 @@ static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0};
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS};
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
-static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP];
+static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
+    k_tma_impl[CU_NSP];
 /* a layout-0 row stays a default unless its type has a split row */
 static bool has_split(uint32_t t) {
     for (int i = 0; i < CU_NSP; i++)
@@ -152,6 +159,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SPX2 "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 by shape lane/32-group ld=16B x2 groups x2 rows double-buffered act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_SPX4 "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape lane/32-group ld=16B x1 group x4 rows double-buffered act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_SPX4P "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape persistent grid (1 wave, tiles looped, activation staged once per block) ld=16B x1 group x4 rows act=q8_1 in smem dp4a pdl"
+#define CU_GEMV_PARAMS_TMA "layout=1(split) 128 threads persistent grid tile=rt rows (~16KB) one cp.async.bulk per tile mbarrier 4 stages in flight (first before the PDL wait) act=q8_1 in smem dp4a nb=1 (else r4_pt)"
 #define CU_GEMV_PARAMS_FLT "layout=0 warps=4 rows/warp=1 ld=16B x4/lane act=f32"
 #define CU_GEMM_PARAMS "layout=0 panel=f16 slab<=panel_bytes cublasGemmEx fp32-accumulate"
 static const cll_kernel_row k_rows[] = {
@@ -180,7 +188,9 @@ static const cll_kernel_row k_rows[] = {
     {"gemv_" #n "_split_r4_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
      true, (D) == 2, &k_spx4_impl[i]},                                                                       \
     {"gemv_" #n "_split_r4_smx_ks_pt", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4P, CLL_CU_LAYOUT_SPLIT, 1,  \
-     cu_row_ok, true, (D) == 3, &k_spx4p_impl[i]},
+     cu_row_ok, true, (D) == 3, &k_spx4p_impl[i]},                                                          \
+    {"gemv_" #n "_split_tma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_TMA, CLL_CU_LAYOUT_SPLIT, 1,      \
+     cu_tma_ok, true, (D) == 4, &k_tma_impl[i]},
     CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 3) CU_SP_ROW(q5_1, Q5_1, 2, 0) CU_SP_ROW(q4_K, Q4_K, 3, 3)
     CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0)
 #undef CU_SP_ROW
@@ -214,6 +224,8 @@ static void fill_impls(void) {
         k_spx4_impl[i].gemv = o ? o->gemv_r4 : NULL;
         k_spx4p_impl[i] = k_sp_impl[i];
         k_spx4p_impl[i].gemv = o ? o->gemv_r4p : NULL;
+        k_tma_impl[i] = k_sp_impl[i];
+        k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
     }
 }
 
@@ -231,10 +243,7 @@ const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t
     sh.wtype = type;
     sh.rows = rows;
     sh.cols = cols;
-    for (size_t i = 0; i < t->n; i++) {
-        const cll_kernel_row *r = &t->rows[i];
-        if (r->op == CLL_KOP_GEMV && r->wtype == type && r->is_default && cll_kernel_row_supported(r, &sh))
-            return (const cll_cu_gemv_impl *)r->impl;
-    }
-    return NULL;
+    /* the default row unless an override (CLLAMA_KERNEL, a tune sidecar) names another */
+    const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, -1, NULL);
+    return r ? (const cll_cu_gemv_impl *)r->impl : NULL;
 }

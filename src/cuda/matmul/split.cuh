@@ -59,40 +59,43 @@ struct CuQ4 {
 struct CuQ2 {
     uint32_t x, y;
 };
-/* weight bytes: streamed, read once (L1 bypass, 256 B L2 prefetch); p 16-byte aligned */
-CU_HD CuQ4 sp_ld16(const uint8_t *p) {
+/* weight bytes: streamed, read once (L1 bypass, 256 B L2 prefetch); p 16-byte aligned.
+ * M = 1: the bytes are already in shared memory (the TMA-staged rows): plain loads. */
+template <int M = 0> CU_HD CuQ4 sp_ld16(const uint8_t *p) {
     CuQ4 r;
 #ifdef __CUDA_ARCH__
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
+    if (M) {
+        const uint4 v = *(const uint4 *)p;
+        r.x = v.x, r.y = v.y, r.z = v.z, r.w = v.w;
+    } else {
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                     : "l"(p));
+    }
 #else
     memcpy(&r, p, 16);
 #endif
     return r;
 }
-CU_HD CuQ2 sp_ld8(const uint8_t *p) {
+template <int M = 0> CU_HD CuQ2 sp_ld8(const uint8_t *p) {
     CuQ2 r;
 #ifdef __CUDA_ARCH__
-    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
+    if (M) {
+        const uint2 v = *(const uint2 *)p;
+        r.x = v.x, r.y = v.y;
+    } else {
+        asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
+    }
 #else
     memcpy(&r, p, 8);
 #endif
     return r;
 }
-CU_HD uint32_t sp_ld4(const uint8_t *p) {
-    uint32_t r;
-#ifdef __CUDA_ARCH__
-    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(r) : "l"(p));
-#else
-    memcpy(&r, p, 4);
-#endif
-    return r;
-}
-CU_HD uint32_t sp_ld2(const uint8_t *p) {
+template <int M = 0> CU_HD uint32_t sp_ld2(const uint8_t *p) {
     unsigned short r;
 #ifdef __CUDA_ARCH__
-    asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(r) : "l"(p));
+    if (M) r = *(const unsigned short *)p;
+    else asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(r) : "l"(p));
 #else
     memcpy(&r, p, 2);
 #endif
@@ -105,11 +108,24 @@ CU_HD float sp_h2f(uint32_t h) {
     return cll_fp16_to_f32((uint16_t)h);
 #endif
 }
-/* a q8_1 activation block in registers: d, s and the 8 words of qs */
+/* a q8_1 activation block in registers: d, s, the 8 words of qs, and the integer sums of its
+ * first and last 16 values (sl, sh: the offset terms of Q4_0 / Q4_K / Q6_K, computed once per
+ * block of activations instead of once per weight row) */
 struct CuX {
     float d, s;
     int y[8];
+    int sl, sh;
 };
+CU_HD void sp_x_sums(CuX &x) {
+    int a = 0, b = 0;
+SP_UNROLL
+    for (int k = 0; k < 4; k++) {
+        a = cu_dp4a(0x01010101, x.y[k], a);
+        b = cu_dp4a(0x01010101, x.y[4 + k], b);
+    }
+    x.sl = a;
+    x.sh = b;
+}
 CU_HD CuX sp_ldx(const cll_block_q8_1 *b) {
     const int *p = (const int *)b;
     CuX x;
@@ -124,8 +140,47 @@ SP_UNROLL
     x.s = cll_fp16_to_f32(b->s);
     for (int k = 0; k < 8; k++) memcpy(&x.y[k], p + 1 + k, 4);
 #endif
+    sp_x_sums(x);
     return x;
 }
+#ifdef __CUDACC__
+/* a q8_1 activation block staged in shared memory as SP_XW = 11 words: d|s, qs[8], sl, sh
+ * (odd stride: 32 lanes reading 32 consecutive blocks' word k hit 32 banks) */
+#define SP_XW 11
+static __device__ __forceinline__ CuX sp_ldx_sm(const int *p) {
+    CuX x;
+    const float2 ds = __half22float2(*(const __half2 *)p);
+    x.d = ds.x;
+    x.s = ds.y;
+#pragma unroll
+    for (int k = 0; k < 8; k++) x.y[k] = p[1 + k];
+    x.sl = p[9];
+    x.sh = p[10];
+    return x;
+}
+/* stage ng q8_1 blocks from global xq into smem sx (SP_XW words each); all nt threads of the
+ * block call it (no barrier inside) */
+static __device__ __forceinline__ void sp_stage_x(const cll_block_q8_1 *__restrict__ xq, int ng, int *sx, int tid,
+                                                  int nt) {
+    for (int g = tid; g < ng; g += nt) {
+        const int *src = (const int *)(xq + g);
+        int w[9];
+#pragma unroll
+        for (int k = 0; k < 9; k++) w[k] = __ldg(src + k);
+        int a = 0, b = 0;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            a = __dp4a(0x01010101, w[1 + k], a);
+            b = __dp4a(0x01010101, w[5 + k], b);
+        }
+        int *d = sx + SP_XW * g;
+#pragma unroll
+        for (int k = 0; k < 9; k++) d[k] = w[k];
+        d[9] = a;
+        d[10] = b;
+    }
+}
+#endif
 CU_HD uint32_t sp_w(const CuQ4 &q, int k) { return k == 0 ? q.x : k == 1 ? q.y : k == 2 ? q.z : q.w; }
 /* sum of 16-element lo/hi Q4_0-order nibble dots: low nibbles of q with y[0..3], high with y[4..7] */
 CU_HD int sp_nib_dot(const CuQ4 &q, const CuX &x, int acc) {
@@ -135,13 +190,6 @@ SP_UNROLL
         acc = cu_dp4a((int)(w & 0x0F0F0F0Fu), x.y[k], acc);
         acc = cu_dp4a((int)((w >> 4) & 0x0F0F0F0Fu), x.y[4 + k], acc);
     }
-    return acc;
-}
-/* c * sum of y words [k0, k0+n) (c a byte replicated: int8 multiplier) */
-CU_HD int sp_ysum(const CuX &x, int k0, int n, uint32_t c4, int acc) {
-SP_UNROLL
-    for (int k = 0; k < 8; k++)
-        if (k >= k0 && k < k0 + n) acc = cu_dp4a((int)c4, x.y[k], acc);
     return acc;
 }
 /* repack helper: 32 nibble/byte values -> 16 bytes in Q4_0 order */
@@ -178,9 +226,9 @@ template <> struct CuSp<CLL_TYPE_Q4_0> {
         CuQ4 q;
         uint32_t d;
     };
-    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16(r + 16 * g), sp_ld2(r + 16 * ng + 2 * g)}; }
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16<M>(r + 16 * g), sp_ld2<M>(r + 16 * ng + 2 * g)}; }
     CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
-        const int sumi = sp_ysum(x, 0, 8, 0xF8F8F8F8u, sp_nib_dot(w.q, x, 0)); /* (q - 8): -8 * sum y */
+        const int sumi = sp_nib_dot(w.q, x, 0) - 8 * (x.sl + x.sh); /* (q - 8): -8 * sum y */
         return (sp_h2f(w.d) * x.d) * (float)sumi;
     }
 };
@@ -201,8 +249,8 @@ template <> struct CuSp<CLL_TYPE_Q8_0> {
         CuQ4 a, b;
         uint32_t d;
     };
-    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
-        return Wv{sp_ld16(r + 32 * g), sp_ld16(r + 32 * g + 16), sp_ld2(r + 32 * ng + 2 * g)};
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
+        return Wv{sp_ld16<M>(r + 32 * g), sp_ld16<M>(r + 32 * g + 16), sp_ld2<M>(r + 32 * ng + 2 * g)};
     }
     CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
         int s = 0;
@@ -244,7 +292,7 @@ template <> struct CuSp<CLL_TYPE_Q5_1> {
         CuQ4 q;
         CuQ2 s;
     };
-    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16(r + 16 * g), sp_ld8(r + 16 * ng + 8 * g)}; }
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16<M>(r + 16 * g), sp_ld8<M>(r + 16 * ng + 8 * g)}; }
     CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
         const uint32_t qh = w.s.y;
         int s = 0;
@@ -298,12 +346,12 @@ template <> struct CuSp<CLL_TYPE_Q4_K> {
     struct Wv {
         CuQ4 q, h;
     };
-    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16(r + 16 * g), sp_ld16(r + 16 * ng + 16 * (g >> 3))}; }
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16<M>(r + 16 * g), sp_ld16<M>(r + 16 * ng + 16 * (g >> 3))}; }
     CU_HD float dot(const Wv &w, int64_t g, const CuX &x) {
         int sc, m;
         sm(w.h.y, w.h.z, w.h.w, (int)(g & 7), &sc, &m);
         const int isum = sc * sp_nib_dot(w.q, x, 0);
-        const int msum = m * sp_ysum(x, 0, 8, 0x01010101u, 0);
+        const int msum = m * (x.sl + x.sh);
         return x.d * (sp_h2f(w.h.x & 0xFFFF) * (float)isum - sp_h2f(w.h.x >> 16) * (float)msum);
     }
 };
@@ -332,7 +380,7 @@ template <> struct CuSp<CLL_TYPE_IQ4_XS> {
         CuQ4 q;
         CuQ2 h;
     };
-    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16(r + 16 * g), sp_ld8(r + 16 * ng + 8 * (g >> 3))}; }
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16<M>(r + 16 * g), sp_ld8<M>(r + 16 * ng + 8 * (g >> 3))}; }
     CU_HD float dot(const Wv &w, int64_t g, const CuX &x) {
         int s = 0;
 SP_UNROLL
@@ -385,11 +433,11 @@ template <> struct CuSp<CLL_TYPE_Q6_K> {
         CuQ2 h;
         uint32_t sc, d;
     };
-    CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
-        return Wv{sp_ld16(r + 16 * g), sp_ld8(r + 16 * ng + 8 * g), sp_ld2(r + 24 * ng + 2 * g), sp_ld2(r + 26 * ng + 2 * (g >> 3))};
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
+        return Wv{sp_ld16<M>(r + 16 * g), sp_ld8<M>(r + 16 * ng + 8 * g), sp_ld2<M>(r + 24 * ng + 2 * g), sp_ld2<M>(r + 26 * ng + 2 * (g >> 3))};
     }
     CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
-        int s0 = sp_ysum(x, 0, 4, 0xE0E0E0E0u, 0), s1 = sp_ysum(x, 4, 4, 0xE0E0E0E0u, 0); /* -32 * sum y per half */
+        int s0 = -32 * x.sl, s1 = -32 * x.sh; /* -32 * sum y per half */
 SP_UNROLL
         for (int k = 0; k < 4; k++) {
             const uint32_t q = sp_w(w.q, k);

@@ -153,7 +153,7 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
 /* ---- the GQA kernel: one block per (kv head, q-head subgroup, chunk, token) -------------------
  * Serves hg <= HG q heads of one kv head, so K/V are read once per group. Head dim HD (64, 128,
  * 256; hd_k == hd_v). The live length len = pos + 1 - lo is split into nc = cdiv(len, eff)
- * chunks of eff = max(FA_MIN_CHUNK, cdiv(len, n_chunks)) keys (the grid covers n_chunks; blocks
+ * chunks of eff = max(min_chunk, cdiv(len, n_chunks)) keys (min_chunk default FA_MIN_CHUNK) (the grid covers n_chunks; blocks
  * past nc exit after the wait). A block walks its chunk in sub-chunks of FA_CS keys:
  *   A: scores: HD/8 lanes per key (8 dims per lane, one 16 B load for F16), 4 keys in flight per
  *      lane, q of the hg heads in registers, dot reduced over the key's lanes -> smem S[h][j];
@@ -337,7 +337,7 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
     const int32_t pos = a.pos[r];
     const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1;
     const int32_t len = hi - lo;
-    const int32_t eff = max((int32_t)FA_MIN_CHUNK, (len + a.n_chunks - 1) / a.n_chunks);
+    const int32_t eff = max(a.min_chunk, (len + a.n_chunks - 1) / a.n_chunks);
     const int32_t nc = (len + eff - 1) / eff;
     const int32_t c0 = lo + c * eff, c1 = min(c0 + eff, hi);
     const int64_t base = (int64_t)a.seq[r] * a.n_ctx;
@@ -563,6 +563,14 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
     const int hd = a->hd_k;
     if (a->fuse_rope && !cll_cu_attention_fuses_rope(a, n)) return cudaErrorInvalidValue;
     if (a->hd_v == hd && (hd == 64 || hd == 128 || hd == 256)) {
+        static int env_min = -1; /* process-wide setting read once; not state */
+        if (env_min < 0) {
+            const char *e = getenv("CLLAMA_CUDA_ATTN_MIN_CHUNK");
+            env_min = e && atoi(e) > 0 ? atoi(e) : FA_MIN_CHUNK;
+        }
+        cll_cu_attn_args ac = *a;
+        if (ac.min_chunk <= 0) ac.min_chunk = env_min;
+        a = &ac;
         const int G = a->n_head / a->n_kv;
         const int gq = G < 8 ? G : 8;
         const int HG = gq <= 1 ? 1 : gq <= 2 ? 2 : gq <= 4 ? 4 : 8;

@@ -133,6 +133,7 @@ typedef struct {
     int32_t n_head, n_kv, hd_k, hd_v, n_ctx, n_swa; /* n_swa 0: full */
     float scale;
     int32_t chunk, n_chunks;
+    int32_t min_chunk;     /* GQA kernel: fewest keys per chunk (0: CLLAMA_CUDA_ATTN_MIN_CHUNK, default 32) */
     float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
     int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
     float *out;            /* (n, n_head*hd_v) */
