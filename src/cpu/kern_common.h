@@ -109,6 +109,11 @@ bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype);
 void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_lowq_z16_avx512(const kern_args *a, int64_t r0, int64_t r1); /* 16-row zmm tiles */
 
+/* r8 GEMM on the 16-row zmm tile (kern_r8z16_avx512.c) */
+void cll_kern_run_r8z16_q4_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8z16_q5_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8z16_q6_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
+
 /* r8 GEMV with zmm (kern_r8z_avx512.c): two 4-element groups per vector */
 void cll_kern_run_r8_q6_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q4_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1);

@@ -53,6 +53,13 @@ static const kern_impl k_iq3s_gemv_vbmi = {KACT_Q8_K, 1, NULL, NULL, cll_kern_ru
 static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx512};
 static const kern_impl k_lowq_z16_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_z16_avx512};
 
+#define RZ16_IMPL(T)                                                                                        \
+    static const kern_impl k_rz16_##T = {KACT_Q8_K, 8, cll_kern_r8_size_##T, cll_kern_r8_pack_##T,            \
+                                         cll_kern_run_r8z16_##T##_avx512};
+RZ16_IMPL(q4_K)
+RZ16_IMPL(q5_K)
+RZ16_IMPL(q6_K)
+
 static const kern_impl k_r8z_q6_K_avx512 = {KACT_Q8_K, 8, cll_kern_r8_size_q6_K, cll_kern_r8_pack_q6_K,
                                             cll_kern_run_r8_q6_K_gemv_avx512z};
 
@@ -107,6 +114,12 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
     {"matmul_" #T "_scalar", CLL_KOP_MATMUL, ID, 0, "layout=plain reference-dot", KLAYOUT_PLAIN, 1, NULL,     \
      DFLT, DFLT, &IMPL}
 
+/* the GEMM of an r8 K-quant on the 16-row zmm tile (kern_z16.h): two r8 groups decoded per
+ * token chunk; an odd 8-row group runs the r8x4 tile */
+#define RZ16_ROW(T)                                                                                          \
+    {"matmul_" #T "_avx512vnni_r8z16x8", CLL_KOP_GEMM, CLL_TYPE_##T##_ID, V512,                              \
+     "layout=r8 decode=16 rows/chunk tile=16x8 zmm dpbusd", KLAYOUT_R8, 8, NULL, true, true, &k_rz16_##T}
+
 #define CLL_TYPE_q4_0_ID CLL_TYPE_Q4_0
 #define CLL_TYPE_q8_0_ID CLL_TYPE_Q8_0
 #define CLL_TYPE_q4_K_ID CLL_TYPE_Q4_K
@@ -118,12 +131,15 @@ static const cll_kernel_row k_rows[] = {
     R8_ROWS(q8_0),
     {"matmul_q4_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q4_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
      NULL, true, true, &k_r8z_q4_K_avx512},
+    RZ16_ROW(q4_K),
     R8_ROWS(q4_K),
     {"matmul_q5_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q5_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
      NULL, true, true, &k_r8z_q5_K_avx512},
+    RZ16_ROW(q5_K),
     R8_ROWS(q5_K),
     {"matmul_q6_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q6_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
      NULL, true, true, &k_r8z_q6_K_avx512},
+    RZ16_ROW(q6_K),
     R8_ROWS(q6_K),
     Z16_ROW(q2_K, CLL_TYPE_Q2_K),
     D8_ROW_512(q2_K, CLL_TYPE_Q2_K, false),

@@ -129,19 +129,21 @@ INLINE void kz_sweep(const uint8_t *recs, int64_t nbs, const uint8_t *act, size_
     }
 }
 
-/* the four instantiations a driver picks from at run time */
+/* the instantiations a driver picks from at run time (s32 x fold x add) */
 INLINE void kz_sweep_any(const uint8_t *recs, int64_t nbs, const uint8_t *act, size_t st, float *y, int64_t ldy,
                          int64_t t0, int64_t t1, int add, int s32, int fold) {
-    if (s32) {
-        if (add) kz_sweep(recs, nbs, act, st, y, ldy, t0, t1, 1, 1, 1);
-        else kz_sweep(recs, nbs, act, st, y, ldy, t0, t1, 0, 1, 1);
-    } else if (fold) {
-        if (add) kz_sweep(recs, nbs, act, st, y, ldy, t0, t1, 1, 0, 1);
-        else kz_sweep(recs, nbs, act, st, y, ldy, t0, t1, 0, 0, 1);
-    } else {
-        if (add) kz_sweep(recs, nbs, act, st, y, ldy, t0, t1, 1, 0, 0);
-        else kz_sweep(recs, nbs, act, st, y, ldy, t0, t1, 0, 0, 0);
+#define KZ_SW(A, S, F) kz_sweep(recs, nbs, act, st, y, ldy, t0, t1, A, S, F)
+    switch ((add ? 4 : 0) | (s32 ? 2 : 0) | (fold ? 1 : 0)) {
+    case 0: KZ_SW(0, 0, 0); break;
+    case 1: KZ_SW(0, 0, 1); break;
+    case 2: KZ_SW(0, 1, 0); break;
+    case 3: KZ_SW(0, 1, 1); break;
+    case 4: KZ_SW(1, 0, 0); break;
+    case 5: KZ_SW(1, 0, 1); break;
+    case 6: KZ_SW(1, 1, 0); break;
+    default: KZ_SW(1, 1, 1); break;
     }
+#undef KZ_SW
 }
 
 #endif
