@@ -26,7 +26,8 @@ static void report(const cll_cuda_gate_report *r, cll_status st) {
            "control %s  %s%s\n",
            r->row, st == CLL_OK ? "PASS" : "FAIL", (long long)r->rows, (long long)r->cols, r->nb, (long long)r->n_mat,
            r->max_err, r->tol, (long long)r->n_bad, (long long)r->n_unwritten, (long long)r->n_clobbered,
-           r->control_failed ? "failed(ok)" : "PASSED(bad)", r->ref, st == CLL_OK ? "" : "");
+           r->control_failed ? "failed(ok)" : "PASSED(bad)", r->ref,
+           !r->tail_checked ? "" : r->tail_ok ? "  +resid tail ok" : "  +resid tail FAILED");
     if (st != CLL_OK) {
         printf("    -> %s\n", cll_last_error());
         g_fail++;

@@ -15,9 +15,11 @@
 /* ---- the pass ------------------------------------------------------------------------------- */
 
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
-                        int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL) {
+                        int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
+                        const cll_cu_resid_epi *epi = NULL) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
+    if (epi) a.epi = *epi;
     if (next && !ids) { /* the step's next product: its first bytes into L2 as this one drains */
         const size_t nb_ = next->w.mat_stride, cap = cll_cu_l2next_bytes();
         a.pf_next = next->w.d;
@@ -42,11 +44,37 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
  * product the step runs after this one (its weights are prefetched into L2 by the last part) */
 static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
-                           int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL) {
+                           int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
+                           const cll_cu_resid_epi *epi = NULL) {
     for (int i = 0; i < np; i++)
-        CLL_CU_RET(n == 1 ? gemv(&parts[i], 1, NULL, x, 0, xq, 0, y, 0, s->st, i + 1 < np ? &parts[i + 1] : next)
+        CLL_CU_RET(n == 1 ? gemv(&parts[i], 1, NULL, x, 0, xq, 0, y, 0, s->st, i + 1 < np ? &parts[i + 1] : next, epi)
                           : gemm(s, &parts[i], x, ldx, n, y, ldy));
     return cudaSuccess;
+}
+
+/* the fused residual tail for a decode product into the residual width (NULL: run the residual
+ * kernel instead): n == 1, no post norm, CLLAMA_CUDA_FUSE_RESID=1. Off by default: measured
+ * slower on the H200 than the separate one-block kernel behind PDL (l2-7b tg128: Q4_0 509 vs
+ * 569, Q8_0 363 vs 391, F16 245 vs 261 tok/s): the last block's ticket, its fences and its L2
+ * round trips cost more on the critical path than a launch the next gemv already overlaps. */
+static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, int64_t n, const float *post, const float *next_norm,
+                                          cll_cu_resid_epi *e) {
+    static int on = -1; /* process-wide setting read once; not state */
+    if (on < 0) {
+        const char *v = getenv("CLLAMA_CUDA_FUSE_RESID");
+        on = v && v[0] == '1';
+    }
+    if (!on || n != 1 || post) return NULL;
+    memset(e, 0, sizeof *e);
+    e->on = 1;
+    e->x = s->x;
+    e->part = s->rpart;
+    e->ticket = s->rticket;
+    e->norm = next_norm;
+    e->eps = s->dm->m->hp.eps;
+    e->xn = s->xn;
+    e->xq = s->xq;
+    return e;
 }
 
 #define TRY(call) CLL_CU_TRY(call)
@@ -212,7 +240,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.fuse_rope = cll_cu_attention_fuses_rope(&aa, n); /* decode: the attention blocks rope and store k/v */
         if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         PTRY(CLL_PK_ATTN, cll_cu_attention(&aa, n, s->st));
-        PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0]));
+        cll_cu_resid_epi ep;
+        const cll_cu_resid_epi *e1 = resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
+        PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1));
         cll_cu_resid_args rr;
         memset(&rr, 0, sizeof rr);
         rr.x = s->x;
@@ -222,7 +252,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.next = C->ffn_norm;
         rr.xn = s->xn;
         rr.xq = s->xq;
-        PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        if (!e1) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
             if (st != CLL_OK) return st;
@@ -232,11 +262,12 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down));
             PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act, s->actq, s->st));
-            PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn));
         }
         rr.post = C->post_ffn_norm;
         rr.next = il + 1 < hp->n_layer ? dm->layers[il + 1].attn_norm : dm->output_norm;
-        PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        const cll_cu_resid_epi *e2 = moe ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
+        if (!moe) PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2));
+        if (!e2) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
     }
     if (n_out == 0) return CLL_OK;
     /* xn now holds output_norm(x) for every row */
@@ -413,6 +444,8 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->part, (size_t)s->part_cap * (size_t)(hp->head_dim_v + 2) * F},
         {(void **)&s->count, nb * (size_t)H * sizeof(int)},
         {(void **)&s->t, nb * d * F},
+        {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
+        {(void **)&s->rticket, sizeof(int)},
         {(void **)&s->gu, rows_ff * 2 * ffm * F},
         {(void **)&s->act, rows_ff * ffm * F},
         {&s->actq, rows_ff * (size_t)cll_cu_q8_blocks((int64_t)ffm) * Q8},
@@ -481,6 +514,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     } while (0)
     STRY(cudaMemset(kv, 0, (size_t)L * cells * (size_t)(s->kv_k + s->kv_v) * esz));
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
+    STRY(cudaMemset(s->rticket, 0, sizeof(int)));
     STRY(cudaMemset(s->amax_count, 0, no * sizeof(int)));
     STRY(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking));
     {

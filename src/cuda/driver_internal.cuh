@@ -97,6 +97,8 @@ struct cll_driver_state {
     int64_t part_cap;     /* (token, head, chunk) partials that fit */
     int *count;           /* (n_batch, n_head) attention chunk counts (self-resetting, zeroed once) */
     float *t;             /* (n_batch, n_embd) block output */
+    double *rpart;        /* (CLL_CU_EPI_MAX_BLOCKS) the fused residual tail's block partials (cll_cu_resid_epi) */
+    int *rticket;         /* its last-block ticket (self-resetting, zeroed once) */
     float *gu;            /* (max(n_batch, n_used), 2*ff_max) gate | up */
     float *act;           /* (max(n_batch, n_used), ff_max) act(gate) * up */
     void *actq;           /* its q8_1 form */

@@ -149,7 +149,11 @@ void fill_report(cll_cuda_gate_report *rep, const Cmp &c, double tol) {
 }
 
 cll_status verdict(cll_cuda_gate_report *rep, const char *what) {
-    rep->passed = rep->n_bad == 0 && rep->n_clobbered == 0 && rep->q8_exact && rep->tables_exact;
+    rep->passed = rep->n_bad == 0 && rep->n_clobbered == 0 && rep->q8_exact && rep->tables_exact &&
+                  (!rep->tail_checked || rep->tail_ok);
+    if (rep->tail_checked && !rep->tail_ok)
+        return cll_err(CLL_ERR_INTERNAL, "gate %s (%s, %lldx%lld): fused residual tail: %s", rep->row, what,
+                       (long long)rep->rows, (long long)rep->cols, rep->tail_why);
     if (rep->passed && rep->control_failed) return CLL_OK;
     if (rep->passed)
         return cll_err(CLL_ERR_INTERNAL, "gate %s: the poison control passed (the bar cannot fail)", rep->row);
@@ -203,6 +207,109 @@ cll_status gate_tables_into(cll_cuda_gate_report *rep) {
     bool same = false;
     GATE_CU(cll_cu_iq_tables_check(&same));
     rep->tables_exact = same;
+    return CLL_OK;
+}
+
+/* ---- the fused residual tail of a one-product gemv (cll_cu_resid_epi) ---- */
+static bool ulp_close(float got, double want, int ulps) {
+    if (isnan(got)) return false;
+    const double u = ldexp(1.0, ilogb(want == 0.0 ? 1e-30 : want) - 23); /* one f32 ulp at want */
+    return fabs((double)got - want) <= ulps * u;
+}
+
+cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_cu_gemv_args a,
+                     const std::vector<float> &y1, int64_t rows, Rng &rng, Dev &dev, cll_cuda_gate_report *rep) {
+    rep->tail_checked = true;
+    rep->tail_ok = false;
+    const float eps = 1e-5f;
+    std::vector<float> x0((size_t)rows), g((size_t)rows);
+    for (int64_t i = 0; i < rows; i++) {
+        x0[(size_t)i] = 2.0f * rng.uni();
+        g[(size_t)i] = 0.5f + rng.uni();
+    }
+    const int64_t nq = (rows + 31) / 32;
+    float *dx0 = NULL, *dg = NULL, *dxn = NULL, *dy = NULL;
+    double *dpart = NULL;
+    int *dt = NULL;
+    void *dq = NULL;
+    GATE_CU(dev.alloc((void **)&dx0, (size_t)rows * sizeof(float)));
+    GATE_CU(cudaMemcpy(dx0, x0.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&dg, (size_t)rows * sizeof(float)));
+    GATE_CU(cudaMemcpy(dg, g.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &dxn, (size_t)rows));
+    GATE_CU(poisoned(dev, &dy, (size_t)rows));
+    GATE_CU(dev.alloc((void **)&dpart, (size_t)CLL_CU_EPI_MAX_BLOCKS * sizeof(double)));
+    GATE_CU(dev.alloc((void **)&dt, sizeof(int)));
+    GATE_CU(cudaMemset(dt, 0, sizeof(int)));
+    GATE_CU(dev.alloc(&dq, (size_t)nq * sizeof(cll_block_q8_1)));
+    GATE_CU(cudaMemset(dq, 0xA5, (size_t)nq * sizeof(cll_block_q8_1)));
+    a.y = dy;
+    a.epi.on = 1;
+    a.epi.x = dx0;
+    a.epi.part = dpart;
+    a.epi.ticket = dt;
+    a.epi.norm = dg;
+    a.epi.eps = eps;
+    a.epi.xn = dxn;
+    a.epi.xq = dq;
+    for (int run = 0; run < 2; run++) { /* twice: the ticket must have reset itself */
+        if (run == 1) {
+            GATE_CU(cudaMemcpy(dx0, x0.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+            GATE_CU(cudaMemset(dxn, 0xFF, (size_t)rows * sizeof(float)));
+        }
+        GATE_CU(impl->gemv(w, &a, 0));
+        GATE_CU(cudaDeviceSynchronize());
+    }
+    std::vector<float> y((size_t)rows), x((size_t)rows), xn((size_t)rows);
+    std::vector<cll_block_q8_1> q((size_t)nq), qref((size_t)nq);
+    int ticket = -1;
+    GATE_CU(cudaMemcpy(y.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(x.data(), dx0, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(xn.data(), dxn, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(q.data(), dq, q.size() * sizeof(cll_block_q8_1), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(&ticket, dt, sizeof(int), cudaMemcpyDeviceToHost));
+    char *why = rep->tail_why;
+    const size_t cap = sizeof rep->tail_why;
+    if (memcmp(y.data(), y1.data(), (size_t)rows * sizeof(float))) {
+        snprintf(why, cap, "y differs from the plain run");
+        return CLL_OK;
+    }
+    double sum = 0.0;
+    for (int64_t i = 0; i < rows; i++) {
+        const float want = x0[(size_t)i] + y[(size_t)i];
+        if (memcmp(&want, &x[(size_t)i], sizeof want)) {
+            snprintf(why, cap, "x[%lld] = %.9g, want x0 + y = %.9g", (long long)i, x[(size_t)i], want);
+            return CLL_OK;
+        }
+        sum += (double)(want * want);
+    }
+    const float sc = 1.0f / sqrtf((float)(sum / (double)rows) + eps);
+    std::vector<double> ref((size_t)rows);
+    for (int64_t i = 0; i < rows; i++) ref[(size_t)i] = (double)((x[(size_t)i] * sc) * g[(size_t)i]);
+    for (int64_t i = 0; i < rows; i++)
+        if (!ulp_close(xn[(size_t)i], ref[(size_t)i], 2)) {
+            snprintf(why, cap, "xn[%lld] = %.9g, want %.9g", (long long)i, xn[(size_t)i], ref[(size_t)i]);
+            return CLL_OK;
+        }
+    /* poison control: the same comparison against one element moved by 8 ulp must fail */
+    const int64_t k = rows / 2;
+    const double moved = ref[(size_t)k] + 8.0 * ldexp(1.0, ilogb(ref[(size_t)k] == 0.0 ? 1e-30 : ref[(size_t)k]) - 23);
+    if (ulp_close(xn[(size_t)k], moved, 2)) {
+        snprintf(why, cap, "poison control passed (the xn bar cannot fail)");
+        return CLL_OK;
+    }
+    std::vector<float> xnp((size_t)nq * 32, 0.0f);
+    memcpy(xnp.data(), xn.data(), (size_t)rows * sizeof(float));
+    cll_quantize_q8_1(xnp.data(), qref.data(), nq * 32);
+    if (memcmp(q.data(), qref.data(), q.size() * sizeof(cll_block_q8_1))) {
+        snprintf(why, cap, "xq bytes differ from cll_quantize_q8_1(xn)");
+        return CLL_OK;
+    }
+    if (ticket != 0) {
+        snprintf(why, cap, "ticket left at %d", ticket);
+        return CLL_OK;
+    }
+    rep->tail_ok = true;
     return CLL_OK;
 }
 
@@ -327,6 +434,10 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     fill_report(rep, c, tol);
     rep->n_clobbered = count_clobbered(y, nb, rows, y_stride);
     rep->control_failed = control_fails(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
+    if (nb == 1) {
+        cll_status st = gate_tail(impl, &w, a, y, rows, rng, dev, rep);
+        if (st != CLL_OK) return st;
+    }
     return verdict(rep, moe ? "gemv moe" : "gemv");
 }
 

@@ -27,6 +27,9 @@ typedef struct {
     char ref[96];          /* what the expectation is */
     bool q8_exact;         /* device q8_1 activation bytes == cll_quantize_q8_1 (rows that read q8_1) */
     bool tables_exact;     /* device codebooks == the C tables (i-quant rows) */
+    bool tail_checked;     /* gemv nb = 1: the row also ran with the fused residual tail (cll_cu_resid_epi) */
+    bool tail_ok;          /* ... and y, x + y, the RMS norm and its q8_1 bytes matched, the ticket reset */
+    char tail_why[96];     /* the first mismatch, when not */
     bool passed;
     bool control_failed;   /* true = the perturbed expectation was rejected (the bar can fail) */
 } cll_cuda_gate_report;
@@ -39,6 +42,10 @@ typedef struct {
  *   quantized activation (q8_1 bytes; q8_0 = the same d and qs); K-quants and i-quants (CPU: q8_K)
  *   and float weights: f64 sum of to_f32(w) times the dequantized q8_1 activation (float weights:
  *   f32 x, bf16-rounded for BF16). Bar: |got - want| <= 1e-5 * sum |w_k x_k|.
+ *   nb = 1 also runs the row a second time with the fused residual tail on (residual x0, norm
+ *   weight g, poisoned xn / xq): y must repeat bit for bit, x must be x0 + y (f32), xn the RMS
+ *   norm of it times g (within 2 ulp of the f64-summed host norm; the poison control moves one
+ *   element by 8 ulp and must fail), xq byte-exact with cll_quantize_q8_1(xn), the ticket 0.
  * GEMM rows: nb tokens, weight of 2 matrices, matrix 1 multiplied, the panel cut into ~3 slabs.
  *   Expectation: f64 to_f32(w) . x (f32). Bar relative to sum |w_k x_k|: 2e-3 (f16 panel and f16 x:
  *   two roundings of 2^-11), 8e-3 (bf16 x), 1e-5 (f32).

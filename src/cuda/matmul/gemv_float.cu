@@ -9,6 +9,7 @@
 #include <cuda_bf16.h>
 
 #include "cuda/matmul/kernels.cuh"
+#include "cuda/matmul/epilogue.cuh"
 
 /* element decoders for get_rows (QK = 1: a "block" is one value) */
 struct CuF32 {
@@ -67,9 +68,10 @@ template <int T, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
          const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
-         int64_t y_stride, int early, const void *pfn, size_t pfb) {
+         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
     constexpr int EPV = T == CLL_TYPE_F32 ? 4 : 8; /* elements per 16-byte vector */
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
     const int b = blockIdx.y;
@@ -99,7 +101,10 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         w3 = ld_stream(wv + v + 96);
     }
     if (!mat_ids) cll_pdl_wait(); /* x's producer */
-    if (!live) return;
+    if (!live) { /* past the rows: nothing but the tail */
+        if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+        return;
+    }
     if (first) {
         acc += vdot<T>(w0, xr + v * EPV);
         acc += vdot<T>(w1, xr + (v + 32) * EPV);
@@ -120,17 +125,23 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     for (; v < nvec; v += 32) acc += vdot<T>(ld_stream(wv + v), xr + v * EPV);
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
     acc = cll_warp_sum(acc);
-    if (lane == 0) y[b * y_stride + row] = acc;
+    if (lane == 0) {
+        y[b * y_stride + row] = acc;
+        if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
+    }
     cll_l2_prefetch_next(pfn, pfb);
+    if (epi.on) cll_epi_finish(epi, rows, epi_acc);
 }
 
 template <int T>
 static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
+    if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     CLL_CU_RET(cll_cu_launch(k_gemv_f<T, CLL_GEMV_WARPS>, grid, dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
-                             a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes));
+                             a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
+                             a->epi));
     return cudaGetLastError();
 }
 

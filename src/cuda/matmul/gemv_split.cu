@@ -11,19 +11,21 @@
 #define CLL_CU_WANT_IQ 1
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
+#include "cuda/matmul/epilogue.cuh"
 
 #define SP_WARPS 4
 #define SP_U 4
 /* >= 5 blocks (20 warps) per SM: caps registers at 102 (Q6_K would take 107; 80 spills) */
 #define SP_MIN_BLOCKS 5
 
-template <class S, int WARPS, int U>
+template <class S, int WARPS, int U, bool EPI>
 __global__ void __launch_bounds__(WARPS * 32, SP_MIN_BLOCKS)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
-          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb) {
+          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
     typedef typename S::Wv Wv;
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
     const int b = blockIdx.y;
@@ -44,14 +46,11 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
         if (live && g < ng) cur[u] = S::load(wr, ng, g);
     }
     if (!mat_ids) cll_pdl_wait(); /* the activation's producer */
-    if (!live) return;
-    if (bad) { /* bad router output: a defined zero, never a fault */
-        if (lane == 0) y[b * y_stride + row] = 0.0f;
-        return;
-    }
     const cll_block_q8_1 *xb = xq + b * xq_stride;
     float acc = 0.0f;
-    for (int64_t g0 = 0; g0 < ng; g0 += 32 * U) {
+    /* dead warps (past the rows, or a bad router id: a defined zero) skip the loop but still
+     * reach the tail */
+    for (int64_t g0 = 0; live && !bad && g0 < ng; g0 += 32 * U) {
         Wv nxt[U] = {};
         const int64_t g1 = g0 + 32 * U;
         if (g1 < ng) { /* warp-uniform: the next iteration's loads go out before this one decodes */
@@ -70,8 +69,12 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
         for (int u = 0; u < U; u++) cur[u] = nxt[u];
     }
     acc = cll_warp_sum(acc);
-    if (lane == 0) y[b * y_stride + row] = acc;
+    if (live && lane == 0) {
+        y[b * y_stride + row] = acc;
+        if (EPI) epi_acc += cll_epi_row(epi, row, acc);
+    }
     cll_l2_prefetch_next(pfn, pfb);
+    if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
 template <class S>
@@ -79,12 +82,15 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS), (unsigned)a->nb);
-    return cll_cu_launch(k_gemv_sp<S, SP_WARPS, SP_U>, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
+    if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
+    auto k = a->epi.on ? k_gemv_sp<S, SP_WARPS, SP_U, true> : k_gemv_sp<S, SP_WARPS, SP_U, false>;
+    return cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
-                        a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes);
+                        a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
+                        a->epi);
 }
 
-/* ---- k_gemv_spx<S, R, U>: R rows per warp, the activation staged in shared memory, split-K ----
+/* ---- k_gemv_spx<S, R, U, EPI>: R rows per warp, the activation staged in shared memory, split-K ----
  * 128-thread blocks (4 warps). The block first issues its weight loads (U groups x R rows per
  * lane, before the PDL wait), then stages the whole q8_1 activation row into dynamic shared
  * memory (sp_stage_x: per 32-value block its 9 words plus the integer sums of its two halves,
@@ -102,13 +108,15 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
 #define SPX_WARPS 4
 #define SPX_MAX_SMEM (48 * 1024) /* activation rows above 48 KB (cols > 35744) take k_gemv_sp */
 
-template <class S, int R, int U>
+template <class S, int R, int U, bool EPI>
 __global__ void __launch_bounds__(SPX_WARPS * 32, SP_MIN_BLOCKS)
 k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride,
            int64_t n_mat, const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
-           float *__restrict__ y, int64_t y_stride, int ks_log2, int early, const void *pfn, size_t pfb) {
+           float *__restrict__ y, int64_t y_stride, int ks_log2, int early, const void *pfn, size_t pfb,
+           const cll_cu_resid_epi epi) {
     typedef typename S::Wv Wv;
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     extern __shared__ int sx[]; /* ng x SP_XW words: the q8_1 activation row and its sums */
     __shared__ float red[SPX_WARPS][R];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -194,7 +202,10 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
             if (live && lane == 0) {
 #pragma unroll
                 for (int r = 0; r < R; r++)
-                    if (row0 + r < rows) y[b * y_stride + row0 + r] = acc[r]; /* bad: acc stayed 0 */
+                    if (row0 + r < rows) {
+                        y[b * y_stride + row0 + r] = acc[r]; /* bad: acc stayed 0 */
+                        if (EPI) epi_acc += cll_epi_row(epi, row0 + r, acc[r]);
+                    }
             }
             continue;
         }
@@ -210,11 +221,13 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
                 float v = 0.0f;
                 for (int k = 0; k < ks; k++) v += red[rg * ks + k][r];
                 y[b * y_stride + row] = v;
+                if (EPI) epi_acc += cll_epi_row(epi, row, v);
             }
         }
         __syncthreads(); /* red is rewritten by the next tile */
     }
     cll_l2_prefetch_next(pfn, pfb);
+    if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
 /* split-K factor (log2) of k_gemv_spx, a pure function of the shape, the SM count and the
@@ -250,7 +263,7 @@ template <class S, int R, int U> static int spx_blocks_per_sm(size_t smem) {
     static int last = 0;
     if (smem != last_smem) {
         int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_spx<S, R, U>, SPX_WARPS * 32, smem) != cudaSuccess ||
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_spx<S, R, U, false>, SPX_WARPS * 32, smem) != cudaSuccess ||
             n <= 0) {
             cudaGetLastError();
             n = 4;
@@ -279,10 +292,12 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
         if (gx > per) gx = per;
     }
     const dim3 grid((unsigned)gx, (unsigned)a->nb);
-    return cll_cu_launch(k_gemv_spx<S, R, U>, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
+    if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
+    auto k = a->epi.on ? k_gemv_spx<S, R, U, true> : k_gemv_spx<S, R, U, false>;
+    return cll_cu_launch(k, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
                              (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, l, cll_cu_gemv_early_trigger(),
-                             a->pf_next, a->pf_bytes);
+                             a->pf_next, a->pf_bytes, a->epi);
 }
 
 template <class S>

@@ -13,12 +13,13 @@
  * Per tile, thread t takes groups t, t+128, ... of every row of the tile (one activation read per
  * group for all rt rows), sums per row in registers, warp sums, then 4 warp partials per row in
  * fixed order (deterministic). One product per launch (nb == 1, no mat_ids): other calls go to
- * the r4_pt row. Owns nothing. Rule: the same dots as the register rows (S::dot on the same
+ * the r4_pt row. Honours the fused residual tail (cuda/matmul/epilogue.cuh). Owns nothing. Rule: the same dots as the register rows (S::dot on the same
  * records), so the gate holds it to the same bar. */
 #include <stdio.h>
 
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
+#include "cuda/matmul/epilogue.cuh"
 
 #define TMA_THREADS 128
 #define TMA_WARPS (TMA_THREADS / 32)
@@ -53,15 +54,17 @@ static __device__ __forceinline__ void bulk_g2s(void *dst, const void *src, uint
                  : "memory");
 }
 
-template <class S>
+template <class S, bool EPI>
 __global__ void __launch_bounds__(TMA_THREADS)
 k_gemv_tma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t row_stride, int rt, int ns, uint32_t stage_bytes,
-           const cll_block_q8_1 *__restrict__ xq, float *__restrict__ y, int early, const void *pfn, size_t pfb) {
+           const cll_block_q8_1 *__restrict__ xq, float *__restrict__ y, int early, const void *pfn, size_t pfb,
+           const cll_cu_resid_epi epi) {
     typedef typename S::Wv Wv;
     extern __shared__ __align__(128) uint8_t smem[];
     __shared__ __align__(8) uint64_t full[TMA_MAX_STAGES];
     __shared__ float red[2][TMA_WARPS][TMA_RT_MAX];
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int64_t tiles = (rows + rt - 1) / rt;
     auto issue = [&](int64_t k) { /* local tile k of this block into its slot */
@@ -118,9 +121,11 @@ k_gemv_tma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t row_stri
 #pragma unroll
             for (int w = 1; w < TMA_WARPS; w++) v += rd[w][tid];
             y[r0 + tid] = v;
+            if (EPI) epi_acc += cll_epi_row(epi, r0 + tid, v);
         }
     }
     cll_l2_prefetch_next(pfn, pfb);
+    if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
 /* stages and target stage bytes: CLLAMA_CUDA_TMA="NS,KB" (default 4,16), for A/B runs */
@@ -180,19 +185,21 @@ template <class S> static cudaError_t tma_gemv_launch(const cll_cu_weight *w, co
     }
     static size_t set_for = 0; /* the largest dynamic smem this kernel was opened to */
     if (smem > 48 * 1024 && smem > set_for) {
-        CLL_CU_RET(cudaFuncSetAttribute(k_gemv_tma<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)TMA_SMEM_MAX));
+        CLL_CU_RET(cudaFuncSetAttribute(k_gemv_tma<S, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)TMA_SMEM_MAX));
+        CLL_CU_RET(cudaFuncSetAttribute(k_gemv_tma<S, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)TMA_SMEM_MAX));
         set_for = TMA_SMEM_MAX;
     }
     int bps = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_gemv_tma<S>, TMA_THREADS, smem) != cudaSuccess || bps <= 0) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_gemv_tma<S, false>, TMA_THREADS, smem) != cudaSuccess || bps <= 0) {
         cudaGetLastError();
         bps = 1;
     }
     const int64_t tiles = cll_cdiv(w->rows, rt), cap = (int64_t)tma_sm_count() * bps;
     const unsigned grid = (unsigned)(tiles < cap ? tiles : cap);
-    return cll_cu_launch(k_gemv_tma<S>, dim3(grid), dim3(TMA_THREADS), smem, st, w->d, w->rows, (int)(w->cols / 32),
+    auto k = a->epi.on ? k_gemv_tma<S, true> : k_gemv_tma<S, false>;
+    return cll_cu_launch(k, dim3(grid), dim3(TMA_THREADS), smem, st, w->d, w->rows, (int)(w->cols / 32),
                          (int64_t)w->row_stride, rt, ns, sb, (const cll_block_q8_1 *)a->xq, a->y,
-                         cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes);
+                         cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes, a->epi);
 }
 
 cll_cu_gemv_fn cll_cu_sp_tma_gemv(uint32_t type) {

@@ -24,6 +24,7 @@
 #include "cuda/formats.cuh"
 #include "cuda/matmul/matmul.cuh"
 #include "cuda/matmul/matmul_internal.cuh"
+#include "cuda/matmul/epilogue.cuh"
 
 #define CLL_GEMV_WARPS 4
 
@@ -51,15 +52,17 @@ template <class F, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_q8(const uint8_t *__restrict__ W, int64_t rows, int64_t nblk, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
-          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb) {
+          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
     typedef CuStage<F> S;
     __shared__ __align__(16) uint8_t stage[WARPS][2][S::BYTES];
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
     const int b = blockIdx.y;
-    if (row >= rows) { /* warp-uniform; no block-wide barriers below */
+    if (row >= rows) { /* warp-uniform; no block-wide barriers below but the tail's */
         cll_pdl_wait();
+        if (epi.on) cll_epi_finish(epi, rows, epi_acc);
         return;
     }
     int64_t mat = 0;
@@ -111,18 +114,23 @@ k_gemv_q8(const uint8_t *__restrict__ W, int64_t rows, int64_t nblk, int64_t row
         __syncwarp();
     }
     acc = cll_warp_sum(acc);
-    if (lane == 0) y[b * y_stride + row] = acc;
+    if (lane == 0) {
+        y[b * y_stride + row] = acc;
+        if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
+    }
     cll_l2_prefetch_next(pfn, pfb);
+    if (epi.on) cll_epi_finish(epi, rows, epi_acc);
 }
 
 template <class F>
 static cudaError_t cu_gemv_q8_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % F::QK) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
+    if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     CLL_CU_RET(cll_cu_launch(k_gemv_q8<F, CLL_GEMV_WARPS>, grid, dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows,
                              w->cols / F::QK, (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
                              (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next,
-                             a->pf_bytes));
+                             a->pf_bytes, a->epi));
     return cudaGetLastError();
 }
 

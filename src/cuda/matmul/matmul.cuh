@@ -28,6 +28,25 @@ typedef struct {
 
 /* q8_1 activation block (32 values): d (fp16), s = d * sum(q) (fp16), qs[32] — cll_block_q8_1 */
 
+/* Optional fused tail of a one-product decode gemv whose output is the residual stream's width
+ * (the o and down products of a dense layer without post norms; cuda/matmul/epilogue.cuh):
+ * each output row's writer also adds it to the residual, x[i] += y[i]; each block leaves the
+ * double sum of its rows' squares in part[block]; the grid's last block to finish (an atomic
+ * ticket, reset by that block) sums the partials in a fixed order and writes the next RMS
+ * norm, xn = (x * 1/rms) * norm (norm NULL: ones), and its q8_1 blocks (xq NULL: none). y is
+ * still written. on = 0: no tail. Replaces the residual+norm kernel between two gemvs. */
+#define CLL_CU_EPI_MAX_BLOCKS 65536
+typedef struct {
+    int on;
+    float *x;              /* (rows) residual stream */
+    double *part;          /* (CLL_CU_EPI_MAX_BLOCKS) per-block partial sums (scratch) */
+    int *ticket;           /* one int, zero between launches */
+    const float *norm;     /* (rows) or NULL */
+    float eps;
+    float *xn;             /* (rows) */
+    void *xq;              /* q8_1 blocks of xn, or NULL */
+} cll_cu_resid_epi;
+
 /* nb independent products y_b = W[mat_b] . x_b (b < nb), each of one activation row.
  * Inputs: f32 x_b at x + b*x_stride floats (x_stride 0: one shared row), and its q8_1 form at
  * xq + b*xq_stride blocks (rows that need it; quantized once per layer input by the caller).
@@ -47,6 +66,7 @@ typedef struct {
      * product's tail and the small kernels before the next one. NULL / 0: none. */
     const void *pf_next;
     size_t pf_bytes;
+    cll_cu_resid_epi epi;  /* nb == 1, no mat_ids; every gemv row honours it */
 } cll_cu_gemv_args;
 
 /* launcher of one gemv row; returns the launch's cudaError_t */
