@@ -110,6 +110,8 @@ void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_lowq_z16_avx512(const kern_args *a, int64_t r0, int64_t r1); /* 16-row zmm tiles */
 
 /* r8 GEMM on the 16-row zmm tile (kern_r8z16_avx512.c) */
+void cll_kern_run_r8z16_q4_0_avx512(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8z16_q8_0_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8z16_q4_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8z16_q5_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8z16_q6_K_avx512(const kern_args *a, int64_t r0, int64_t r1);

@@ -53,12 +53,14 @@ static const kern_impl k_iq3s_gemv_vbmi = {KACT_Q8_K, 1, NULL, NULL, cll_kern_ru
 static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx512};
 static const kern_impl k_lowq_z16_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_z16_avx512};
 
-#define RZ16_IMPL(T)                                                                                        \
-    static const kern_impl k_rz16_##T = {KACT_Q8_K, 8, cll_kern_r8_size_##T, cll_kern_r8_pack_##T,            \
+#define RZ16_IMPL(T, ACT)                                                                                        \
+    static const kern_impl k_rz16_##T = {ACT, 8, cll_kern_r8_size_##T, cll_kern_r8_pack_##T,            \
                                          cll_kern_run_r8z16_##T##_avx512};
-RZ16_IMPL(q4_K)
-RZ16_IMPL(q5_K)
-RZ16_IMPL(q6_K)
+RZ16_IMPL(q4_0, KACT_Q8_0X)
+RZ16_IMPL(q8_0, KACT_Q8_0X)
+RZ16_IMPL(q4_K, KACT_Q8_K)
+RZ16_IMPL(q5_K, KACT_Q8_K)
+RZ16_IMPL(q6_K, KACT_Q8_K)
 
 static const kern_impl k_r8z_q6_K_avx512 = {KACT_Q8_K, 8, cll_kern_r8_size_q6_K, cll_kern_r8_pack_q6_K,
                                             cll_kern_run_r8_q6_K_gemv_avx512z};
@@ -127,7 +129,9 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
 #define CLL_TYPE_q6_K_ID CLL_TYPE_Q6_K
 
 static const cll_kernel_row k_rows[] = {
+    RZ16_ROW(q4_0),
     R8_ROWS(q4_0),
+    RZ16_ROW(q8_0),
     R8_ROWS(q8_0),
     {"matmul_q4_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q4_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
      NULL, true, true, &k_r8z_q4_K_avx512},
