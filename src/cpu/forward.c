@@ -130,9 +130,9 @@ static void task_attn(void *arg, int ith, int nth) {
     const size_t esz = f16 ? sizeof(uint16_t) : sizeof(float);
     const float scale = m->recipe.q_prescale ? 1.0f : hp->attn_scale;
     float *scores = s->scores + (int64_t)ith * s->sc_ld;
-    int64_t b, e;
-    cll_split((int64_t)s->b->n * H, ith, nth, &b, &e);
-    for (int64_t it = b; it < e; it++) {
+    /* items (token, head) dealt round-robin: a causal prefill's later tokens see more keys, so
+     * contiguous halves split the work ~1:3 between two threads */
+    for (int64_t it = ith; it < (int64_t)s->b->n * H; it += nth) {
         const int64_t i = it / H;
         const int32_t h = (int32_t)(it % H), kvh = h / gqa;
         const int32_t pos = s->b->pos[i];
