@@ -17,6 +17,7 @@
 #include "core/threads.h"
 #include "cpu/kern_common.h"
 #include "cpu/matmul.h"
+#include "cpu/ops.h"
 #include "formats/formats.h"
 #include "kernels/registry.h"
 
@@ -525,6 +526,65 @@ static void test_matmul_many(void **state) {
     cll_pool_free(pool);
 }
 
+/* ---- the AVX-512 attention tile against the per-row attention (f64-summed softmax) ---- */
+
+static void test_attn_tile(void **state) {
+    (void)state;
+    if (!(cll_kernels_cpu_features() & CLL_ISA_AVX512)) {
+        printf("SKIP attention tile: this CPU lacks avx512\n");
+        return;
+    }
+    const int32_t nk_max = 77; /* 9 steps of 8 keys and a ragged one */
+    for (int hdi = 0; hdi < 2; hdi++)
+        for (int f16 = 0; f16 < 2; f16++)
+            for (int nli = 0; nli < 3; nli++) {
+                const int32_t hd = hdi ? 128 : 64, nl = nli == 0 ? 16 : nli == 1 ? 5 : 1;
+                const int64_t ks = hd + 16, vs = hd + 32; /* row strides wider than the head */
+                float *q = malloc(sizeof(float) * 16 * hd), *out = malloc(sizeof(float) * 16 * hd);
+                float *ref = malloc(sizeof(float) * hd), *sc = malloc(sizeof(float) * (nk_max + hd));
+                float *kf = malloc(sizeof(float) * nk_max * ks), *vf = malloc(sizeof(float) * nk_max * vs);
+                uint16_t *kh = malloc(2 * nk_max * ks), *vh = malloc(2 * nk_max * vs);
+                float *scr = cll_aalloc(sizeof(float) * cll_ops_attn_tile_scratch(hd, hd));
+                for (int64_t i = 0; i < nk_max * ks; i++) kh[i] = cll_f32_to_fp16(kf[i] = rnd_normal());
+                for (int64_t i = 0; i < nk_max * vs; i++) vh[i] = cll_f32_to_fp16(vf[i] = rnd_normal());
+                for (int64_t i = 0; i < 16 * hd; i++) q[i] = rnd_normal() * 0.5f;
+                const float *qs[16];
+                float *outs[16];
+                int32_t lo[16], hi[16];
+                for (int l = 0; l < 16; l++) {
+                    qs[l] = q + l * hd;
+                    outs[l] = out + l * hd;
+                    hi[l] = nk_max - (l * 7) % 23;    /* causal-like ends */
+                    lo[l] = (l % 4 == 3) ? 11 + l : 0; /* a sliding window for some rows */
+                }
+                for (int64_t i = 0; i < 16 * hd; i++) out[i] = NAN;
+                const void *k = f16 ? (const void *)kh : (const void *)kf, *v = f16 ? (const void *)vh : (const void *)vf;
+                const float scale = 0.125f;
+                cll_ops_attn_tile16(qs, outs, lo, hi, nl, k, v, ks, vs, f16, hd, hd, scale, scr);
+                for (int l = 0; l < 16; l++) {
+                    if (l >= nl) { /* lanes past nl are not written */
+                        for (int32_t d = 0; d < hd; d++) assert_true(isnan(outs[l][d]));
+                        continue;
+                    }
+                    cll_ops_attn_head(qs[l], k, v, ks, vs, f16, lo[l], hi[l], hd, hd, scale, sc, ref);
+                    double worst = 0;
+                    int32_t wd = 0;
+                    for (int32_t d = 0; d < hd; d++) {
+                        const double e = fabs((double)outs[l][d] - ref[d]);
+                        if (!(e <= worst)) worst = e, wd = d; /* NaN lands here */
+                    }
+                    if (!(worst <= 2e-5))
+                        printf("FAIL attn tile hd=%d f16=%d nl=%d lane %d d=%d: got %.9g want %.9g\n", hd, f16, nl, l, wd,
+                               outs[l][wd], ref[wd]);
+                    assert_true(worst <= 2e-5);
+                    /* poison control: the same bar fails on a perturbed expectation */
+                    assert_false(fabs((double)outs[l][wd] - (ref[wd] + 1e-3)) <= 2e-5);
+                }
+                free(q), free(out), free(ref), free(sc), free(kf), free(vf), free(kh), free(vh);
+                cll_afree(scr);
+            }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_act_quantizers),
@@ -533,6 +593,7 @@ int main(void) {
         cmocka_unit_test(test_pool_sizes_identical),
         cmocka_unit_test(test_matmul_many),
         cmocka_unit_test(test_every_row),
+        cmocka_unit_test(test_attn_tile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

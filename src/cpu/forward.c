@@ -7,6 +7,7 @@
 #include "cpu/forward_internal.h"
 #include "cpu/ops.h"
 #include "formats/formats.h"
+#include "kernels/registry.h"
 #include "model/plan.h"
 
 /* ---- row-parallel tasks ------------------------------------------------------------------ */
@@ -119,6 +120,60 @@ static void task_qkv(void *arg, int ith, int nth) {
  * (CLLAMA_NUMERICS=ggml) an F16 cache runs llama.cpp's 1-thread CPU flash attention bit for bit
  * (cll_ops_attn_head_fa16: fp16 q, fp16 running V sum); it costs ~2x the default on prefill,
  * which is why only the reference mode pays for it (measured: 26% vs 12% of pp512 CPU). */
+/* AVX-512 prefill attention (cll_ops_attn_tile16): a tile is up to 16 (token, head) rows of
+ * one sequence and one KV head, the KV group's heads times consecutive tokens; tiles are dealt
+ * round-robin. A token block that mixes sequences runs the per-row path. */
+static void task_attn_tiles(void *arg, int ith, int nth) {
+    cll_cpu_state *s = arg;
+    const cll_model *m = s->cm->m;
+    const cll_hparams *hp = &m->hp;
+    const cll_layer *L = &m->layers[s->il];
+    const int32_t H = hp->n_head, HK = hp->n_head_kv, gqa = H / HK;
+    const int32_t hk = hp->head_dim_k, hv = hp->head_dim_v;
+    const bool f16 = !s->p.kv_f32;
+    const size_t esz = f16 ? sizeof(uint16_t) : sizeof(float);
+    const float scale = m->recipe.q_prescale ? 1.0f : hp->attn_scale;
+    float *scr = s->scores + (int64_t)ith * s->sc_ld;
+    const int32_t hg = gqa < 16 ? gqa : 16, nsub = (gqa + hg - 1) / hg, tb = 16 / hg;
+    const int64_t n = s->b->n, nblk = (n + tb - 1) / tb, items = nblk * HK * nsub;
+    for (int64_t it = ith; it < items; it += nth) {
+        const int64_t blk = it / (HK * nsub);
+        const int32_t kvh = (int32_t)(it / nsub % HK), sub = (int32_t)(it % nsub);
+        const int64_t i0 = blk * tb, i1 = i0 + tb < n ? i0 + tb : n;
+        const int32_t h0 = kvh * gqa + sub * hg, h1 = h0 + hg < (kvh + 1) * gqa ? h0 + hg : (kvh + 1) * gqa;
+        const int32_t seq = s->b->seq[i0];
+        bool one_seq = true;
+        for (int64_t i = i0 + 1; i < i1; i++) one_seq &= s->b->seq[i] == seq;
+        const int64_t base = cll_kv_cell(seq, 0, s->p.n_ctx);
+        const uint8_t *kb = (const uint8_t *)s->kc[s->il] + ((size_t)base * s->kv_k + (size_t)kvh * hk) * esz;
+        const uint8_t *vb = (const uint8_t *)s->vc[s->il] + ((size_t)base * s->kv_v + (size_t)kvh * hv) * esz;
+        const float *qs[16];
+        float *outs[16];
+        int32_t lo[16], hi[16];
+        int nl = 0;
+        for (int64_t i = i0; i < i1; i++) {
+            const int32_t pos = s->b->pos[i];
+            const int32_t l0 = L->swa && pos - hp->n_swa + 1 > 0 ? pos - hp->n_swa + 1 : 0;
+            for (int32_t h = h0; h < h1; h++) {
+                qs[nl] = s->q + i * (int64_t)H * hk + (int64_t)h * hk;
+                outs[nl] = s->ao + i * (int64_t)H * hv + (int64_t)h * hv;
+                lo[nl] = l0;
+                hi[nl] = pos + 1;
+                if (!one_seq) { /* rows of other sequences: one at a time, from their own region */
+                    const int64_t bi = cll_kv_cell(s->b->seq[i], 0, s->p.n_ctx);
+                    const uint8_t *ki = (const uint8_t *)s->kc[s->il] + ((size_t)bi * s->kv_k + (size_t)kvh * hk) * esz;
+                    const uint8_t *vi = (const uint8_t *)s->vc[s->il] + ((size_t)bi * s->kv_v + (size_t)kvh * hv) * esz;
+                    cll_ops_attn_tile16(&qs[nl], &outs[nl], &lo[nl], &hi[nl], 1, ki, vi, s->kv_k, s->kv_v, f16, hk, hv,
+                                        scale, scr);
+                    continue;
+                }
+                nl++;
+            }
+        }
+        if (nl) cll_ops_attn_tile16(qs, outs, lo, hi, nl, kb, vb, s->kv_k, s->kv_v, f16, hk, hv, scale, scr);
+    }
+}
+
 static void task_attn(void *arg, int ith, int nth) {
     cll_cpu_state *s = arg;
     const cll_model *m = s->cm->m;
@@ -322,7 +377,11 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
             cll_cpu_matmul_many(s->pool, 3, w3, s->xn, d, n, y3, ld3, s->mm);
         }
         run(s, task_qkv, s, n * (nq + 2 * s->kv_k) * 4);
-        run(s, task_attn, s, attn_work);
+        if (n >= 4 && !s->p.ggml_numerics && (cll_kernels_cpu_features() & CLL_ISA_AVX512) && hp->head_dim_k % 16 == 0 &&
+            hp->head_dim_v % 16 == 0)
+            run(s, task_attn_tiles, s, attn_work);
+        else
+            run(s, task_attn, s, attn_work);
         cll_cpu_matmul(s->pool, C->wo, s->ao, nao, n, s->t, d, s->mm);
         resid_args ra = {s, C->post_attn_norm};
         run(s, task_resid, &ra, n * d);

@@ -49,7 +49,8 @@ struct cll_cpu_state {
     float *g, *u;            /* (n_batch, n_ff_max) gate / up */
     float *scores;           /* (nth, sc_ld) attention scratch per thread: probabilities (n_ctx)
                               * or the fp16 running sum of the F16-cache path (head_dim_v) */
-    int64_t sc_ld;           /* floats of scratch per thread: max(n_ctx, head_dim_v) */
+    int64_t sc_ld;           /* floats of scratch per thread: max(n_ctx, head_dim_v, the
+                              * attention tile's scratch), a multiple of 16 */
     float *rope;             /* (nth, n_rot) cos/sin per thread */
     float *xo;               /* (n_out_max, n_embd) rows that want logits */
     /* MoE */

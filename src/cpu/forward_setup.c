@@ -234,6 +234,9 @@ cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_par
     s->kv_k = (int64_t)hp->n_head_kv * hp->head_dim_k;
     s->kv_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
     s->sc_ld = p->n_ctx > hp->head_dim_v ? p->n_ctx : hp->head_dim_v;
+    const int64_t tile = (int64_t)cll_ops_attn_tile_scratch(hp->head_dim_k, hp->head_dim_v);
+    if (s->sc_ld < tile) s->sc_ld = tile;
+    s->sc_ld = (s->sc_ld + 15) & ~(int64_t)15; /* 64-byte aligned per thread (the tiles' loads) */
     const size_t esz = p->kv_f32 ? sizeof(float) : sizeof(uint16_t);
     s->kc = calloc((size_t)hp->n_layer, sizeof *s->kc);
     s->vc = calloc((size_t)hp->n_layer, sizeof *s->vc);

@@ -43,6 +43,15 @@ void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks,
 void cll_ops_attn_head_fa16(const float *q, const uint16_t *k, const uint16_t *v, int64_t ks, int64_t vs, int32_t lo,
                             int32_t hi, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc, float *out);
 
+/* Up to 16 query rows (nl) of one cache region as one AVX-512 tile (ops_attn_avx512.c): row l
+ * is q[l] (hd_k) against keys [lo[l], hi[l]) into out[l] (hd_v), softmax(scale * q·k) · v in
+ * f32 with an online softmax. Needs AVX-512F and hd_k, hd_v multiples of 16; scr: 64-byte
+ * aligned, cll_ops_attn_tile_scratch(hd_k, hd_v) floats. */
+void cll_ops_attn_tile16(const float *const *q, float *const *out, const int32_t *lo, const int32_t *hi, int nl,
+                         const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16, int32_t hd_k, int32_t hd_v,
+                         float scale, float *scr);
+size_t cll_ops_attn_tile_scratch(int32_t hd_k, int32_t hd_v);
+
 /* dst[i] = fp16(src[i]) */
 void cll_ops_to_f16(uint16_t *dst, const float *src, int64_t n);
 
