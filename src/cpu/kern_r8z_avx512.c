@@ -179,3 +179,49 @@ void cll_kern_run_iq4_xs_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1
                                                (const cll_block_q8_K *)(a->act + t * a->act_stride), nb);
     }
 }
+
+/* ---- Q2_K x Q8_K, one row at a time, file layout --------------------------------------
+ * One zmm load holds the 64 qs bytes; shift 2j gives elements 32j + l (bytes 0..31) and
+ * 128 + 32j + l (bytes 32..63), dotted against the matching 32-byte halves of the activations
+ * (vshufi64x2), int32 scale per lane by vpermd of the 16 widened scales; the mins term by
+ * vpmaddwd of the 16 mins with the bsums. */
+INLINE float dot_q2_K_z(const cll_block_q2_K *x, const cll_block_q8_K *a, int64_t nb) {
+    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15);
+    /* lane k of the j-th product: sub-block 8 * (k >> 3) + 2j + ((k >> 2) & 1) */
+    const __m512i e = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 8, 8, 8, 8, 9, 9, 9, 9);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)x[b].scales);
+        const __m512i scl = _mm512_and_si512(_mm512_cvtepu8_epi32(sc8), m15);
+        const __m512i q = _mm512_loadu_si512(x[b].qs);
+        const __m512i A0 = _mm512_loadu_si512(a[b].qs), A1 = _mm512_loadu_si512(a[b].qs + 64);
+        const __m512i A2 = _mm512_loadu_si512(a[b].qs + 128), A3 = _mm512_loadu_si512(a[b].qs + 192);
+        const __m512i av[4] = {_mm512_shuffle_i64x2(A0, A2, 0x44), _mm512_shuffle_i64x2(A0, A2, 0xEE),
+                               _mm512_shuffle_i64x2(A1, A3, 0x44), _mm512_shuffle_i64x2(A1, A3, 0xEE)};
+        __m512i isum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const __m512i u = _mm512_and_si512(j ? _mm512_srli_epi16(q, 2 * j) : q, m3);
+            const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, av[j]);
+            const __m512i s = _mm512_permutexvar_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(2 * j)), scl);
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(p, s));
+        }
+        const __m256i mn = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(15)));
+        const __m256i ms = _mm256_madd_epi16(mn, _mm256_loadu_si256((const __m256i *)a[b].bsums));
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(a[b].d * _cvtsh_ss(x[b].d)), _mm512_cvtepi32_ps(isum), acc);
+        accm = _mm256_fmadd_ps(_mm256_set1_ps(a[b].d * _cvtsh_ss(x[b].dmin)), _mm256_cvtepi32_ps(ms), accm);
+    }
+    return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(_mm512_castps256_ps512(accm));
+}
+
+void cll_kern_run_q2_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1) {
+    const int64_t nb = a->cols / 256;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = a->w + (size_t)r * a->w_row_bytes;
+        if (r + 1 < r1) _mm_prefetch((const char *)(w + a->w_row_bytes), _MM_HINT_T0);
+        for (int64_t t = 0; t < a->n; t++)
+            a->y[t * a->ldy + r] = dot_q2_K_z((const cll_block_q2_K *)w,
+                                             (const cll_block_q8_K *)(a->act + t * a->act_stride), nb);
+    }
+}
