@@ -22,7 +22,15 @@ static void usage(FILE *f) {
             "      --queue N          waiting requests before 503 (default 64)\n"
             "      --model-alias NAME model id to serve (default: file name without .gguf)\n"
             "      --timeout S        idle seconds allowed while a request is being received (default 30)\n"
-            "      --chunk N          prompt tokens per sequence per batched step (default 128)\n");
+            "      --chunk N          prompt tokens per sequence per batched step (default 128)\n"
+            "      --api-key KEY      require 'Authorization: Bearer KEY' on every endpoint but /health and\n"
+            "                         the chat page at / (repeatable; also $CLLAMA_API_KEY; wrong or\n"
+            "                         missing key -> 401). A key on the command line is visible in ps:\n"
+            "                         prefer $CLLAMA_API_KEY or --api-key-file\n"
+            "      --api-key-file FILE  keys, one per line (blank lines and # comments skipped); every\n"
+            "                         key from --api-key, the files and $CLLAMA_API_KEY is accepted\n"
+            "      --ssl-cert-file FILE  PEM certificate (chain): serve HTTPS (needs --ssl-key-file)\n"
+            "      --ssl-key-file FILE   PEM private key (unencrypted) of that certificate\n");
 }
 
 /* strict integer flag: the whole value must be a number in [lo, hi] */
@@ -37,10 +45,11 @@ static int int_arg(const char *flag, const char *v, long lo, long hi, long *out)
     return 0;
 }
 
-int cll_cmd_serve(int argc, char **argv) {
+static int serve(int argc, char **argv, cll_server_keys *keys) {
     cll_server_config cfg;
     cll_server_config_default(&cfg);
     const char *model = NULL;
+    char err[1024];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x = 0;
@@ -85,6 +94,20 @@ int cll_cmd_serve(int argc, char **argv) {
         } else if (!strcmp(a, "--chunk")) {
             if (int_arg(a, v, 1, 4096, &x)) return 2;
             cfg.chunk = (int)x;
+        } else if (!strcmp(a, "--api-key") && v) {
+            if (cll_server_keys_add(keys, v, err, sizeof err)) {
+                fprintf(stderr, "cllama serve: %s\n", err);
+                return 2;
+            }
+        } else if (!strcmp(a, "--api-key-file") && v) {
+            if (cll_server_keys_load_file(keys, v, err, sizeof err)) {
+                fprintf(stderr, "cllama serve: %s\n", err);
+                return 2;
+            }
+        } else if (!strcmp(a, "--ssl-cert-file") && v) {
+            cfg.ssl_cert_file = v;
+        } else if (!strcmp(a, "--ssl-key-file") && v) {
+            cfg.ssl_key_file = v;
         } else {
             fprintf(stderr, "cllama serve: unknown or incomplete option '%s'\n", a);
             usage(stderr);
@@ -94,10 +117,27 @@ int cll_cmd_serve(int argc, char **argv) {
         /* every option but --help takes a value */
         i++;
     }
+    const char *env_key = getenv("CLLAMA_API_KEY");
+    if (env_key && *env_key && cll_server_keys_add(keys, env_key, err, sizeof err)) {
+        fprintf(stderr, "cllama serve: $CLLAMA_API_KEY: %s\n", err);
+        return 2;
+    }
+    if (!cfg.ssl_cert_file != !cfg.ssl_key_file) {
+        fprintf(stderr, "cllama serve: HTTPS needs both --ssl-cert-file and --ssl-key-file\n");
+        return 2;
+    }
+    cfg.api_keys = keys;
     char buf[4096];
     cfg.model_path = cll_cli_model_or_default(model, buf, sizeof buf);
     if (!cfg.model_path) return 1;
     return cll_server_run(&cfg);
+}
+
+int cll_cmd_serve(int argc, char **argv) {
+    cll_server_keys keys = {0};
+    int rc = serve(argc, argv, &keys);
+    cll_server_keys_free(&keys);
+    return rc;
 }
 #else
 int cll_cmd_serve(int argc, char **argv) {

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,12 @@ typedef struct {
     size_t len, cap;
     bool too_big;     /* the body passed --max-body: it is discarded and the answer is 413 */
     bool answered;    /* a response is queued; later calls only drain */
+    cll_server_auth_result refused; /* not OK: the body is drained unread and the answer is 401 */
 } conn_state;
+
+/* while the daemon starts, libmicrohttpd's messages (a TLS key it cannot use, ...) always reach
+ * stderr; afterwards only at log level info */
+static atomic_bool g_starting;
 
 void cll_server_config_default(cll_server_config *c) {
     memset(c, 0, sizeof *c);
@@ -47,6 +53,7 @@ enum MHD_Result cll_server_respond(cll_server *srv, struct MHD_Connection *c, un
     if (ctype) MHD_add_response_header(r, "Content-Type", ctype);
     MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
     if (status == 503) MHD_add_response_header(r, "Retry-After", "1");
+    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     cll_server_metrics_status(&srv->metrics, (int)status);
     enum MHD_Result res = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
@@ -76,6 +83,21 @@ static enum MHD_Result respond_simple(cll_server *srv, struct MHD_Connection *c,
     cll_server_err e;
     cll_server_err_set(&e, status, status >= 500 ? "server_error" : "invalid_request_error", NULL, code, fmt, arg);
     return cll_server_respond_error(srv, c, &e);
+}
+
+/* 401 for a request without a valid API key; counted apart from the status codes */
+static enum MHD_Result respond_unauthorized(cll_server *srv, struct MHD_Connection *c, cll_server_auth_result why) {
+    cll_server_metrics_auth_refused(&srv->metrics);
+    cll_server_err e;
+    cll_server_err_set(&e, 401, "invalid_request_error", NULL, "invalid_api_key", "%s", cll_server_auth_message(why));
+    return cll_server_respond_error(srv, c, &e);
+}
+
+/* paths anyone may fetch when keys are on: the liveness probe, and the static chat page (it
+ * holds no data; the API calls it makes carry the key the user types into it) */
+static bool open_path(const char *url, const char *method) {
+    return !strcmp(method, "OPTIONS") || !strcmp(url, "/health") || !strcmp(url, "/v1/health") || !strcmp(url, "/") ||
+           !strcmp(url, "/index.html");
 }
 
 static enum MHD_Result route(cll_server *srv, struct MHD_Connection *c, const char *url, const char *method,
@@ -149,6 +171,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cs = calloc(1, sizeof *cs);
         if (!cs) return MHD_NO;
         *con_cls = cs;
+        if (srv->cfg.api_keys && srv->cfg.api_keys->n && !open_path(url, method)) {
+            cs->refused = cll_server_auth_check(
+                srv->cfg.api_keys, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION));
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
             char *end;
@@ -157,6 +183,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             if (errno || end == cl || v > srv->cfg.max_body) {
                 /* refuse before reading a byte of it; MHD then closes the connection */
                 cs->answered = true;
+                /* without a valid key the answer is 401, not 413 */
+                if (cs->refused != CLL_SERVER_AUTH_OK) return respond_unauthorized(srv, c, cs->refused);
                 cll_server_err e;
                 cll_server_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
                                    "the request body is larger than the server's limit of %zu bytes (--max-body)",
@@ -169,7 +197,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (cs->answered || cs->too_big) return MHD_YES;
+        if (cs->answered || cs->too_big || cs->refused != CLL_SERVER_AUTH_OK) return MHD_YES;
         if (cs->len + n > srv->cfg.max_body) { /* chunked bodies carry no length up front */
             cs->too_big = true;
             free(cs->body);
@@ -192,6 +220,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (cs->answered) return MHD_YES;
     cs->answered = true;
+    if (cs->refused != CLL_SERVER_AUTH_OK) return respond_unauthorized(srv, c, cs->refused);
     if (cs->too_big) {
         cll_server_err e;
         cll_server_err_set(&e, 413, "invalid_request_error", NULL, "request_too_large",
@@ -217,12 +246,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     (void)cls;
-    if (cll_log_get_level() < CLL_LOG_INFO) return;
+    const bool starting = atomic_load(&g_starting);
+    if (!starting && cll_log_get_level() < CLL_LOG_INFO) return;
     char buf[512];
     vsnprintf(buf, sizeof buf, fmt, ap);
     size_t n = strlen(buf);
     while (n && buf[n - 1] == '\n') buf[--n] = 0;
-    cll_log(CLL_LOG_INFO, "http: %s", buf);
+    if (starting) fprintf(stderr, "cllama serve: libmicrohttpd: %s\n", buf);
+    else cll_log(CLL_LOG_INFO, "http: %s", buf);
 }
 
 static int resolve(const char *host, int port, struct sockaddr_in *sa) {
@@ -242,9 +273,83 @@ static void base_name(const char *path, char *out, size_t cap) {
     snprintf(out, cap, "%s", b ? b + 1 : path);
 }
 
+/* a PEM file whole, NUL-terminated (libmicrohttpd takes PEM text); NULL after saying why */
+static char *read_pem(const char *flag, const char *path, bool is_key) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cllama serve: cannot read %s %s: %s\n", flag, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 20, n = 0; /* certificate chains are a few KiB; 1 MiB is plenty */
+    char *buf = malloc(cap + 1);
+    if (buf) n = fread(buf, 1, cap + 1, f);
+    const bool bad = !buf || ferror(f);
+    const int err = errno;
+    fclose(f);
+    const char *why = NULL;
+    if (bad) why = buf ? strerror(err) : "out of memory";
+    else if (n > cap) why = "larger than 1 MiB, not a PEM file";
+    else {
+        buf[n] = 0;
+        if (strlen(buf) != n) why = "it holds NUL bytes: not a PEM file (DER? convert it with openssl to PEM)";
+        else if (!is_key && !strstr(buf, "-----BEGIN CERTIFICATE-----"))
+            why = "no '-----BEGIN CERTIFICATE-----' block: not a PEM certificate";
+        else if (is_key && (strstr(buf, "ENCRYPTED PRIVATE KEY") || strstr(buf, "Proc-Type: 4,ENCRYPTED")))
+            why = "the private key is encrypted; give an unencrypted one (openssl pkey -in KEY -out KEY.plain)";
+        else if (is_key && !strstr(buf, "PRIVATE KEY-----"))
+            why = "no '-----BEGIN ... PRIVATE KEY-----' block: not a PEM private key";
+    }
+    if (why) {
+        fprintf(stderr, "cllama serve: %s %s: %s\n", flag, path, why);
+        if (buf) {
+            memset(buf, 0, n < cap ? n : cap);
+            free(buf);
+        }
+        return NULL;
+    }
+    return buf;
+}
+
+static void free_secret(char *p) {
+    if (!p) return;
+    memset(p, 0, strlen(p));
+    __asm__ __volatile__("" : : "r"(p) : "memory");
+    free(p);
+}
+
 int cll_server_run(const cll_server_config *cfg) {
+    /* TLS first: a bad certificate must fail in a blink, not after the model has loaded */
+    char *tls_cert = NULL, *tls_key = NULL;
+    const bool tls = cfg->ssl_cert_file || cfg->ssl_key_file;
+    if (tls) {
+        if (!cfg->ssl_cert_file || !cfg->ssl_key_file) {
+            fprintf(stderr, "cllama serve: HTTPS needs both --ssl-cert-file and --ssl-key-file\n");
+            return 1;
+        }
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            fprintf(stderr,
+                    "cllama serve: this cllama was linked with a libmicrohttpd built without TLS support "
+                    "(MHD_FEATURE_TLS is off), so --ssl-cert-file/--ssl-key-file cannot work. Install a "
+                    "libmicrohttpd built with GnuTLS (Debian/Ubuntu: libmicrohttpd-dev with libgnutls28-dev; from "
+                    "source: ./configure --enable-https) and rebuild cllama, or put a TLS proxy in front of a "
+                    "plain-HTTP cllama serve\n");
+            return 1;
+        }
+        tls_cert = read_pem("--ssl-cert-file", cfg->ssl_cert_file, false);
+        if (tls_cert) tls_key = read_pem("--ssl-key-file", cfg->ssl_key_file, true);
+        if (!tls_cert || !tls_key) {
+            free_secret(tls_cert);
+            free_secret(tls_key);
+            return 1;
+        }
+    }
+
     cll_server *srv = calloc(1, sizeof *srv);
-    if (!srv) return 1;
+    if (!srv) {
+        free_secret(tls_cert);
+        free_secret(tls_key);
+        return 1;
+    }
     srv->cfg = *cfg;
     if (srv->cfg.parallel < 1) srv->cfg.parallel = 1;
     if (srv->cfg.queue < 0) srv->cfg.queue = 0;
@@ -300,14 +405,31 @@ int cll_server_run(const cll_server_config *cfg) {
         fprintf(stderr, "cllama serve: cannot resolve host '%s'\n", cfg->host);
         goto out;
     }
+    /* libmicrohttpd's own TLS (GnuTLS): the PEM text in memory, loaded into its credentials here */
+    struct MHD_OptionItem tls_opts[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, tls_key},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (!tls) tls_opts[0].option = MHD_OPTION_END;
+    atomic_store(&g_starting, true);
+    errno = 0;
     d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-                             MHD_USE_ERROR_LOG,
-                         (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                             MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
+                         (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+                         MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT,
                          (unsigned)(cfg->timeout_s > 0 ? cfg->timeout_s : 30), MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)MAX_CONNECTIONS, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_END);
+                         (unsigned)MAX_CONNECTIONS, MHD_OPTION_END);
+    const int start_errno = errno;
+    atomic_store(&g_starting, false);
     if (!d) {
-        fprintf(stderr, "cllama serve: cannot listen on %s:%d: %s\n", cfg->host, cfg->port, strerror(errno));
+        if (tls)
+            fprintf(stderr,
+                    "cllama serve: cannot start HTTPS on %s:%d: %s (libmicrohttpd's reason, if it gave one, is on "
+                    "the line above; check that --ssl-key-file is the key of --ssl-cert-file)\n",
+                    cfg->host, cfg->port, start_errno ? strerror(start_errno) : "the certificate or key was refused");
+        else fprintf(stderr, "cllama serve: cannot listen on %s:%d: %s\n", cfg->host, cfg->port, strerror(start_errno));
         goto out;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -318,7 +440,12 @@ int cll_server_run(const cll_server_config *cfg) {
             srv->n_ctx, srv->cfg.queue);
     fprintf(stderr, "cllama serve: backend %s%s%s\n", cllama_backend_name(cllama_context_backend(srv->ctx)),
             *cllama_model_driver_desc(srv->model) ? ": " : "", cllama_model_driver_desc(srv->model));
-    fprintf(stderr, "cllama serve: listening on http://%s:%d\n", cfg->host, port);
+    if (cfg->api_keys && cfg->api_keys->n)
+        fprintf(stderr,
+                "cllama serve: %zu API key%s: every endpoint but /health, / and CORS preflights needs "
+                "'Authorization: Bearer <key>'\n",
+                cfg->api_keys->n, cfg->api_keys->n == 1 ? "" : "s");
+    fprintf(stderr, "cllama serve: listening on %s://%s:%d\n", tls ? "https" : "http", cfg->host, port);
     int sig = 0;
     sigwait(&sigs, &sig);
     fprintf(stderr, "cllama serve: signal %d, shutting down\n", sig);
@@ -333,5 +460,7 @@ out:
     cllama_model_free(srv->model);
     cll_server_metrics_free(&srv->metrics);
     free(srv);
+    free_secret(tls_cert);
+    free_secret(tls_key);
     return rc;
 }

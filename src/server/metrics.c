@@ -36,6 +36,12 @@ void cll_server_metrics_status(cll_server_metrics *m, int code) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void cll_server_metrics_auth_refused(cll_server_metrics *m) {
+    pthread_mutex_lock(&m->mu);
+    m->auth_refused++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds) {
     pthread_mutex_lock(&m->mu);
     m->gen_tokens += (uint64_t)gen_tokens;
@@ -85,6 +91,9 @@ char *cll_server_metrics_render(cll_server_metrics *m) {
     for (int i = 0; i < CLL_SERVER_METRICS_CODES && c.codes[i]; i++)
         OUT("cllama_requests_total{code=\"%d\"} %llu\n", c.codes[i], (unsigned long long)c.code_count[i]);
     if (c.code_other) OUT("cllama_requests_total{code=\"other\"} %llu\n", (unsigned long long)c.code_other);
+    OUT("# HELP cllama_auth_refused_total Requests refused with 401 for a missing, malformed or wrong API key.\n"
+        "# TYPE cllama_auth_refused_total counter\n");
+    OUT("cllama_auth_refused_total %llu\n", (unsigned long long)c.auth_refused);
     OUT("# HELP cllama_prompt_tokens_total Prompt tokens of admitted requests.\n# TYPE cllama_prompt_tokens_total counter\n");
     OUT("cllama_prompt_tokens_total %llu\n", (unsigned long long)c.prompt_tokens);
     OUT("# HELP cllama_prompt_tokens_cached_total Prompt tokens reused from the prefix cache.\n"

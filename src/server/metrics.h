@@ -15,6 +15,7 @@ typedef struct {
     int codes[CLL_SERVER_METRICS_CODES];         /* HTTP status codes seen, 0 = unused row */
     uint64_t code_count[CLL_SERVER_METRICS_CODES];
     uint64_t code_other;
+    uint64_t auth_refused;        /* 401s: missing, malformed or wrong API key */
     uint64_t prompt_tokens;       /* prompt tokens of admitted requests */
     uint64_t prompt_tokens_cached;/* of those, served from the prefix cache */
     uint64_t gen_tokens;          /* sampled tokens */
@@ -32,6 +33,8 @@ typedef struct {
 void cll_server_metrics_init(cll_server_metrics *m, int parallel);
 void cll_server_metrics_free(cll_server_metrics *m);
 void cll_server_metrics_status(cll_server_metrics *m, int http_status);
+/* a request refused for its API key (the 401 itself is also counted by status) */
+void cll_server_metrics_auth_refused(cll_server_metrics *m);
 /* one engine step: tokens decoded in the batch, of which generated (sampled), its time */
 void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds);
 void cll_server_metrics_admit(cll_server_metrics *m, int prompt_tokens, int cached_tokens);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "cllama.h"
+#include "server/auth.h"
 
 typedef struct {
     const char *model_path;
@@ -22,6 +23,10 @@ typedef struct {
     const char *alias;       /* model id served; NULL = file name without .gguf */
     int timeout_s;           /* idle connection timeout while a request is being received */
     int chunk;               /* prompt tokens per sequence per step */
+    const cll_server_keys *api_keys; /* NULL or none: no auth; else every endpoint but /health,
+                                      * the page and CORS preflights needs Bearer one-of-these */
+    const char *ssl_cert_file;       /* PEM certificate (chain); with ssl_key_file: HTTPS */
+    const char *ssl_key_file;        /* PEM private key, unencrypted */
 } cll_server_config;
 
 void cll_server_config_default(cll_server_config *c);
