@@ -72,7 +72,7 @@ static void test_gemv_rows(void **state) {
             report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].nb, 100 + s, &r));
         }
     }
-    assert_int_equal(n_rows, 50); /* 20 layout-0 rows + 6 x 5 split rows (w4u4, r2, r4, r4_pt, tma) */
+    assert_int_equal(n_rows, 55); /* 20 layout-0 rows + 7 x 5 split rows (w4u4, r2, r4, r4_pt, tma) */
     assert_int_equal(g_fail, 0);
 }
 

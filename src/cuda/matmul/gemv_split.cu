@@ -363,6 +363,7 @@ static const cll_cu_sp_ops k_sp_ops[] = {
     SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a"),   SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a"),
     SP_OPS(CLL_TYPE_Q5_1, "gemv_q5_1_split_w4u4_dp4a"),   SP_OPS(CLL_TYPE_Q4_K, "gemv_q4_K_split_w4u4_dp4a"),
     SP_OPS(CLL_TYPE_Q6_K, "gemv_q6_K_split_w4u4_dp4a"),   SP_OPS(CLL_TYPE_IQ4_XS, "gemv_iq4_xs_split_w4u4_dp4a"),
+    SP_OPS(CLL_TYPE_IQ3_S, "gemv_iq3_s_split_w4u4_dp4a"),
 };
 
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type) {

@@ -17,6 +17,8 @@
  * records), so the gate holds it to the same bar. */
 #include <stdio.h>
 
+#define CLL_CU_WANT_IQ 1 /* the IQ3_S rows read the grid */
+
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
 #include "cuda/matmul/epilogue.cuh"
@@ -210,6 +212,7 @@ cll_cu_gemv_fn cll_cu_sp_tma_gemv(uint32_t type) {
     case CLL_TYPE_Q4_K: return tma_gemv_launch<CuSp<CLL_TYPE_Q4_K>>;
     case CLL_TYPE_Q6_K: return tma_gemv_launch<CuSp<CLL_TYPE_Q6_K>>;
     case CLL_TYPE_IQ4_XS: return tma_gemv_launch<CuSp<CLL_TYPE_IQ4_XS>>;
+    case CLL_TYPE_IQ3_S: return tma_gemv_launch<CuSp<CLL_TYPE_IQ3_S>>;
     default: return NULL;
     }
 }

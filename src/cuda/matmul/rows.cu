@@ -141,14 +141,16 @@ static const uint32_t k_types[CU_NTYPES] = {
 static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
 static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0};
 /* the split rows, table order */
-static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS};
+static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K,
+                                      CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S};
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
 static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
     k_tma_impl[CU_NSP];
-/* a layout-0 row stays a default unless its type has a split row */
+/* a layout-0 row stays a default unless its type has a default split row (IQ3_S's split rows
+ * are gated on the host but not yet measured on a device: its layout-0 row keeps serving) */
 static bool has_split(uint32_t t) {
     for (int i = 0; i < CU_NSP; i++)
-        if (k_sp_types[i] == t) return true;
+        if (k_sp_types[i] == t) return t != CLL_TYPE_IQ3_S;
     return false;
 }
 #define CU_DEF(T) (!has_split(CLL_TYPE_##T))
@@ -195,7 +197,7 @@ static const cll_kernel_row k_rows[] = {
     {"gemv_" #n "_split_tma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_TMA, CLL_CU_LAYOUT_SPLIT, 1,      \
      cu_tma_ok, true, (D) == 4, &k_tma_impl[i]},
     CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 3) CU_SP_ROW(q5_1, Q5_1, 2, 3) CU_SP_ROW(q4_K, Q4_K, 3, 3)
-    CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0)
+    CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, -1)
 #undef CU_SP_ROW
     {"gemm_f32_cublas_f32", CLL_KOP_GEMM, CLL_TYPE_F32, 0, "layout=0 cublasGemmEx f32 (no panel)", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
     {"gemm_f16_cublas_direct", CLL_KOP_GEMM, CLL_TYPE_F16, 0, "layout=0 cublasGemmEx f16 weight in place, x->f16", 0, 1, cu_row_ok, true, true, &k_gemm_impl},

@@ -59,6 +59,27 @@ struct CuQ4 {
 struct CuQ2 {
     uint32_t x, y;
 };
+/* a 4-byte and a 1-byte weight load (p 4-byte aligned / any) */
+template <int M = 0> CU_HD uint32_t sp_ld4(const uint8_t *p) {
+    uint32_t r;
+#ifdef __CUDA_ARCH__
+    if (M) r = *(const uint32_t *)p;
+    else asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(r) : "l"(p));
+#else
+    memcpy(&r, p, 4);
+#endif
+    return r;
+}
+template <int M = 0> CU_HD uint32_t sp_ld1(const uint8_t *p) {
+#ifdef __CUDA_ARCH__
+    if (M) return *p;
+    unsigned short r;
+    asm volatile("ld.global.nc.L1::no_allocate.u8 %0, [%1];" : "=h"(r) : "l"(p));
+    return r & 0xFF;
+#else
+    return *p;
+#endif
+}
 /* weight bytes: streamed, read once (L1 bypass, 256 B L2 prefetch); p 16-byte aligned.
  * M = 1: the bytes are already in shared memory (the TMA-staged rows): plain loads. */
 template <int M = 0> CU_HD CuQ4 sp_ld16(const uint8_t *p) {
@@ -394,6 +415,66 @@ SP_UNROLL
         return (x.d * sp_h2f(w.h.x & 0xFFFF)) * (float)isum;
     }
 };
+
+#ifdef CLL_CU_WANT_IQ
+/* IQ3_S split: per row, region A = the 8 index low bytes of each group (8 B per group, one
+ * 8-byte load), region B = the group's 32 sign bits (4 B), region C = per super-block the file's
+ * other 14 bytes: d | qh[8] | scales[4] (d, the group's qh byte and its scale nibble: three
+ * small loads). 8 + 4 + 14/8 = 13.75 B per 32 values: the file's byte count. Index k of a
+ * group (values 4k..4k+3) = A byte k | (qh bit k) << 8; its signs = B bits 4k..4k+3. */
+template <> struct CuSp<CLL_TYPE_IQ3_S> {
+    static constexpr int QK = 256, BB = 110;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *b = s + BB * (g >> 3);
+            const int gg = (int)(g & 7);
+            memcpy(d + 8 * g, b + 2 + 8 * gg, 8);
+            memcpy(d + 8 * ng + 4 * g, b + 74 + 4 * gg, 4);
+            if (gg == 0) {
+                uint8_t *c = d + 12 * ng + 14 * (g >> 3);
+                memcpy(c, b, 2);
+                memcpy(c + 2, b + 66, 8);
+                memcpy(c + 10, b + 106, 4);
+            }
+        }
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31), k = l >> 2, gg = (int)(g & 7);
+        const uint8_t *c = r + 12 * ng + 14 * (g >> 3);
+        const uint32_t s = (c[10 + (gg >> 1)] >> (4 * (gg & 1))) & 0xF;
+        const float db = FM(cu_h2f(c), (float)(1 + 2 * s));
+        const uint32_t idx = r[8 * g + k] | ((((uint32_t)c[2 + gg]) >> k & 1) << 8);
+        const uint8_t gv = (uint8_t)(cu_ldg(CU_GRID(iq3s_grid) + idx) >> (8 * (l & 3)));
+        const float sg = (r[8 * ng + 4 * g + (l >> 3)] >> (l & 7)) & 1 ? -1.f : 1.f;
+        return FM(FM(db, (float)gv), sg);
+    }
+    struct Wv {
+        CuQ2 q;
+        uint32_t sg;
+        uint32_t c; /* d | qh byte << 16 | scale nibble << 24 */
+    };
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
+        const uint8_t *c = r + 12 * ng + 14 * (g >> 3);
+        const int gg = (int)(g & 7);
+        const uint32_t sc = (sp_ld1<M>(c + 10 + (gg >> 1)) >> (4 * (gg & 1))) & 0xF;
+        return Wv{sp_ld8<M>(r + 8 * g), sp_ld4<M>(r + 8 * ng + 4 * g),
+                  sp_ld2<M>(c) | (sp_ld1<M>(c + 2 + gg) << 16) | (sc << 24)};
+    }
+    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
+        const uint32_t qh = (w.c >> 16) & 0xFF;
+        int s = 0;
+SP_UNROLL
+        for (int k = 0; k < 8; k++) {
+            const uint32_t lo = ((k < 4 ? w.q.x : w.q.y) >> (8 * (k & 3))) & 0xFF;
+            const uint32_t idx = lo | (((qh >> k) & 1) << 8);
+            s = cu_dp4a(cu_sign4(cu_ldg(CU_GRID(iq3s_grid) + idx), w.sg >> (4 * k)), x.y[k], s);
+        }
+        const int isum = (int)(1 + 2 * (w.c >> 24)) * s;
+        return (x.d * sp_h2f(w.c & 0xFFFF)) * (float)isum;
+    }
+};
+#endif
 
 /* Q6_K: qh' of a group = 2 words; element 4w+b's 2 high bits at bits 8b + 2(w&3) of word w>>2 */
 template <> struct CuSp<CLL_TYPE_Q6_K> {
