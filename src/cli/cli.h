@@ -18,6 +18,7 @@ int cll_cmd_board(int argc, char **argv);
 int cll_cmd_synth(int argc, char **argv);
 int cll_cmd_serve(int argc, char **argv);
 int cll_cmd_perplexity(int argc, char **argv);
+int cll_cmd_tune(int argc, char **argv);
 
 /* The default model: $CLLAMA_MODEL if set, else the Gemma-3-270M Q4_K_M in
  * $XDG_CACHE_HOME/cllama/models/ (installed by scripts/setup.sh). Returns 0 and fills
@@ -27,6 +28,11 @@ int cll_cli_default_model(char *buf, size_t cap);
 int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *out);
 /* --numerics default|ggml and --kv f16|f32, the same way */
 int cll_cli_parse_numerics(const char *cmd, const char *value, cllama_numerics *out);
+/* pins (--pin SPEC, $CLLAMA_PIN: a variant outside the grid is an error) and the tune sidecar
+ * (--tune FILE, else $CLLAMA_TUNE; problems warn and fall back to the defaults) of the backend a
+ * load will use, before the load; sha (may be NULL) gets the applied sidecar's sha256 or "none".
+ * 0, or -1 after printing the error. */
+int cll_cli_apply_tune(const char *cmd, cllama_backend backend, const char *tune, const char *pin, char sha[65]);
 int cll_cli_parse_kv(const char *cmd, const char *value, cllama_kv_type *out);
 
 /* model path from -m if given, else the default */

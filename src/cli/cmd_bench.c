@@ -19,20 +19,22 @@ typedef struct {
     int pp[MAX_LIST], n_pp, tg[MAX_LIST], n_tg;
     int reps, threads, backend;
     bool probe_bw; /* --probe-bandwidth: measure the box's read bandwidth again */
-    const char *fmt, *box, *records, *tune;
+    const char *fmt, *box, *records, *tune, *pin;
     bool record;
 } opts;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: cllama bench -m FILE [-m FILE ...] [-p 512] [-n 128] [-r 5] [-t THREADS]\n"
                "                    [--backend cpu|cuda | -ngl N] [-o md|json|jsonl|csv]\n"
-               "                    [--record [--box NAME] [--records DIR]] [--tune SIDECAR]\n"
+               "                    [--record [--box NAME] [--records DIR]] [--tune SIDECAR] [--pin SITE=VARIANT[,...]]\n"
                "  pp<p>: one prefill of p tokens from an empty cache; tg<n>: n single-token steps.\n"
                "  -p/-n take comma lists (0 = skip). One untimed warm-up per test; model load not timed.\n"
                "  --record writes/replaces the rows in <records>/<box>.json (box default: $CLLAMA_BOX or hostname);\n"
                "           the first CPU record of a box measures its read bandwidth (a 1 GiB sum with -t threads)\n"
                "           for the decode roofline (--probe-bandwidth measures it again); tg rows then carry\n"
-               "           GB/s of weights and %% of that roofline.\n");
+               "           GB/s of weights and %% of that roofline.\n"
+               "  --tune F   apply the tune sidecar F (default: env CLLAMA_TUNE); rows carry its sha256\n"
+               "  --pin S=V  run kernel variant V at site S (env CLLAMA_PIN); see `cllama tune doctor`\n");
 }
 
 static int parse_list(const char *s, int *out) {
@@ -232,6 +234,7 @@ int cll_cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--box") && has) o.box = argv[++i];
         else if (!strcmp(a, "--records") && has) o.records = argv[++i];
         else if (!strcmp(a, "--tune") && has) o.tune = argv[++i];
+        else if (!strcmp(a, "--pin") && has) o.pin = argv[++i];
         else {
         bad:
             fprintf(stderr, "cllama bench: unknown or incomplete option '%s'\n", a);
@@ -257,9 +260,12 @@ int cll_cmd_bench(int argc, char **argv) {
     snprintf(sha_short, sizeof sha_short, "%.9s", git);
     cll_bench_cpu_model(cpu, sizeof cpu);
     cll_bench_gpu_name(gpu, sizeof gpu);
-    const char *tune_path = o.tune ? o.tune : getenv("CLLAMA_TUNE_FILE");
+    /* pins and the sidecar (--tune, else $CLLAMA_TUNE) go in before any model is prepared; the
+     * records name the sidecar that actually applied (sha256), "none" otherwise */
+    const char *tune_path = o.tune ? o.tune : getenv("CLLAMA_TUNE");
     char tune_sha[65];
-    file_sha(tune_path, tune_sha);
+    if (cll_cli_apply_tune("bench", o.backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU, o.tune, o.pin, tune_sha)) return 2;
+    if (!strcmp(tune_sha, "none")) tune_path = NULL;
     if (o.box) snprintf(box, sizeof box, "%s", o.box);
     else cll_bench_default_box(box, sizeof box);
     if (o.records) snprintf(recdir, sizeof recdir, "%s", o.records);

@@ -14,6 +14,7 @@ static void usage(FILE *f) {
             "usage: cllama run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
             "                  [--repeat-penalty R] [--repeat-last-n N] [--seed S] [-t THREADS] [-c CTX]\n"
             "                  [--kv f16|f32] [--numerics default|ggml] [--backend cpu|cuda] [--print-ids]\n"
+            "                  [--tune SIDECAR] [--pin SITE=VARIANT[,...]]\n"
             "  -p PROMPT   text to continue (default: read stdin)\n"
             "  -n N        tokens to generate (default 128; -1 = until end of generation / context)\n"
             "  --temp 0    greedy (argmax)\n"
@@ -21,7 +22,10 @@ static void usage(FILE *f) {
             "              attention, F16 KV, one token per decode): greedy ids token-exact with llama.cpp,\n"
             "              slower prefill (env CLLAMA_NUMERICS=ggml does the same)\n"
             "  --backend cuda  run the whole model on the GPU (default: env CLLAMA_BACKEND, else cpu)\n"
-            "  --print-ids print 'prompt: <ids>' and 'generated: <ids>' instead of text\n");
+            "  --print-ids print 'prompt: <ids>' and 'generated: <ids>' instead of text\n"
+            "  --tune F    apply the tune sidecar F (default: env CLLAMA_TUNE); see `cllama tune doctor`\n"
+            "  --pin S=V   run kernel variant V at site S (e.g. cpu/gemv/q4_K=<row of `cllama kernels`>;\n"
+            "              env CLLAMA_PIN); a variant the site does not have is an error\n");
 }
 
 /* emit the longest prefix of buf that ends on a UTF-8 character boundary; keep the rest */
@@ -102,7 +106,7 @@ static char *read_all(FILE *f) {
 }
 
 int cll_cmd_run(int argc, char **argv) {
-    const char *model_arg = NULL, *prompt = NULL;
+    const char *model_arg = NULL, *prompt = NULL, *tune = NULL, *pin = NULL;
     int32_t n_predict = 128;
     cllama_sampler_params sp = cllama_sampler_default_params();
     cllama_context_params cp = cllama_context_default_params();
@@ -170,6 +174,12 @@ int cll_cmd_run(int argc, char **argv) {
             if (cll_cli_parse_backend("run", v, &mp.backend)) return 2;
         } else if (!strcmp(a, "--print-ids")) {
             print_ids = true;
+        } else if (!strcmp(a, "--tune")) {
+            NEED_VALUE();
+            tune = v;
+        } else if (!strcmp(a, "--pin")) {
+            NEED_VALUE();
+            pin = v;
         } else {
             fprintf(stderr, "cllama run: unknown option '%s'\n", a);
             usage(stderr);
@@ -197,6 +207,10 @@ int cll_cmd_run(int argc, char **argv) {
     cllama_token *ids = NULL;
     run_state rs = {.print_ids = print_ids};
     mp.progress = isatty(2);
+    if (cll_cli_apply_tune("run", mp.backend, tune, pin, NULL)) {
+        free(owned_prompt);
+        return 2;
+    }
     if (cllama_model_load(path, &mp, &m) != CLLAMA_OK) {
         fprintf(stderr, "cllama run: %s\n", cllama_last_error());
         goto done;

@@ -1,5 +1,6 @@
 /* cli/common: helpers shared by the subcommands (default model lookup). */
 #include "cli/cli.h"
+#include "tune/tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,16 @@ int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *ou
     else if (value && !strcmp(value, "cuda")) *out = CLLAMA_BACKEND_CUDA;
     else {
         fprintf(stderr, "cllama %s: --backend takes cpu or cuda, not '%s'\n", cmd, value ? value : "");
+        return -1;
+    }
+    return 0;
+}
+
+int cll_cli_apply_tune(const char *cmd, cllama_backend backend, const char *tune, const char *pin, char sha[65]) {
+    const char *env = getenv("CLLAMA_BACKEND");
+    const bool cuda = backend == CLLAMA_BACKEND_CUDA || (backend == CLLAMA_BACKEND_DEFAULT && env && !strcmp(env, "cuda"));
+    if (cll_tune_load_for(cuda ? "cuda" : "cpu", tune, pin, sha) != CLL_OK) {
+        fprintf(stderr, "cllama %s: %s\n", cmd, cll_last_error());
         return -1;
     }
     return 0;

@@ -1,0 +1,246 @@
+/* tune/apply: validating a sidecar against this box and the kernel table, setting the registry
+ * overrides of the sites that pass, and user pins (tune.h has the rules).
+ * Owns the report arrays it allocates. Rule: every site not applied says why (one warning line,
+ * except ties, which are the normal outcome of an honest race); a pin outside the grid is an
+ * error, never a warning. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/bench.h"
+#include "cpu/matmul.h"
+#include "cuda/cuda.h"
+#include "formats/formats.h"
+#include "tune/tune.h"
+
+const char *cll_tune_status_name(cll_tune_status s) {
+    switch (s) {
+    case CLL_TUNE_APPLIED: return "tuned";
+    case CLL_TUNE_TIE: return "tie";
+    case CLL_TUNE_BROKEN: return "broken";
+    case CLL_TUNE_STALE: return "stale";
+    case CLL_TUNE_NOT_IN_GRID: return "not in grid";
+    case CLL_TUNE_NOT_RUNNABLE: return "not runnable here";
+    case CLL_TUNE_TOLERANT: return "tolerant (not applied)";
+    case CLL_TUNE_BAD_SITE: return "bad site";
+    }
+    return "?";
+}
+
+void cll_tune_report_free(cll_tune_report *r) {
+    if (!r) return;
+    free(r->st);
+    r->st = NULL;
+}
+
+static bool type_by_name(const char *name, size_t len, uint32_t *out) {
+    for (uint32_t t = 0; t < CLL_TYPE_COUNT; t++) {
+        const char *n = cll_type_name(t);
+        if (n && strlen(n) == len && !strncmp(n, name, len)) {
+            *out = t;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool cll_tune_parse_site(const char *site, char *backend, size_t bcap, uint32_t *op, uint32_t *wtype, int64_t *n_tokens) {
+    if (!site) return false;
+    const char *p[4];
+    size_t l[4];
+    int n = 0;
+    for (const char *s = site; n < 4;) {
+        p[n] = s;
+        l[n] = strcspn(s, "/");
+        n++;
+        if (!s[l[n - 1]]) break;
+        s += l[n - 1] + 1;
+    }
+    if (n < 3 || strchr(p[n - 1], '/')) return false;
+    if (l[0] == 0 || l[0] >= bcap) return false;
+    memcpy(backend, p[0], l[0]);
+    backend[l[0]] = 0;
+    if (l[1] == 4 && !strncmp(p[1], "gemv", 4)) *op = CLL_KOP_GEMV;
+    else if (l[1] == 4 && !strncmp(p[1], "gemm", 4)) *op = CLL_KOP_GEMM;
+    else if (l[1] == 6 && !strncmp(p[1], "matmul", 6)) *op = CLL_KOP_MATMUL;
+    else return false;
+    if (!type_by_name(p[2], l[2], wtype)) return false;
+    *n_tokens = 0;
+    if (n == 4) { /* the class's smallest count stands for it */
+        if (l[3] == 2 && !strncmp(p[3], "n1", 2)) *n_tokens = 1;
+        else if (l[3] == 4 && !strncmp(p[3], "n2-8", 4)) *n_tokens = 2;
+        else if (l[3] == 5 && !strncmp(p[3], "n9-64", 5)) *n_tokens = 9;
+        else if (l[3] == 4 && !strncmp(p[3], "n65+", 4)) *n_tokens = 65;
+        else return false;
+    }
+    return true;
+}
+
+/* a shape of the site on this machine (runnability: ISA, device, token class) */
+static cll_kernel_shape site_shape(const cll_kernel_table *t, uint32_t wtype, int64_t n_tokens, int64_t cols) {
+    cll_kernel_shape s;
+    memset(&s, 0, sizeof s);
+    s.wtype = wtype;
+    s.rows = 4096;
+    s.cols = cols;
+    s.n_tokens = n_tokens;
+    if (!strcmp(t->backend, "cpu")) {
+        s.features = cll_kernels_cpu_features();
+        s.device = CLL_KDEVICE_CPU;
+    } else {
+        cll_cuda_device d;
+        int n = 0;
+        if (cll_cuda_device_count(&n) == CLL_OK && n > 0 && cll_cuda_device_info(0, &d) == CLL_OK)
+            s.device = CLL_KDEVICE_CUDA_SM(d.cc_major, d.cc_minor);
+    }
+    return s;
+}
+
+static bool row_runs_here(const cll_kernel_table *t, const cll_kernel_row *r, int64_t n_tokens) {
+    const int64_t qk = cll_type_traits_get(r->wtype) ? (int64_t)cll_type_traits_get(r->wtype)->blck : 32;
+    const int64_t cols = qk > 1 ? 16 * qk : 4096;
+    cll_kernel_shape s = site_shape(t, r->wtype, n_tokens, cols);
+    return cll_kernel_row_supported(r, &s);
+}
+
+cll_status cll_tune_apply(const cll_tune_sidecar *sc, const cll_tune_box *here, const cll_kernel_table *t,
+                          bool allow_tolerant, bool dry_run, cll_tune_report *rep) {
+    memset(rep, 0, sizeof *rep);
+    if (!sc || !here || !t) return cll_err(CLL_ERR_ARG, "tune: apply: missing argument");
+    rep->n = sc->n_sites;
+    rep->st = (cll_tune_status *)calloc(sc->n_sites > 0 ? (size_t)sc->n_sites : 1, sizeof *rep->st);
+    if (!rep->st) return cll_err(CLL_ERR_NOMEM, "tune: out of memory");
+    if (sc->version != CLL_TUNE_VERSION) {
+        snprintf(rep->why, sizeof rep->why,
+                 "minted by race protocol version %d, this engine races with version %d: the box needs a re-tune",
+                 sc->version, CLL_TUNE_VERSION);
+        return CLL_OK;
+    }
+    char diff[256];
+    if (cll_tune_box_diff(&sc->box, here, diff, sizeof diff)) {
+        snprintf(rep->why, sizeof rep->why, "minted on another box (%s): the box needs its own tune", diff);
+        return CLL_OK;
+    }
+    rep->applies = true;
+    for (int i = 0; i < sc->n_sites; i++) {
+        const cll_tune_entry *e = &sc->sites[i];
+        char backend[16];
+        uint32_t op = 0, wtype = 0;
+        int64_t nt = 0;
+        cll_tune_status s = CLL_TUNE_APPLIED;
+        const cll_kernel_row *r = NULL;
+        char h[65];
+        if (!cll_tune_parse_site(e->site, backend, sizeof backend, &op, &wtype, &nt) || strcmp(backend, t->backend)) {
+            s = CLL_TUNE_BAD_SITE;
+        } else if (!strcmp(e->verdict, "tie")) {
+            s = CLL_TUNE_TIE;
+        } else if (!strcmp(e->verdict, "broken")) {
+            s = CLL_TUNE_BROKEN;
+        } else if (strcmp(e->verdict, "crown")) {
+            s = CLL_TUNE_BAD_SITE;
+        } else if (!(r = cll_kernels_find(t, e->variant)) || r->wtype != wtype || !(r->op & op)) {
+            s = CLL_TUNE_NOT_IN_GRID;
+        } else if (!row_runs_here(t, r, nt)) {
+            s = CLL_TUNE_NOT_RUNNABLE;
+        } else if (cll_tune_row_hash(t, r, h), strcmp(h, e->source_hash)) {
+            s = CLL_TUNE_STALE;
+        } else if (!r->bit_exact && !allow_tolerant) {
+            s = CLL_TUNE_TOLERANT;
+        }
+        if (s == CLL_TUNE_APPLIED && !dry_run) {
+            cll_status st = cll_kernels_set_override(e->site, e->variant);
+            if (st != CLL_OK) return st;
+        }
+        rep->st[i] = s;
+        if (s == CLL_TUNE_APPLIED) rep->n_applied++;
+        else if (s != CLL_TUNE_TIE && !dry_run)
+            cll_log(CLL_LOG_WARN, "tune: %s = %s: %s; the site keeps its default (see `cllama tune doctor`)", e->site,
+                    e->variant, cll_tune_status_name(s));
+    }
+    return CLL_OK;
+}
+
+/* the site's variants, for the pin error: "a, b, c" */
+static void site_variants(const cll_kernel_table *t, uint32_t op, uint32_t wtype, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < t->n && o + 1 < cap; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        if (r->wtype != wtype || !(r->op & op)) continue;
+        const int w = snprintf(buf + o, cap - o, "%s%s", o ? ", " : "", r->name);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    if (!buf[0]) snprintf(buf, cap, "(none)");
+}
+
+cll_status cll_tune_pins(const char *spec, const cll_kernel_table *t) {
+    if (!spec || !*spec || !t) return CLL_OK;
+    for (const char *p = spec; *p;) {
+        const size_t len = strcspn(p, ",");
+        char item[256];
+        if (len >= sizeof item) return cll_err(CLL_ERR_ARG, "pin: '%.40s...': too long", p);
+        memcpy(item, p, len);
+        item[len] = 0;
+        p += len + (p[len] == ',');
+        if (!len) continue;
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item || !eq[1])
+            return cll_err(CLL_ERR_ARG, "pin '%s': expected SITE=VARIANT (e.g. cpu/gemv/q4_K=<row name>)", item);
+        *eq = 0;
+        const char *site = item, *var = eq + 1;
+        char backend[16];
+        uint32_t op = 0, wtype = 0;
+        int64_t nt = 0;
+        if (!cll_tune_parse_site(site, backend, sizeof backend, &op, &wtype, &nt))
+            return cll_err(CLL_ERR_ARG, "pin '%s=%s': '%s' is no site (backend/gemv|gemm/type[/n1|n2-8|n9-64|n65+])",
+                           site, var, site);
+        if (strcmp(backend, t->backend)) continue; /* another backend's pin */
+        const cll_kernel_row *r = cll_kernels_find(t, var);
+        if (!r || r->wtype != wtype || !(r->op & op)) {
+            char vars[1024];
+            site_variants(t, op, wtype, vars, sizeof vars);
+            return cll_err(CLL_ERR_ARG, "pin %s=%s: no such variant at %s; its variants: %s", site, var, site, vars);
+        }
+        if (!row_runs_here(t, r, nt))
+            return cll_err(CLL_ERR_UNSUPPORTED, "pin %s=%s: this variant cannot run on this machine (ISA / device)", site,
+                           var);
+        cll_status st = cll_kernels_set_override(site, var);
+        if (st != CLL_OK) return st;
+    }
+    return CLL_OK;
+}
+
+cll_status cll_tune_load_for(const char *backend, const char *path, const char *pin_spec, char *sha) {
+    if (sha) snprintf(sha, 65, "none");
+    const cll_kernel_table *t = NULL;
+    if (!strcmp(backend, "cuda")) t = cll_cuda_kernel_table();
+    else t = cll_cpu_kernel_table();
+    if (!t) return CLL_OK; /* a build without that backend: nothing to apply */
+    cll_status st = cll_tune_pins(pin_spec, t);
+    if (st != CLL_OK) return st;
+    if ((st = cll_tune_pins(getenv("CLLAMA_PIN"), t)) != CLL_OK) return st;
+    if (!path || !*path) path = getenv("CLLAMA_TUNE");
+    if (!path || !*path) return CLL_OK;
+    cll_tune_sidecar *sc = NULL;
+    st = cll_tune_read(path, &sc);
+    if (st != CLL_OK) {
+        cll_log(CLL_LOG_WARN, "tune: %s; running on the defaults (see `cllama tune doctor`)", cll_last_error());
+        return CLL_OK;
+    }
+    cll_tune_box here;
+    if ((st = cll_tune_box_probe(backend, &here)) != CLL_OK) {
+        cll_tune_free(sc);
+        cll_log(CLL_LOG_WARN, "tune: %s; running on the defaults", cll_last_error());
+        return CLL_OK;
+    }
+    cll_tune_report rep;
+    st = cll_tune_apply(sc, &here, t, false, false, &rep);
+    if (st == CLL_OK && !rep.applies)
+        cll_log(CLL_LOG_WARN, "tune: %s: not applied: %s (see `cllama tune doctor`)", path, rep.why);
+    if (st == CLL_OK && rep.applies && sha && !cll_bench_sha256_file(path, sha)) snprintf(sha, 65, "none");
+    cll_tune_report_free(&rep);
+    cll_tune_free(sc);
+    return st;
+}

@@ -1,0 +1,357 @@
+/* tune_test: the tune sidecar's validity rules (src/tune/tune.h), each with a crafted sidecar on
+ * this box's CPU kernel table: round trip and .bak, another race-protocol version, another box,
+ * a stale site among valid ones, a variant outside the grid, a tie, a tolerant crown with and
+ * without the policy flag, another binary with the same hashes, unreadable JSON, pins inside and
+ * outside the grid, site parsing, and `cllama tune doctor` naming a stale site and its fix. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "cpu/matmul.h"
+#include "formats/formats.h"
+#include "kernels/registry.h"
+#include "tune/tune.h"
+
+static char g_dir[128];
+
+/* two CPU gemv rows of q4_0 that run here: the default (bit-exact) and another (tolerant) */
+static void q4_0_rows(const cll_kernel_table *t, const cll_kernel_row **def, const cll_kernel_row **alt) {
+    *def = *alt = NULL;
+    const uint32_t feat = cll_kernels_cpu_features();
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        if (r->wtype != CLL_TYPE_Q4_0 || !(r->op & CLL_KOP_GEMV) || (r->isa & feat) != r->isa) continue;
+        if (r->is_default && !*def) *def = r;
+        else if (!r->is_default && !*alt) *alt = r;
+    }
+}
+
+static cll_tune_entry entry(const cll_kernel_table *t, const char *site, const cll_kernel_row *r, const char *verdict) {
+    cll_tune_entry e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.site, sizeof e.site, "%s", site);
+    snprintf(e.variant, sizeof e.variant, "%s", r->name);
+    snprintf(e.params, sizeof e.params, "%s", r->params ? r->params : "");
+    cll_tune_row_hash(t, r, e.source_hash);
+    e.bit_exact = r->bit_exact;
+    snprintf(e.verdict, sizeof e.verdict, "%s", verdict);
+    e.ratio = 0.9;
+    e.ci_lo = 0.88;
+    e.ci_hi = 0.92;
+    e.margin = 0.03;
+    return e;
+}
+
+/* a sidecar minted "here" */
+static cll_tune_sidecar *here_sidecar(void) {
+    cll_tune_sidecar *sc = cll_tune_new();
+    assert_non_null(sc);
+    assert_int_equal(cll_tune_box_probe("cpu", &sc->box), CLL_OK);
+    snprintf(sc->engine_sha, sizeof sc->engine_sha, "test");
+    snprintf(sc->date, sizeof sc->date, "2026-12-01T00:00:00Z");
+    sc->noise_floor = 0.01;
+    return sc;
+}
+
+static const char *path_of(const char *name, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s/%s", g_dir, name);
+    return buf;
+}
+
+/* the row dispatch picks for a q4_0 gemv here, and whether an override chose it */
+static const cll_kernel_row *picked(const cll_kernel_table *t, bool *forced) {
+    cll_kernel_shape s;
+    memset(&s, 0, sizeof s);
+    s.wtype = CLL_TYPE_Q4_0;
+    s.rows = 4096;
+    s.cols = 4096;
+    s.features = cll_kernels_cpu_features();
+    s.n_tokens = 1;
+    return cll_kernels_select(t, CLL_KOP_GEMV, &s, -1, forced);
+}
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/cllama-tune-test-%d", (int)getpid());
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", g_dir, g_dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    cll_kernels_clear_overrides();
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_roundtrip_and_bak(void **state) {
+    (void)state;
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const cll_kernel_row *def, *alt;
+    q4_0_rows(t, &def, &alt);
+    assert_non_null(def);
+    cll_tune_sidecar *sc = here_sidecar();
+    cll_tune_entry e = entry(t, "cpu/gemv/q4_0", def, "crown");
+    assert_int_equal(cll_tune_set_site(sc, &e), CLL_OK);
+    assert_int_equal(cll_tune_set_knob(sc, "threads", 2), CLL_OK);
+    sc->race_json = strdup("{\"cpu/gemv/q4_0\":{\"rounds\":12}}");
+    char p[320], bak[340];
+    path_of("rt/deep/box.json", p, sizeof p); /* directories are created */
+    assert_int_equal(cll_tune_write(p, sc), CLL_OK);
+    cll_tune_sidecar *rd = NULL;
+    assert_int_equal(cll_tune_read(p, &rd), CLL_OK);
+    assert_int_equal(rd->version, CLL_TUNE_VERSION);
+    assert_int_equal(rd->n_sites, 1);
+    assert_string_equal(rd->sites[0].variant, def->name);
+    assert_string_equal(rd->sites[0].source_hash, e.source_hash);
+    assert_true(rd->sites[0].ci_lo > 0.879 && rd->sites[0].ci_hi < 0.921);
+    assert_int_equal(rd->n_runtime, 1);
+    assert_string_equal(rd->runtime[0].name, "threads");
+    assert_non_null(rd->race_json);
+    assert_non_null(strstr(rd->race_json, "rounds"));
+    char diff[256];
+    assert_null(cll_tune_box_diff(&rd->box, &sc->box, diff, sizeof diff));
+    /* a re-mint keeps the previous file as .bak */
+    assert_int_equal(cll_tune_write(p, sc), CLL_OK);
+    snprintf(bak, sizeof bak, "%s.bak", p);
+    assert_int_equal(access(bak, R_OK), 0);
+    cll_tune_free(rd);
+    cll_tune_free(sc);
+}
+
+/* apply sc and return the report (overrides cleared first) */
+static void apply(const cll_tune_sidecar *sc, bool tolerant, bool dry, cll_tune_report *rep) {
+    cll_kernels_clear_overrides();
+    cll_tune_box here;
+    assert_int_equal(cll_tune_box_probe("cpu", &here), CLL_OK);
+    assert_int_equal(cll_tune_apply(sc, &here, cll_cpu_kernel_table(), tolerant, dry, rep), CLL_OK);
+}
+
+static void test_version_and_box(void **state) {
+    (void)state;
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const cll_kernel_row *def, *alt;
+    q4_0_rows(t, &def, &alt);
+    cll_tune_sidecar *sc = here_sidecar();
+    cll_tune_entry e = entry(t, "cpu/gemv/q4_0", def, "crown");
+    cll_tune_set_site(sc, &e);
+    cll_tune_report rep;
+    bool forced = true;
+    /* another race-protocol version: nothing applies, the reason says re-tune */
+    sc->version = CLL_TUNE_VERSION + 1;
+    apply(sc, false, false, &rep);
+    assert_false(rep.applies);
+    assert_non_null(strstr(rep.why, "version"));
+    picked(t, &forced);
+    assert_false(forced);
+    cll_tune_report_free(&rep);
+    sc->version = CLL_TUNE_VERSION;
+    /* another box: nothing applies, the differing field is named */
+    sc->box.cpu_threads += 7;
+    apply(sc, false, false, &rep);
+    assert_false(rep.applies);
+    assert_non_null(strstr(rep.why, "cpu_threads"));
+    picked(t, &forced);
+    assert_false(forced);
+    cll_tune_report_free(&rep);
+    sc->box.cpu_threads -= 7;
+    snprintf(sc->box.cpu_model, sizeof sc->box.cpu_model, "Some Other CPU");
+    apply(sc, false, false, &rep);
+    assert_false(rep.applies);
+    assert_non_null(strstr(rep.why, "cpu_model"));
+    cll_tune_report_free(&rep);
+    cll_tune_free(sc);
+}
+
+static void test_sites(void **state) {
+    (void)state;
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const cll_kernel_row *def, *alt;
+    q4_0_rows(t, &def, &alt);
+    assert_non_null(alt);
+    cll_tune_sidecar *sc = here_sidecar();
+    /* q4_0 gemv: a bit-exact crown (applies); q4_0 gemm: stale (its hash changed); q8_0: a
+     * variant outside the grid; q4_K: a tie; q4_0 gemv n2-8: a tolerant crown */
+    cll_tune_entry a = entry(t, "cpu/gemv/q4_0", def, "crown");
+    cll_tune_entry b = entry(t, "cpu/gemm/q4_0", def, "crown");
+    b.source_hash[0] = b.source_hash[0] == 'a' ? 'b' : 'a';
+    cll_tune_entry c = entry(t, "cpu/gemv/q8_0", def, "crown");
+    snprintf(c.variant, sizeof c.variant, "matmul_q8_0_no_such_row");
+    cll_tune_entry d = entry(t, "cpu/gemv/q4_K", def, "tie");
+    cll_tune_entry f = entry(t, "cpu/gemv/q4_0/n2-8", alt, "crown");
+    cll_tune_entry g = entry(t, "cpu/gemv/q6_K", def, "crown"); /* q4_0's row named at a q6_K site */
+    cll_tune_entry h = entry(t, "cuda/gemv/q4_0", def, "crown"); /* another backend's site */
+    const cll_tune_entry *all[] = {&a, &b, &c, &d, &f, &g, &h};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) assert_int_equal(cll_tune_set_site(sc, all[i]), CLL_OK);
+    cll_tune_report rep;
+    apply(sc, false, false, &rep);
+    assert_true(rep.applies);
+    assert_int_equal(rep.st[0], CLL_TUNE_APPLIED);
+    assert_int_equal(rep.st[1], CLL_TUNE_STALE);
+    assert_int_equal(rep.st[2], CLL_TUNE_NOT_IN_GRID);
+    assert_int_equal(rep.st[3], CLL_TUNE_TIE);
+    assert_int_equal(rep.st[4], CLL_TUNE_TOLERANT);
+    assert_int_equal(rep.st[5], CLL_TUNE_NOT_IN_GRID);
+    assert_int_equal(rep.st[6], CLL_TUNE_BAD_SITE);
+    assert_int_equal(rep.n_applied, 1);
+    bool forced = false;
+    const cll_kernel_row *r = picked(t, &forced);
+    assert_true(forced); /* the valid crown is in force; the stale and bad sites changed nothing */
+    assert_ptr_equal(r, def);
+    cll_tune_report_free(&rep);
+    /* the policy flag lets the tolerant crown in (and only it changes) */
+    apply(sc, true, false, &rep);
+    assert_int_equal(rep.st[4], CLL_TUNE_APPLIED);
+    assert_int_equal(rep.n_applied, 2);
+    cll_tune_report_free(&rep);
+    /* a dry run (doctor) sets nothing */
+    apply(sc, false, true, &rep);
+    assert_int_equal(rep.n_applied, 1);
+    picked(t, &forced);
+    assert_false(forced);
+    cll_tune_report_free(&rep);
+    /* another binary, same site hashes: still applies */
+    snprintf(sc->binary_sha256, sizeof sc->binary_sha256, "%064d", 7);
+    snprintf(sc->engine_sha, sizeof sc->engine_sha, "another-build");
+    apply(sc, false, false, &rep);
+    assert_true(rep.applies);
+    assert_int_equal(rep.st[0], CLL_TUNE_APPLIED);
+    cll_tune_report_free(&rep);
+    cll_kernels_clear_overrides();
+    cll_tune_free(sc);
+}
+
+static void test_unreadable(void **state) {
+    (void)state;
+    char p[320];
+    path_of("bad.json", p, sizeof p);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("{\"tune_version\": 1, \"kernels\": {", f);
+    fclose(f);
+    cll_tune_sidecar *sc = NULL;
+    assert_int_equal(cll_tune_read(p, &sc), CLL_ERR_FORMAT);
+    assert_null(sc);
+    f = fopen(p, "w");
+    fputs("{\"tune_version\": 1, \"kernels\": {}}", f); /* valid JSON, no provenance */
+    fclose(f);
+    assert_int_equal(cll_tune_read(p, &sc), CLL_ERR_FORMAT);
+    assert_non_null(strstr(cll_last_error(), "provenance"));
+    path_of("missing.json", p, sizeof p);
+    assert_int_equal(cll_tune_read(p, &sc), CLL_ERR_IO);
+    /* the front ends' load: a warning and the defaults, never a failure */
+    char sha[65];
+    path_of("bad.json", p, sizeof p);
+    assert_int_equal(cll_tune_load_for("cpu", p, NULL, sha), CLL_OK);
+    assert_string_equal(sha, "none");
+}
+
+static void test_pins(void **state) {
+    (void)state;
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const cll_kernel_row *def, *alt;
+    q4_0_rows(t, &def, &alt);
+    cll_kernels_clear_overrides();
+    char spec[256];
+    snprintf(spec, sizeof spec, "cpu/gemv/q4_0=%s", alt->name);
+    assert_int_equal(cll_tune_pins(spec, t), CLL_OK);
+    bool forced = false;
+    assert_ptr_equal(picked(t, &forced), alt);
+    assert_true(forced);
+    cll_kernels_clear_overrides();
+    /* outside the grid: a hard error naming the site and its variants */
+    assert_int_equal(cll_tune_pins("cpu/gemv/q4_0=gemv_q4_0_imaginary", t), CLL_ERR_ARG);
+    assert_non_null(strstr(cll_last_error(), "cpu/gemv/q4_0"));
+    assert_non_null(strstr(cll_last_error(), def->name));
+    /* a row of another type */
+    snprintf(spec, sizeof spec, "cpu/gemv/q8_0=%s", def->name);
+    assert_int_equal(cll_tune_pins(spec, t), CLL_ERR_ARG);
+    assert_int_equal(cll_tune_pins("cpu/gemv=x", t), CLL_ERR_ARG);
+    assert_int_equal(cll_tune_pins("nonsense", t), CLL_ERR_ARG);
+    /* another backend's pin is not this table's business */
+    assert_int_equal(cll_tune_pins("cuda/gemv/q4_0=gemv_q4_0_whatever", t), CLL_OK);
+    /* CLLAMA_PIN goes through the front ends' load */
+    setenv("CLLAMA_PIN", "cpu/gemv/q4_0=gemv_q4_0_imaginary", 1);
+    assert_int_equal(cll_tune_load_for("cpu", NULL, NULL, NULL), CLL_ERR_ARG);
+    unsetenv("CLLAMA_PIN");
+    cll_kernels_clear_overrides();
+}
+
+static void test_parse_site(void **state) {
+    (void)state;
+    char be[16];
+    uint32_t op, wt;
+    int64_t nt;
+    assert_true(cll_tune_parse_site("cpu/gemv/q4_K", be, sizeof be, &op, &wt, &nt));
+    assert_string_equal(be, "cpu");
+    assert_int_equal(op, CLL_KOP_GEMV);
+    assert_int_equal(wt, CLL_TYPE_Q4_K);
+    assert_int_equal(nt, 0);
+    assert_true(cll_tune_parse_site("cuda/gemm/iq4_xs/n65+", be, sizeof be, &op, &wt, &nt));
+    assert_int_equal(op, CLL_KOP_GEMM);
+    assert_int_equal(wt, CLL_TYPE_IQ4_XS);
+    assert_int_equal(nt, 65);
+    assert_true(cll_tune_parse_site("cuda/gemv/q8_0/n2-8", be, sizeof be, &op, &wt, &nt));
+    assert_int_equal(nt, 2);
+    assert_false(cll_tune_parse_site("cpu/gemv", be, sizeof be, &op, &wt, &nt));
+    assert_false(cll_tune_parse_site("cpu/conv/q4_0", be, sizeof be, &op, &wt, &nt));
+    assert_false(cll_tune_parse_site("cpu/gemv/q9_9", be, sizeof be, &op, &wt, &nt));
+    assert_false(cll_tune_parse_site("cpu/gemv/q4_0/n3", be, sizeof be, &op, &wt, &nt));
+    assert_false(cll_tune_parse_site("cpu/gemv/q4_0/n1/x", be, sizeof be, &op, &wt, &nt));
+}
+
+/* `cllama tune doctor` on a crafted stale sidecar names the stale site and the fix */
+static void test_doctor(void **state) {
+    (void)state;
+    const char *bin = getenv("CLLAMA_BIN");
+    if (!bin || access(bin, X_OK)) {
+        tu_skip("tune doctor: no cllama binary (CLLAMA_BIN)");
+        skip();
+    }
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const cll_kernel_row *def, *alt;
+    q4_0_rows(t, &def, &alt);
+    cll_tune_sidecar *sc = here_sidecar();
+    cll_tune_entry a = entry(t, "cpu/gemv/q4_0", def, "crown");
+    cll_tune_entry b = entry(t, "cpu/gemm/q4_0", def, "crown");
+    memset(b.source_hash, 'f', 64);
+    cll_tune_set_site(sc, &a);
+    cll_tune_set_site(sc, &b);
+    char p[320], out[340], cmd[1024];
+    path_of("stale.json", p, sizeof p);
+    assert_int_equal(cll_tune_write(p, sc), CLL_OK);
+    snprintf(out, sizeof out, "%s/doctor.txt", g_dir);
+    snprintf(cmd, sizeof cmd, "'%s' tune doctor --tune '%s' > '%s' 2>&1", bin, p, out);
+    const int rc = system(cmd);
+    assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1); /* a stale site is a problem to fix */
+    char *txt = tu_read_file(out, NULL);
+    assert_non_null(txt);
+    assert_non_null(strstr(txt, "cpu/gemm/q4_0"));
+    assert_non_null(strstr(txt, "stale"));
+    assert_non_null(strstr(txt, "1 of 2 sites apply"));
+    assert_non_null(strstr(txt, "Fix"));
+    free(txt);
+    /* another box: NOT APPLIED, the field named */
+    sc->box.cpu_threads = 999;
+    assert_int_equal(cll_tune_write(p, sc), CLL_OK);
+    assert_true(system(cmd) != -1);
+    txt = tu_read_file(out, NULL);
+    assert_non_null(strstr(txt, "NOT APPLIED"));
+    assert_non_null(strstr(txt, "cpu_threads"));
+    free(txt);
+    cll_tune_free(sc);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip_and_bak), cmocka_unit_test(test_version_and_box), cmocka_unit_test(test_sites),
+        cmocka_unit_test(test_unreadable),        cmocka_unit_test(test_pins),            cmocka_unit_test(test_parse_site),
+        cmocka_unit_test(test_doctor),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
