@@ -187,7 +187,7 @@ static _Thread_local uint8_t g_z16[KZ_SEG * KZ_REC] __attribute__((aligned(64)))
 void cll_kern_run_lowq_z16_avx512(const kern_args *a, int64_t r0, int64_t r1) {
     const int64_t nb = a->cols / 256;
     const size_t bsz = cll_type_traits_get(a->wtype)->type_size, st = a->act_stride;
-    const int64_t chunk = lq_chunk(st);
+    const int64_t chunk = kz_chunk(st);
     const uint32_t wt = a->wtype;
     const int vbmi = wt == CLL_TYPE_IQ3_S && __builtin_cpu_supports("avx512vbmi");
     const int s32 = wt == CLL_TYPE_IQ3_S || wt == CLL_TYPE_IQ4_XS || wt == CLL_TYPE_IQ2_XXS || wt == CLL_TYPE_IQ3_XXS;

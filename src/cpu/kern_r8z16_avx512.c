@@ -79,17 +79,11 @@ static void z16_q45_K(const uint8_t *const rec2[2], uint8_t *out, const int q5) 
 
 static _Thread_local uint8_t g_rz16[KZ_SEG * KZ_REC] __attribute__((aligned(64)));
 
-/* token chunk: 1 MiB of activations, as the decode rows (kern_lowq_avx512.c) */
-static int64_t rz_chunk(size_t act_stride) {
-    int64_t c = (int64_t)((1024u * 1024u) / act_stride);
-    return c < 4 ? 4 : c & ~(int64_t)3;
-}
-
 INLINE void run_rz16(const kern_args *a, int64_t r0, int64_t r1, const int kind, kern_run_fn tail) {
     const size_t recsz = kind == 6 ? 1680 : kind == 5 ? 1440 : 1184;
     const int64_t nb = a->cols / 256;
     const size_t gbytes = (size_t)nb * recsz, st = a->act_stride;
-    const int64_t chunk = rz_chunk(st);
+    const int64_t chunk = kz_chunk(st);
     const int64_t r16 = r0 + (r1 - r0) / 16 * 16;
     for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
         const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
@@ -190,7 +184,7 @@ INLINE void run_rz0(const kern_args *a, int64_t r0, int64_t r1, const int q8, ke
     const size_t recsz = q8 ? 272 : 144;
     const int64_t nb = a->cols / 32;
     const size_t gbytes = (size_t)nb * recsz, st = a->act_stride;
-    const int64_t chunk = rz_chunk(st);
+    const int64_t chunk = kz_chunk(st);
     const int64_t r16 = r0 + (r1 - r0) / 16 * 16;
     for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
         const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;

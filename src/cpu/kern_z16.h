@@ -27,6 +27,15 @@
  * rows run in segments that add into y): 180 KiB, beside the token chunk in L2 */
 #define KZ_SEG 32
 
+/* Token chunk of the z16 drivers: 8 MiB of activations (all of a 512-token prefill for
+ * cols <= 8192: the acts stream from L3, each weight group is decoded once). kbench -t 2 GEMM
+ * n=512 ms 8192x2048 / 2048x8192, chunk 1 -> 4 -> 16 MiB: iq4_xs 15.2/17.6 -> 14.6/15.4 ->
+ * 14.4/14.5, q6_K 15.9/17.8 -> 14.4/16.2 -> 15.6/14.8, q4_K 14.2/15.3 -> 13.9/14.5 -> 13.9/14.3 */
+static inline int64_t kz_chunk(size_t act_stride) {
+    const int64_t c = (int64_t)(((size_t)8 << 20) / act_stride);
+    return c < 8 ? 8 : c & ~(int64_t)7;
+}
+
 /* interleave 16 decoded rows into a d16 record; neg: store -mc (the folded correction) */
 INLINE void kz_interleave(const kdec256 k[16], uint8_t *rec, int neg) {
     for (int h = 0; h < 2; h++)
