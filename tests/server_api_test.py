@@ -27,10 +27,15 @@ def skip(why):
 
 
 class Server:
-    """A `cllama serve` child on a free loopback port (--port 0, read back from its log)."""
+    """A `cllama serve` child on a free loopback port (--port 0, read back from its log).
+    headers: sent with every request() (e.g. the API key); an https server (--ssl-cert-file)
+    is spoken to over TLS, verified against cafile when given, else unverified."""
 
-    def __init__(self, model, *args, bin_path=None, env=None, startup_s=120):
+    def __init__(self, model, *args, bin_path=None, env=None, startup_s=120, headers=None, cafile=None):
         self.bin = bin_path or BIN
+        self.headers = dict(headers or {})
+        self.cafile = cafile
+        self.scheme = "http"
         cmd = [self.bin, "serve", "-m", model, "--port", "0"] + [str(a) for a in args]
         self.log = []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -41,9 +46,10 @@ class Server:
         def pump():
             for line in self.proc.stderr:
                 self.log.append(line.rstrip("\n"))
-                m = re.search(r"listening on http://[^:]+:(\d+)", line)
+                m = re.search(r"listening on (https?)://[^:]+:(\d+)", line)
                 if m:
-                    self.port = int(m.group(1))
+                    self.scheme = m.group(1)
+                    self.port = int(m.group(2))
                     ready.set()
             ready.set()
 
@@ -53,14 +59,19 @@ class Server:
         if self.port is None:
             self.stop()
             raise RuntimeError("server did not start: " + " | ".join(self.log[-10:]))
-        self.base = "http://127.0.0.1:%d" % self.port
+        self.base = "%s://127.0.0.1:%d" % (self.scheme, self.port)
 
     def conn(self, timeout=120):
+        if self.scheme == "https":
+            import ssl
+            ctx = ssl.create_default_context(cafile=self.cafile) if self.cafile else ssl._create_unverified_context()
+            return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout, context=ctx)
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
     def request(self, method, path, body=None, headers=None, timeout=120):
         c = self.conn(timeout)
         h = {"Content-Type": "application/json"}
+        h.update(self.headers)
         h.update(headers or {})
         if isinstance(body, (dict, list)):
             body = json.dumps(body)
@@ -77,7 +88,9 @@ class Server:
     def stream(self, path, obj, timeout=120):
         """POST with stream true; returns (status, list of parsed chunks, saw_done)."""
         c = self.conn(timeout)
-        c.request("POST", path, body=json.dumps(obj), headers={"Content-Type": "application/json"})
+        h = {"Content-Type": "application/json"}
+        h.update(self.headers)
+        c.request("POST", path, body=json.dumps(obj), headers=h)
         r = c.getresponse()
         if r.status != 200:
             data = r.read()

@@ -19,7 +19,7 @@ SRC="${CLLAMA_SRC:-$(cd "$(dirname "$0")/.." && pwd)}"
 export ASAN_OPTIONS="detect_leaks=1:exitcode=23:abort_on_error=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 rc_all=0
-for t in server_badinput_test.py server_api_test.py; do
+for t in server_badinput_test.py server_api_test.py server_auth_test.py server_tls_test.py; do
     echo "== $t under ASan ($BIN)"
     CLLAMA_BIN="$BIN" python3 "$SRC/tests/$t"
     rc=$?

@@ -2,12 +2,15 @@
  * UTF-8 checks, the stop-string gate, OpenAI chunk shapes, metrics text. No HTTP, no model. */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef CLLAMA_HAVE_SERVER
 #include <jansson.h>
 
+#include "server/auth.h"
 #include "server/metrics.h"
 #include "server/oai.h"
 #include "server/req.h"
@@ -331,15 +334,135 @@ static void test_metrics(void **st) {
     assert_non_null(strstr(s, "cllama_generated_tokens_total 3\n"));
     assert_non_null(strstr(s, "cllama_queue_depth 2\n"));
     assert_non_null(strstr(s, "cllama_active_sequences 5\n"));
+    assert_non_null(strstr(s, "cllama_auth_refused_total 0\n"));
+    free(s);
+    cll_server_metrics_auth_refused(&m);
+    cll_server_metrics_auth_refused(&m);
+    s = cll_server_metrics_render(&m);
+    assert_non_null(strstr(s, "# TYPE cllama_auth_refused_total counter\n"));
+    assert_non_null(strstr(s, "cllama_auth_refused_total 2\n"));
+    /* the text was not cut short by the render buffer */
+    assert_non_null(strstr(s, "cllama_parallel_slots 8\n"));
     free(s);
     cll_server_metrics_free(&m);
+}
+
+static void test_ct_equal(void **st) {
+    (void)st;
+    const char *k = "sk-0123456789abcdef";
+    const size_t n = strlen(k);
+    assert_true(cll_server_ct_equal(k, n, "sk-0123456789abcdef", n));
+    assert_false(cll_server_ct_equal(k, n, "sk-0123456789abcdeF", n));  /* last byte */
+    assert_false(cll_server_ct_equal(k, n, "tk-0123456789abcdef", n));  /* first byte */
+    assert_false(cll_server_ct_equal(k, n, "sk-0123456789abcde", n - 1)); /* prefix */
+    assert_false(cll_server_ct_equal(k, n, "sk-0123456789abcdefg", n + 1)); /* plus a suffix */
+    assert_false(cll_server_ct_equal(k, n, "", 0));
+    assert_false(cll_server_ct_equal(k, n, "SK-0123456789ABCDEF", n));  /* case */
+    /* a candidate equal to the key on the key's length but longer must not pass */
+    assert_false(cll_server_ct_equal(k, n, "sk-0123456789abcdef\0", n + 1));
+    /* lengths that differ only in high bits (only the key's length of cand is ever read) */
+    assert_false(cll_server_ct_equal(k, n, k, n + 256));
+    assert_false(cll_server_ct_equal(k, n, k, n + ((size_t)1 << 40)));
+    assert_false(cll_server_ct_equal("", 0, "x", 1));
+    assert_true(cll_server_ct_equal("", 0, "", 0));
+    /* every single-byte flip anywhere in the key is caught */
+    char buf[64];
+    for (size_t i = 0; i < n; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            memcpy(buf, k, n + 1);
+            buf[i] = (char)(buf[i] ^ (1 << bit));
+            assert_false(cll_server_ct_equal(k, n, buf, n));
+        }
+}
+
+static cll_server_keys two_keys(void) {
+    cll_server_keys ks = {0};
+    char err[256];
+    assert_int_equal(cll_server_keys_add(&ks, "alpha-key-1", err, sizeof err), 0);
+    assert_int_equal(cll_server_keys_add(&ks, "BETA_key_22", err, sizeof err), 0);
+    return ks;
+}
+
+static void test_auth_check(void **st) {
+    (void)st;
+    cll_server_keys none = {0};
+    assert_int_equal(cll_server_auth_check(&none, NULL), CLL_SERVER_AUTH_OK);
+    assert_int_equal(cll_server_auth_check(NULL, "Bearer x"), CLL_SERVER_AUTH_OK);
+    cll_server_keys ks = two_keys();
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer alpha-key-1"), CLL_SERVER_AUTH_OK);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer BETA_key_22"), CLL_SERVER_AUTH_OK);
+    assert_int_equal(cll_server_auth_check(&ks, "bearer alpha-key-1"), CLL_SERVER_AUTH_OK); /* scheme: any case */
+    assert_int_equal(cll_server_auth_check(&ks, "BEARER  alpha-key-1  "), CLL_SERVER_AUTH_OK);
+    assert_int_equal(cll_server_auth_check(&ks, NULL), CLL_SERVER_AUTH_MISSING);
+    assert_int_equal(cll_server_auth_check(&ks, ""), CLL_SERVER_AUTH_SCHEME);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer"), CLL_SERVER_AUTH_SCHEME);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer   "), CLL_SERVER_AUTH_SCHEME);
+    assert_int_equal(cll_server_auth_check(&ks, "Basic YWxwaGEta2V5LTE="), CLL_SERVER_AUTH_SCHEME);
+    assert_int_equal(cll_server_auth_check(&ks, "alpha-key-1"), CLL_SERVER_AUTH_SCHEME);
+    assert_int_equal(cll_server_auth_check(&ks, "Beareralpha-key-1"), CLL_SERVER_AUTH_SCHEME);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer alpha-key-"), CLL_SERVER_AUTH_WRONG_KEY);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer alpha-key-11"), CLL_SERVER_AUTH_WRONG_KEY);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer alpha-key-2"), CLL_SERVER_AUTH_WRONG_KEY);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer ALPHA-KEY-1"), CLL_SERVER_AUTH_WRONG_KEY);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer alpha-key-1 BETA_key_22"), CLL_SERVER_AUTH_WRONG_KEY);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer beta_key_22"), CLL_SERVER_AUTH_WRONG_KEY);
+    assert_true(strlen(cll_server_auth_message(CLL_SERVER_AUTH_MISSING)) > 0);
+    assert_null(strstr(cll_server_auth_message(CLL_SERVER_AUTH_WRONG_KEY), "alpha"));
+    cll_server_keys_free(&ks);
+    assert_int_equal(ks.n, 0);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_key_file(void **st) {
+    (void)st;
+    char dir[] = "/tmp/cllama-keys-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], err[512];
+    snprintf(path, sizeof path, "%s/keys", dir);
+    write_file(path, "# team keys\n\n  key-one  \r\n\t# indented comment\nkey#two\n\n");
+    cll_server_keys ks = {0};
+    assert_int_equal(cll_server_keys_load_file(&ks, path, err, sizeof err), 0);
+    assert_int_equal(ks.n, 2);
+    assert_string_equal(ks.keys[0], "key-one");
+    assert_string_equal(ks.keys[1], "key#two");
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer key-one"), CLL_SERVER_AUTH_OK);
+    assert_int_equal(cll_server_auth_check(&ks, "Bearer key#two"), CLL_SERVER_AUTH_OK);
+    cll_server_keys_free(&ks);
+    /* only comments: an error, not a server without keys */
+    write_file(path, "# nothing\n\n   \n");
+    assert_int_equal(cll_server_keys_load_file(&ks, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "holds no key"));
+    write_file(path, "");
+    assert_int_equal(cll_server_keys_load_file(&ks, path, err, sizeof err), -1);
+    /* a key with an inner space: refused, and the message does not quote it */
+    write_file(path, "good-key\nsecret part\n");
+    assert_int_equal(cll_server_keys_load_file(&ks, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "line 2"));
+    assert_null(strstr(err, "secret"));
+    cll_server_keys_free(&ks);
+    unlink(path);
+    /* missing */
+    assert_int_equal(cll_server_keys_load_file(&ks, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot read"));
+    rmdir(dir);
+    /* --api-key itself: empty and control bytes refused */
+    assert_int_equal(cll_server_keys_add(&ks, "", err, sizeof err), -1);
+    assert_int_equal(cll_server_keys_add(&ks, "a\tb", err, sizeof err), -1);
+    assert_int_equal(ks.n, 0);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_chat_full), cmocka_unit_test(test_parse_defaults), cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_err_json),        cmocka_unit_test(test_utf8),           cmocka_unit_test(test_stop_gate),
-        cmocka_unit_test(test_oai_shapes),      cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_oai_shapes),      cmocka_unit_test(test_metrics),        cmocka_unit_test(test_ct_equal),
+        cmocka_unit_test(test_auth_check),      cmocka_unit_test(test_key_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,11 @@
 /* server/page: the chat page served at GET / — plain HTML + JS, no external assets. It streams
  * replies from /v1/chat/completions with fetch + ReadableStream, parsing SSE by hand.
  * Owns: one string constant. Rule: model text reaches the DOM only through textContent.
- * URL parameters: q=TEXT&autorun=1 sends TEXT on load; max_tokens=N, temp=T. */
+ * URL parameters: q=TEXT&autorun=1 sends TEXT on load; max_tokens=N, temp=T.
+ * API key (a server started with --api-key): typed into the key box, or given in the URL
+ * fragment as #key=KEY (a fragment never reaches the server; the page removes it from the
+ * address bar); kept in sessionStorage and sent as Authorization: Bearer on every API call.
+ * The page itself is served without a key: it is static and holds no data. */
 #ifndef CLL_SERVER_PAGE_H
 #define CLL_SERVER_PAGE_H
 
@@ -12,6 +16,7 @@ static const char cll_server_page_html[] =
 "body{font-family:system-ui,sans-serif;margin:0;background:#f4f5f7;color:#1d1f23}\n"
 "header{background:#1d3557;color:#fff;padding:10px 16px;display:flex;gap:12px;align-items:center}\n"
 "header h1{font-size:18px;margin:0}header span{opacity:.8;font-size:13px}\n"
+"header input{margin-left:auto;font:inherit;font-size:13px;padding:3px 6px;width:200px}\n"
 "#log{max-width:820px;margin:16px auto;padding:0 12px 120px}\n"
 ".msg{white-space:pre-wrap;padding:10px 14px;border-radius:10px;margin:10px 0;line-height:1.45}\n"
 ".user{background:#dbe9ff;margin-left:15%}.assistant{background:#fff;border:1px solid #d8dbe0;margin-right:15%}\n"
@@ -21,7 +26,8 @@ static const char cll_server_page_html[] =
 "textarea{flex:1;height:52px;font:inherit;padding:6px}button{font:inherit;padding:0 18px}\n"
 "#status{font-size:12px;color:#666;max-width:820px;margin:4px auto 0}\n"
 "</style></head><body>\n"
-"<header><h1>cllama</h1><span id=\"model\">loading model name...</span></header>\n"
+"<header><h1>cllama</h1><span id=\"model\">loading model name...</span>\n"
+"<input id=\"key\" type=\"password\" placeholder=\"API key (if needed)\" autocomplete=\"off\"></header>\n"
 "<div id=\"log\"></div>\n"
 "<form id=\"f\"><div><textarea id=\"in\" placeholder=\"Say something (Enter sends, Shift+Enter for a new line)\"></textarea>\n"
 "<button id=\"send\" type=\"submit\">Send</button></div><div id=\"status\">idle</div></form>\n"
@@ -31,14 +37,31 @@ static const char cll_server_page_html[] =
 "const history = [];\n"
 "const log = document.getElementById('log'), input = document.getElementById('in');\n"
 "const status = document.getElementById('status'), sendBtn = document.getElementById('send');\n"
+"const keyBox = document.getElementById('key');\n"
+"let KEY = sessionStorage.getItem('cllama_key') || '';\n"
+"const H = new URLSearchParams(location.hash.slice(1));\n"
+"if (H.get('key')) {\n"
+"  KEY = H.get('key'); sessionStorage.setItem('cllama_key', KEY);\n"
+"  window.history.replaceState(null, '', location.pathname + location.search);\n"
+"}\n"
+"keyBox.value = KEY;\n"
+"function auth(h) { if (KEY) h['Authorization'] = 'Bearer ' + KEY; return h; }\n"
 "function setStatus(s) { status.textContent = s; document.body.dataset.state = s; }\n"
 "function bubble(cls, text) {\n"
 "  const d = document.createElement('div'); d.className = 'msg ' + cls; d.textContent = text;\n"
 "  log.appendChild(d); window.scrollTo(0, document.body.scrollHeight); return d;\n"
 "}\n"
-"fetch('/v1/models').then(r => r.json()).then(j => {\n"
-"  document.getElementById('model').textContent = j.data[0].id;\n"
-"}).catch(() => {});\n"
+"function loadModel() {\n"
+"  const m = document.getElementById('model');\n"
+"  fetch('/v1/models', {headers: auth({})}).then(r => {\n"
+"    if (r.status === 401) { m.textContent = 'this server needs an API key: type it in the box'; return null; }\n"
+"    return r.json();\n"
+"  }).then(j => { if (j) m.textContent = j.data[0].id; }).catch(() => {});\n"
+"}\n"
+"loadModel();\n"
+"keyBox.addEventListener('change', () => {\n"
+"  KEY = keyBox.value.trim(); sessionStorage.setItem('cllama_key', KEY); loadModel();\n"
+"});\n"
 "async function send(text) {\n"
 "  if (!text.trim()) return;\n"
 "  history.push({role: 'user', content: text});\n"
@@ -52,8 +75,13 @@ static const char cll_server_page_html[] =
 "  let reply = '', ntok = 0, t0 = performance.now();\n"
 "  try {\n"
 "    const r = await fetch('/v1/chat/completions', {method: 'POST',\n"
-"      headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)});\n"
-"    if (!r.ok) { const e = await r.json(); throw new Error(e.error ? e.error.message : r.statusText); }\n"
+"      headers: auth({'Content-Type': 'application/json'}), body: JSON.stringify(body)});\n"
+"    if (!r.ok) {\n"
+"      const e = await r.json();\n"
+"      let msg = e.error ? e.error.message : r.statusText;\n"
+"      if (r.status === 401) msg += ' (type the API key in the box at the top)';\n"
+"      throw new Error(msg);\n"
+"    }\n"
 "    const rd = r.body.getReader(), dec = new TextDecoder();\n"
 "    let buf = '', done = false;\n"
 "    while (!done) {\n"
