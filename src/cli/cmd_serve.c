@@ -23,14 +23,17 @@ static void usage(FILE *f) {
             "      --model-alias NAME model id to serve (default: file name without .gguf)\n"
             "      --timeout S        idle seconds allowed while a request is being received (default 30)\n"
             "      --chunk N          prompt tokens per sequence per batched step (default 128)\n"
-            "      --api-key KEY      require 'Authorization: Bearer KEY' on every endpoint but /health and\n"
-            "                         the chat page at / (repeatable; also $CLLAMA_API_KEY; wrong or\n"
-            "                         missing key -> 401). A key on the command line is visible in ps:\n"
+            "      --api-key KEY      require 'Authorization: Bearer KEY' on every endpoint but /health,\n"
+            "                         the chat page at / and CORS preflights, else 401 (repeatable).\n"
+            "                         Also $CLLAMA_API_KEY. A key on the command line shows in ps:\n"
             "                         prefer $CLLAMA_API_KEY or --api-key-file\n"
-            "      --api-key-file FILE  keys, one per line (blank lines and # comments skipped); every\n"
-            "                         key from --api-key, the files and $CLLAMA_API_KEY is accepted\n"
-            "      --ssl-cert-file FILE  PEM certificate (chain): serve HTTPS (needs --ssl-key-file)\n"
-            "      --ssl-key-file FILE   PEM private key (unencrypted) of that certificate\n");
+            "      --api-key-file FILE\n"
+            "                         keys, one per line (blank lines and # comments skipped); every\n"
+            "                         key of --api-key, the files and $CLLAMA_API_KEY is accepted\n"
+            "      --ssl-cert-file FILE\n"
+            "                         PEM certificate (chain): serve HTTPS (needs --ssl-key-file)\n"
+            "      --ssl-key-file FILE\n"
+            "                         the certificate's PEM private key (unencrypted)\n");
 }
 
 /* strict integer flag: the whole value must be a number in [lo, hi] */
