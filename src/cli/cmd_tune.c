@@ -1,25 +1,40 @@
-/* cli/cmd_tune: `cllama tune doctor [--backend cpu|cuda] [--tune FILE] [--allow-tolerant]`:
- * without running any kernel, explains which tune sidecar applies on this box and why: the file
- * it would read (--tune, $CLLAMA_TUNE, else the box's default path), whether the race protocol
- * version and every box fingerprint field match (naming the one that differs), each site as
- * tuned / tie / stale / broken / not in grid / not runnable / tolerant with its paired ratio and
- * confidence interval, the noise floor it was minted under, pins from $CLLAMA_PIN, and the
- * command that fixes each problem. Exit 0 when a sidecar applies (or there is none: the box runs
- * on its defaults), 1 when one exists but does not apply or has unusable sites, 2 on usage.
- * (The races that mint a sidecar are not built yet: sidecars come from the tests and by hand.) */
+/* cli/cmd_tune: the tuner's front end.
+ *   cllama tune [-m MODEL] [--sites PATTERN] [--budget SECONDS] [--quick|--paranoid] [-t THREADS]
+ *               [--tune FILE] [--force] [--allow-tolerant] [--shape RxC]
+ *     races the CPU kernel rows of every site the model uses (decode gemv and prefill gemm per
+ *     weight type; without -m the Llama-3.2-1B shapes of the usual formats), most served first,
+ *     under the protocol of src/tune/race.h, and writes the box's sidecar (default path, or --tune;
+ *     the previous one kept as .bak), printing the crowns that changed. An interrupted run resumes
+ *     from FILE.journal; sites already raced with unchanged variants are kept.
+ *   cllama tune doctor [--backend cpu|cuda] [--tune FILE] [--allow-tolerant]
+ *     without running any kernel, explains which tune sidecar applies on this box and why: the
+ *     file it would read, whether the race protocol version and every box fingerprint field match
+ *     (naming the one that differs), each site as tuned / tie / stale / broken / not in grid / not
+ *     runnable / tolerant with its paired ratio and confidence interval, the noise floor it was
+ *     minted under, pins from $CLLAMA_PIN, and what fixes each problem. Exit 0 when a sidecar
+ *     applies (or there is none), 1 when one exists but does not apply or has unusable sites.
+ * The CUDA races are not built yet (the doctor reads CUDA sidecars). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "cpu/matmul.h"
 #include "cuda/cuda.h"
+#include "tune/race.h"
 #include "tune/tune.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: cllama tune doctor [--backend cpu|cuda] [--tune FILE] [--allow-tolerant]\n"
-               "  explains which tune sidecar applies on this box and why (runs no kernel)\n");
+    fprintf(f, "usage: cllama tune [-m MODEL] [--sites PATTERN] [--budget SECONDS] [--quick|--paranoid] [-t THREADS]\n"
+               "                   [--tune FILE] [--force] [--allow-tolerant] [--shape RxC]\n"
+               "       cllama tune doctor [--backend cpu|cuda] [--tune FILE] [--allow-tolerant]\n"
+               "  tune: race this box's CPU kernel variants per site (gated, interleaved, paired; crowned only on a\n"
+               "        clear win) and write its tune sidecar; --budget stops starting sites after SECONDS\n"
+               "  doctor: which tune sidecar applies on this box and why (runs no kernel)\n");
 }
 
 static int doctor(const char *backend, const char *path_arg, bool tolerant) {
@@ -39,12 +54,13 @@ static int doctor(const char *backend, const char *path_arg, bool tolerant) {
     if (pins && *pins) printf("pins ($CLLAMA_PIN): %s\n", pins);
     struct stat sb;
     if (stat(path, &sb)) {
-        printf("no sidecar: this box runs on its built-in defaults\n");
+        printf("no sidecar: this box runs on its built-in defaults (mint one: cllama tune -m MODEL)\n");
         return 0;
     }
     cll_tune_sidecar *sc = NULL;
     if (cll_tune_read(path, &sc) != CLL_OK) {
-        printf("UNREADABLE: %s\n  every run warns and uses the defaults. Fix: delete it (or restore %s.bak)\n",
+        printf("UNREADABLE: %s\n  every run warns and uses the defaults. Fix: cllama tune -m MODEL (re-mints it), or "
+               "restore %s.bak\n",
                cll_last_error(), path);
         return 1;
     }
@@ -82,30 +98,185 @@ static int doctor(const char *backend, const char *path_arg, bool tolerant) {
     if (rep.applies) printf("%d of %d sites apply\n", rep.n_applied, sc->n_sites);
     if (stale) {
         printf("%d stale site(s): their variants changed since the race; the other sites still apply. Fix: "
-               "re-race the stale sites on this box (they run on their defaults until then)\n",
+               "cllama tune -m MODEL (re-races only the stale sites; they run on their defaults until then)\n",
                stale);
         rc = 1;
     }
     if (bad) {
         printf("%d site(s) name variants this binary or machine cannot serve (they keep their defaults). Fix: "
-               "re-mint the sidecar with this binary on this box\n",
+               "cllama tune -m MODEL (re-mints them with this binary)\n",
                bad);
         rc = 1;
     }
     if (!rep.applies)
-        printf("Fix: mint a sidecar on this box (the old file is kept as %s.bak), or delete %s to run on the "
-               "defaults without this warning\n",
+        printf("Fix: cllama tune -m MODEL (mints this box's sidecar; the old file is kept as %s.bak), or delete %s "
+               "to run on the defaults without this warning\n",
                path, path);
     cll_tune_report_free(&rep);
     cll_tune_free(sc);
     return rc;
 }
 
-int cll_cmd_tune(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "doctor")) {
-        usage(argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? stdout : stderr);
-        return argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) ? 0 : 2;
+static void iso_now(char *buf, size_t cap) {
+    const time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int mint(int argc, char **argv) {
+    const char *model = NULL, *pattern = NULL, *path_arg = NULL, *mode = "default";
+    double budget = 0;
+    int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), rounds = 12;
+    bool force = false, tolerant = false;
+    long long ov_r = 0, ov_c = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const bool has = i + 1 < argc;
+        if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has) model = argv[++i];
+        else if (!strcmp(a, "--sites") && has) pattern = argv[++i];
+        else if (!strcmp(a, "--budget") && has) budget = atof(argv[++i]);
+        else if (!strcmp(a, "--quick")) mode = "quick", rounds = 6;
+        else if (!strcmp(a, "--paranoid")) mode = "paranoid", rounds = 24;
+        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && has) threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--tune") && has) path_arg = argv[++i];
+        else if (!strcmp(a, "--force")) force = true;
+        else if (!strcmp(a, "--allow-tolerant")) tolerant = true;
+        else if (!strcmp(a, "--shape") && has) {
+            if (sscanf(argv[++i], "%lldx%lld", &ov_r, &ov_c) != 2 || ov_r <= 0 || ov_c <= 0) {
+                fprintf(stderr, "cllama tune: --shape takes ROWSxCOLS (e.g. 512x2048)\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--backend") && has) {
+            const char *b = argv[++i];
+            if (!strcmp(b, "cuda")) {
+                fprintf(stderr, "cllama tune: the CUDA races are not built yet; `cllama tune doctor --backend cuda` "
+                                "explains a CUDA sidecar\n");
+                return 2;
+            }
+            if (strcmp(b, "cpu")) {
+                fprintf(stderr, "cllama tune: --backend cpu (or cuda), not '%s'\n", b);
+                return 2;
+            }
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "cllama tune: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
     }
+    if (threads < 1) {
+        fprintf(stderr, "cllama tune: -t must be positive\n");
+        return 2;
+    }
+    cll_tune_box here;
+    if (cll_tune_box_probe("cpu", &here) != CLL_OK) {
+        fprintf(stderr, "cllama tune: %s\n", cll_last_error());
+        return 1;
+    }
+    char path[1024], jp[1100];
+    if (path_arg) snprintf(path, sizeof path, "%s", path_arg);
+    else cll_tune_default_path(&here, path, sizeof path);
+    cll_tune_journal_path(path, jp, sizeof jp);
+    /* the base: a journal to resume, else the box's current sidecar when it still applies here */
+    cll_tune_sidecar *sc = NULL, *prev = NULL;
+    char diff[256];
+    struct stat sb;
+    if (stat(jp, &sb) == 0 && cll_tune_read(jp, &sc) == CLL_OK &&
+        (sc->version != CLL_TUNE_VERSION || cll_tune_box_diff(&sc->box, &here, diff, sizeof diff))) {
+        cll_tune_free(sc);
+        sc = NULL;
+    }
+    const bool from_journal = sc != NULL;
+    if (sc) fprintf(stderr, "tune: resuming from %s (%d site(s) journalled)\n", jp, sc->n_sites);
+    if (stat(path, &sb) == 0 && cll_tune_read(path, &prev) == CLL_OK &&
+        (prev->version != CLL_TUNE_VERSION || cll_tune_box_diff(&prev->box, &here, diff, sizeof diff))) {
+        fprintf(stderr, "tune: %s was minted for another box or protocol: starting afresh (it is kept as .bak)\n", path);
+        cll_tune_free(prev);
+        prev = NULL;
+    }
+    if (!sc && prev) {
+        if (cll_tune_read(path, &sc) != CLL_OK) sc = NULL;
+    }
+    if (!sc) sc = cll_tune_new();
+    if (!sc) {
+        cll_tune_free(prev);
+        fprintf(stderr, "cllama tune: out of memory\n");
+        return 1;
+    }
+    sc->version = CLL_TUNE_VERSION;
+    sc->box = here;
+    char *git = cll_bench_git_sha();
+    snprintf(sc->engine_sha, sizeof sc->engine_sha, "%s", git ? git : "unknown");
+    free(git);
+    if (!cll_bench_sha256_file("/proc/self/exe", sc->binary_sha256)) snprintf(sc->binary_sha256, 65, "unknown");
+    snprintf(sc->mode, sizeof sc->mode, "%s", mode);
+    iso_now(sc->date, sizeof sc->date);
+    cll_race_site *sites = NULL;
+    int n = 0;
+    if (cll_race_sites(model, pattern, ov_r, ov_c, &sites, &n) != CLL_OK) {
+        fprintf(stderr, "cllama tune: %s\n", cll_last_error());
+        cll_tune_free(sc);
+        cll_tune_free(prev);
+        return 1;
+    }
+    cll_race_opts o;
+    memset(&o, 0, sizeof o);
+    o.threads = threads;
+    o.rounds = rounds;
+    o.budget_s = budget;
+    o.allow_tolerant = tolerant;
+    o.force = force;
+    o.mode = mode;
+    o.noise_bar = 0.02;
+    o.min_margin = 0.03;
+    const char *tn = getenv("CLLAMA_TUNE_TEST_NOISE"); /* test hook: simulated noise */
+    o.test_noise = tn ? atof(tn) : 0.0;
+    fprintf(stderr, "tune: %d site(s)%s%s, %d rounds (%s), %d threads -> %s\n", n, model ? " of " : "",
+            model ? model : " (Llama-3.2-1B shapes)", rounds, mode, threads, path);
+    bool wrote = false;
+    cll_status st = cll_race_run(sites, n, &o, sc, path, &wrote);
+    free(sites);
+    int rc = 0;
+    const bool noisy = sc->noise_floor > o.noise_bar && !force;
+    if (st == CLL_OK && !wrote && from_journal && !noisy) { /* nothing left to race: the journal becomes the sidecar */
+        if ((st = cll_tune_write(path, sc)) == CLL_OK) wrote = true;
+        remove(jp);
+    }
+    if (st != CLL_OK) {
+        fprintf(stderr, "cllama tune: %s\n", cll_last_error());
+        rc = 1;
+    } else if (!wrote) {
+        rc = noisy ? 1 : 0;
+        if (!noisy) printf("nothing to race: %s is up to date\n", path);
+    } else {
+        int changed = 0;
+        for (int i = 0; i < sc->n_sites; i++) {
+            const cll_tune_entry *e = &sc->sites[i];
+            const char *was = NULL;
+            for (int k = 0; prev && k < prev->n_sites; k++)
+                if (!strcmp(prev->sites[k].site, e->site)) was = prev->sites[k].verdict[0] == 'c' ? prev->sites[k].variant : "(default)";
+            const char *now = !strcmp(e->verdict, "crown") ? e->variant : "(default)";
+            if (!was || strcmp(was, now)) {
+                printf("%-26s %s -> %s\n", e->site, was ? was : "(untuned)", now);
+                changed++;
+            }
+        }
+        printf("wrote %s: %d site(s), %d change(s)%s\n", path, sc->n_sites, changed, prev ? " (previous kept as .bak)" : "");
+    }
+    cll_tune_free(sc);
+    cll_tune_free(prev);
+    return rc;
+}
+
+int cll_cmd_tune(int argc, char **argv) {
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc < 2 || strcmp(argv[1], "doctor")) return mint(argc, argv);
     const char *backend = "cpu", *path = NULL;
     bool tolerant = false;
     for (int i = 2; i < argc; i++) {

@@ -21,7 +21,7 @@ static const cmd k_cmds[] = {
     {"info", cll_cmd_info, "print a GGUF file's model facts"},
     {"tokenize", cll_cmd_tokenize, "print the token ids of a text"},
     {"kernels", cll_cmd_kernels, "list the kernel registry (--backend cpu|cuda)"},
-    {"tune", cll_cmd_tune, "tune doctor: which tune sidecar applies on this box and why"},
+    {"tune", cll_cmd_tune, "race this box's kernel variants into its tune sidecar; tune doctor explains it"},
     {"synth", cll_cmd_synth, "write a random-weight GGUF of a real model shape"},
 };
 

@@ -370,7 +370,21 @@ static int mkdirs(const char *path) { /* the parent directories of a file path *
     return 0;
 }
 
-cll_status cll_tune_write(const char *path, const cll_tune_sidecar *sc) {
+static cll_status write_file(const char *path, const cll_tune_sidecar *sc, bool keep_bak);
+
+cll_status cll_tune_write(const char *path, const cll_tune_sidecar *sc) { return write_file(path, sc, true); }
+
+const char *cll_tune_journal_path(const char *path, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s.journal", path);
+    return buf;
+}
+
+cll_status cll_tune_journal(const char *path, const cll_tune_sidecar *sc) {
+    char jp[1100];
+    return write_file(cll_tune_journal_path(path, jp, sizeof jp), sc, false);
+}
+
+static cll_status write_file(const char *path, const cll_tune_sidecar *sc, bool keep_bak) {
     if (!path || !sc) return cll_err(CLL_ERR_ARG, "tune: write: no path");
     if (mkdirs(path)) return cll_err(CLL_ERR_IO, "tune sidecar %s: cannot create its directory: %s", path, strerror(errno));
     json_t *root = to_json(sc);
@@ -383,7 +397,7 @@ cll_status cll_tune_write(const char *path, const cll_tune_sidecar *sc) {
         return cll_err(CLL_ERR_IO, "tune sidecar %s: cannot write %s", path, tmp);
     }
     struct stat sb;
-    if (stat(path, &sb) == 0) {
+    if (keep_bak && stat(path, &sb) == 0) {
         char bak[1100];
         snprintf(bak, sizeof bak, "%s.bak", path);
         if (rename(path, bak)) {

@@ -95,6 +95,10 @@ cll_tune_sidecar *cll_tune_new(void);
 cll_status cll_tune_read(const char *path, cll_tune_sidecar **out);
 /* write atomically (temp file + rename); an existing file is kept as path.bak first */
 cll_status cll_tune_write(const char *path, const cll_tune_sidecar *sc);
+/* the journal of a run in progress (path.journal): written atomically after every raced site,
+ * read back by the next run to resume, removed when the run ends (written or not) */
+const char *cll_tune_journal_path(const char *path, char *buf, size_t cap);
+cll_status cll_tune_journal(const char *path, const cll_tune_sidecar *sc);
 void cll_tune_free(cll_tune_sidecar *sc);
 /* append (or replace by site) an entry / knob */
 cll_status cll_tune_set_site(cll_tune_sidecar *sc, const cll_tune_entry *e);

@@ -1,0 +1,643 @@
+/* tune/race: the CPU kernel races (protocol in race.h).
+ * Owns the weights, rings and buffers of one site while it races (freed before the next).
+ * Rule: gate before timing; paired, interleaved rounds; the noise bar decides whether anything
+ * is written. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu/matmul.h"
+#include "formats/formats.h"
+#include "gguf/gguf.h"
+#include "tune/race.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t g_rng = 0x243F6A8885A308D3ull;
+static uint64_t rnd(void) {
+    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float rndn(void) { /* roughly normal: sum of 4 uniforms */
+    float s = 0.0f;
+    for (int i = 0; i < 4; i++) s += (float)((double)(rnd() >> 11) / 9007199254740992.0) - 0.5f;
+    return s * 1.7f;
+}
+
+/* ---- sites ---- */
+
+const char *cll_race_site_name(const cll_race_site *s, char *buf, size_t cap) {
+    snprintf(buf, cap, "cpu/%s/%s", s->op == CLL_KOP_GEMV ? "gemv" : "gemm", cll_type_name(s->wtype));
+    return buf;
+}
+
+static int cmp_share(const void *a, const void *b) {
+    const double x = ((const cll_race_site *)a)->share, y = ((const cll_race_site *)b)->share;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static bool served_type(uint32_t t) { /* a type the CPU table has rows for */
+    const cll_kernel_table *tab = cll_cpu_kernel_table();
+    for (size_t i = 0; i < tab->n; i++)
+        if (tab->rows[i].wtype == t) return true;
+    return false;
+}
+
+cll_status cll_race_sites(const char *path, const char *pattern, int64_t ov_rows, int64_t ov_cols, cll_race_site **out,
+                          int *n) {
+    *out = NULL;
+    *n = 0;
+    cll_race_site tmp[64];
+    int nt = 0;
+    if (path) {
+        cll_gguf *g = NULL;
+        cll_status st = cll_gguf_open(path, &g);
+        if (st != CLL_OK) return st;
+        for (uint64_t i = 0; i < cll_gguf_n_tensors(g); i++) {
+            const cll_gguf_tensor *t = cll_gguf_tensor_at(g, i);
+            if (t->n_dims != 2 || !served_type(t->type)) continue;
+            if (t->name.len >= 10 && !memcmp(t->name.ptr, "token_embd", 10)) continue; /* a row lookup, not a product */
+            int k;
+            for (k = 0; k < nt; k++)
+                if (tmp[k].wtype == t->type) break;
+            if (k == nt) {
+                if (nt == 64) continue;
+                memset(&tmp[nt], 0, sizeof tmp[nt]);
+                tmp[nt].wtype = t->type;
+                nt++;
+            }
+            cll_race_site *s = &tmp[k];
+            s->share += (double)t->nbytes;
+            int j;
+            for (j = 0; j < s->n_shapes; j++)
+                if (s->shape[j].rows == (int64_t)t->ne[1] && s->shape[j].cols == (int64_t)t->ne[0]) break;
+            if (j < s->n_shapes) s->shape[j].count++;
+            else if (s->n_shapes < CLL_RACE_MAX_SHAPES) {
+                s->shape[j].rows = (int64_t)t->ne[1];
+                s->shape[j].cols = (int64_t)t->ne[0];
+                s->shape[j].count = 1;
+                s->n_shapes++;
+            }
+        }
+        cll_gguf_free(g);
+    } else { /* Llama-3.2-1B: q/o 2048x2048, k/v 512x2048, gate/up 8192x2048, down 2048x8192 */
+        const uint32_t types[] = {CLL_TYPE_Q4_K, CLL_TYPE_Q4_0, CLL_TYPE_Q6_K, CLL_TYPE_Q5_K, CLL_TYPE_Q8_0, CLL_TYPE_IQ4_XS};
+        for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+            cll_race_site *s = &tmp[nt++];
+            memset(s, 0, sizeof *s);
+            s->wtype = types[i];
+            s->n_shapes = 3;
+            s->shape[0].rows = 8192, s->shape[0].cols = 2048, s->shape[0].count = 32;
+            s->shape[1].rows = 2048, s->shape[1].cols = 8192, s->shape[1].count = 16;
+            s->shape[2].rows = 2048, s->shape[2].cols = 2048, s->shape[2].count = 32;
+            s->share = (double)(sizeof types / sizeof types[0] - i);
+        }
+    }
+    /* each type: a decode (gemv) and a prefill (gemm) site */
+    cll_race_site *o = (cll_race_site *)calloc((size_t)(2 * nt + 1), sizeof *o);
+    if (!o) return cll_err(CLL_ERR_NOMEM, "tune: out of memory");
+    int m = 0;
+    for (int k = 0; k < nt; k++)
+        for (int op = 0; op < 2; op++) {
+            cll_race_site s = tmp[k];
+            s.op = op == 0 ? CLL_KOP_GEMV : CLL_KOP_GEMM;
+            /* shapes most served first */
+            for (int a = 0; a < s.n_shapes; a++)
+                for (int b = a + 1; b < s.n_shapes; b++)
+                    if ((double)s.shape[b].count * (double)s.shape[b].rows * (double)s.shape[b].cols >
+                        (double)s.shape[a].count * (double)s.shape[a].rows * (double)s.shape[a].cols) {
+                        const __typeof__(s.shape[0]) t = s.shape[a];
+                        s.shape[a] = s.shape[b];
+                        s.shape[b] = t;
+                    }
+            if (ov_rows > 0 && ov_cols > 0) {
+                s.n_shapes = 1;
+                s.shape[0].rows = ov_rows;
+                s.shape[0].cols = ov_cols;
+                s.shape[0].count = 1;
+            }
+            char name[96];
+            cll_race_site_name(&s, name, sizeof name);
+            if (pattern && *pattern && !strstr(name, pattern)) continue;
+            o[m++] = s;
+        }
+    qsort(o, (size_t)m, sizeof *o, cmp_share);
+    *out = o;
+    *n = m;
+    return CLL_OK;
+}
+
+/* ---- one site ---- */
+
+#define MAX_ARMS 12
+#define GEMM_N 512
+
+typedef struct {
+    const cll_kernel_row *row;
+    bool broken;
+    char why[160];
+    double t[64];          /* per round: time-weighted sum over the shapes (s per served step) */
+} arm_t;
+
+static int64_t llc_bytes(void) {
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    long v = 0;
+    char unit = 'K';
+    if (f) {
+        if (fscanf(f, "%ld%c", &v, &unit) < 1) v = 0;
+        fclose(f);
+    }
+    if (v <= 0) return 32ll << 20;
+    return unit == 'M' ? (int64_t)v << 20 : (int64_t)v << 10;
+}
+
+/* random weights of type t, rows x cols, finite scales */
+static uint8_t *make_weights(uint32_t t, int64_t rows, int64_t cols) {
+    const cll_type_traits *tr = cll_type_traits_get(t);
+    const size_t rb = (size_t)cll_row_bytes(t, (uint64_t)cols);
+    uint8_t *w = (uint8_t *)malloc(rb * (size_t)rows);
+    float *f = (float *)malloc(sizeof(float) * (size_t)cols);
+    if (!w || !f || !tr || !tr->from_f32) {
+        free(w);
+        free(f);
+        return NULL;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        const float amp = 0.5f + (float)(r % 5) * 0.25f;
+        for (int64_t k = 0; k < cols; k++) f[k] = amp * rndn();
+        tr->from_f32(f, w + rb * (size_t)r, cols);
+    }
+    free(f);
+    return w;
+}
+
+static cll_kernel_shape shape_of(uint32_t wtype, int64_t rows, int64_t cols, int64_t n) {
+    cll_kernel_shape s;
+    memset(&s, 0, sizeof s);
+    s.wtype = wtype;
+    s.rows = rows;
+    s.cols = cols;
+    s.features = cll_kernels_cpu_features();
+    s.n_tokens = n;
+    s.device = CLL_KDEVICE_CPU;
+    return s;
+}
+
+/* y = row(w) x for n tokens; false (why) when the row cannot be prepared */
+static bool run_row(const cll_kernel_row *r, cll_pool *pool, const uint8_t *w, int64_t rows, int64_t cols,
+                    const float *x, int64_t n, float *y, char *why, size_t cap) {
+    cll_cpu_weight *cw = NULL;
+    if (cll_cpu_weight_create_row(r, rows, cols, w, &cw) != CLL_OK) {
+        snprintf(why, cap, "%s", cll_last_error());
+        return false;
+    }
+    void *scratch = malloc(cll_cpu_matmul_scratch(cw, n) + 64);
+    for (int64_t i = 0; i < n * rows; i++) y[i] = NAN;
+    cll_cpu_matmul(pool, cw, x, cols, n, y, rows, scratch);
+    free(scratch);
+    cll_cpu_weight_free(cw);
+    return true;
+}
+
+/* the gate of one arm at rows x cols over n tokens (race.h, step 1) */
+static bool gate_arm(const cll_kernel_row *r, const cll_kernel_row *inc, const cll_kernel_row *ref, cll_pool *pool,
+                     uint32_t wtype, int64_t rows, int64_t cols, int64_t n, char *why, size_t cap) {
+    const cll_type_traits *tr = cll_type_traits_get(wtype);
+    uint8_t *w = make_weights(wtype, rows, cols);
+    float *x = (float *)malloc(sizeof(float) * (size_t)(n * cols));
+    float *y = (float *)malloc(sizeof(float) * (size_t)(n * rows)), *yr = (float *)malloc(sizeof(float) * (size_t)(n * rows));
+    float *yi = (float *)malloc(sizeof(float) * (size_t)(n * rows)), *wf = (float *)malloc(sizeof(float) * (size_t)cols);
+    bool ok = false;
+    if (!w || !x || !y || !yr || !yi || !wf) {
+        snprintf(why, cap, "out of memory");
+        goto out;
+    }
+    for (int64_t i = 0; i < n * cols; i++) x[i] = rndn();
+    if (!run_row(r, pool, w, rows, cols, x, n, y, why, cap)) goto out;
+    if (!run_row(ref, pool, w, rows, cols, x, n, yr, why, cap)) goto out;
+    {
+        const size_t rb = (size_t)cll_row_bytes(wtype, (uint64_t)cols);
+        int64_t bad = 0, worst = -1;
+        double worst_e = 0.0;
+        bool control_failed = false;
+        for (int64_t row = 0; row < rows; row++) {
+            tr->to_f32(w + rb * (size_t)row, wf, cols);
+            for (int64_t b = 0; b < n; b++) {
+                double mag = 0.0;
+                for (int64_t k = 0; k < cols; k++) mag += fabs((double)wf[k] * (double)x[b * cols + k]);
+                const float got = y[b * rows + row], want = yr[b * rows + row];
+                const double bar = 1e-4 * mag + 1e-30;
+                const double e = isnan(got) ? INFINITY : fabs((double)got - (double)want);
+                if (!(e <= bar)) bad++;
+                if (e / bar > worst_e || worst < 0) worst_e = e / bar, worst = b * rows + row;
+                if (row == rows / 2 && b == 0 && !(fabs((double)got - ((double)want + 4.0 * bar)) <= bar))
+                    control_failed = true;
+            }
+        }
+        if (bad) {
+            snprintf(why, cap, "%lld of %lld outputs off the reference at %lldx%lld n=%lld (worst %.3g of the bar)",
+                     (long long)bad, (long long)(rows * n), (long long)rows, (long long)cols, (long long)n, worst_e);
+            goto out;
+        }
+        if (!control_failed) {
+            snprintf(why, cap, "poison control passed at %lldx%lld (the bar cannot fail)", (long long)rows, (long long)cols);
+            goto out;
+        }
+    }
+    if (r->bit_exact && r != inc) { /* a bit-exact claim is checked, not believed */
+        if (!run_row(inc, pool, w, rows, cols, x, n, yi, why, cap)) goto out;
+        if (memcmp(y, yi, sizeof(float) * (size_t)(n * rows))) {
+            snprintf(why, cap, "declares bit-exact but differs from %s at %lldx%lld n=%lld", inc->name, (long long)rows,
+                     (long long)cols, (long long)n);
+            goto out;
+        }
+    }
+    ok = true;
+out:
+    free(w);
+    free(x);
+    free(y);
+    free(yr);
+    free(yi);
+    free(wf);
+    return ok;
+}
+
+/* prepared weights of one arm at one shape: a ring of copies (gemv) or one (gemm) */
+typedef struct {
+    cll_cpu_weight *w[64];
+    int n;
+    void *scratch;
+} ring_t;
+
+static void ring_free(ring_t *g) {
+    for (int i = 0; i < g->n; i++) cll_cpu_weight_free(g->w[i]);
+    free(g->scratch);
+    memset(g, 0, sizeof *g);
+}
+
+/* k back-to-back dispatches cycling the ring: seconds */
+static double time_ring(cll_pool *pool, ring_t *g, const float *x, int64_t cols, int64_t n, float *y, int64_t rows, int k,
+                        int *cursor) {
+    const double t0 = now_s();
+    for (int i = 0; i < k; i++) {
+        cll_cpu_matmul(pool, g->w[*cursor], x, cols, n, y, rows, g->scratch);
+        *cursor = (*cursor + 1) % g->n;
+    }
+    return now_s() - t0;
+}
+
+static double tq975(int df) { /* Student t, 97.5% quantile */
+    static const double t[] = {0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+                               2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                               2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+    return df < 1 ? 12.706 : df <= 30 ? t[df] : 1.96 + 2.4 / (double)df;
+}
+
+/* noise probe: cv of 12 timings of one fixed dispatch window (the first site's incumbent, hot) */
+static double noise_probe(cll_pool *pool, const cll_race_site *s, const cll_kernel_row *inc, double test_noise) {
+    const int64_t rows = s->shape[0].rows < 2048 ? s->shape[0].rows : 2048, cols = s->shape[0].cols;
+    uint8_t *w = make_weights(s->wtype, rows, cols);
+    float *x = (float *)malloc(sizeof(float) * (size_t)cols), *y = (float *)malloc(sizeof(float) * (size_t)rows);
+    cll_cpu_weight *cw = NULL;
+    double cv = 1.0;
+    if (w && x && y && cll_cpu_weight_create_row(inc, rows, cols, w, &cw) == CLL_OK) {
+        for (int64_t i = 0; i < cols; i++) x[i] = rndn();
+        void *scratch = malloc(cll_cpu_matmul_scratch(cw, 1) + 64);
+        double t1 = now_s();
+        cll_cpu_matmul(pool, cw, x, cols, 1, y, rows, scratch);
+        t1 = now_s() - t1;
+        const int k = t1 > 0 ? (int)(0.004 / t1) + 1 : 50;
+        double v[12], m = 0.0, q = 0.0;
+        for (int r = 0; r < 12; r++) {
+            const double t0 = now_s();
+            for (int i = 0; i < k; i++) cll_cpu_matmul(pool, cw, x, cols, 1, y, rows, scratch);
+            v[r] = now_s() - t0;
+            m += v[r];
+        }
+        m /= 12.0;
+        for (int r = 0; r < 12; r++) q += (v[r] - m) * (v[r] - m);
+        cv = m > 0 ? sqrt(q / 11.0) / m : 1.0;
+        free(scratch);
+        cll_cpu_weight_free(cw);
+    }
+    free(w);
+    free(x);
+    free(y);
+    return cv + test_noise;
+}
+
+/* race one site; fills e (and appends the arms' numbers to race_json) */
+static cll_status race_site(const cll_race_site *s, const cll_race_opts *o, cll_pool *pool, double noise_floor,
+                            cll_tune_entry *e, char *race_json, size_t race_cap) {
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const int64_t n = s->op == CLL_KOP_GEMV ? 1 : GEMM_N;
+    char site[96];
+    cll_race_site_name(s, site, sizeof site);
+    memset(e, 0, sizeof *e);
+    snprintf(e->site, sizeof e->site, "%s", site);
+    /* arms: rows serving the op and type that run every shape here; the incumbent first */
+    arm_t arms[MAX_ARMS];
+    int na = 0;
+    cll_kernel_shape s0 = shape_of(s->wtype, s->shape[0].rows, s->shape[0].cols, n);
+    const cll_kernel_row *inc = cll_kernels_default(t, s->op, &s0, -1);
+    char ref_name[96];
+    snprintf(ref_name, sizeof ref_name, "matmul_%s_scalar", cll_type_name(s->wtype));
+    const cll_kernel_row *ref = cll_kernels_find(t, ref_name);
+    if (!inc || !ref) return cll_err(CLL_ERR_UNSUPPORTED, "tune: %s: no default or no scalar reference row", site);
+    memset(arms, 0, sizeof arms);
+    arms[na++].row = inc;
+    for (size_t i = 0; i < t->n && na < MAX_ARMS; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        if (r == inc || r->wtype != s->wtype || !(r->op & s->op)) continue;
+        bool all = true;
+        for (int j = 0; j < s->n_shapes && all; j++) {
+            cll_kernel_shape sh = shape_of(s->wtype, s->shape[j].rows, s->shape[j].cols, n);
+            all = cll_kernel_row_supported(r, &sh);
+        }
+        if (all) arms[na++].row = r;
+    }
+    /* 1. gates: two shapes per arm (a row count that is not a multiple of 64; a short token
+     * count for gemm), cols from the site */
+    const int64_t qk = (int64_t)cll_type_traits_get(s->wtype)->blck;
+    int64_t gc = s->shape[0].cols < 1024 ? s->shape[0].cols : 1024;
+    gc -= gc % (qk > 0 ? qk : 1);
+    if (gc <= 0) gc = s->shape[0].cols;
+    for (int a = 0; a < na; a++) {
+        const int64_t gr[2] = {64, 40}, gn[2] = {n == 1 ? 1 : 33, n == 1 ? 1 : 7};
+        for (int g = 0; g < 2 && !arms[a].broken; g++) {
+            cll_kernel_shape sh = shape_of(s->wtype, gr[g], gc, gn[g]);
+            if (!cll_kernel_row_supported(arms[a].row, &sh)) continue;
+            if (!gate_arm(arms[a].row, inc, ref, pool, s->wtype, gr[g], gc, gn[g], arms[a].why, sizeof arms[a].why))
+                arms[a].broken = true;
+        }
+        if (arms[a].broken) fprintf(stderr, "tune: %s: %s is broken: %s\n", site, arms[a].row->name, arms[a].why);
+    }
+    if (arms[0].broken) { /* the incumbent itself fails: nothing to race against */
+        snprintf(e->variant, sizeof e->variant, "%s", inc->name);
+        snprintf(e->verdict, sizeof e->verdict, "broken");
+        cll_tune_row_hash(t, inc, e->source_hash);
+        return CLL_OK;
+    }
+    /* 2-4. per shape: rings, calibration, ABBA rounds */
+    const int R = o->rounds < 2 ? 2 : o->rounds > 64 ? 64 : o->rounds;
+    const int64_t llc = llc_bytes();
+    for (int j = 0; j < s->n_shapes; j++) {
+        const int64_t rows = s->shape[j].rows, cols = s->shape[j].cols;
+        const size_t wb = (size_t)cll_row_bytes(s->wtype, (uint64_t)cols) * (size_t)rows;
+        int copies = 1;
+        if (n == 1) {
+            copies = (int)((2 * llc + (int64_t)wb - 1) / (int64_t)wb);
+            if (copies < 1) copies = 1;
+            if (copies > 64) copies = 64;
+        }
+        uint8_t *src[64] = {0};
+        ring_t ring[MAX_ARMS];
+        memset(ring, 0, sizeof ring);
+        float *x = (float *)malloc(sizeof(float) * (size_t)(n * cols)), *y = (float *)malloc(sizeof(float) * (size_t)(n * rows));
+        cll_status st = CLL_OK;
+        if (!x || !y) st = cll_err(CLL_ERR_NOMEM, "tune: out of memory");
+        for (int c = 0; c < copies && st == CLL_OK; c++)
+            if (!(src[c] = make_weights(s->wtype, rows, cols))) st = cll_err(CLL_ERR_NOMEM, "tune: out of memory");
+        for (int64_t i = 0; st == CLL_OK && i < n * cols; i++) x[i] = rndn();
+        int k[MAX_ARMS], cur[MAX_ARMS];
+        for (int a = 0; a < na && st == CLL_OK; a++) {
+            cur[a] = 0;
+            k[a] = 1;
+            if (arms[a].broken) continue;
+            for (int c = 0; c < copies; c++) {
+                if (cll_cpu_weight_create_row(arms[a].row, rows, cols, src[c], &ring[a].w[c]) != CLL_OK) {
+                    arms[a].broken = true;
+                    snprintf(arms[a].why, sizeof arms[a].why, "%s", cll_last_error());
+                    break;
+                }
+                ring[a].n = c + 1;
+            }
+            if (arms[a].broken) continue;
+            ring[a].scratch = malloc(cll_cpu_matmul_scratch(ring[a].w[0], n) + 64);
+            /* warm-up and calibration: each timing >= ~15 ms of dispatches */
+            double t1 = time_ring(pool, &ring[a], x, cols, n, y, rows, ring[a].n, &cur[a]) / (double)ring[a].n;
+            k[a] = t1 > 0 ? (int)(0.015 / t1) + 1 : 1;
+            if (k[a] < ring[a].n && n == 1) k[a] = ring[a].n; /* a full pass over the ring */
+        }
+        for (int r = 0; r < R && st == CLL_OK; r++)
+            for (int i = 0; i < na; i++) {
+                const int a = (r & 1) ? na - 1 - i : i; /* ABBA */
+                if (arms[a].broken) continue;
+                const double tt = time_ring(pool, &ring[a], x, cols, n, y, rows, k[a], &cur[a]) / (double)k[a];
+                arms[a].t[r] += (double)s->shape[j].count * tt;
+            }
+        for (int a = 0; a < na; a++) ring_free(&ring[a]);
+        for (int c = 0; c < copies; c++) free(src[c]);
+        free(x);
+        free(y);
+        if (st != CLL_OK) return st;
+    }
+    /* 5. paired ratios and the crown */
+    const double margin = noise_floor > o->min_margin ? noise_floor : o->min_margin;
+    int best = -1;
+    double best_mean = 1e9, best_lo = 0, best_hi = 0;
+    size_t rj = strlen(race_json);
+    rj += (size_t)snprintf(race_json + rj, race_cap - rj, "\"%s\": {\"rounds\": %d, \"n\": %lld, \"margin\": %.4f, \"arms\": [",
+                           site, R, (long long)n, margin);
+    for (int a = 0; a < na; a++) {
+        double mean = 0, sd = 0, lo = 1, hi = 1, med = 0, bst = 1e30;
+        if (!arms[a].broken) {
+            double lr[64];
+            for (int r = 0; r < R; r++) {
+                lr[r] = log(arms[a].t[r] / arms[0].t[r]);
+                mean += lr[r];
+                if (arms[a].t[r] < bst) bst = arms[a].t[r];
+            }
+            mean /= R;
+            for (int r = 0; r < R; r++) sd += (lr[r] - mean) * (lr[r] - mean);
+            sd = sqrt(sd / (R - 1));
+            const double h = tq975(R - 1) * sd / sqrt((double)R);
+            lo = exp(mean - h);
+            hi = exp(mean + h);
+            double tt[64];
+            memcpy(tt, arms[a].t, sizeof(double) * (size_t)R);
+            for (int p = 0; p < R; p++) /* median */
+                for (int q = p + 1; q < R; q++)
+                    if (tt[q] < tt[p]) {
+                        const double z = tt[p];
+                        tt[p] = tt[q];
+                        tt[q] = z;
+                    }
+            med = R % 2 ? tt[R / 2] : 0.5 * (tt[R / 2 - 1] + tt[R / 2]);
+            if (a > 0 && exp(mean) < best_mean) {
+                best_mean = exp(mean);
+                best_lo = lo;
+                best_hi = hi;
+                best = a;
+            }
+        }
+        rj += (size_t)snprintf(race_json + rj, race_cap - rj,
+                               "%s{\"variant\": \"%s\", \"bit_exact\": %s, \"broken\": %s, \"median_ms\": %.4f, "
+                               "\"best_ms\": %.4f, \"ratio\": %.4f, \"ci\": [%.4f, %.4f]%s%s%s}",
+                               a ? ", " : "", arms[a].row->name, arms[a].row->bit_exact ? "true" : "false",
+                               arms[a].broken ? "true" : "false", 1e3 * med, arms[a].broken ? 0.0 : 1e3 * bst,
+                               arms[a].broken ? 0.0 : exp(mean), lo, hi, arms[a].broken ? ", \"why\": \"" : "",
+                               arms[a].broken ? "gate failed" : "", arms[a].broken ? "\"" : "");
+        if (rj >= race_cap) rj = race_cap - 1;
+    }
+    rj += (size_t)snprintf(race_json + rj, race_cap - rj, "]}");
+    /* crown: the fastest challenger whose whole interval clears the margin (and that may be crowned) */
+    int crown = -1;
+    double c_mean = 1e9;
+    for (int a = 1; a < na; a++) {
+        if (arms[a].broken) continue;
+        double mean = 0, sd = 0;
+        for (int r = 0; r < R; r++) mean += log(arms[a].t[r] / arms[0].t[r]);
+        mean /= R;
+        for (int r = 0; r < R; r++) {
+            const double d = log(arms[a].t[r] / arms[0].t[r]) - mean;
+            sd += d * d;
+        }
+        sd = sqrt(sd / (R - 1));
+        const double hi = exp(mean + tq975(R - 1) * sd / sqrt((double)R));
+        if (hi < 1.0 - margin && (arms[a].row->bit_exact || o->allow_tolerant) && exp(mean) < c_mean) {
+            crown = a;
+            c_mean = exp(mean);
+            best_lo = exp(mean - tq975(R - 1) * sd / sqrt((double)R));
+            best_hi = hi;
+        }
+    }
+    const int w = crown >= 0 ? crown : 0;
+    snprintf(e->variant, sizeof e->variant, "%s", arms[w].row->name);
+    snprintf(e->params, sizeof e->params, "%s", arms[w].row->params ? arms[w].row->params : "");
+    cll_tune_row_hash(t, arms[w].row, e->source_hash);
+    e->bit_exact = arms[w].row->bit_exact;
+    snprintf(e->verdict, sizeof e->verdict, "%s", crown >= 0 ? "crown" : "tie");
+    e->ratio = crown >= 0 ? c_mean : best >= 0 ? best_mean : 1.0;
+    e->ci_lo = best >= 0 || crown >= 0 ? best_lo : 1.0;
+    e->ci_hi = best >= 0 || crown >= 0 ? best_hi : 1.0;
+    e->margin = margin;
+    fprintf(stderr, "tune: %-22s %-34s %s  (best challenger %.3f [%.3f, %.3f], bar %.1f%%)\n", site, e->variant,
+            e->verdict, e->ratio, e->ci_lo, e->ci_hi, 100.0 * margin);
+    return CLL_OK;
+}
+
+cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *o, cll_tune_sidecar *sc,
+                        const char *path, bool *wrote) {
+    *wrote = false;
+    if (n <= 0) return cll_err(CLL_ERR_ARG, "tune: no site to race (check --sites)");
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    cll_pool *pool = NULL;
+    cll_status st = cll_pool_create(o->threads, &pool);
+    if (st != CLL_OK) return st;
+    const double t0 = now_s();
+    /* the first site's incumbent is the probe kernel */
+    cll_kernel_shape s0 = shape_of(sites[0].wtype, sites[0].shape[0].rows, sites[0].shape[0].cols, 1);
+    const cll_kernel_row *probe = cll_kernels_default(t, CLL_KOP_GEMV, &s0, -1);
+    if (!probe) {
+        cll_pool_free(pool);
+        return cll_err(CLL_ERR_UNSUPPORTED, "tune: no probe kernel");
+    }
+    double probes[3];
+    probes[0] = noise_probe(pool, &sites[0], probe, o->test_noise);
+    size_t cap = 1 << 20;
+    char *race = (char *)calloc(1, cap);
+    if (!race) {
+        cll_pool_free(pool);
+        return cll_err(CLL_ERR_NOMEM, "tune: out of memory");
+    }
+    /* keep the previous race records of sites not re-raced */
+    size_t rl = (size_t)snprintf(race, cap, "{");
+    if (sc->race_json && strlen(sc->race_json) > 2) rl += (size_t)snprintf(race + rl, cap - rl, "%.*s", (int)(strlen(sc->race_json) - 2), sc->race_json + 1);
+    int done = 0, skipped = 0;
+    double floor_now = probes[0];
+    for (int i = 0; i < n; i++) {
+        char name[96];
+        cll_race_site_name(&sites[i], name, sizeof name);
+        /* resume: a site already raced whose variant is unchanged stays */
+        bool fresh = false;
+        for (int k = 0; k < sc->n_sites; k++) {
+            if (strcmp(sc->sites[k].site, name)) continue;
+            const cll_kernel_row *r = cll_kernels_find(t, sc->sites[k].variant);
+            char h[65];
+            if (r) {
+                cll_tune_row_hash(t, r, h);
+                fresh = !strcmp(h, sc->sites[k].source_hash);
+            }
+        }
+        if (fresh) {
+            skipped++;
+            continue;
+        }
+        if (o->budget_s > 0 && now_s() - t0 > o->budget_s) {
+            fprintf(stderr, "tune: budget of %.0f s reached: %s and the sites after it not raced (rerun to go on)\n",
+                    o->budget_s, name);
+            break;
+        }
+        if (floor_now > o->noise_bar && !o->force) break;
+        cll_tune_entry e;
+        char *one = (char *)calloc(1, 1 << 16);
+        if (!one) {
+            st = cll_err(CLL_ERR_NOMEM, "tune: out of memory");
+            break;
+        }
+        st = race_site(&sites[i], o, pool, floor_now, &e, one, 1 << 16);
+        if (st != CLL_OK) {
+            free(one);
+            break;
+        }
+        if ((st = cll_tune_set_site(sc, &e)) != CLL_OK) {
+            free(one);
+            break;
+        }
+        /* the site's race record (a newer record of a re-raced site replaces the older on parse) */
+        if (rl + strlen(one) + 4 < cap) rl += (size_t)snprintf(race + rl, cap - rl, "%s%s", rl > 1 ? ", " : "", one);
+        free(one);
+        done++;
+        if (i == n / 2) {
+            probes[1] = noise_probe(pool, &sites[0], probe, o->test_noise);
+            if (probes[1] > floor_now) floor_now = probes[1];
+        }
+        /* journal: every finished site lands on disk (atomically) next to the sidecar, so an
+         * interrupted run resumes; the sidecar itself is written only at the end */
+        snprintf(race + rl, cap - rl, "}");
+        free(sc->race_json);
+        sc->race_json = strdup(race);
+        sc->noise_floor = floor_now;
+        if ((st = cll_tune_journal(path, sc)) != CLL_OK) break;
+    }
+    probes[2] = noise_probe(pool, &sites[0], probe, o->test_noise);
+    if (probes[2] > floor_now) floor_now = probes[2];
+    if (probes[1] == 0.0) probes[1] = probes[0];
+    cll_pool_free(pool);
+    free(race);
+    if (st != CLL_OK) return st;
+    memcpy(sc->noise_probes, probes, sizeof probes);
+    sc->noise_floor = floor_now;
+    sc->mint_seconds = now_s() - t0;
+    char jp[1100];
+    cll_tune_journal_path(path, jp, sizeof jp);
+    if (floor_now > o->noise_bar && !o->force) {
+        remove(jp);
+        fprintf(stderr,
+                "tune: the machine is too noisy to race (noise probes cv %.1f%% / %.1f%% / %.1f%%, bar %.0f%%): nothing "
+                "written. Quiet the machine (other jobs, frequency scaling) and rerun, or pass --force to write it "
+                "stamped 'noise: overridden'\n",
+                100 * probes[0], 100 * probes[1], 100 * probes[2], 100 * o->noise_bar);
+        return CLL_OK;
+    }
+    snprintf(sc->noise, sizeof sc->noise, "%s", floor_now <= o->noise_bar ? "ok" : "overridden");
+    if (done > 0) {
+        if ((st = cll_tune_write(path, sc)) != CLL_OK) return st;
+        *wrote = true;
+    }
+    remove(jp);
+    fprintf(stderr, "tune: %d site(s) raced, %d already tuned (kept), noise floor %.2f%%, %.1f s\n", done, skipped,
+            100 * floor_now, sc->mint_seconds);
+    return CLL_OK;
+}

@@ -1,0 +1,67 @@
+/* tune/race: the kernel races that mint a tune sidecar (CPU backend today).
+ * A site is (op, weight type, shape): gemv at n = 1 (decode) or gemm at n = 512 (prefill). Its
+ * arms are the registry rows that serve it on this machine; the incumbent is the default row.
+ * Protocol (CLL_TUNE_VERSION 1):
+ *   1. gate every arm on fresh random weights (rows x cols of the site, ragged row count too):
+ *      outputs NaN-poisoned first, every output within 1e-4 of sum|w x| of the scalar reference
+ *      row, a poison control (the same check against a perturbed expectation must fail), and an
+ *      arm that declares itself bit-exact must equal the incumbent bit for bit. A failing arm is
+ *      "broken" and never timed.
+ *   2. weights: gemv arms stream a ring of copies larger than twice the last-level cache (as in
+ *      decode); gemm arms reuse one copy (compute-bound, as in prefill).
+ *   3. noise probes (cv of 12 timings of the incumbent) before, between and after the sites;
+ *      the floor is the largest; above 2% the run writes nothing (--force writes it stamped
+ *      "noise: overridden").
+ *   4. rounds: every arm timed once per round, in ABBA order (rounds alternate the order), each
+ *      timing >= ~15 ms of back-to-back dispatches; the paired ratio arm / incumbent per round.
+ *   5. crown: the geometric mean of the paired ratios and its 95% t-interval; a challenger is
+ *      crowned only when the interval's upper end is below 1 - max(3%, noise floor) and it is
+ *      bit-exact (or tolerant crowns are allowed); otherwise the site is a tie (incumbent keeps).
+ * Owns nothing past a call. Rule: nothing is timed before its gate passed; a run that cannot
+ * meet the noise bar writes nothing. */
+#ifndef CLL_TUNE_RACE_H
+#define CLL_TUNE_RACE_H
+
+#include "tune/tune.h"
+
+#define CLL_RACE_MAX_SHAPES 4
+typedef struct {
+    uint32_t op;          /* CLL_KOP_GEMV (n = 1) or CLL_KOP_GEMM (n = 512) */
+    uint32_t wtype;
+    int n_shapes;         /* the site's weight shapes (most served first), each timed */
+    struct {
+        int64_t rows, cols;
+        int count;        /* weights of that shape in the model */
+    } shape[CLL_RACE_MAX_SHAPES];
+    double share;         /* served-time weight (bytes read per token); orders the work */
+} cll_race_site;
+
+typedef struct {
+    int threads;
+    int rounds;           /* 6 quick, 12 default, 24 paranoid */
+    double budget_s;      /* stop starting sites after this (0: none) */
+    bool allow_tolerant;
+    bool force;           /* write even when the noise bar is not met */
+    const char *mode;
+    double noise_bar;     /* 0.02 */
+    double min_margin;    /* 0.03 */
+    double test_noise;    /* test hook: add this cv to every probe (CLLAMA_TUNE_TEST_NOISE) */
+} cll_race_opts;
+
+/* the decode and prefill sites of a GGUF model (its 2-D weights grouped by type, each type's
+ * shapes with their counts, sites ordered by share), or the Llama-3.2-1B shapes of the usual
+ * formats when path is NULL; pattern (may be NULL) keeps the sites whose name contains it;
+ * shape_override (rows, cols > 0) replaces every site's shapes by that one (quick checks).
+ * *out malloc'd. */
+cll_status cll_race_sites(const char *path, const char *pattern, int64_t ov_rows, int64_t ov_cols, cll_race_site **out,
+                          int *n);
+/* "cpu/gemv/q4_K" for a site */
+const char *cll_race_site_name(const cll_race_site *s, char *buf, size_t cap);
+
+/* Race the sites into sc (entries set, race section appended), journalling every finished site
+ * to path (atomic writes). Sites already in sc with a fresh source hash are skipped (resume).
+ * *wrote tells whether anything was written (false: noise or nothing to do). */
+cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *o, cll_tune_sidecar *sc,
+                        const char *path, bool *wrote);
+
+#endif
