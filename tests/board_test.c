@@ -34,17 +34,18 @@ static void test_md_cells(void **state) {
     char *md, *html;
     render(dir, &md, &html);
     /* means ± sd, ratio = cllama / llama.cpp, roofline = t/s x bytes / bandwidth */
-    assert_non_null(strstr(md, "| l32-1b-Q4_0 | 1.00 | 100.0 ± 2.0 | 50.00 ± 1.00 | 2.00× | 30.00 ± 0.30 | "
+    /* ·u marks a cllama cell that ran untuned (no tune_sha256); the pp512 row carries one */
+    assert_non_null(strstr(md, "| l32-1b-Q4_0 | 1.00 | 100.0 ± 2.0 | 50.00 ± 1.00 | 2.00× | 30.00 ± 0.30 ·u | "
                                "40.00 ± 0.40 | 0.75× | 30% / 40% |"));
     /* matched by sha256 across names, shown under the cllama file name */
-    assert_non_null(strstr(md, "| mine-Q8_0 | 2.00 | — | — | — | 12.00 ± 0.10 | 10.00 ± 0.10 | 1.20× | 24% / 20% |"));
+    assert_non_null(strstr(md, "| mine-Q8_0 | 2.00 | — | — | — | 12.00 ± 0.10 ·u | 10.00 ± 0.10 | 1.20× | 24% / 20% |"));
     assert_null(strstr(md, "theirs-Q8_0"));
-    assert_non_null(strstr(md, "20.00 ± 2.00 ⚠noisy"));
-    assert_non_null(strstr(md, "80.00 ± 0.50 ✗parity"));
+    assert_non_null(strstr(md, "20.00 ± 2.00 ·u ⚠noisy"));
+    assert_non_null(strstr(md, "80.00 ± 0.50 ·u ✗parity"));
     assert_non_null(strstr(md, "n/a (MoE) / n/a (MoE)"));
     /* second box, other backend, no bandwidth known */
     assert_non_null(strstr(md, "## gpubox — cuda"));
-    assert_non_null(strstr(md, "| l2-7b-Q4_0 | 3.80 | 400.0 ± 4.0 | 357.6 ± 4.4 | 1.12× | n/a / n/a |"));
+    assert_non_null(strstr(md, "| l2-7b-Q4_0 | 3.80 | 400.0 ± 4.0 ·u | 357.6 ± 4.4 | 1.12× | n/a / n/a |"));
     free(md);
     free(html);
 }
@@ -137,7 +138,7 @@ static void test_import_ref(void **state) {
     char dir[512], *md, *html;
     snprintf(dir, sizeof dir, "%s/import", g_tmp);
     render(dir, &md, &html);
-    assert_non_null(strstr(md, "| 715.2 ± 4.4 | 357.6 ± 4.4 | 2.00× |"));
+    assert_non_null(strstr(md, "| 715.2 ± 4.4 ·u | 357.6 ± 4.4 | 2.00× |"));
     /* 715.16 t/s x 3.825 GB / 4293 GB/s = 64% of the roofline */
     assert_non_null(strstr(md, "| 64% / 32% |"));
     free(md);

@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "bench/bench.h"
 #include "cli/cli.h"
+#include "tune/tune.h"
 #include "formats/formats.h"
 #include "gguf/gguf.h"
 
@@ -338,16 +341,52 @@ static int print_json(const char *path, const cll_gguf *g, const facts *fx, bool
 
 static void usage(FILE *f) {
     fprintf(f, "usage: cllama info [--json] [--tensors] [FILE.gguf]\n"
+               "       cllama info --tune [--backend cpu|cuda]\n"
                "  prints a GGUF file's facts (default model if FILE is omitted)\n"
                "  --json      machine-readable output\n"
-               "  --tensors   also list every tensor\n");
+               "  --tensors   also list every tensor\n"
+               "  --tune      the tune sidecar this box would apply: path, sha256, whether it applies\n"
+               "              (`cllama tune doctor` explains every site)\n");
+}
+
+/* `cllama info --tune`: the sidecar a run on this box picks up ($CLLAMA_TUNE, else the default path) */
+static int info_tune(const char *backend) {
+    cll_tune_box here;
+    if (cll_tune_box_probe(backend, &here) != CLL_OK) {
+        fprintf(stderr, "cllama: error: info --tune: %s\n", cll_last_error());
+        return 1;
+    }
+    char path[1024], sha[65];
+    cll_tune_default_path(&here, path, sizeof path);
+    printf("tune sidecar: %s\n", path);
+    cll_tune_sidecar *sc = NULL;
+    if (access(path, R_OK)) {
+        printf("  none: this box runs on its built-in defaults (sha256 none)\n");
+        return 0;
+    }
+    if (!cll_bench_sha256_file(path, sha)) snprintf(sha, sizeof sha, "unreadable");
+    printf("  sha256: %s\n", sha);
+    if (cll_tune_read(path, &sc) != CLL_OK) {
+        printf("  unreadable: %s (runs use the defaults)\n", cll_last_error());
+        return 1;
+    }
+    char diff[256];
+    const char *d = cll_tune_box_diff(&sc->box, &here, diff, sizeof diff);
+    if (sc->version != CLL_TUNE_VERSION) printf("  not applied: race protocol v%d, this engine v%d\n", sc->version, CLL_TUNE_VERSION);
+    else if (d) printf("  not applied: another box (%s)\n", d);
+    else printf("  applies: %d site(s), minted %s (%s, noise %s, floor %.2f%%)\n", sc->n_sites, sc->date, sc->mode, sc->noise,
+                100.0 * sc->noise_floor);
+    cll_tune_free(sc);
+    return 0;
 }
 
 int cll_cmd_info(int argc, char **argv) {
-    bool json = false, tensors = false;
-    const char *path = NULL;
+    bool json = false, tensors = false, tune = false;
+    const char *path = NULL, *backend = "cpu";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--tune")) tune = true;
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
         else if (!strcmp(argv[i], "--tensors")) tensors = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -361,6 +400,13 @@ int cll_cmd_info(int argc, char **argv) {
             fprintf(stderr, "cllama: error: info: more than one file given ('%s')\n", argv[i]);
             return 2;
         }
+    }
+    if (tune) {
+        if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
+            fprintf(stderr, "cllama: error: info: --backend cpu or cuda, not '%s'\n", backend);
+            return 2;
+        }
+        return info_tune(backend);
     }
     char buf[4096];
     if (!path) {
