@@ -64,6 +64,26 @@ if [ -f "$SHARED/models/stories260K.gguf" ]; then
   [ -n "$a" ] && [ "$a" = "$b" ] || fail "tokens differ with the sidecar: '$a' vs '$b'"
 fi
 
+# 6. the serving confirm: a crown (forced by the test hook) is judged end to end with the model
+M="$SHARED/oracle/models/tiny-llama-Q4_0.gguf"
+if [ -f "$M" ]; then
+  CLLAMA_TUNE_TEST_CROWN=cpu/gemv/q4_0 "$BIN" tune -m "$M" --sites cpu/gemv/q4_0 --quick --force -t 2 \
+    --tune "$TMP/c.json" >"$TMP/o6" 2>&1 || fail "confirm run failed: $(cat "$TMP/o6")"
+  grep -q "confirm cpu/gemv/q4_0" "$TMP/o6" || fail "no serving confirm: $(cat "$TMP/o6")"
+  python3 - "$TMP/c.json" <<'EOF2' || fails=$((fails + 1))
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["kernels"]["cpu/gemv/q4_0"]
+assert e["confirm"] in ("pass", "fail"), e
+assert e["confirm_gain"] > 0, e
+assert (e["verdict"] == "crown") == (e["confirm"] == "pass"), e
+assert d["race"]["cpu/gemv/q4_0"].get("test_crown") is True
+print("confirm ok:", e["variant"], e["confirm"], round(e["confirm_gain"], 4))
+EOF2
+else
+  echo "SKIP (part): no $M for the serving confirm"
+fi
+
 if [ $fails -eq 0 ]; then echo "tune_race_test: ok"; exit 0; fi
 echo "tune_race_test: $fails failure(s)"
 exit 1

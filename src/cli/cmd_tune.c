@@ -239,6 +239,16 @@ static int mint(int argc, char **argv) {
     bool wrote = false;
     cll_status st = cll_race_run(sites, n, &o, sc, path, &wrote);
     free(sites);
+    /* crowns an isolated race cannot judge: end-to-end runs with and without each (needs -m) */
+    int to_confirm = 0;
+    for (int i = 0; i < sc->n_sites; i++) to_confirm += !strcmp(sc->sites[i].verdict, "crown") && !sc->sites[i].confirm[0];
+    if (st == CLL_OK && wrote && to_confirm) {
+        if (!model) {
+            fprintf(stderr, "tune: %d crown(s) not confirmed end to end (pass -m MODEL to confirm them)\n", to_confirm);
+        } else if ((st = cll_race_confirm(model, &o, sc)) == CLL_OK) {
+            st = cll_tune_rewrite(path, sc);
+        }
+    }
     int rc = 0;
     const bool noisy = sc->noise_floor > o.noise_bar && !force;
     if (st == CLL_OK && !wrote && from_journal && !noisy) { /* nothing left to race: the journal becomes the sidecar */

@@ -64,4 +64,12 @@ const char *cll_race_site_name(const cll_race_site *s, char *buf, size_t cap);
 cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *o, cll_tune_sidecar *sc,
                         const char *path, bool *wrote);
 
+/* Serving confirm (DESIGN.md section 4): for every crown of sc not yet confirmed, two end-to-end
+ * runs of model that differ only in that crown (every other crown of sc applied to both): tg for
+ * a gemv site, pp for a gemm site (quick: tg32 / pp128, else tg128 / pp512), A B A B, each run a
+ * fresh load (rows are chosen at weight preparation). The crown stands when the mean tokens/s
+ * with it is at least 1.005x the mean without; otherwise the site becomes a tie ("confirm":
+ * "fail"). Registry overrides are cleared on return. */
+cll_status cll_race_confirm(const char *model, const cll_race_opts *o, cll_tune_sidecar *sc);
+
 #endif

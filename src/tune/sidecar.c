@@ -267,6 +267,8 @@ cll_status cll_tune_read(const char *path, cll_tune_sidecar **out) {
             en.bit_exact = json_is_true(json_object_get(e, "bit_exact"));
             GET_NUM(e, "ratio", en.ratio);
             GET_NUM(e, "margin", en.margin);
+            GET_STR(e, "confirm", en.confirm, false);
+            GET_NUM(e, "confirm_gain", en.confirm_gain);
             json_t *ci = json_object_get(e, "ci");
             if (json_is_array(ci) && json_array_size(ci) == 2) {
                 en.ci_lo = json_number_value(json_array_get(ci, 0));
@@ -322,6 +324,10 @@ static json_t *to_json(const cll_tune_sidecar *sc) {
         json_array_append_new(ci, json_real(e->ci_hi));
         json_object_set_new(o, "ci", ci);
         json_object_set_new(o, "margin", json_real(e->margin));
+        if (e->confirm[0]) {
+            json_object_set_new(o, "confirm", json_string(e->confirm));
+            json_object_set_new(o, "confirm_gain", json_real(e->confirm_gain));
+        }
         json_object_set_new(kern, e->site, o);
     }
     for (int i = 0; i < sc->n_runtime; i++) json_object_set_new(rt, sc->runtime[i].name, json_real(sc->runtime[i].value));
@@ -373,6 +379,7 @@ static int mkdirs(const char *path) { /* the parent directories of a file path *
 static cll_status write_file(const char *path, const cll_tune_sidecar *sc, bool keep_bak);
 
 cll_status cll_tune_write(const char *path, const cll_tune_sidecar *sc) { return write_file(path, sc, true); }
+cll_status cll_tune_rewrite(const char *path, const cll_tune_sidecar *sc) { return write_file(path, sc, false); }
 
 const char *cll_tune_journal_path(const char *path, char *buf, size_t cap) {
     snprintf(buf, cap, "%s.journal", path);

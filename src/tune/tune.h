@@ -51,6 +51,8 @@ typedef struct {
     double ratio;         /* crowned / incumbent time (paired, geometric mean over rounds) */
     double ci_lo, ci_hi;  /* its 95% confidence interval */
     double margin;        /* the bar the interval had to clear */
+    char confirm[8];      /* serving confirm of a crown: "pass", "fail" (then a tie), "" = not run */
+    double confirm_gain;  /* end-to-end tokens/s with the crown / without, when run */
 } cll_tune_entry;
 
 typedef struct {
@@ -95,6 +97,8 @@ cll_tune_sidecar *cll_tune_new(void);
 cll_status cll_tune_read(const char *path, cll_tune_sidecar **out);
 /* write atomically (temp file + rename); an existing file is kept as path.bak first */
 cll_status cll_tune_write(const char *path, const cll_tune_sidecar *sc);
+/* the same without rotating .bak (a second write of one run: the serving confirm's verdicts) */
+cll_status cll_tune_rewrite(const char *path, const cll_tune_sidecar *sc);
 /* the journal of a run in progress (path.journal): written atomically after every raced site,
  * read back by the next run to resume, removed when the run ends (written or not) */
 const char *cll_tune_journal_path(const char *path, char *buf, size_t cap);
