@@ -135,9 +135,36 @@ static void prof_report(const cll_driver_state *s) {
     fprintf(stderr, "%-14s %10s %12.1f %6.1f%%\n", "total", "", 1000.0 * tot / st, 100.0);
 }
 
-/* TRY(call) timed as one span of kind k when profiling */
+/* CLLAMA_CUDA_SKIP=attn,norm,...: a diagnosis of where a decode step's time goes, by removal:
+ * the one-token pass leaves out the launches of those kinds (the tokens it produces are then
+ * wrong; a warning says so), so `cllama bench -n 128` with and without a kind measures what
+ * that kind costs inside the replayed graph, overlap included. Names as the profile's kinds:
+ * embd qkv rope attn o norm gu act down router route experts output softcap argmax. */
+static const char *const skip_names[CLL_PK_N] = {"embd", "qkv",   "rope",    "attn",   "o",       "norm",
+                                                 "gu",   "act",   "down",    "router", "route",   "experts",
+                                                 "output", "softcap", "argmax"};
+static unsigned skip_mask(void) {
+    static int m = -1; /* process-wide setting read once; not state */
+    if (m < 0) {
+        m = 0;
+        const char *e = getenv("CLLAMA_CUDA_SKIP");
+        for (const char *p = e; p && *p;) {
+            const size_t len = strcspn(p, ",");
+            for (int k = 0; k < CLL_PK_N; k++)
+                if (strlen(skip_names[k]) == len && !strncmp(skip_names[k], p, len)) m |= 1 << k;
+            p += len + (p[len] == ',');
+        }
+        if (m) fprintf(stderr, "cuda: CLLAMA_CUDA_SKIP=%s: decode steps leave those kernels out: timing only, the "
+                               "tokens are wrong\n", e);
+    }
+    return (unsigned)m;
+}
+
+/* TRY(call) timed as one span of kind k when profiling; a one-token pass skips the kinds of
+ * CLLAMA_CUDA_SKIP */
 #define PTRY(k, call)                                                                                        \
     do {                                                                                                     \
+        if (n == 1 && (skip_mask() >> (k) & 1u)) break;                                                      \
         const int pi_ = prof_begin(s);                                                                       \
         TRY(call);                                                                                           \
         prof_end(s, pi_, (k));                                                                               \
