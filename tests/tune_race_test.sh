@@ -80,8 +80,26 @@ assert (e["verdict"] == "crown") == (e["confirm"] == "pass"), e
 assert d["race"]["cpu/gemv/q4_0"].get("test_crown") is True
 print("confirm ok:", e["variant"], e["confirm"], round(e["confirm_gain"], 4))
 EOF2
+  # 7. a serving race (the CUDA backend's protocol, here on the CPU): the arms pinned into their
+  # own copies of the model, the served tg timed
+  "$BIN" tune --serving -m "$M" --quick --force -t 2 --tune "$TMP/s.json" >"$TMP/o7" 2>&1 || fail "serving race: $(cat "$TMP/o7")"
+  python3 - "$TMP/s.json" <<'EOF2' || fails=$((fails + 1))
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["race"]["cpu/gemv/q4_0"]
+assert r["serving"] is True and len(r["arms"]) >= 2, r
+assert d["kernels"]["cpu/gemv/q4_0"]["verdict"] in ("crown", "tie")
+print("serving race ok:", [a["variant"] for a in r["arms"]])
+EOF2
 else
-  echo "SKIP (part): no $M for the serving confirm"
+  echo "SKIP (part): no $M for the serving confirm and race"
+fi
+
+# 8. --backend cuda on a machine without a GPU: a clear error, no sidecar
+if ! "$BIN" kernels --backend cuda >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  "$BIN" tune --backend cuda -m "${M:-x.gguf}" --tune "$TMP/g.json" >"$TMP/o8" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && grep -qi "cuda" "$TMP/o8" && [ ! -e "$TMP/g.json" ] || fail "cuda tune without a GPU: rc $rc: $(cat "$TMP/o8")"
 fi
 
 if [ $fails -eq 0 ]; then echo "tune_race_test: ok"; exit 0; fi

@@ -13,7 +13,8 @@
  *     runnable / tolerant with its paired ratio and confidence interval, the noise floor it was
  *     minted under, pins from $CLLAMA_PIN, and what fixes each problem. Exit 0 when a sidecar
  *     applies (or there is none), 1 when one exists but does not apply or has unusable sites.
- * The CUDA races are not built yet (the doctor reads CUDA sidecars). */
+ * --backend cuda races the CUDA gemv rows as served (serve_race.c): each arm pinned into its own
+ * loaded copy of the model, tg rounds in ABBA order; --serving does the same on the CPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +31,12 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: cllama tune [-m MODEL] [--sites PATTERN] [--budget SECONDS] [--quick|--paranoid] [-t THREADS]\n"
-               "                   [--tune FILE] [--force] [--allow-tolerant] [--shape RxC]\n"
+               "                   [--tune FILE] [--force] [--allow-tolerant] [--shape RxC] [--backend cpu|cuda] [--serving]\n"
                "       cllama tune doctor [--backend cpu|cuda] [--tune FILE] [--allow-tolerant]\n"
                "  tune: race this box's CPU kernel variants per site (gated, interleaved, paired; crowned only on a\n"
-               "        clear win) and write its tune sidecar; --budget stops starting sites after SECONDS\n"
+               "        clear win) and write its tune sidecar; --budget stops starting sites after SECONDS;\n"
+               "        --backend cuda (and --serving on the CPU) race each gemv row pinned into its own copy of\n"
+               "        the model, timing the served decode step (needs -m)\n"
                "  doctor: which tune sidecar applies on this box and why (runs no kernel)\n");
 }
 
@@ -125,7 +128,8 @@ static void iso_now(char *buf, size_t cap) {
 }
 
 static int mint(int argc, char **argv) {
-    const char *model = NULL, *pattern = NULL, *path_arg = NULL, *mode = "default";
+    const char *model = NULL, *pattern = NULL, *path_arg = NULL, *mode = "default", *backend = "cpu";
+    bool serving = false;
     double budget = 0;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), rounds = 12;
     bool force = false, tolerant = false;
@@ -148,16 +152,13 @@ static int mint(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(a, "--backend") && has) {
-            const char *b = argv[++i];
-            if (!strcmp(b, "cuda")) {
-                fprintf(stderr, "cllama tune: the CUDA races are not built yet; `cllama tune doctor --backend cuda` "
-                                "explains a CUDA sidecar\n");
+            backend = argv[++i];
+            if (strcmp(backend, "cpu") && strcmp(backend, "cuda")) {
+                fprintf(stderr, "cllama tune: --backend cpu or cuda, not '%s'\n", backend);
                 return 2;
             }
-            if (strcmp(b, "cpu")) {
-                fprintf(stderr, "cllama tune: --backend cpu (or cuda), not '%s'\n", b);
-                return 2;
-            }
+        } else if (!strcmp(a, "--serving")) {
+            serving = true;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -171,8 +172,13 @@ static int mint(int argc, char **argv) {
         fprintf(stderr, "cllama tune: -t must be positive\n");
         return 2;
     }
+    if (!strcmp(backend, "cuda")) serving = true; /* the CUDA decode is a replayed graph: race the served step */
+    if (serving && !model) {
+        fprintf(stderr, "cllama tune: serving races (--backend cuda, --serving) need a model: -m MODEL\n");
+        return 2;
+    }
     cll_tune_box here;
-    if (cll_tune_box_probe("cpu", &here) != CLL_OK) {
+    if (cll_tune_box_probe(backend, &here) != CLL_OK) {
         fprintf(stderr, "cllama tune: %s\n", cll_last_error());
         return 1;
     }
@@ -234,15 +240,19 @@ static int mint(int argc, char **argv) {
     o.min_margin = 0.03;
     const char *tn = getenv("CLLAMA_TUNE_TEST_NOISE"); /* test hook: simulated noise */
     o.test_noise = tn ? atof(tn) : 0.0;
-    fprintf(stderr, "tune: %d site(s)%s%s, %d rounds (%s), %d threads -> %s\n", n, model ? " of " : "",
-            model ? model : " (Llama-3.2-1B shapes)", rounds, mode, threads, path);
+    if (serving)
+        fprintf(stderr, "tune: serving races (%s) of %s, %d rounds (%s) -> %s\n", backend, model, rounds, mode, path);
+    else
+        fprintf(stderr, "tune: %d site(s)%s%s, %d rounds (%s), %d threads -> %s\n", n, model ? " of " : "",
+                model ? model : " (Llama-3.2-1B shapes)", rounds, mode, threads, path);
     bool wrote = false;
-    cll_status st = cll_race_run(sites, n, &o, sc, path, &wrote);
+    cll_status st = serving ? cll_race_serving(model, backend, pattern, &o, sc, path, &wrote)
+                            : cll_race_run(sites, n, &o, sc, path, &wrote);
     free(sites);
     /* crowns an isolated race cannot judge: end-to-end runs with and without each (needs -m) */
     int to_confirm = 0;
     for (int i = 0; i < sc->n_sites; i++) to_confirm += !strcmp(sc->sites[i].verdict, "crown") && !sc->sites[i].confirm[0];
-    if (st == CLL_OK && wrote && to_confirm) {
+    if (st == CLL_OK && wrote && to_confirm && !serving) {
         if (!model) {
             fprintf(stderr, "tune: %d crown(s) not confirmed end to end (pass -m MODEL to confirm them)\n", to_confirm);
         } else if ((st = cll_race_confirm(model, &o, sc)) == CLL_OK) {

@@ -303,6 +303,21 @@ static double tq975(int df) { /* Student t, 97.5% quantile */
     return df < 1 ? 12.706 : df <= 30 ? t[df] : 1.96 + 2.4 / (double)df;
 }
 
+void cll_race_paired(const double *ta, const double *t0, int R, double *ratio, double *lo, double *hi) {
+    double mean = 0, sd = 0;
+    for (int r = 0; r < R; r++) mean += log(ta[r] / t0[r]);
+    mean /= R;
+    for (int r = 0; r < R; r++) {
+        const double d = log(ta[r] / t0[r]) - mean;
+        sd += d * d;
+    }
+    sd = R > 1 ? sqrt(sd / (R - 1)) : 0.0;
+    const double h = tq975(R - 1) * sd / sqrt((double)R);
+    *ratio = exp(mean);
+    *lo = exp(mean - h);
+    *hi = exp(mean + h);
+}
+
 /* noise probe: cv of 12 timings of one fixed dispatch window (the first site's incumbent, hot) */
 static double noise_probe(cll_pool *pool, const cll_race_site *s, const cll_kernel_row *inc, double test_noise) {
     const int64_t rows = s->shape[0].rows < 2048 ? s->shape[0].rows : 2048, cols = s->shape[0].cols;
@@ -450,20 +465,13 @@ static cll_status race_site(const cll_race_site *s, const cll_race_opts *o, cll_
     rj += (size_t)snprintf(race_json + rj, race_cap - rj, "\"%s\": {\"rounds\": %d, \"n\": %lld, \"margin\": %.4f, \"arms\": [",
                            site, R, (long long)n, margin);
     for (int a = 0; a < na; a++) {
-        double mean = 0, sd = 0, lo = 1, hi = 1, med = 0, bst = 1e30;
+        double mean = 0, lo = 1, hi = 1, med = 0, bst = 1e30;
         if (!arms[a].broken) {
-            double lr[64];
-            for (int r = 0; r < R; r++) {
-                lr[r] = log(arms[a].t[r] / arms[0].t[r]);
-                mean += lr[r];
+            double ratio;
+            cll_race_paired(arms[a].t, arms[0].t, R, &ratio, &lo, &hi);
+            mean = log(ratio);
+            for (int r = 0; r < R; r++)
                 if (arms[a].t[r] < bst) bst = arms[a].t[r];
-            }
-            mean /= R;
-            for (int r = 0; r < R; r++) sd += (lr[r] - mean) * (lr[r] - mean);
-            sd = sqrt(sd / (R - 1));
-            const double h = tq975(R - 1) * sd / sqrt((double)R);
-            lo = exp(mean - h);
-            hi = exp(mean + h);
             double tt[64];
             memcpy(tt, arms[a].t, sizeof(double) * (size_t)R);
             for (int p = 0; p < R; p++) /* median */
@@ -496,19 +504,12 @@ static cll_status race_site(const cll_race_site *s, const cll_race_opts *o, cll_
     double c_mean = 1e9;
     for (int a = 1; a < na; a++) {
         if (arms[a].broken) continue;
-        double mean = 0, sd = 0;
-        for (int r = 0; r < R; r++) mean += log(arms[a].t[r] / arms[0].t[r]);
-        mean /= R;
-        for (int r = 0; r < R; r++) {
-            const double d = log(arms[a].t[r] / arms[0].t[r]) - mean;
-            sd += d * d;
-        }
-        sd = sqrt(sd / (R - 1));
-        const double hi = exp(mean + tq975(R - 1) * sd / sqrt((double)R));
-        if (hi < 1.0 - margin && (arms[a].row->bit_exact || o->allow_tolerant) && exp(mean) < c_mean) {
+        double ratio, lo, hi;
+        cll_race_paired(arms[a].t, arms[0].t, R, &ratio, &lo, &hi);
+        if (hi < 1.0 - margin && (arms[a].row->bit_exact || o->allow_tolerant) && ratio < c_mean) {
             crown = a;
-            c_mean = exp(mean);
-            best_lo = exp(mean - tq975(R - 1) * sd / sqrt((double)R));
+            c_mean = ratio;
+            best_lo = lo;
             best_hi = hi;
         }
     }
@@ -709,4 +710,29 @@ cll_status cll_race_confirm(const char *model, const cll_race_opts *o, cll_tune_
     }
     cll_kernels_clear_overrides();
     return st;
+}
+
+bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, size_t cap) {
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    cll_kernel_shape sh = shape_of(r->wtype, 64, cols, 1);
+    const cll_kernel_row *inc = cll_kernels_default(t, CLL_KOP_GEMV, &sh, -1);
+    char ref_name[96];
+    snprintf(ref_name, sizeof ref_name, "matmul_%s_scalar", cll_type_name(r->wtype));
+    const cll_kernel_row *ref = cll_kernels_find(t, ref_name);
+    if (!inc || !ref) {
+        snprintf(why, cap, "no default or scalar reference row for %s", cll_type_name(r->wtype));
+        return false;
+    }
+    const int64_t qk = (int64_t)cll_type_traits_get(r->wtype)->blck;
+    int64_t gc = cols < 1024 ? cols : 1024;
+    gc -= gc % (qk > 0 ? qk : 1);
+    if (gc <= 0) gc = cols;
+    cll_pool *pool = NULL;
+    if (cll_pool_create(2, &pool) != CLL_OK) {
+        snprintf(why, cap, "%s", cll_last_error());
+        return false;
+    }
+    const bool ok = gate_arm(r, inc, ref, pool, r->wtype, 64, gc, 1, why, cap);
+    cll_pool_free(pool);
+    return ok;
 }

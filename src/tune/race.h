@@ -64,6 +64,22 @@ const char *cll_race_site_name(const cll_race_site *s, char *buf, size_t cap);
 cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *o, cll_tune_sidecar *sc,
                         const char *path, bool *wrote);
 
+/* the paired statistics of arm times ta against the incumbent's t0 over R rounds: the geometric
+ * mean of the per-round ratios and its 95% t-interval */
+void cll_race_paired(const double *ta, const double *t0, int R, double *ratio, double *lo, double *hi);
+
+/* the CPU gate of one row at 64 x min(cols, 1024) (race.h step 1) */
+bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, size_t cap);
+
+/* Serving races (the CUDA backend, and the CPU with --serving): per gemv site of the model's
+ * weight types, every row serving it here, gated first (CUDA: cuda/gate.c at two shapes; CPU:
+ * the CPU gate), is loaded as the site's pin into its own copy of the model (every other crown
+ * of sc in force); the arms then decode tg (tg128, quick tg32) in ABBA rounds, paired per round,
+ * with noise probes of the incumbent; the crown rule as above. What is timed is the served
+ * step itself (on CUDA: the replayed graph), so no separate confirm is needed. */
+cll_status cll_race_serving(const char *model, const char *backend, const char *pattern, const cll_race_opts *o,
+                            cll_tune_sidecar *sc, const char *path, bool *wrote);
+
 /* Serving confirm (DESIGN.md section 4): for every crown of sc not yet confirmed, two end-to-end
  * runs of model that differ only in that crown (every other crown of sc applied to both): tg for
  * a gemv site, pp for a gemm site (quick: tg32 / pp128, else tg128 / pp512), A B A B, each run a

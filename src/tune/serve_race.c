@@ -1,0 +1,302 @@
+/* tune/serve_race: serving races (race.h): each arm of a gemv site pinned into its own loaded copy
+ * of the model, then tg rounds across the copies in ABBA order. The CUDA backend's races (its
+ * decode runs as a replayed graph, so the served step is the only honest timing) and the CPU's
+ * with --serving.
+ * Owns the model copies of one site while it races (closed before the next).
+ * Rule: gate before timing; every copy differs from the others only in the raced site's pin. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/bench.h"
+#include "cpu/matmul.h"
+#include "cuda/cuda.h"
+#include "cuda/gate.h"
+#include "formats/formats.h"
+#include "gguf/gguf.h"
+#include "tune/race.h"
+
+#define SR_MAX_ARMS 8
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* the model's 2-D weight types (token_embd aside) with their widest cols, largest share first */
+typedef struct {
+    uint32_t wtype;
+    int64_t cols;
+    double bytes;
+} sr_type;
+
+static int cmp_bytes(const void *a, const void *b) {
+    const double x = ((const sr_type *)a)->bytes, y = ((const sr_type *)b)->bytes;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static cll_status model_types(const char *model, sr_type *out, int cap, int *n) {
+    *n = 0;
+    cll_gguf *g = NULL;
+    cll_status st = cll_gguf_open(model, &g);
+    if (st != CLL_OK) return st;
+    for (uint64_t i = 0; i < cll_gguf_n_tensors(g); i++) {
+        const cll_gguf_tensor *t = cll_gguf_tensor_at(g, i);
+        if (t->n_dims != 2 || (t->name.len >= 10 && !memcmp(t->name.ptr, "token_embd", 10))) continue;
+        int k;
+        for (k = 0; k < *n; k++)
+            if (out[k].wtype == t->type) break;
+        if (k == *n) {
+            if (*n == cap) continue;
+            out[k].wtype = t->type;
+            out[k].cols = 0;
+            out[k].bytes = 0;
+            (*n)++;
+        }
+        out[k].bytes += (double)t->nbytes;
+        if ((int64_t)t->ne[0] > out[k].cols) out[k].cols = (int64_t)t->ne[0];
+    }
+    cll_gguf_free(g);
+    qsort(out, (size_t)*n, sizeof *out, cmp_bytes);
+    return CLL_OK;
+}
+
+/* every crown of sc in force, and pin (may be NULL) at site */
+static cll_status pins_for(const cll_tune_sidecar *sc, const char *site, const char *pin) {
+    cll_kernels_clear_overrides();
+    for (int i = 0; i < sc->n_sites; i++) {
+        const cll_tune_entry *e = &sc->sites[i];
+        if (!strcmp(e->site, site) || strcmp(e->verdict, "crown")) continue;
+        cll_status st = cll_kernels_set_override(e->site, e->variant);
+        if (st != CLL_OK) return st;
+    }
+    return pin ? cll_kernels_set_override(site, pin) : CLL_OK;
+}
+
+/* may this row serve a one-token gemv of type t (cols wide) on this machine */
+static bool runs_here(const cll_kernel_table *t, const cll_kernel_row *r, uint32_t wtype, int64_t cols, bool cuda) {
+    if (r->wtype != wtype || !(r->op & CLL_KOP_GEMV)) return false;
+    cll_kernel_shape s;
+    memset(&s, 0, sizeof s);
+    s.wtype = wtype;
+    s.rows = 4096;
+    s.cols = cols;
+    s.n_tokens = 1;
+    if (cuda) {
+        cll_cuda_device d;
+        int n = 0;
+        if (cll_cuda_device_count(&n) != CLL_OK || n < 1 || cll_cuda_device_info(0, &d) != CLL_OK) return false;
+        s.device = CLL_KDEVICE_CUDA_SM(d.cc_major, d.cc_minor);
+    } else {
+        s.features = cll_kernels_cpu_features();
+    }
+    (void)t;
+    return cll_kernel_row_supported(r, &s);
+}
+
+static bool gate(const cll_kernel_row *r, int64_t cols, bool cuda, char *why, size_t cap) {
+    if (!cuda) return cll_race_gate_cpu_row(r, cols, why, cap);
+#ifndef CLLAMA_HAVE_CUDA
+    snprintf(why, cap, "this cllama was built without the CUDA driver");
+    return false;
+#else
+    const int64_t qk = (int64_t)cll_type_traits_get(r->wtype)->blck;
+    int64_t gc = cols < 4096 ? cols : 4096;
+    gc -= gc % (qk > 0 ? qk : 1);
+    const int64_t shapes[2][2] = {{256, gc}, {37, gc}};
+    for (int i = 0; i < 2; i++) {
+        cll_cuda_gate_report rep;
+        if (cll_cuda_gate_row(r, shapes[i][0], shapes[i][1], 1, 0x5EED + (uint64_t)i, &rep) != CLL_OK) {
+            snprintf(why, cap, "%s", cll_last_error());
+            return false;
+        }
+    }
+    return true;
+#endif
+}
+
+/* noise: cv of 5 tg runs of one loaded copy */
+static double probe(cll_bench_model *bm, int ng, double test_noise) {
+    double v[5], m = 0, q = 0;
+    for (int i = 0; i < 5; i++) {
+        cll_bench_result r;
+        if (cll_bench_measure(bm, 0, ng, 1, false, &r) != CLL_OK || r.avg_ts <= 0) return 1.0;
+        v[i] = 1.0 / r.avg_ts;
+        m += v[i];
+    }
+    m /= 5;
+    for (int i = 0; i < 5; i++) q += (v[i] - m) * (v[i] - m);
+    return sqrt(q / 4) / m + test_noise;
+}
+
+cll_status cll_race_serving(const char *model, const char *backend, const char *pattern, const cll_race_opts *o,
+                            cll_tune_sidecar *sc, const char *path, bool *wrote) {
+    *wrote = false;
+    if (!model) return cll_err(CLL_ERR_ARG, "tune: serving races need a model (-m MODEL)");
+    const bool cuda = !strcmp(backend, "cuda");
+    const cll_kernel_table *t = cuda ? cll_cuda_kernel_table() : cll_cpu_kernel_table();
+    if (!t) return cll_err(CLL_ERR_UNSUPPORTED, "tune: this build has no %s kernel table", backend);
+    sr_type types[32];
+    int nt = 0;
+    cll_status st = model_types(model, types, 32, &nt);
+    if (st != CLL_OK) return st;
+    const bool quick = o->mode && !strcmp(o->mode, "quick");
+    const int ng = quick ? 32 : 128, R = o->rounds < 2 ? 2 : o->rounds > 64 ? 64 : o->rounds;
+    const double t0 = now_s();
+    double floor_now = 0.0, probes[3] = {0, 0, 0};
+    int done = 0, skipped = 0, np = 0;
+    char *race = (char *)calloc(1, 1 << 20);
+    if (!race) return cll_err(CLL_ERR_NOMEM, "tune: out of memory");
+    size_t rl = (size_t)snprintf(race, 1 << 20, "{");
+    if (sc->race_json && strlen(sc->race_json) > 2)
+        rl += (size_t)snprintf(race + rl, (1 << 20) - rl, "%.*s", (int)(strlen(sc->race_json) - 2), sc->race_json + 1);
+    for (int ti = 0; ti < nt && st == CLL_OK; ti++) {
+        char site[96];
+        snprintf(site, sizeof site, "%s/gemv/%s", backend, cll_type_name(types[ti].wtype));
+        if (pattern && *pattern && !strstr(site, pattern)) continue;
+        bool fresh = false; /* resume: an entry whose variant is unchanged stays */
+        for (int k = 0; k < sc->n_sites; k++) {
+            if (strcmp(sc->sites[k].site, site)) continue;
+            const cll_kernel_row *r = cll_kernels_find(t, sc->sites[k].variant);
+            char h[65];
+            if (r) cll_tune_row_hash(t, r, h), fresh = !strcmp(h, sc->sites[k].source_hash);
+        }
+        if (fresh) {
+            skipped++;
+            continue;
+        }
+        if (o->budget_s > 0 && now_s() - t0 > o->budget_s) {
+            fprintf(stderr, "tune: budget of %.0f s reached: %s and the sites after it not raced (rerun to go on)\n",
+                    o->budget_s, site);
+            break;
+        }
+        /* arms: the default first */
+        const cll_kernel_row *arm[SR_MAX_ARMS];
+        int na = 0;
+        pins_for(sc, site, NULL);
+        cll_kernel_shape s0;
+        memset(&s0, 0, sizeof s0);
+        s0.wtype = types[ti].wtype;
+        s0.rows = 4096;
+        s0.cols = types[ti].cols;
+        s0.n_tokens = 1;
+        s0.features = cuda ? 0 : cll_kernels_cpu_features();
+        const cll_kernel_row *inc = cll_kernels_default(t, CLL_KOP_GEMV, &s0, -1);
+        if (!inc || !runs_here(t, inc, types[ti].wtype, types[ti].cols, cuda)) continue;
+        arm[na++] = inc;
+        for (size_t i = 0; i < t->n && na < SR_MAX_ARMS; i++) {
+            const cll_kernel_row *r = &t->rows[i];
+            if (r == inc || !runs_here(t, r, types[ti].wtype, types[ti].cols, cuda)) continue;
+            char why[256];
+            if (!gate(r, types[ti].cols, cuda, why, sizeof why)) {
+                fprintf(stderr, "tune: %s: %s is broken (not raced): %s\n", site, r->name, why);
+                continue;
+            }
+            arm[na++] = r;
+        }
+        if (na < 2) continue; /* nothing to race */
+        cll_bench_model *bm[SR_MAX_ARMS] = {0};
+        for (int a = 0; a < na && st == CLL_OK; a++) {
+            if ((st = pins_for(sc, site, a ? arm[a]->name : NULL)) != CLL_OK) break;
+            st = cll_bench_open(model, cuda ? 1 : 0, o->threads, ng + 8, 1, &bm[a]);
+        }
+        cll_kernels_clear_overrides();
+        if (st == CLL_OK && np == 0) {
+            probes[np++] = probe(bm[0], ng, o->test_noise);
+            floor_now = probes[0];
+        }
+        if (st == CLL_OK && floor_now > o->noise_bar && !o->force) {
+            for (int a = 0; a < na; a++) cll_bench_close(bm[a]);
+            break;
+        }
+        double tt[SR_MAX_ARMS][64];
+        for (int r = 0; r < R && st == CLL_OK; r++)
+            for (int i = 0; i < na && st == CLL_OK; i++) {
+                const int a = (r & 1) ? na - 1 - i : i; /* ABBA */
+                cll_bench_result res;
+                st = cll_bench_measure(bm[a], 0, ng, 1, false, &res);
+                if (st == CLL_OK) tt[a][r] = res.avg_ts > 0 ? 1.0 / res.avg_ts : 1e9;
+            }
+        if (st == CLL_OK && np < 3) {
+            probes[np++] = probe(bm[0], ng, o->test_noise);
+            if (probes[np - 1] > floor_now) floor_now = probes[np - 1];
+        }
+        for (int a = 0; a < na; a++) cll_bench_close(bm[a]);
+        if (st != CLL_OK) break;
+        /* the crown rule */
+        const double margin = floor_now > o->min_margin ? floor_now : o->min_margin;
+        int crown = -1;
+        double c_ratio = 1e9, c_lo = 1, c_hi = 1, b_ratio = 1e9, b_lo = 1, b_hi = 1;
+        rl += (size_t)snprintf(race + rl, (1 << 20) - rl, "%s\"%s\": {\"serving\": true, \"tg\": %d, \"rounds\": %d, \"margin\": %.4f, \"arms\": [",
+                               rl > 1 ? ", " : "", site, ng, R, margin);
+        for (int a = 0; a < na; a++) {
+            double ratio = 1, lo = 1, hi = 1;
+            if (a) cll_race_paired(tt[a], tt[0], R, &ratio, &lo, &hi);
+            if (a && ratio < b_ratio) b_ratio = ratio, b_lo = lo, b_hi = hi;
+            if (a && hi < 1.0 - margin && (arm[a]->bit_exact || o->allow_tolerant) && ratio < c_ratio)
+                crown = a, c_ratio = ratio, c_lo = lo, c_hi = hi;
+            double best = 1e30;
+            for (int r = 0; r < R; r++)
+                if (tt[a][r] < best) best = tt[a][r];
+            rl += (size_t)snprintf(race + rl, (1 << 20) - rl,
+                                   "%s{\"variant\": \"%s\", \"bit_exact\": %s, \"best_tok_s\": %.2f, \"ratio\": %.4f, "
+                                   "\"ci\": [%.4f, %.4f]}",
+                                   a ? ", " : "", arm[a]->name, arm[a]->bit_exact ? "true" : "false", 1.0 / best, ratio, lo,
+                                   hi);
+        }
+        rl += (size_t)snprintf(race + rl, (1 << 20) - rl, "]}");
+        cll_tune_entry e;
+        memset(&e, 0, sizeof e);
+        const cll_kernel_row *w = crown >= 0 ? arm[crown] : inc;
+        snprintf(e.site, sizeof e.site, "%s", site);
+        snprintf(e.variant, sizeof e.variant, "%s", w->name);
+        snprintf(e.params, sizeof e.params, "%s", w->params ? w->params : "");
+        cll_tune_row_hash(t, w, e.source_hash);
+        e.bit_exact = w->bit_exact;
+        snprintf(e.verdict, sizeof e.verdict, "%s", crown >= 0 ? "crown" : "tie");
+        e.ratio = crown >= 0 ? c_ratio : b_ratio;
+        e.ci_lo = crown >= 0 ? c_lo : b_lo;
+        e.ci_hi = crown >= 0 ? c_hi : b_hi;
+        e.margin = margin;
+        snprintf(e.confirm, sizeof e.confirm, "%s", crown >= 0 ? "pass" : ""); /* the race was the served step */
+        e.confirm_gain = crown >= 0 ? 1.0 / c_ratio : 0.0;
+        fprintf(stderr, "tune: %-22s %-34s %s  (best challenger %.3f [%.3f, %.3f] of the served tg, bar %.1f%%)\n", site,
+                e.variant, e.verdict, e.ratio, e.ci_lo, e.ci_hi, 100.0 * margin);
+        if ((st = cll_tune_set_site(sc, &e)) != CLL_OK) break;
+        done++;
+        snprintf(race + rl, (1 << 20) - rl, "}");
+        free(sc->race_json);
+        sc->race_json = strdup(race);
+        sc->noise_floor = floor_now;
+        if ((st = cll_tune_journal(path, sc)) != CLL_OK) break;
+    }
+    free(race);
+    cll_kernels_clear_overrides();
+    if (st != CLL_OK) return st;
+    for (int i = np; i < 3; i++) probes[i] = probes[np > 0 ? np - 1 : 0];
+    memcpy(sc->noise_probes, probes, sizeof probes);
+    sc->noise_floor = floor_now;
+    sc->mint_seconds = now_s() - t0;
+    char jp[1100];
+    cll_tune_journal_path(path, jp, sizeof jp);
+    if (floor_now > o->noise_bar && !o->force) {
+        remove(jp);
+        fprintf(stderr, "tune: the machine is too noisy to race (served tg cv %.1f%%, bar %.0f%%): nothing written; "
+                        "rerun on a quiet machine or pass --force\n",
+                100 * floor_now, 100 * o->noise_bar);
+        return CLL_OK;
+    }
+    snprintf(sc->noise, sizeof sc->noise, "%s", floor_now <= o->noise_bar ? "ok" : "overridden");
+    if (done > 0) {
+        if ((st = cll_tune_write(path, sc)) != CLL_OK) return st;
+        *wrote = true;
+    }
+    remove(jp);
+    fprintf(stderr, "tune: %d serving site(s) raced, %d already tuned (kept), noise floor %.2f%%, %.1f s\n", done, skipped,
+            100 * floor_now, sc->mint_seconds);
+    return CLL_OK;
+}
