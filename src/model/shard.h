@@ -1,0 +1,36 @@
+/* model/shard: how a model splits over n GPUs in tensor parallel (issue 13), derived from its
+ * shape plan alone, so every driver (and the CPU simulation in tests/shard_test.c) slices alike.
+ * Megatron split, per rank r of n:
+ *   attention: KV heads [kv0, kv1) (n_head_kv / n each) and their query heads [q0, q1); the rows of
+ *              Q, K, V of those heads (column-parallel), the columns of O for those q heads
+ *              (row-parallel: partial outputs, one all-reduce after O);
+ *   dense FFN: rows [f0, f1) of gate and up (ff / n each), the same columns of down (partial
+ *              outputs, one all-reduce after down);
+ *   MoE:       experts [e0, e1) (expert parallel: every rank routes, computes its experts' slots,
+ *              one all-reduce of the weighted slot sum);
+ *   output:    vocab rows [v0, v1) (a final gather, or an all-reduce of (max, argmax) for greedy).
+ * A column split cuts every row of a quantized weight, so it must fall on the format's block
+ * boundaries: O's columns per rank (query heads x head_dim_v) and down's (ff / n) must be whole
+ * blocks. cll_shard_plan says which n work and why the others do not.
+ * Owns nothing. Rule: a plan either splits every site evenly on block boundaries or is an error
+ * naming the site, the numbers and the valid n. */
+#ifndef CLL_MODEL_SHARD_H
+#define CLL_MODEL_SHARD_H
+
+#include "model/plan.h"
+
+typedef struct {
+    int32_t n, rank;
+    int32_t kv0, kv1, q0, q1; /* heads */
+    int64_t f0, f1;           /* dense FFN features (gate/up rows, down columns) */
+    int32_t e0, e1;           /* experts */
+    int64_t v0, v1;           /* output head rows (vocab) */
+} cll_shard;
+
+/* rank's slice of the model over n ranks; CLL_ERR_UNSUPPORTED (naming the site and the valid n)
+ * when n does not split it */
+cll_status cll_shard_plan(const cll_plan *p, const cll_hparams *hp, int32_t n, int32_t rank, cll_shard *out);
+/* the n in [1, max_n] that split the model; returns their count */
+int cll_shard_valid(const cll_plan *p, const cll_hparams *hp, int32_t max_n, int32_t *out, int cap);
+
+#endif

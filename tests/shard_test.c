@@ -1,0 +1,198 @@
+/* shard_test: the tensor-parallel split (src/model/shard.h), with no GPU:
+ *  - which GPU counts split the anchor shapes (llama2-7b Q4_0 / Q4_K, llama3-8b Q4_K, a MoE) and
+ *    the error naming the site and the valid counts (8 KV heads on 3 GPUs);
+ *  - the simulated split: a real quantized layer (tiny-llama-Q4_0) cut into 2 ranks as the plan
+ *    says, every rank's products run by the CPU kernels on its slices: the column-parallel
+ *    products (Q, K, V, gate, up) give exactly the full product's rows, and the row-parallel ones
+ *    (O, down) summed over the ranks (the all-reduce) give the full product within float
+ *    reassociation. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#include "core/threads.h"
+#include "cpu/matmul.h"
+#include "formats/formats.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "model/plan.h"
+#include "model/shard.h"
+
+/* a plan of the two column-split sites of a dense model, every layer alike */
+static cll_plan *fake_plan(int32_t layers, uint32_t o_type, int64_t o_cols, uint32_t down_type, int64_t ff) {
+    cll_plan *p = (cll_plan *)calloc(1, sizeof *p);
+    p->sites = (cll_plan_site *)calloc((size_t)(2 * layers), sizeof(cll_plan_site));
+    for (int32_t l = 0; l < layers; l++) {
+        cll_plan_site *o = &p->sites[p->n_sites++], *d = &p->sites[p->n_sites++];
+        o->kind = CLL_SITE_ATTN_O, o->layer = l, o->wtype = o_type, o->rows = o_cols, o->cols = o_cols, o->n_mat = 1;
+        d->kind = CLL_SITE_FFN_DOWN, d->layer = l, d->wtype = down_type, d->rows = o_cols, d->cols = ff, d->n_mat = 1;
+    }
+    return p;
+}
+
+static void free_plan(cll_plan *p) {
+    free(p->sites);
+    free(p);
+}
+
+static void test_valid_counts(void **state) {
+    (void)state;
+    cll_hparams hp;
+    memset(&hp, 0, sizeof hp);
+    int32_t v[64];
+    /* llama2-7b: 32 heads (MHA), ff 11008 = 43 x 256 */
+    hp.n_head = hp.n_head_kv = 32, hp.n_ff = 11008, hp.n_vocab = 32000;
+    cll_plan *p = fake_plan(2, CLL_TYPE_Q4_0, 4096, CLL_TYPE_Q4_0, 11008);
+    int n = cll_shard_valid(p, &hp, 16, v, 64);
+    assert_int_equal(n, 4); /* 1 2 4 8: 11008 / 32 = 344 = 8 x 43 */
+    assert_int_equal(v[3], 8);
+    free_plan(p);
+    p = fake_plan(2, CLL_TYPE_Q4_K, 4096, CLL_TYPE_Q6_K, 11008);
+    n = cll_shard_valid(p, &hp, 16, v, 64);
+    assert_int_equal(n, 1); /* 11008 / 256 = 43 blocks: only one rank */
+    cll_shard s;
+    assert_int_equal(cll_shard_plan(p, &hp, 2, 0, &s), CLL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(cll_last_error(), "ffn_down"));
+    assert_non_null(strstr(cll_last_error(), "256-element blocks"));
+    assert_non_null(strstr(cll_last_error(), "(valid: 1)"));
+    free_plan(p);
+    /* llama3-8b: 32 q heads on 8 KV heads, ff 14336 = 56 x 256 */
+    hp.n_head = 32, hp.n_head_kv = 8, hp.n_ff = 14336, hp.n_vocab = 128256;
+    p = fake_plan(2, CLL_TYPE_Q4_K, 4096, CLL_TYPE_Q6_K, 14336);
+    n = cll_shard_valid(p, &hp, 16, v, 64);
+    assert_int_equal(n, 4);
+    assert_int_equal(cll_shard_plan(p, &hp, 3, 0, &s), CLL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(cll_last_error(), "the 8 KV heads do not split into 3 equal groups (valid: 1, 2, 4, 8)"));
+    assert_int_equal(cll_shard_plan(p, &hp, 4, 3, &s), CLL_OK);
+    assert_int_equal(s.kv0, 6);
+    assert_int_equal(s.kv1, 8);
+    assert_int_equal(s.q0, 24);
+    assert_int_equal(s.q1, 32);
+    assert_int_equal(s.f0, 3 * 3584);
+    assert_int_equal(s.f1, 14336);
+    assert_int_equal(s.v0, 3 * 32064);
+    assert_int_equal(s.v1, 128256);
+    assert_int_equal(cll_shard_plan(p, &hp, 4, 4, &s), CLL_ERR_ARG);
+    free_plan(p);
+    /* a MoE: experts split too (128 experts, 4 KV heads) */
+    hp.n_head = 32, hp.n_head_kv = 4, hp.n_expert = 128, hp.n_ff = 0;
+    p = fake_plan(1, CLL_TYPE_Q4_K, 4096, CLL_TYPE_Q4_K, 4096);
+    assert_int_equal(cll_shard_plan(p, &hp, 2, 1, &s), CLL_OK);
+    assert_int_equal(s.e0, 64);
+    assert_int_equal(s.e1, 128);
+    assert_int_equal(s.f0, 0);
+    hp.n_expert = 60; /* 60 experts on 8 GPUs */
+    assert_int_equal(cll_shard_plan(p, &hp, 8, 0, &s), CLL_ERR_UNSUPPORTED);
+    free_plan(p);
+}
+
+/* rows [r0, r1) and columns [c0, c1) of a rows x cols quantized weight (c0, c1 on blocks) */
+static uint8_t *slice(const cll_gguf_tensor *t, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const cll_type_traits *tr = cll_type_traits_get(t->type);
+    const int64_t cols = (int64_t)t->ne[0];
+    const size_t rb = (size_t)cll_row_bytes(t->type, (uint64_t)cols), bb = tr->type_size;
+    const size_t o0 = (size_t)(c0 / tr->blck) * bb, w = (size_t)((c1 - c0) / tr->blck) * bb;
+    uint8_t *out = (uint8_t *)malloc(w * (size_t)(r1 - r0));
+    for (int64_t r = r0; r < r1; r++) memcpy(out + w * (size_t)(r - r0), (const uint8_t *)t->data + rb * (size_t)r + o0, w);
+    return out;
+}
+
+/* y (rows) = W x for a weight given as bytes */
+static void product(cll_pool *pool, uint32_t type, int64_t rows, int64_t cols, const void *w, const float *x, float *y) {
+    cll_cpu_weight *cw = NULL;
+    assert_int_equal(cll_cpu_weight_create(type, rows, cols, w, &cw), CLL_OK);
+    void *scratch = malloc(cll_cpu_matmul_scratch(cw, 1) + 64);
+    cll_cpu_matmul(pool, cw, x, cols, 1, y, rows, scratch);
+    free(scratch);
+    cll_cpu_weight_free(cw);
+}
+
+static void test_simulated_split(void **state) {
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s", tu_shared("oracle/models/tiny-llama-Q4_0.gguf"));
+    cll_gguf *g = NULL;
+    if (cll_gguf_open(path, &g) != CLL_OK) {
+        tu_skip("simulated split: tiny-llama-Q4_0.gguf missing");
+        skip();
+    }
+    cll_model *m = NULL;
+    assert_int_equal(cll_model_load(g, &m), CLL_OK);
+    cll_plan *plan = NULL;
+    assert_int_equal(cll_plan_create(m, &plan), CLL_OK);
+    const cll_hparams *hp = &m->hp;
+    const int32_t N = 2, hd = hp->head_dim_k;
+    cll_pool *pool = NULL;
+    assert_int_equal(cll_pool_create(2, &pool), CLL_OK);
+    const cll_layer *L = &m->layers[0];
+    struct {
+        const cll_gguf_tensor *t;
+        int kind; /* 0: rows by q heads, 1: rows by kv heads, 2: rows by ff, 3: cols by q heads, 4: cols by ff */
+    } sites[] = {{L->wq, 0}, {L->wk, 1}, {L->wv, 1}, {L->ffn_gate, 2}, {L->ffn_up, 2}, {L->wo, 3}, {L->ffn_down, 4}};
+    uint32_t seed = 7;
+    for (size_t si = 0; si < sizeof sites / sizeof sites[0]; si++) {
+        const cll_gguf_tensor *t = sites[si].t;
+        const int64_t cols = (int64_t)t->ne[0], rows = (int64_t)t->ne[1];
+        float *x = (float *)malloc(sizeof(float) * (size_t)cols), *y = (float *)malloc(sizeof(float) * (size_t)rows);
+        float *acc = (float *)calloc((size_t)rows, sizeof(float)), *yr = (float *)malloc(sizeof(float) * (size_t)rows);
+        for (int64_t i = 0; i < cols; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            x[i] = (float)((int32_t)(seed >> 8) % 2001 - 1000) / 500.0f;
+        }
+        product(pool, t->type, rows, cols, t->data, x, y); /* the unsplit product */
+        double mag = 0;
+        for (int64_t r = 0; r < rows; r++) mag += fabs(y[r]);
+        for (int32_t rank = 0; rank < N; rank++) {
+            cll_shard s;
+            assert_int_equal(cll_shard_plan(plan, hp, N, rank, &s), CLL_OK);
+            const int kind = sites[si].kind;
+            if (kind <= 2) { /* column-parallel: this rank's output rows, exactly */
+                const int64_t r0 = kind == 0 ? (int64_t)s.q0 * hd : kind == 1 ? (int64_t)s.kv0 * hd : s.f0;
+                const int64_t r1 = kind == 0 ? (int64_t)s.q1 * hd : kind == 1 ? (int64_t)s.kv1 * hd : s.f1;
+                uint8_t *w = slice(t, r0, r1, 0, cols);
+                product(pool, t->type, r1 - r0, cols, w, x, yr);
+                for (int64_t r = r0; r < r1; r++) assert_memory_equal(&yr[r - r0], &y[r], sizeof(float));
+                free(w);
+            } else { /* row-parallel: partial outputs over this rank's input columns, summed */
+                const int64_t c0 = kind == 3 ? (int64_t)s.q0 * hd : s.f0, c1 = kind == 3 ? (int64_t)s.q1 * hd : s.f1;
+                uint8_t *w = slice(t, 0, rows, c0, c1);
+                product(pool, t->type, rows, c1 - c0, w, x + c0, yr);
+                for (int64_t r = 0; r < rows; r++) acc[r] += yr[r];
+                free(w);
+            }
+        }
+        if (sites[si].kind >= 3) /* the all-reduce of the partials = the full product */
+            for (int64_t r = 0; r < rows; r++) assert_true(fabs(acc[r] - y[r]) <= 1e-4 * (mag / rows) + 1e-6);
+        free(x);
+        free(y);
+        free(acc);
+        free(yr);
+    }
+    /* and the Q4_K_M twin: its 256-element blocks do not split O's 256 columns in two */
+    cll_pool_free(pool);
+    cll_plan_free(plan);
+    cll_model_free(m);
+    cll_gguf_free(g);
+    snprintf(path, sizeof path, "%s", tu_shared("oracle/models/tiny-llama-Q4_K_M.gguf"));
+    if (cll_gguf_open(path, &g) == CLL_OK) {
+        assert_int_equal(cll_model_load(g, &m), CLL_OK);
+        assert_int_equal(cll_plan_create(m, &plan), CLL_OK);
+        cll_shard s;
+        assert_int_equal(cll_shard_plan(plan, &m->hp, 2, 0, &s), CLL_ERR_UNSUPPORTED);
+        assert_non_null(strstr(cll_last_error(), "attn_output"));
+        cll_plan_free(plan);
+        cll_model_free(m);
+        cll_gguf_free(g);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_counts),
+        cmocka_unit_test(test_simulated_split),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
