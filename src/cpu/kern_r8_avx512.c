@@ -18,6 +18,13 @@ INLINE __m256i bcast32(const void *p) {
 
 INLINE __m256 load_fp16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
+/* The one-token tile (GEMV) streams the weights from DRAM: prefetch ~6 KiB ahead in the
+ * linear stream of records (kern_r8z_avx512.c's prefetch_ahead measures the distance) */
+INLINE void pf_gemv(const uint8_t *rec, const int recsz) {
+    const char *p = (const char *)rec + 6144;
+    for (int i = 0; i < recsz; i += 64) _mm_prefetch(p + i, _MM_HINT_T0);
+}
+
 /* ---- Q4_0 x Q8_0 ----------------------------------------------------------------- */
 
 INLINE void tile_q4_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
@@ -28,6 +35,7 @@ INLINE void tile_q4_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 144;
+        if (T == 1) pf_gemv(rec, 144);
         const __m256 dw = load_fp16x8((const uint16_t *)rec);
         __m256i w[8];
 #pragma GCC unroll 4
@@ -59,6 +67,7 @@ INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 272;
+        if (T == 1) pf_gemv(rec, 272);
         const __m256 dw = load_fp16x8((const uint16_t *)rec);
         const __m256i *wq = (const __m256i *)(rec + 16);
         __m256i aw[8];
