@@ -118,6 +118,19 @@ static inline size_t cll_cu_l2next_bytes(void) {
     return (size_t)mb << 20;
 }
 
+/* the current device's SM count (cached per device; 132 if it cannot be read) */
+static inline int cll_cu_sm_count(void) {
+    static int cache[64]; /* per device id: constant for the process */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+    if (!cache[dev]) {
+        int n = 0;
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
+        cache[dev] = n;
+    }
+    return cache[dev];
+}
+
 static inline bool cll_cu_pdl_on(void) {
     static int on = -1; /* process-wide setting read once; not state */
     if (on < 0) {

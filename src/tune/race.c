@@ -637,25 +637,32 @@ cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *
     memcpy(sc->noise_probes, probes, sizeof probes);
     sc->noise_floor = floor_now;
     sc->mint_seconds = now_s() - t0;
+    return cll_race_finish(path, sc, o, done, skipped, "site(s)", wrote);
+}
+
+cll_status cll_race_finish(const char *path, cll_tune_sidecar *sc, const cll_race_opts *o, int done, int skipped,
+                           const char *what, bool *wrote) {
     char jp[1100];
     cll_tune_journal_path(path, jp, sizeof jp);
-    if (floor_now > o->noise_bar && !o->force) {
+    const double *pr = sc->noise_probes;
+    if (sc->noise_floor > o->noise_bar && !o->force) {
         remove(jp);
         fprintf(stderr,
                 "tune: the machine is too noisy to race (noise probes cv %.1f%% / %.1f%% / %.1f%%, bar %.0f%%): nothing "
                 "written. Quiet the machine (other jobs, frequency scaling) and rerun, or pass --force to write it "
                 "stamped 'noise: overridden'\n",
-                100 * probes[0], 100 * probes[1], 100 * probes[2], 100 * o->noise_bar);
+                100 * pr[0], 100 * pr[1], 100 * pr[2], 100 * o->noise_bar);
         return CLL_OK;
     }
-    snprintf(sc->noise, sizeof sc->noise, "%s", floor_now <= o->noise_bar ? "ok" : "overridden");
+    snprintf(sc->noise, sizeof sc->noise, "%s", sc->noise_floor <= o->noise_bar ? "ok" : "overridden");
     if (done > 0) {
-        if ((st = cll_tune_write(path, sc)) != CLL_OK) return st;
+        cll_status st = cll_tune_write(path, sc);
+        if (st != CLL_OK) return st;
         *wrote = true;
     }
     remove(jp);
-    fprintf(stderr, "tune: %d site(s) raced, %d already tuned (kept), noise floor %.2f%%, %.1f s\n", done, skipped,
-            100 * floor_now, sc->mint_seconds);
+    fprintf(stderr, "tune: %d %s raced, %d already tuned (kept), noise floor %.2f%%, %.1f s\n", done, what, skipped,
+            100 * sc->noise_floor, sc->mint_seconds);
     return CLL_OK;
 }
 

@@ -68,6 +68,12 @@ cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *
  * mean of the per-round ratios and its 95% t-interval */
 void cll_race_paired(const double *ta, const double *t0, int R, double *ratio, double *lo, double *hi);
 
+/* the end of a run: above the noise bar (unless forced) nothing is written and the journal goes;
+ * else the sidecar is written when a site was raced (stamped ok / overridden), the journal
+ * removed, and a summary line printed (what: "site(s)", "serving site(s)") */
+cll_status cll_race_finish(const char *path, cll_tune_sidecar *sc, const cll_race_opts *o, int done, int skipped,
+                           const char *what, bool *wrote);
+
 /* the CPU gate of one row at 64 x min(cols, 1024) (race.h step 1) */
 bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, size_t cap);
 

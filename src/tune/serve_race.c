@@ -281,22 +281,5 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
     memcpy(sc->noise_probes, probes, sizeof probes);
     sc->noise_floor = floor_now;
     sc->mint_seconds = now_s() - t0;
-    char jp[1100];
-    cll_tune_journal_path(path, jp, sizeof jp);
-    if (floor_now > o->noise_bar && !o->force) {
-        remove(jp);
-        fprintf(stderr, "tune: the machine is too noisy to race (served tg cv %.1f%%, bar %.0f%%): nothing written; "
-                        "rerun on a quiet machine or pass --force\n",
-                100 * floor_now, 100 * o->noise_bar);
-        return CLL_OK;
-    }
-    snprintf(sc->noise, sizeof sc->noise, "%s", floor_now <= o->noise_bar ? "ok" : "overridden");
-    if (done > 0) {
-        if ((st = cll_tune_write(path, sc)) != CLL_OK) return st;
-        *wrote = true;
-    }
-    remove(jp);
-    fprintf(stderr, "tune: %d serving site(s) raced, %d already tuned (kept), noise floor %.2f%%, %.1f s\n", done, skipped,
-            100 * floor_now, sc->mint_seconds);
-    return CLL_OK;
+    return cll_race_finish(path, sc, o, done, skipped, "serving site(s)", wrote);
 }

@@ -245,17 +245,6 @@ static int sp_pick_ks_log2(int64_t rows, int64_t ng, int nb, int sms, int bps, i
     }
     return 0;
 }
-static int sp_sm_count(void) {
-    static int cache[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
-    if (!cache[dev]) {
-        int n = 0;
-        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
-        cache[dev] = n;
-    }
-    return cache[dev];
-}
 /* resident blocks per SM of k_gemv_spx<S, R, U> at smem bytes of dynamic shared memory (the last
  * answer cached per kernel: decode calls one kernel with a handful of widths) */
 template <class S, int R, int U> static int spx_blocks_per_sm(size_t smem) {
@@ -283,7 +272,7 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     const int64_t ng = w->cols / 32;
     const size_t smem = (size_t)ng * SP_XW * 4;
     if (smem > SPX_MAX_SMEM) return sp_gemv_launch<S>(w, a, st);
-    const int sms = sp_sm_count(), bps = spx_blocks_per_sm<S, R, U>(smem);
+    const int sms = cll_cu_sm_count(), bps = spx_blocks_per_sm<S, R, U>(smem);
     const int l = sp_pick_ks_log2(w->rows, ng, a->nb, sms, bps, R);
     const int64_t rb = (int64_t)(SPX_WARPS >> l) * R;
     int64_t gx = cll_cdiv(w->rows, rb);

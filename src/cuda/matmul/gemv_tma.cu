@@ -144,17 +144,6 @@ static void tma_knobs(int *ns, int *kb) {
     *kb = s_kb;
 }
 
-static int tma_sm_count(void) {
-    static int cache[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
-    if (!cache[dev]) {
-        int n = 0;
-        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
-        cache[dev] = n;
-    }
-    return cache[dev];
-}
 
 /* the geometry of one product: rows per tile, stages, stage bytes, shared bytes; false: not this row's shape */
 bool cll_cu_tma_geometry(int64_t rows, int64_t cols, size_t row_stride, int *rt, int *ns, uint32_t *stage_bytes,
@@ -196,7 +185,7 @@ template <class S> static cudaError_t tma_gemv_launch(const cll_cu_weight *w, co
         cudaGetLastError();
         bps = 1;
     }
-    const int64_t tiles = cll_cdiv(w->rows, rt), cap = (int64_t)tma_sm_count() * bps;
+    const int64_t tiles = cll_cdiv(w->rows, rt), cap = (int64_t)cll_cu_sm_count() * bps;
     const unsigned grid = (unsigned)(tiles < cap ? tiles : cap);
     auto k = a->epi.on ? k_gemv_tma<S, true> : k_gemv_tma<S, false>;
     return cll_cu_launch(k, dim3(grid), dim3(TMA_THREADS), smem, st, w->d, w->rows, (int)(w->cols / 32),
