@@ -17,6 +17,7 @@
 #include "cuda/gate.h"
 #include "formats/formats.h"
 #include "gguf/gguf.h"
+#include "tune/gpu_watch.h"
 #include "tune/race.h"
 
 #define SR_MAX_ARMS 8
@@ -146,6 +147,14 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
     if (st != CLL_OK) return st;
     const bool quick = o->mode && !strcmp(o->mode, "quick");
     const int ng = quick ? 32 : 128, R = o->rounds < 2 ? 2 : o->rounds > 64 ? 64 : o->rounds;
+    if (cuda) { /* no race while another process computes on the GPU */
+        char who[256];
+        const int f = cll_gpu_watch_foreign(who, sizeof who);
+        if (f > 0)
+            return cll_err(CLL_ERR_DEVICE, "tune: %d other process(es) compute on the GPU (%s): no race, nothing written", f,
+                           who);
+        if (f < 0) fprintf(stderr, "tune: NVML is not available: other GPU processes and the SM clock go unobserved\n");
+    }
     const double t0 = now_s();
     double floor_now = 0.0, probes[3] = {0, 0, 0};
     int done = 0, skipped = 0, np = 0;
@@ -218,7 +227,14 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
             for (int i = 0; i < na && st == CLL_OK; i++) {
                 const int a = (r & 1) ? na - 1 - i : i; /* ABBA */
                 cll_bench_result res;
-                st = cll_bench_measure(bm[a], 0, ng, 1, false, &res);
+                /* a round the SM clock ran below 90% of its maximum in is redone (twice at most) */
+                for (int tries = 0; tries < 3 && st == CLL_OK; tries++) {
+                    st = cll_bench_measure(bm[a], 0, ng, 1, false, &res);
+                    int mx = 0;
+                    const int mhz = cuda ? cll_gpu_watch_sm_clock(&mx) : 0;
+                    if (!(mhz > 0 && mx > 0 && mhz < mx * 9 / 10)) break;
+                    fprintf(stderr, "tune: %s: SM clock %d of %d MHz: round redone\n", site, mhz, mx);
+                }
                 if (st == CLL_OK) tt[a][r] = res.avg_ts > 0 ? 1.0 / res.avg_ts : 1e9;
             }
         if (st == CLL_OK && np < 3) {
