@@ -122,6 +122,7 @@ void cll_kern_run_r8_q4_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r
 void cll_kern_run_r8_q5_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_iq4_xs_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1); /* file layout */
 void cll_kern_run_q2_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1);   /* file layout */
+void cll_kern_run_q3_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1);   /* file layout */
 
 /* the CPU registry (kern_table.c) */
 const cll_kernel_table *cll_cpu_kernel_table_get(void);

@@ -241,3 +241,58 @@ void cll_kern_run_q2_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1) 
                                              (const cll_block_q8_K *)(a->act + t * a->act_stride), nb);
     }
 }
+
+/* ---- Q3_K x Q8_K, one row at a time, file layout --------------------------------------
+ * As Q2_K: one zmm of the 64 qs bytes, shift 2j; the high bit of element 128n + 32j + l is
+ * bit 4n + j of hmask[l] (hmask in both halves, the upper one shifted by 4: 16-bit shifts
+ * below 8 keep bytes apart), u = q2 + 4 * hbit (0..7), the -4 offset as sc * 4 * bsum. */
+INLINE float dot_q3_K_z(const cll_block_q3_K *x, const cll_block_q8_K *a, int64_t nb) {
+    const __m512i m3 = _mm512_set1_epi8(3), b2 = _mm512_set1_epi8(4);
+    const __m512i e = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 8, 8, 8, 8, 9, 9, 9, 9);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        prefetch_ahead((const uint8_t *)(x + b) + 6144 - 4 * (int)sizeof *x, (int)sizeof *x);
+        /* the 16 six-bit scales minus 32 (kern_lowq.h's dec_q3_K) */
+        uint32_t a0, a1, a2;
+        memcpy(&a0, x[b].scales, 4);
+        memcpy(&a1, x[b].scales + 4, 4);
+        memcpy(&a2, x[b].scales + 8, 4);
+        const __m128i lo = _mm_srlv_epi32(_mm_setr_epi32((int)a0, (int)a1, (int)a0, (int)a1), _mm_setr_epi32(0, 0, 4, 4));
+        const __m128i hi = _mm_srlv_epi32(_mm_set1_epi32((int)a2), _mm_setr_epi32(0, 2, 4, 6));
+        const __m128i s8 = _mm_sub_epi8(
+            _mm_or_si128(_mm_and_si128(lo, _mm_set1_epi8(15)), _mm_slli_epi32(_mm_and_si128(hi, _mm_set1_epi8(3)), 4)),
+            _mm_set1_epi8(32));
+        const __m512i scl = _mm512_cvtepi8_epi32(s8);
+        const __m512i q = _mm512_loadu_si512(x[b].qs);
+        const __m256i hm = _mm256_loadu_si256((const __m256i *)x[b].hmask);
+        const __m512i H = _mm512_inserti64x4(_mm512_castsi256_si512(hm), _mm256_srli_epi16(hm, 4), 1);
+        const __m512i A0 = _mm512_loadu_si512(a[b].qs), A1 = _mm512_loadu_si512(a[b].qs + 64);
+        const __m512i A2 = _mm512_loadu_si512(a[b].qs + 128), A3 = _mm512_loadu_si512(a[b].qs + 192);
+        const __m512i av[4] = {_mm512_shuffle_i64x2(A0, A2, 0x44), _mm512_shuffle_i64x2(A0, A2, 0xEE),
+                               _mm512_shuffle_i64x2(A1, A3, 0x44), _mm512_shuffle_i64x2(A1, A3, 0xEE)};
+        __m512i isum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const __m512i hb = j < 2 ? _mm512_slli_epi16(H, 2 - j) : (j == 2 ? H : _mm512_srli_epi16(H, 1)); /* bit j -> bit 2 */
+            const __m512i u = _mm512_or_si512(_mm512_and_si512(j ? _mm512_srli_epi16(q, 2 * j) : q, m3), _mm512_and_si512(hb, b2));
+            const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, av[j]);
+            isum = _mm512_add_epi32(isum, _mm512_mullo_epi32(p, _mm512_permutexvar_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(2 * j)), scl)));
+        }
+        const __m256i cs = _mm256_madd_epi16(_mm256_cvtepi8_epi16(s8), _mm256_loadu_si256((const __m256i *)a[b].bsums));
+        const float dd = a[b].d * _cvtsh_ss(x[b].d);
+        acc = _mm512_fmadd_ps(_mm512_set1_ps(dd), _mm512_cvtepi32_ps(isum), acc);
+        accc = _mm256_fmadd_ps(_mm256_set1_ps(4.0f * dd), _mm256_cvtepi32_ps(cs), accc);
+    }
+    return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(_mm512_castps256_ps512(accc));
+}
+
+void cll_kern_run_q3_K_gemv_avx512z(const kern_args *a, int64_t r0, int64_t r1) {
+    const int64_t nb = a->cols / 256;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *w = a->w + (size_t)r * a->w_row_bytes;
+        for (int64_t t = 0; t < a->n; t++)
+            a->y[t * a->ldy + r] = dot_q3_K_z((const cll_block_q3_K *)w,
+                                             (const cll_block_q8_K *)(a->act + t * a->act_stride), nb);
+    }
+}

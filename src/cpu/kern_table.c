@@ -71,6 +71,7 @@ static const kern_impl k_r8z_q5_K_avx512 = {KACT_Q8_K, 8, cll_kern_r8_size_q5_K,
                                             cll_kern_run_r8_q5_K_gemv_avx512z};
 static const kern_impl k_iq4_xs_gemv_z = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_iq4_xs_gemv_avx512z};
 static const kern_impl k_q2_K_gemv_z = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_q2_K_gemv_avx512z};
+static const kern_impl k_q3_K_gemv_z = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_q3_K_gemv_avx512z};
 
 static const kern_impl k_scalar_f32 = {KACT_F32, 1, NULL, NULL, cll_kern_run_scalar};
 static const kern_impl k_scalar_f16 = {KACT_F16, 1, NULL, NULL, cll_kern_run_scalar};
@@ -155,6 +156,8 @@ static const cll_kernel_row k_rows[] = {
     Z16_ROW(q3_K, CLL_TYPE_Q3_K),
     D8_ROW_512(q3_K, CLL_TYPE_Q3_K, false),
     D8_ROW_AVX2(q3_K, CLL_TYPE_Q3_K, true),
+    {"matmul_q3_K_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_Q3_K, V512, "layout=plain rows=1 zmm 64 qs bytes/vector dpbusd",
+     KLAYOUT_PLAIN, 1, NULL, true, true, &k_q3_K_gemv_z},
     DEC_GEMV_ROW(q3_K, CLL_TYPE_Q3_K, true),
     Z16_ROW(iq3_s, CLL_TYPE_IQ3_S),
     D8_ROW_512(iq3_s, CLL_TYPE_IQ3_S, false),
