@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 
+#include "cpu/knobs.h"
 #include "cpu/matmul.h"
 #include "formats/formats.h"
 #include "kernels/registry.h"
@@ -282,6 +283,33 @@ static void test_pins(void **state) {
     cll_kernels_clear_overrides();
 }
 
+/* a sidecar's runtime knobs reach the CPU driver; a bad one warns and keeps its default */
+static void test_runtime_knobs(void **state) {
+    (void)state;
+    cll_tune_sidecar *sc = here_sidecar();
+    assert_int_equal(cll_tune_set_knob(sc, "cpu.chunks_per_thread", 8), CLL_OK);
+    assert_int_equal(cll_tune_set_knob(sc, "cpu.pf_gemv", 999999), CLL_OK); /* out of range */
+    assert_int_equal(cll_tune_set_knob(sc, "cpu.no_such_knob", 1), CLL_OK);
+    char p[320];
+    path_of("knobs.json", p, sizeof p);
+    assert_int_equal(cll_tune_write(p, sc), CLL_OK);
+    cll_cpu_knob_reset();
+    const int pf0 = cll_cpu_knob.pf_gemv;
+    char sha[65];
+    assert_int_equal(cll_tune_load_for("cpu", p, NULL, sha), CLL_OK);
+    assert_int_equal(cll_cpu_knob.chunks_per_thread, 8);
+    assert_int_equal(cll_cpu_knob.pf_gemv, pf0);
+    assert_int_equal((int)strlen(sha), 64);
+    assert_int_equal(cll_cpu_knob_set("cpu.chunks_per_thread", 0), CLL_ERR_ARG);
+    assert_int_equal(cll_cpu_knob_set("cpu.par_min_work", 1.5), CLL_ERR_ARG);
+    assert_int_equal(cll_cpu_knob_set("gpu.x", 1), CLL_ERR_ARG);
+    assert_non_null(strstr(cll_last_error(), "cpu.chunks_per_thread"));
+    cll_cpu_knob_reset();
+    assert_int_equal(cll_cpu_knob.chunks_per_thread, 4);
+    cll_kernels_clear_overrides();
+    cll_tune_free(sc);
+}
+
 static void test_parse_site(void **state) {
     (void)state;
     char be[16];
@@ -351,6 +379,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_and_bak), cmocka_unit_test(test_version_and_box), cmocka_unit_test(test_sites),
         cmocka_unit_test(test_unreadable),        cmocka_unit_test(test_pins),            cmocka_unit_test(test_parse_site),
+        cmocka_unit_test(test_runtime_knobs),
         cmocka_unit_test(test_doctor),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

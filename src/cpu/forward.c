@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu/knobs.h"
 #include "cpu/forward_internal.h"
 #include "cpu/ops.h"
 #include "formats/formats.h"
@@ -13,11 +14,10 @@
 /* ---- row-parallel tasks ------------------------------------------------------------------ */
 
 /* Small elementwise work runs inline on the calling thread: a fork-join costs more than it
- * saves below a few tens of thousands of elements (and much more on an oversubscribed box). */
-#define PAR_MIN_WORK 32768
-
+ * saves below a few tens of thousands of elements (and much more on an oversubscribed box):
+ * the knob cpu.par_min_work (cpu/knobs.h, default 32768). */
 static void run(cll_cpu_state *s, cll_task_fn fn, void *arg, int64_t work) {
-    if (work < PAR_MIN_WORK || s->nth == 1)
+    if (work < cll_cpu_knob.par_min_work || s->nth == 1)
         fn(arg, 0, 1);
     else
         cll_pool_run(s->pool, fn, arg);

@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "cpu/knobs.h"
 #include "cpu/kern_common.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -24,14 +25,12 @@ INLINE __m256i bcast32(const void *p) {
     return _mm256_set1_epi32(v);
 }
 
-#ifndef PF_GEMV
-#define PF_GEMV 2048
-#endif
-/* GEMV streams the weights once from DRAM: software prefetch PF_GEMV bytes ahead of the
- * record being read. kbench -c, 1 core: Q6_K 9 -> 16 GB/s, Q4_0/Q4_K 15.5 -> 20 GB/s
- * (2048 beat 4096 and 8192 for the 4-bit types). */
+/* GEMV streams the weights once from DRAM: software prefetch cpu.pf_gemv bytes (cpu/knobs.h,
+ * default 2048) ahead of the record being read. kbench -c, 1 core: Q6_K 9 -> 16 GB/s,
+ * Q4_0/Q4_K 15.5 -> 20 GB/s (2048 beat 4096 and 8192 for the 4-bit types). */
 INLINE void pf_gemv(const uint8_t *rec, int bytes) {
-    for (int o = 0; o < bytes; o += 64) _mm_prefetch((const char *)rec + PF_GEMV + o, _MM_HINT_T0);
+    const int pf = cll_cpu_knob.pf_gemv;
+    for (int o = 0; o < bytes; o += 64) _mm_prefetch((const char *)rec + pf + o, _MM_HINT_T0);
 }
 
 /* Compiler-only ordering: the pointer p "depends" on v, so loads through p are emitted

@@ -1,6 +1,7 @@
 /* cpu/matmul: weight preparation (kernel choice through the registry, repacking) and the
  * threaded matmul: quantize the activations once per call into scratch, then split the
  * output rows over the pool; each kernel loops the tokens inside its tiles. */
+#include "cpu/knobs.h"
 #include "cpu/matmul.h"
 
 #include <stdlib.h>
@@ -172,10 +173,10 @@ static void quant_task(void *arg, int ith, int nth) {
 }
 
 /* Row chunks per matmul: a few per thread, so the threads that run keep claiming work
- * while one the scheduler parked holds at most one chunk (the box is often loaded). */
-#define CHUNKS_PER_THREAD 4
+ * while one the scheduler parked holds at most one chunk (the box is often loaded): the knob
+ * cpu.chunks_per_thread (cpu/knobs.h, default 4). */
 static int row_chunks(const cll_pool *pool, int64_t groups) {
-    const int64_t c = (int64_t)CHUNKS_PER_THREAD * cll_pool_size(pool);
+    const int64_t c = (int64_t)cll_cpu_knob.chunks_per_thread * cll_pool_size(pool);
     return (int)(groups < c ? (groups > 0 ? groups : 1) : c);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "cpu/knobs.h"
 #include "cpu/matmul.h"
 #include "cuda/cuda.h"
 #include "formats/formats.h"
@@ -239,6 +240,16 @@ cll_status cll_tune_load_for(const char *backend, const char *path, const char *
     st = cll_tune_apply(sc, &here, t, false, false, &rep);
     if (st == CLL_OK && !rep.applies)
         cll_log(CLL_LOG_WARN, "tune: %s: not applied: %s (see `cllama tune doctor`)", path, rep.why);
+    /* the runtime knobs of this backend ("cpu.*"); a bad one warns and keeps its default */
+    for (int i = 0; st == CLL_OK && rep.applies && i < sc->n_runtime; i++) {
+        const cll_tune_knob *k = &sc->runtime[i];
+        if (!strncmp(k->name, "cpu.", 4) && !strcmp(backend, "cpu")) {
+            if (cll_cpu_knob_set(k->name, k->value) != CLL_OK)
+                cll_log(CLL_LOG_WARN, "tune: %s: %s; it keeps its default", path, cll_last_error());
+        } else if (strncmp(k->name, "cuda.", 5) && strcmp(k->name, "threads")) {
+            cll_log(CLL_LOG_WARN, "tune: %s: runtime knob '%s' is not one this engine has; ignored", path, k->name);
+        }
+    }
     if (st == CLL_OK && rep.applies && sha && !cll_bench_sha256_file(path, sha)) snprintf(sha, 65, "none");
     cll_tune_report_free(&rep);
     cll_tune_free(sc);
