@@ -5,7 +5,9 @@
 #    verdict and the race record of its arms (the incumbent first), the doctor reads it;
 #  - a second run over more sites keeps the sites already raced (resume) and keeps the previous
 #    file as .bak; a journal left by an interrupted run is resumed from and removed;
-#  - run/bench apply it (--tune) without changing greedy tokens.
+#  - run/bench apply it (--tune) without changing greedy tokens;
+#  - with -m, the serving confirm of a crown (forced by a test hook) and the runtime-knob races run;
+#  - a serving race (the CUDA backend's protocol) on the CPU; a CUDA tune without a GPU fails cleanly.
 # CI machines are shared and noisy: the races here use --force; a quiet box mints without it.
 set -u
 BIN=${CLLAMA_BIN:?CLLAMA_BIN not set}
@@ -79,6 +81,13 @@ assert e["confirm_gain"] > 0, e
 assert (e["verdict"] == "crown") == (e["confirm"] == "pass"), e
 assert d["race"]["cpu/gemv/q4_0"].get("test_crown") is True
 print("confirm ok:", e["variant"], e["confirm"], round(e["confirm_gain"], 4))
+# the runtime knobs raced end to end on the model: each knob's values, the default first
+k = d["race"]["knobs"]
+assert set(k) == {"cpu.chunks_per_thread", "cpu.pf_gemv", "cpu.par_min_work"}, k.keys()
+for name, r in k.items():
+    assert r["values"][0]["ratio"] == 1.0 and len(r["values"]) >= 3, r
+    assert (name in d["runtime"]) == (r["crown"] != r["values"][0]["value"]), (name, r, d["runtime"])
+print("knob races ok:", {n: r["crown"] for n, r in k.items()})
 EOF2
   # 7. a serving race (the CUDA backend's protocol, here on the CPU): the arms pinned into their
   # own copies of the model, the served tg timed

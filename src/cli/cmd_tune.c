@@ -32,11 +32,13 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: cllama tune [-m MODEL] [--sites PATTERN] [--budget SECONDS] [--quick|--paranoid] [-t THREADS]\n"
                "                   [--tune FILE] [--force] [--allow-tolerant] [--shape RxC] [--backend cpu|cuda] [--serving]\n"
+               "                   [--no-knobs]\n"
                "       cllama tune doctor [--backend cpu|cuda] [--tune FILE] [--allow-tolerant]\n"
                "  tune: race this box's CPU kernel variants per site (gated, interleaved, paired; crowned only on a\n"
                "        clear win) and write its tune sidecar; --budget stops starting sites after SECONDS;\n"
                "        --backend cuda (and --serving on the CPU) race each gemv row pinned into its own copy of\n"
-               "        the model, timing the served decode step (needs -m)\n"
+               "        the model, timing the served decode step (needs -m); with -m on the CPU the runtime knobs\n"
+               "        (cpu.chunks_per_thread, cpu.pf_gemv, cpu.par_min_work) race too, end to end (--no-knobs: not)\n"
                "  doctor: which tune sidecar applies on this box and why (runs no kernel)\n");
 }
 
@@ -129,7 +131,7 @@ static void iso_now(char *buf, size_t cap) {
 
 static int mint(int argc, char **argv) {
     const char *model = NULL, *pattern = NULL, *path_arg = NULL, *mode = "default", *backend = "cpu";
-    bool serving = false;
+    bool serving = false, no_knobs = false;
     double budget = 0;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), rounds = 12;
     bool force = false, tolerant = false;
@@ -159,6 +161,8 @@ static int mint(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--serving")) {
             serving = true;
+        } else if (!strcmp(a, "--no-knobs")) {
+            no_knobs = true;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
@@ -258,6 +262,13 @@ static int mint(int argc, char **argv) {
         } else if ((st = cll_race_confirm(model, &o, sc)) == CLL_OK) {
             st = cll_tune_rewrite(path, sc);
         }
+    }
+    /* the CPU's runtime knobs, end to end on the model (with every crown above in force) */
+    if (st == CLL_OK && wrote && model && !strcmp(backend, "cpu") && !no_knobs) {
+        for (int i = 0; i < sc->n_sites && st == CLL_OK; i++)
+            if (!strcmp(sc->sites[i].verdict, "crown")) st = cll_kernels_set_override(sc->sites[i].site, sc->sites[i].variant);
+        if (st == CLL_OK && (st = cll_race_knobs(model, &o, sc)) == CLL_OK) st = cll_tune_rewrite(path, sc);
+        cll_kernels_clear_overrides();
     }
     int rc = 0;
     const bool noisy = sc->noise_floor > o.noise_bar && !force;

@@ -86,6 +86,11 @@ bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, siz
 cll_status cll_race_serving(const char *model, const char *backend, const char *pattern, const cll_race_opts *o,
                             cll_tune_sidecar *sc, const char *path, bool *wrote);
 
+/* Races of the CPU runtime knobs (cpu/knobs.h) on model (knob_race.c): per knob its candidate
+ * values in ABBA rounds of tg + pp runs on one loaded copy, paired against the default; a crowned
+ * value goes to sc's runtime section (a tie drops an older crown); knobs are reset on return. */
+cll_status cll_race_knobs(const char *model, const cll_race_opts *o, cll_tune_sidecar *sc);
+
 /* Serving confirm (DESIGN.md section 4): for every crown of sc not yet confirmed, two end-to-end
  * runs of model that differ only in that crown (every other crown of sc applied to both): tg for
  * a gemv site, pp for a gemm site (quick: tg32 / pp128, else tg128 / pp512), A B A B, each run a
