@@ -3,13 +3,16 @@
 
 #include <string.h>
 
-static const cll_cpu_knobs k_defaults = {
-    .chunks_per_thread = 4, /* a few per thread: a parked thread holds at most one chunk */
-    .par_min_work = 32768,  /* a fork-join costs more than it saves below this */
-    .pf_gemv = 2048,        /* kbench -c, 1 core: 2048 beat 4096 and 8192 for the 4-bit types */
-};
+/* (a macro, not a const object: C wants a constant initializer for the global) */
+#define KNOB_DEFAULTS                                                                                        \
+    {                                                                                                        \
+        .chunks_per_thread = 4, /* a few per thread: a parked thread holds at most one chunk */             \
+        .par_min_work = 32768,  /* a fork-join costs more than it saves below this */                       \
+        .pf_gemv = 2048,        /* kbench -c, 1 core: 2048 beat 4096 and 8192 for the 4-bit types */        \
+    }
+static const cll_cpu_knobs k_defaults = KNOB_DEFAULTS;
 
-cll_cpu_knobs cll_cpu_knob = k_defaults;
+cll_cpu_knobs cll_cpu_knob = KNOB_DEFAULTS;
 
 static const struct {
     const char *name;

@@ -203,11 +203,34 @@ cll_status cll_tune_set_knob(cll_tune_sidecar *sc, const char *name, double valu
 
 cll_status cll_tune_read(const char *path, cll_tune_sidecar **out) {
     *out = NULL;
-    json_error_t jerr;
     FILE *f = fopen(path, "rb");
     if (!f) return cll_err(CLL_ERR_IO, "tune sidecar %s: %s", path, strerror(errno));
-    json_t *root = json_loadf(f, 0, &jerr);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = (char *)malloc(cap);
+    for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) {
+            if (cap >= ((size_t)64 << 20)) { /* no sidecar is this large */
+                free(buf);
+                fclose(f);
+                return cll_err(CLL_ERR_FORMAT, "tune sidecar %s: over 64 MiB", path);
+            }
+            char *nb = (char *)realloc(buf, cap *= 2);
+            if (!nb) free(buf);
+            buf = nb;
+        }
+    }
     fclose(f);
+    if (!buf) return cll_err(CLL_ERR_NOMEM, "tune sidecar %s: out of memory", path);
+    cll_status st = cll_tune_parse(buf, n, path, out);
+    free(buf);
+    return st;
+}
+
+cll_status cll_tune_parse(const char *text, size_t len, const char *path, cll_tune_sidecar **out) {
+    *out = NULL;
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root) return cll_err(CLL_ERR_FORMAT, "tune sidecar %s: line %d: %s", path, jerr.line, jerr.text);
     cll_status st = CLL_OK;
     cll_tune_sidecar *sc = cll_tune_new();

@@ -95,6 +95,8 @@ void cll_tune_row_hash(const cll_kernel_table *t, const cll_kernel_row *r, char 
 cll_tune_sidecar *cll_tune_new(void);
 /* parse path; CLL_ERR_IO (unreadable) or CLL_ERR_FORMAT (bad JSON / missing fields) with the reason */
 cll_status cll_tune_read(const char *path, cll_tune_sidecar **out);
+/* the same from text (len bytes; name for the messages); what the reader and the fuzzer call */
+cll_status cll_tune_parse(const char *text, size_t len, const char *name, cll_tune_sidecar **out);
 /* write atomically (temp file + rename); an existing file is kept as path.bak first */
 cll_status cll_tune_write(const char *path, const cll_tune_sidecar *sc);
 /* the same without rotating .bak (a second write of one run: the serving confirm's verdicts) */
