@@ -52,6 +52,11 @@ void cll_ops_attn_tile16(const float *const *q, float *const *out, const int32_t
                          float scale, float *scr);
 size_t cll_ops_attn_tile_scratch(int32_t hd_k, int32_t hd_v);
 
+/* g = SiLU(g) * u with AVX-512 (ops_act_avx512.c): bit for bit cll_ops_silu_mul (glibc's
+ * expf algorithm vectorised); y[0..7] = expf(x[0..7]) the same way (for the tests) */
+void cll_ops_silu_mul_avx512(float *g, const float *u, int64_t n);
+void cll_ops_expf8_avx512(const float *x, float *y);
+
 /* dst[i] = fp16(src[i]) */
 void cll_ops_to_f16(uint16_t *dst, const float *src, int64_t n);
 

@@ -12,29 +12,13 @@
 #include <string.h>
 
 #include "cpu/ops.h"
+#include "cpu/ops_exp512.h"
 
 #define AT_L 16 /* lanes: query rows per tile */
 #define AT_K 8  /* keys per step */
 
 size_t cll_ops_attn_tile_scratch(int32_t hd_k, int32_t hd_v) {
     return (size_t)AT_L * (size_t)(hd_k + hd_v) + (size_t)AT_K * (size_t)(hd_k + hd_v);
-}
-
-/* e^x for x <= 88 (x < -100 gives ~0; callers mask what must be exactly 0) */
-static inline __m512 exp512(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-100.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
 }
 
 /* rows [j, j + AT_K) of a cache region widened to f32 (rows past nk zero) */
