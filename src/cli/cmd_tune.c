@@ -265,8 +265,7 @@ static int mint(int argc, char **argv) {
     }
     /* the CPU's runtime knobs, end to end on the model (with every crown above in force) */
     if (st == CLL_OK && wrote && model && !strcmp(backend, "cpu") && !no_knobs) {
-        for (int i = 0; i < sc->n_sites && st == CLL_OK; i++)
-            if (!strcmp(sc->sites[i].verdict, "crown")) st = cll_kernels_set_override(sc->sites[i].site, sc->sites[i].variant);
+        st = cll_race_crowns_with(sc, NULL, NULL);
         if (st == CLL_OK && (st = cll_race_knobs(model, &o, sc)) == CLL_OK) st = cll_tune_rewrite(path, sc);
         cll_kernels_clear_overrides();
     }

@@ -78,11 +78,14 @@ bool cll_tune_parse_site(const char *site, char *backend, size_t bcap, uint32_t 
     return true;
 }
 
-/* a shape of the site on this machine (runnability: ISA, device, token class) */
-static cll_kernel_shape site_shape(const cll_kernel_table *t, uint32_t wtype, int64_t n_tokens, int64_t cols) {
+bool cll_tune_row_runs(const cll_kernel_table *t, const cll_kernel_row *r, int64_t n_tokens, int64_t cols) {
+    if (cols <= 0) { /* a few blocks of the row's format */
+        const int64_t qk = cll_type_traits_get(r->wtype) ? (int64_t)cll_type_traits_get(r->wtype)->blck : 32;
+        cols = qk > 1 ? 16 * qk : 4096;
+    }
     cll_kernel_shape s;
     memset(&s, 0, sizeof s);
-    s.wtype = wtype;
+    s.wtype = r->wtype;
     s.rows = 4096;
     s.cols = cols;
     s.n_tokens = n_tokens;
@@ -92,16 +95,9 @@ static cll_kernel_shape site_shape(const cll_kernel_table *t, uint32_t wtype, in
     } else {
         cll_cuda_device d;
         int n = 0;
-        if (cll_cuda_device_count(&n) == CLL_OK && n > 0 && cll_cuda_device_info(0, &d) == CLL_OK)
-            s.device = CLL_KDEVICE_CUDA_SM(d.cc_major, d.cc_minor);
+        if (cll_cuda_device_count(&n) != CLL_OK || n < 1 || cll_cuda_device_info(0, &d) != CLL_OK) return false;
+        s.device = CLL_KDEVICE_CUDA_SM(d.cc_major, d.cc_minor);
     }
-    return s;
-}
-
-static bool row_runs_here(const cll_kernel_table *t, const cll_kernel_row *r, int64_t n_tokens) {
-    const int64_t qk = cll_type_traits_get(r->wtype) ? (int64_t)cll_type_traits_get(r->wtype)->blck : 32;
-    const int64_t cols = qk > 1 ? 16 * qk : 4096;
-    cll_kernel_shape s = site_shape(t, r->wtype, n_tokens, cols);
     return cll_kernel_row_supported(r, &s);
 }
 
@@ -142,7 +138,7 @@ cll_status cll_tune_apply(const cll_tune_sidecar *sc, const cll_tune_box *here, 
             s = CLL_TUNE_BAD_SITE;
         } else if (!(r = cll_kernels_find(t, e->variant)) || r->wtype != wtype || !(r->op & op)) {
             s = CLL_TUNE_NOT_IN_GRID;
-        } else if (!row_runs_here(t, r, nt)) {
+        } else if (!cll_tune_row_runs(t, r, nt, 0)) {
             s = CLL_TUNE_NOT_RUNNABLE;
         } else if (cll_tune_row_hash(t, r, h), strcmp(h, e->source_hash)) {
             s = CLL_TUNE_STALE;
@@ -204,7 +200,7 @@ cll_status cll_tune_pins(const char *spec, const cll_kernel_table *t) {
             site_variants(t, op, wtype, vars, sizeof vars);
             return cll_err(CLL_ERR_ARG, "pin %s=%s: no such variant at %s; its variants: %s", site, var, site, vars);
         }
-        if (!row_runs_here(t, r, nt))
+        if (!cll_tune_row_runs(t, r, nt, 0))
             return cll_err(CLL_ERR_UNSUPPORTED, "pin %s=%s: this variant cannot run on this machine (ISA / device)", site,
                            var);
         cll_status st = cll_kernels_set_override(site, var);

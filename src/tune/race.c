@@ -457,87 +457,70 @@ static cll_status race_site(const cll_race_site *s, const cll_race_opts *o, cll_
         free(y);
         if (st != CLL_OK) return st;
     }
-    /* 5. paired ratios and the crown */
+    /* 5. paired ratios (once per arm) and the crown */
     const double margin = noise_floor > o->min_margin ? noise_floor : o->min_margin;
-    int best = -1;
-    double best_mean = 1e9, best_lo = 0, best_hi = 0;
+    double ratio[MAX_ARMS], lo[MAX_ARMS], hi[MAX_ARMS];
+    int best = -1, crown = -1; /* the fastest challenger; the fastest that may be crowned */
     size_t rj = strlen(race_json);
     rj += (size_t)snprintf(race_json + rj, race_cap - rj, "\"%s\": {\"rounds\": %d, \"n\": %lld, \"margin\": %.4f, \"arms\": [",
                            site, R, (long long)n, margin);
     for (int a = 0; a < na; a++) {
-        double mean = 0, lo = 1, hi = 1, med = 0, bst = 1e30;
+        double med = 0, bst = 1e30;
+        ratio[a] = lo[a] = hi[a] = 1.0;
         if (!arms[a].broken) {
-            double ratio;
-            cll_race_paired(arms[a].t, arms[0].t, R, &ratio, &lo, &hi);
-            mean = log(ratio);
-            for (int r = 0; r < R; r++)
-                if (arms[a].t[r] < bst) bst = arms[a].t[r];
+            cll_race_paired(arms[a].t, arms[0].t, R, &ratio[a], &lo[a], &hi[a]);
             double tt[64];
             memcpy(tt, arms[a].t, sizeof(double) * (size_t)R);
-            for (int p = 0; p < R; p++) /* median */
+            for (int p = 0; p < R; p++) /* sorted: median and best */
                 for (int q = p + 1; q < R; q++)
                     if (tt[q] < tt[p]) {
                         const double z = tt[p];
                         tt[p] = tt[q];
                         tt[q] = z;
                     }
+            bst = tt[0];
             med = R % 2 ? tt[R / 2] : 0.5 * (tt[R / 2 - 1] + tt[R / 2]);
-            if (a > 0 && exp(mean) < best_mean) {
-                best_mean = exp(mean);
-                best_lo = lo;
-                best_hi = hi;
-                best = a;
-            }
+            if (a > 0 && (best < 0 || ratio[a] < ratio[best])) best = a;
+            /* crowned only when the whole interval clears the margin, and the arm may be crowned */
+            if (a > 0 && hi[a] < 1.0 - margin && (arms[a].row->bit_exact || o->allow_tolerant) &&
+                (crown < 0 || ratio[a] < ratio[crown]))
+                crown = a;
         }
         rj += (size_t)snprintf(race_json + rj, race_cap - rj,
                                "%s{\"variant\": \"%s\", \"bit_exact\": %s, \"broken\": %s, \"median_ms\": %.4f, "
                                "\"best_ms\": %.4f, \"ratio\": %.4f, \"ci\": [%.4f, %.4f]%s%s%s}",
                                a ? ", " : "", arms[a].row->name, arms[a].row->bit_exact ? "true" : "false",
                                arms[a].broken ? "true" : "false", 1e3 * med, arms[a].broken ? 0.0 : 1e3 * bst,
-                               arms[a].broken ? 0.0 : exp(mean), lo, hi, arms[a].broken ? ", \"why\": \"" : "",
+                               arms[a].broken ? 0.0 : ratio[a], lo[a], hi[a], arms[a].broken ? ", \"why\": \"" : "",
                                arms[a].broken ? "gate failed" : "", arms[a].broken ? "\"" : "");
         if (rj >= race_cap) rj = race_cap - 1;
     }
     rj += (size_t)snprintf(race_json + rj, race_cap - rj, "]}");
-    /* crown: the fastest challenger whose whole interval clears the margin (and that may be crowned) */
-    int crown = -1;
-    double c_mean = 1e9;
-    for (int a = 1; a < na; a++) {
-        if (arms[a].broken) continue;
-        double ratio, lo, hi;
-        cll_race_paired(arms[a].t, arms[0].t, R, &ratio, &lo, &hi);
-        if (hi < 1.0 - margin && (arms[a].row->bit_exact || o->allow_tolerant) && ratio < c_mean) {
-            crown = a;
-            c_mean = ratio;
-            best_lo = lo;
-            best_hi = hi;
-        }
-    }
     /* test hook (tests/tune_race_test.sh): CLLAMA_TUNE_TEST_CROWN=<site> crowns that site's first
      * healthy challenger whatever the numbers, so the serving confirm can be exercised on a box
      * where nothing wins; the race record says so */
     const char *tc = getenv("CLLAMA_TUNE_TEST_CROWN");
-    bool forced_crown = false;
-    if (tc && !strcmp(tc, site))
-        for (int a = 1; a < na && !forced_crown; a++)
-            if (!arms[a].broken) {
-                crown = a;
-                forced_crown = true;
-                c_mean = best_mean;
+    if (tc && !strcmp(tc, site)) {
+        int a = 1;
+        while (a < na && arms[a].broken) a++;
+        if (a < na) {
+            crown = a;
+            if (rj + 32 < race_cap) {
+                race_json[rj - 1] = 0; /* reopen the site's record */
+                snprintf(race_json + rj - 1, race_cap - rj + 1, ", \"test_crown\": true}");
             }
-    if (forced_crown && rj + 32 < race_cap) {
-        race_json[rj - 1] = 0; /* reopen the site's record */
-        snprintf(race_json + rj - 1, race_cap - rj + 1, ", \"test_crown\": true}");
+        }
     }
+    const int shown = crown >= 0 ? crown : best; /* the numbers the entry carries */
     const int w = crown >= 0 ? crown : 0;
     snprintf(e->variant, sizeof e->variant, "%s", arms[w].row->name);
     snprintf(e->params, sizeof e->params, "%s", arms[w].row->params ? arms[w].row->params : "");
     cll_tune_row_hash(t, arms[w].row, e->source_hash);
     e->bit_exact = arms[w].row->bit_exact;
     snprintf(e->verdict, sizeof e->verdict, "%s", crown >= 0 ? "crown" : "tie");
-    e->ratio = crown >= 0 ? c_mean : best >= 0 ? best_mean : 1.0;
-    e->ci_lo = best >= 0 || crown >= 0 ? best_lo : 1.0;
-    e->ci_hi = best >= 0 || crown >= 0 ? best_hi : 1.0;
+    e->ratio = shown >= 0 ? ratio[shown] : 1.0;
+    e->ci_lo = shown >= 0 ? lo[shown] : 1.0;
+    e->ci_hi = shown >= 0 ? hi[shown] : 1.0;
     e->margin = margin;
     fprintf(stderr, "tune: %-22s %-34s %s  (best challenger %.3f [%.3f, %.3f], bar %.1f%%)\n", site, e->variant,
             e->verdict, e->ratio, e->ci_lo, e->ci_hi, 100.0 * margin);
@@ -670,17 +653,15 @@ cll_status cll_race_finish(const char *path, cll_tune_sidecar *sc, const cll_rac
 
 #include "bench/bench.h"
 
-/* every crown of sc but skip (index) in force; skip's site takes `with` (NULL: its default) */
-static cll_status set_crowns(const cll_tune_sidecar *sc, int skip, const char *with) {
+cll_status cll_race_crowns_with(const cll_tune_sidecar *sc, const char *site, const char *pin) {
     cll_kernels_clear_overrides();
     for (int i = 0; i < sc->n_sites; i++) {
         const cll_tune_entry *e = &sc->sites[i];
-        const char *v = i == skip ? with : !strcmp(e->verdict, "crown") ? e->variant : NULL;
-        if (!v) continue;
-        cll_status st = cll_kernels_set_override(e->site, v);
+        if ((site && !strcmp(e->site, site)) || strcmp(e->verdict, "crown")) continue;
+        cll_status st = cll_kernels_set_override(e->site, e->variant);
         if (st != CLL_OK) return st;
     }
-    return CLL_OK;
+    return site && pin ? cll_kernels_set_override(site, pin) : CLL_OK;
 }
 
 cll_status cll_race_confirm(const char *model, const cll_race_opts *o, cll_tune_sidecar *sc) {
@@ -696,7 +677,7 @@ cll_status cll_race_confirm(const char *model, const cll_race_opts *o, cll_tune_
         int cnt[2] = {0, 0};
         for (int run = 0; run < 4 && st == CLL_OK; run++) {
             const int arm = run & 1; /* 0: with the crown, 1: without (A B A B) */
-            if ((st = set_crowns(sc, i, arm == 0 ? e->variant : NULL)) != CLL_OK) break;
+            if ((st = cll_race_crowns_with(sc, e->site, arm == 0 ? e->variant : NULL)) != CLL_OK) break;
             cll_bench_model *bm = NULL;
             if ((st = cll_bench_open(model, 0, o->threads, np + ng + 8, np > 0 ? np : 1, &bm)) != CLL_OK) break;
             cll_bench_result r;

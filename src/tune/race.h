@@ -86,6 +86,10 @@ bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, siz
 cll_status cll_race_serving(const char *model, const char *backend, const char *pattern, const cll_race_opts *o,
                             cll_tune_sidecar *sc, const char *path, bool *wrote);
 
+/* the registry overrides of every crown of sc except site's, and pin at site (site NULL: every
+ * crown; pin NULL: site keeps its default); clears any other override first */
+cll_status cll_race_crowns_with(const cll_tune_sidecar *sc, const char *site, const char *pin);
+
 /* Races of the CPU runtime knobs (cpu/knobs.h) on model (knob_race.c): per knob its candidate
  * values in ABBA rounds of tg + pp runs on one loaded copy, paired against the default; a crowned
  * value goes to sc's runtime section (a tie drops an older crown); knobs are reset on return. */

@@ -66,39 +66,6 @@ static cll_status model_types(const char *model, sr_type *out, int cap, int *n) 
     return CLL_OK;
 }
 
-/* every crown of sc in force, and pin (may be NULL) at site */
-static cll_status pins_for(const cll_tune_sidecar *sc, const char *site, const char *pin) {
-    cll_kernels_clear_overrides();
-    for (int i = 0; i < sc->n_sites; i++) {
-        const cll_tune_entry *e = &sc->sites[i];
-        if (!strcmp(e->site, site) || strcmp(e->verdict, "crown")) continue;
-        cll_status st = cll_kernels_set_override(e->site, e->variant);
-        if (st != CLL_OK) return st;
-    }
-    return pin ? cll_kernels_set_override(site, pin) : CLL_OK;
-}
-
-/* may this row serve a one-token gemv of type t (cols wide) on this machine */
-static bool runs_here(const cll_kernel_table *t, const cll_kernel_row *r, uint32_t wtype, int64_t cols, bool cuda) {
-    if (r->wtype != wtype || !(r->op & CLL_KOP_GEMV)) return false;
-    cll_kernel_shape s;
-    memset(&s, 0, sizeof s);
-    s.wtype = wtype;
-    s.rows = 4096;
-    s.cols = cols;
-    s.n_tokens = 1;
-    if (cuda) {
-        cll_cuda_device d;
-        int n = 0;
-        if (cll_cuda_device_count(&n) != CLL_OK || n < 1 || cll_cuda_device_info(0, &d) != CLL_OK) return false;
-        s.device = CLL_KDEVICE_CUDA_SM(d.cc_major, d.cc_minor);
-    } else {
-        s.features = cll_kernels_cpu_features();
-    }
-    (void)t;
-    return cll_kernel_row_supported(r, &s);
-}
-
 static bool gate(const cll_kernel_row *r, int64_t cols, bool cuda, char *why, size_t cap) {
     if (!cuda) return cll_race_gate_cpu_row(r, cols, why, cap);
 #ifndef CLLAMA_HAVE_CUDA
@@ -186,7 +153,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         /* arms: the default first */
         const cll_kernel_row *arm[SR_MAX_ARMS];
         int na = 0;
-        pins_for(sc, site, NULL);
+        cll_race_crowns_with(sc, site, NULL);
         cll_kernel_shape s0;
         memset(&s0, 0, sizeof s0);
         s0.wtype = types[ti].wtype;
@@ -195,11 +162,12 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         s0.n_tokens = 1;
         s0.features = cuda ? 0 : cll_kernels_cpu_features();
         const cll_kernel_row *inc = cll_kernels_default(t, CLL_KOP_GEMV, &s0, -1);
-        if (!inc || !runs_here(t, inc, types[ti].wtype, types[ti].cols, cuda)) continue;
+        if (!inc || !cll_tune_row_runs(t, inc, 1, types[ti].cols)) continue;
         arm[na++] = inc;
         for (size_t i = 0; i < t->n && na < SR_MAX_ARMS; i++) {
             const cll_kernel_row *r = &t->rows[i];
-            if (r == inc || !runs_here(t, r, types[ti].wtype, types[ti].cols, cuda)) continue;
+            if (r == inc || r->wtype != types[ti].wtype || !(r->op & CLL_KOP_GEMV) || !cll_tune_row_runs(t, r, 1, types[ti].cols))
+                continue;
             char why[256];
             if (!gate(r, types[ti].cols, cuda, why, sizeof why)) {
                 fprintf(stderr, "tune: %s: %s is broken (not raced): %s\n", site, r->name, why);
@@ -210,7 +178,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         if (na < 2) continue; /* nothing to race */
         cll_bench_model *bm[SR_MAX_ARMS] = {0};
         for (int a = 0; a < na && st == CLL_OK; a++) {
-            if ((st = pins_for(sc, site, a ? arm[a]->name : NULL)) != CLL_OK) break;
+            if ((st = cll_race_crowns_with(sc, site, a ? arm[a]->name : NULL)) != CLL_OK) break;
             st = cll_bench_open(model, cuda ? 1 : 0, o->threads, ng + 8, 1, &bm[a]);
         }
         cll_kernels_clear_overrides();

@@ -144,6 +144,10 @@ cll_status cll_tune_apply(const cll_tune_sidecar *sc, const cll_tune_box *here, 
  * error naming the site and the variants it has; otherwise the override is set. */
 cll_status cll_tune_pins(const char *spec, const cll_kernel_table *t);
 
+/* can row r of table t run here (CPU features, or device 0's sm) at n_tokens (0: any) and cols
+ * (<= 0: a few blocks of its format) */
+bool cll_tune_row_runs(const cll_kernel_table *t, const cll_kernel_row *r, int64_t n_tokens, int64_t cols);
+
 /* parse "backend/op/type[/class]" (op gemv|gemm|matmul, type a GGML type name) */
 bool cll_tune_parse_site(const char *site, char *backend, size_t bcap, uint32_t *op, uint32_t *wtype,
                          int64_t *n_tokens);
