@@ -252,6 +252,37 @@ static void test_unreadable(void **state) {
     assert_string_equal(sha, "none");
 }
 
+/* numbers the box fingerprint stores as ints: out of range, negative or fractional values are refused, never cast
+ * (CI's fuzzer found "cuda_runtime": 1e12 converted to int, which is undefined behaviour) */
+static void test_box_numbers(void **state) {
+    (void)state;
+    static const char *bad[] = {"\"cuda_runtime\": 1e12", "\"cpu_threads\": -2", "\"gpu_sms\": 2.5",
+                                "\"gpu_cc\": 3e9",        "\"gpu_mem_mb\": 1e300", "\"gpu_driver\": \"x\""};
+    char text[512];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text,
+                 "{\"tune_version\": 1, \"kernels\": {}, \"provenance\": {\"box\": {\"backend\": \"cpu\", "
+                 "\"cpu_model\": \"m\", \"cpu_isa\": \"avx2\", %s}}}",
+                 bad[i]);
+        cll_tune_sidecar *sc = NULL;
+        assert_int_equal(cll_tune_parse(text, strlen(text), "t.json", &sc), CLL_ERR_FORMAT);
+        assert_null(sc);
+        assert_non_null(strstr(cll_last_error(), "whole number"));
+    }
+    snprintf(text, sizeof text,
+             "{\"tune_version\": 1, \"kernels\": {}, \"provenance\": {\"box\": {\"backend\": \"cuda\", "
+             "\"cpu_model\": \"m\", \"cpu_isa\": \"avx2\", \"gpu_sms\": 132, \"gpu_mem_mb\": 143771, "
+             "\"cuda_runtime\": 13000}}}");
+    cll_tune_sidecar *sc = NULL;
+    assert_int_equal(cll_tune_parse(text, strlen(text), "t.json", &sc), CLL_OK);
+    assert_int_equal(sc->box.gpu_sms, 132);
+    assert_int_equal(sc->box.gpu_mem_mb, 143771);
+    assert_int_equal(sc->box.cuda_runtime, 13000);
+    cll_tune_free(sc);
+    const char *neg = "{\"tune_version\": -1, \"kernels\": {}, \"provenance\": {\"box\": {}}}";
+    assert_int_equal(cll_tune_parse(neg, strlen(neg), "t.json", &sc), CLL_ERR_FORMAT);
+}
+
 static void test_pins(void **state) {
     (void)state;
     const cll_kernel_table *t = cll_cpu_kernel_table();
@@ -380,7 +411,7 @@ int main(void) {
         cmocka_unit_test(test_roundtrip_and_bak), cmocka_unit_test(test_version_and_box), cmocka_unit_test(test_sites),
         cmocka_unit_test(test_unreadable),        cmocka_unit_test(test_pins),            cmocka_unit_test(test_parse_site),
         cmocka_unit_test(test_runtime_knobs),
-        cmocka_unit_test(test_doctor),
+        cmocka_unit_test(test_doctor),          cmocka_unit_test(test_box_numbers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

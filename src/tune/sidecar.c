@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,21 @@ cll_status cll_tune_set_knob(cll_tune_sidecar *sc, const char *name, double valu
         if (json_is_number(v_)) (dst) = json_number_value(v_);                                                \
     } while (0)
 
+/* A whole number in [0, hi] (a count, an id, a version): anything else (1e12, -3, 2.5) is refused, never cast;
+ * converting an out-of-range double to int is undefined behaviour (the fuzzer found one). */
+#define GET_COUNT(obj, key, dst, hi)                                                                          \
+    do {                                                                                                      \
+        json_t *v_ = json_object_get((obj), (key));                                                           \
+        if (!v_) break;                                                                                       \
+        double d_ = json_is_number(v_) ? json_number_value(v_) : -1;                                         \
+        if (!(d_ >= 0 && d_ <= (double)(hi)) || d_ != (double)(long long)d_) {                                \
+            st = cll_err(CLL_ERR_FORMAT, "tune sidecar %s: field '%s' is not a whole number in [0, %lld]", path, \
+                         (key), (long long)(hi));                                                             \
+            goto done;                                                                                        \
+        }                                                                                                     \
+        (dst) = (long long)d_;                                                                                \
+    } while (0)
+
 cll_status cll_tune_read(const char *path, cll_tune_sidecar **out) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
@@ -245,20 +261,25 @@ cll_status cll_tune_parse(const char *text, size_t len, const char *path, cll_tu
         st = cll_err(CLL_ERR_FORMAT, "tune sidecar %s: not a sidecar (needs tune_version, kernels, provenance.box)", path);
         goto done;
     }
+    if (json_integer_value(ver) < 0 || json_integer_value(ver) > INT_MAX) {
+        st = cll_err(CLL_ERR_FORMAT, "tune sidecar %s: tune_version %lld is not a version", path,
+                     (long long)json_integer_value(ver));
+        goto done;
+    }
     sc->version = (int)json_integer_value(ver);
     {
         cll_tune_box *b = &sc->box;
-        double n = 0;
+        long long n = 0;
         GET_STR(box, "backend", b->backend, true);
         GET_STR(box, "cpu_model", b->cpu_model, true);
         GET_STR(box, "cpu_isa", b->cpu_isa, true);
         GET_STR(box, "gpu_name", b->gpu_name, false);
-        n = 0; GET_NUM(box, "cpu_threads", n); b->cpu_threads = (int)n;
-        n = 0; GET_NUM(box, "gpu_sms", n); b->gpu_sms = (int)n;
-        n = 0; GET_NUM(box, "gpu_cc", n); b->gpu_cc = (int)n;
-        n = 0; GET_NUM(box, "gpu_mem_mb", n); b->gpu_mem_mb = (long long)n;
-        n = 0; GET_NUM(box, "gpu_driver", n); b->gpu_driver = (int)n;
-        n = 0; GET_NUM(box, "cuda_runtime", n); b->cuda_runtime = (int)n;
+        n = 0; GET_COUNT(box, "cpu_threads", n, INT_MAX); b->cpu_threads = (int)n;
+        n = 0; GET_COUNT(box, "gpu_sms", n, INT_MAX); b->gpu_sms = (int)n;
+        n = 0; GET_COUNT(box, "gpu_cc", n, INT_MAX); b->gpu_cc = (int)n;
+        n = 0; GET_COUNT(box, "gpu_mem_mb", n, LLONG_MAX / 2); b->gpu_mem_mb = (long long)n;
+        n = 0; GET_COUNT(box, "gpu_driver", n, INT_MAX); b->gpu_driver = (int)n;
+        n = 0; GET_COUNT(box, "cuda_runtime", n, INT_MAX); b->cuda_runtime = (int)n;
     }
     GET_STR(prov, "engine_git_sha", sc->engine_sha, false);
     GET_STR(prov, "binary_sha256", sc->binary_sha256, false);
