@@ -7,7 +7,8 @@
 #    file as .bak; a journal left by an interrupted run is resumed from and removed;
 #  - run/bench apply it (--tune) without changing greedy tokens;
 #  - with -m, the serving confirm of a crown (forced by a test hook) and the runtime-knob races run;
-#  - a serving race (the CUDA backend's protocol) on the CPU; a CUDA tune without a GPU fails cleanly.
+#  - a serving race (the CUDA backend's protocol) on the CPU; a CUDA tune without a GPU fails cleanly;
+#  - an arm that faults or hangs in its gate (test hook CLLAMA_TUNE_TEST_FAULT) is broken, the run goes on.
 # CI machines are shared and noisy: the races here use --force; a quiet box mints without it.
 set -u
 BIN=${CLLAMA_BIN:?CLLAMA_BIN not set}
@@ -58,6 +59,50 @@ cp "$TMP/a.json" "$TMP/b.json.journal"
 "$BIN" tune --sites q4_0 "${Q[@]}" --force --tune "$TMP/b.json" >"$TMP/o4" 2>&1 || fail "resume run failed: $(cat "$TMP/o4")"
 grep -q "resuming from" "$TMP/o4" && grep -q "2 already tuned" "$TMP/o4" || fail "journal not resumed: $(cat "$TMP/o4")"
 [ ! -e "$TMP/b.json.journal" ] || fail "journal left behind"
+
+# 4b. child isolation: re-race cpu/gemv/q4_0 (made stale) with one challenger faulting (SIGSEGV) and
+# another hanging in its child: the run finishes, both are broken with the reason, the healthy arms are
+# timed, and the other site (cpu/gemm/q4_0, fresh) keeps its result; an arm whose source hash changed
+# since the last race gets trial dispatches, the arms raced before only their gate
+cp "$TMP/a.json" "$TMP/f.json"
+read -r SEGV HANG < <(python3 - "$TMP/f.json" <<'EOF'
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+d["kernels"]["cpu/gemv/q4_0"]["source_hash"] = "0" * 64          # the site is stale: re-raced
+arms = d["race"]["cpu/gemv/q4_0"]["arms"]
+assert len(arms) >= 3, arms
+arms[-1]["source_hash"] = "1" * 64                                # this arm "changed" since: a trial
+json.dump(d, open(p, "w"))
+print(arms[1]["variant"], arms[2]["variant"])
+EOF
+)
+t0=$(date +%s)
+CLLAMA_TUNE_TEST_FAULT="$SEGV=segv,$HANG=hang" "$BIN" tune --sites q4_0 "${Q[@]}" --force --gate-timeout 2 \
+  --tune "$TMP/f.json" >"$TMP/o4b" 2>&1 || fail "faulting arms ended the run: $(cat "$TMP/o4b")"
+[ $(($(date +%s) - t0)) -lt 60 ] || fail "the hanging arm was not cut off by --gate-timeout 2"
+grep -q "$SEGV is broken: killed by SIGSEGV" "$TMP/o4b" && grep -q "$HANG is broken: timed out after 2 s" "$TMP/o4b" ||
+  fail "broken arms not reported: $(cat "$TMP/o4b")"
+python3 - "$TMP/a.json" "$TMP/f.json" "$SEGV" "$HANG" <<'EOF' || fails=$((fails + 1))
+import json, sys
+a, f = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+segv, hang = sys.argv[3], sys.argv[4]
+r = f["race"]["cpu/gemv/q4_0"]
+by = {x["variant"]: x for x in r["arms"]}
+assert by[segv]["broken"] and "SIGSEGV" in by[segv]["why"], by[segv]
+assert by[hang]["broken"] and "timed out" in by[hang]["why"], by[hang]
+healthy = [x for x in r["arms"] if x["variant"] not in (segv, hang)]
+assert healthy and all(not x["broken"] and x["best_ms"] > 0 for x in healthy), healthy
+assert all(x["isolated"] in ("gate", "gate+trial") for x in r["arms"]), r["arms"]
+assert r["arms"][-1]["isolated"] == "gate+trial", r["arms"][-1]
+assert r["arms"][0]["isolated"] == "gate", r["arms"][0]
+e = f["kernels"]["cpu/gemv/q4_0"]
+assert e["verdict"] in ("crown", "tie") and e["variant"] not in (segv, hang), e
+assert f["kernels"]["cpu/gemm/q4_0"] == a["kernels"]["cpu/gemm/q4_0"], "the other site changed"
+assert f["race"]["cpu/gemm/q4_0"] == a["race"]["cpu/gemm/q4_0"], "the other site's record changed"
+print("isolation ok:", segv, "->", by[segv]["why"], "|", hang, "->", by[hang]["why"])
+EOF
+ls core core.* 2>/dev/null && fail "a faulting child left a core file"
 
 # 5. applying it changes no greedy token (only bit-exact crowns apply by default)
 if [ -f "$SHARED/models/stories260K.gguf" ]; then

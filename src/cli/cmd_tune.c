@@ -1,6 +1,6 @@
 /* cli/cmd_tune: the tuner's front end.
  *   cllama tune [-m MODEL] [--sites PATTERN] [--budget SECONDS] [--quick|--paranoid] [-t THREADS]
- *               [--tune FILE] [--force] [--allow-tolerant] [--shape RxC]
+ *               [--tune FILE] [--force] [--allow-tolerant] [--shape RxC] [--gate-timeout SECONDS]
  *     races the CPU kernel rows of every site the model uses (decode gemv and prefill gemm per
  *     weight type; without -m the Llama-3.2-1B shapes of the usual formats), most served first,
  *     under the protocol of src/tune/race.h, and writes the box's sidecar (default path, or --tune;
@@ -32,13 +32,15 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: cllama tune [-m MODEL] [--sites PATTERN] [--budget SECONDS] [--quick|--paranoid] [-t THREADS]\n"
                "                   [--tune FILE] [--force] [--allow-tolerant] [--shape RxC] [--backend cpu|cuda] [--serving]\n"
-               "                   [--no-knobs]\n"
+               "                   [--no-knobs] [--gate-timeout SECONDS]\n"
                "       cllama tune doctor [--backend cpu|cuda] [--tune FILE] [--allow-tolerant]\n"
                "  tune: race this box's CPU kernel variants per site (gated, interleaved, paired; crowned only on a\n"
                "        clear win) and write its tune sidecar; --budget stops starting sites after SECONDS;\n"
                "        --backend cuda (and --serving on the CPU) race each gemv row pinned into its own copy of\n"
                "        the model, timing the served decode step (needs -m); with -m on the CPU the runtime knobs\n"
-               "        (cpu.chunks_per_thread, cpu.pf_gemv, cpu.par_min_work) race too, end to end (--no-knobs: not)\n"
+               "        (cpu.chunks_per_thread, cpu.pf_gemv, cpu.par_min_work) race too, end to end (--no-knobs: not);\n"
+               "        every arm is gated in a child process, killed after --gate-timeout SECONDS (60): a faulting\n"
+               "        or hanging kernel is marked broken and the run goes on\n"
                "  doctor: which tune sidecar applies on this box and why (runs no kernel)\n");
 }
 
@@ -132,7 +134,7 @@ static void iso_now(char *buf, size_t cap) {
 static int mint(int argc, char **argv) {
     const char *model = NULL, *pattern = NULL, *path_arg = NULL, *mode = "default", *backend = "cpu";
     bool serving = false, no_knobs = false;
-    double budget = 0;
+    double budget = 0, gate_timeout = 60;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), rounds = 12;
     bool force = false, tolerant = false;
     long long ov_r = 0, ov_c = 0;
@@ -147,6 +149,13 @@ static int mint(int argc, char **argv) {
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && has) threads = atoi(argv[++i]);
         else if (!strcmp(a, "--tune") && has) path_arg = argv[++i];
         else if (!strcmp(a, "--force")) force = true;
+        else if (!strcmp(a, "--gate-timeout") && has) {
+            gate_timeout = atof(argv[++i]);
+            if (!(gate_timeout > 0)) {
+                fprintf(stderr, "cllama tune: --gate-timeout takes a positive number of seconds\n");
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--allow-tolerant")) tolerant = true;
         else if (!strcmp(a, "--shape") && has) {
             if (sscanf(argv[++i], "%lldx%lld", &ov_r, &ov_c) != 2 || ov_r <= 0 || ov_c <= 0) {
@@ -242,6 +251,7 @@ static int mint(int argc, char **argv) {
     o.mode = mode;
     o.noise_bar = 0.02;
     o.min_margin = 0.03;
+    o.child_timeout_s = gate_timeout;
     const char *tn = getenv("CLLAMA_TUNE_TEST_NOISE"); /* test hook: simulated noise */
     o.test_noise = tn ? atof(tn) : 0.0;
     if (serving)

@@ -3,11 +3,18 @@
  * Rule: gate before timing; paired, interleaved rounds; the noise bar decides whether anything
  * is written. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <jansson.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cpu/matmul.h"
 #include "formats/formats.h"
@@ -144,6 +151,9 @@ cll_status cll_race_sites(const char *path, const char *pattern, int64_t ov_rows
 typedef struct {
     const cll_kernel_row *row;
     bool broken;
+    bool isolated;         /* its gate ran in a child process */
+    bool trial;            /* ... with a dispatch at every timed shape (an arm new to the site) */
+    char hash[65];         /* cll_tune_row_hash */
     char why[160];
     double t[64];          /* per round: time-weighted sum over the shapes (s per served step) */
 } arm_t;
@@ -272,6 +282,219 @@ out:
     return ok;
 }
 
+/* ---- child isolation (issue 12 item 2) ----
+ * Every arm's gate runs in a forked child process; an arm new to its site (not in the previous
+ * race record of the site with the same source hash) also makes one dispatch at every timed shape
+ * there ("trial"), so a kernel that faults only at production sizes is caught too. The child
+ * reports through a pipe, one line when it starts an arm ("B a") and one when the arm is done
+ * ("R a ok why"). A child that dies by a signal, exits non-zero, or spends longer than the
+ * timeout on one arm leaves that arm broken with the reason; a fresh child goes on with the next
+ * arm. The timed rounds stay in the parent (one process, ABBA) and time only arms that passed. */
+
+static const char *sig_name(int sig, char *buf, size_t cap) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGPIPE: return "SIGPIPE";
+    }
+    snprintf(buf, cap, "signal %d", sig);
+    return buf;
+}
+
+/* test hook (tests/tune_race_test.sh): CLLAMA_TUNE_TEST_FAULT=VARIANT=segv|hang[,...] makes that
+ * arm raise SIGSEGV, or hang, in its child (where the gate runs), before its gate */
+static void test_fault(const char *variant) {
+    const char *spec = getenv("CLLAMA_TUNE_TEST_FAULT");
+    for (const char *p = spec; p && *p;) {
+        const size_t len = strcspn(p, ",");
+        const char *eq = (const char *)memchr(p, '=', len);
+        if (eq && (size_t)(eq - p) == strlen(variant) && !strncmp(p, variant, (size_t)(eq - p))) {
+            const size_t vl = len - (size_t)(eq + 1 - p);
+            if (vl == 4 && !strncmp(eq + 1, "segv", 4)) raise(SIGSEGV);
+            if (vl == 4 && !strncmp(eq + 1, "hang", 4))
+                for (;;) pause();
+        }
+        p += len + (p[len] == ',');
+    }
+}
+
+/* what a child checks: the site's gate shapes and, for trials, its timed shapes */
+typedef struct {
+    const cll_race_site *s;
+    const cll_kernel_row *inc, *ref;
+    int64_t gc, n;                          /* gate cols; tokens of the site (1 or GEMM_N) */
+    uint8_t *w[CLL_RACE_MAX_SHAPES];        /* trial weights, made on first need (in the child) */
+} check_ctx;
+
+/* race.h step 1 for one arm (in the child), then its trial dispatches when asked */
+static bool check_arm(check_ctx *c, cll_pool *pool, const cll_kernel_row *r, bool trial, char *why, size_t cap) {
+    test_fault(r->name);
+    const int64_t gr[2] = {64, 40}, gn[2] = {c->n == 1 ? 1 : 33, c->n == 1 ? 1 : 7};
+    for (int g = 0; g < 2; g++) {
+        cll_kernel_shape sh = shape_of(c->s->wtype, gr[g], c->gc, gn[g]);
+        if (!cll_kernel_row_supported(r, &sh)) continue;
+        if (!gate_arm(r, c->inc, c->ref, pool, c->s->wtype, gr[g], c->gc, gn[g], why, cap)) return false;
+    }
+    for (int j = 0; trial && j < c->s->n_shapes; j++) {
+        const int64_t rows = c->s->shape[j].rows, cols = c->s->shape[j].cols, n = c->n;
+        if (!c->w[j] && !(c->w[j] = make_weights(c->s->wtype, rows, cols))) {
+            snprintf(why, cap, "trial at %lldx%lld: out of memory", (long long)rows, (long long)cols);
+            return false;
+        }
+        float *x = (float *)malloc(sizeof(float) * (size_t)(n * cols)), *y = (float *)malloc(sizeof(float) * (size_t)(n * rows));
+        bool ok = x && y;
+        if (!ok) snprintf(why, cap, "trial at %lldx%lld: out of memory", (long long)rows, (long long)cols);
+        for (int64_t i = 0; ok && i < n * cols; i++) x[i] = rndn();
+        if (ok) ok = run_row(r, pool, c->w[j], rows, cols, x, n, y, why, cap); /* outputs NaN-poisoned first */
+        int64_t bad = 0;
+        for (int64_t i = 0; ok && i < n * rows; i++) bad += !isfinite(y[i]);
+        if (ok && bad) {
+            snprintf(why, cap, "trial at %lldx%lld n=%lld: %lld of %lld outputs not written or not finite", (long long)rows,
+                     (long long)cols, (long long)n, (long long)bad, (long long)(n * rows));
+            ok = false;
+        }
+        free(x);
+        free(y);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static void child_run(check_ctx *c, arm_t *arms, int from, int na, const bool *trial, int threads, int fd) {
+    const struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core); /* a faulting kernel leaves no core file behind */
+    cll_pool *pool = NULL;
+    if (cll_pool_create(threads, &pool) != CLL_OK) _exit(3);
+    for (int a = from; a < na; a++) {
+        dprintf(fd, "B %d\n", a);
+        char why[160] = "";
+        const bool ok = check_arm(c, pool, arms[a].row, trial[a], why, sizeof why);
+        for (char *p = why; *p; p++)
+            if (*p == '\n' || *p == '\r') *p = ' ';
+        dprintf(fd, "R %d %d %s\n", a, ok ? 1 : 0, why);
+    }
+    _exit(0);
+}
+
+/* the gates (and trials) of arms[0..na), each in a child; fills broken / why / isolated */
+static cll_status isolate_arms(check_ctx *c, arm_t *arms, int na, const bool *trial, int threads, double timeout_s) {
+    if (timeout_s <= 0) timeout_s = 60;
+    int next = 0;
+    while (next < na) {
+        int fd[2];
+        if (pipe(fd)) return cll_err(CLL_ERR_IO, "tune: pipe: %s", strerror(errno));
+        fflush(stdout);
+        fflush(stderr);
+        const pid_t pid = fork();
+        if (pid < 0) {
+            close(fd[0]);
+            close(fd[1]);
+            return cll_err(CLL_ERR_IO, "tune: fork: %s", strerror(errno));
+        }
+        if (pid == 0) {
+            close(fd[0]);
+            child_run(c, arms, next, na, trial, threads, fd[1]);
+        }
+        close(fd[1]);
+        int cur = -1;
+        double started = now_s();
+        char buf[2048];
+        size_t bl = 0;
+        bool timed_out = false;
+        for (;;) {
+            const double left = timeout_s - (now_s() - started);
+            if (left <= 0) {
+                timed_out = true;
+                break;
+            }
+            struct pollfd pf = {fd[0], POLLIN, 0};
+            const int pr = poll(&pf, 1, (int)(left * 1000.0) + 1);
+            if (pr < 0 && errno != EINTR) break;
+            if (pr <= 0) continue;
+            const ssize_t got = read(fd[0], buf + bl, sizeof buf - 1 - bl);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) break; /* the child is gone (or closed its end) */
+            bl += (size_t)got;
+            buf[bl] = 0;
+            char *line = buf, *nl;
+            while ((nl = strchr(line, '\n'))) {
+                *nl = 0;
+                int a = -1, ok = 0, off = 0;
+                if (sscanf(line, "B %d", &a) == 1 && line[0] == 'B' && a >= 0 && a < na) {
+                    cur = a;
+                    started = now_s();
+                } else if (line[0] == 'R' && sscanf(line, "R %d %d %n", &a, &ok, &off) >= 2 && a >= 0 && a < na) {
+                    arms[a].isolated = true;
+                    if (!ok) {
+                        arms[a].broken = true;
+                        snprintf(arms[a].why, sizeof arms[a].why, "%s", off > 0 ? line + off : "gate failed");
+                    }
+                    next = a + 1;
+                    cur = -1;
+                    started = now_s();
+                }
+                line = nl + 1;
+            }
+            bl = strlen(line);
+            memmove(buf, line, bl + 1);
+            if (bl == sizeof buf - 1) bl = 0; /* a runaway line: drop it */
+        }
+        if (timed_out) kill(pid, SIGKILL);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        close(fd[0]);
+        if (next >= na) break;
+        /* the child failed: the arm it was on (else the next one) is broken, with the reason */
+        const int a = cur >= 0 ? cur : next;
+        char sb[32];
+        arms[a].broken = true;
+        arms[a].isolated = true;
+        if (timed_out)
+            snprintf(arms[a].why, sizeof arms[a].why, "timed out after %.0f s in its child (gate%s); killed", timeout_s,
+                     trial[a] ? " and trial" : "");
+        else if (WIFSIGNALED(status))
+            snprintf(arms[a].why, sizeof arms[a].why, "killed by %s in its child (gate%s)",
+                     sig_name(WTERMSIG(status), sb, sizeof sb), trial[a] ? " and trial" : "");
+        else
+            snprintf(arms[a].why, sizeof arms[a].why, "its child (gate%s) exited with status %d",
+                     trial[a] ? " and trial" : "", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        next = a + 1;
+    }
+    return CLL_OK;
+}
+
+/* was the arm (name, source hash) raced healthy at this site before (the previous race record)? */
+static bool arm_known(json_t *prev_site, const char *name, const char *hash) {
+    json_t *arms = json_object_get(prev_site, "arms"), *a;
+    size_t i;
+    json_array_foreach(arms, i, a) {
+        const char *v = json_string_value(json_object_get(a, "variant"));
+        const char *h = json_string_value(json_object_get(a, "source_hash"));
+        if (v && h && !strcmp(v, name) && !strcmp(h, hash) && !json_is_true(json_object_get(a, "broken"))) return true;
+    }
+    return false;
+}
+
+/* s JSON-escaped into buf (for the race record's reasons) */
+static const char *json_esc(const char *s, char *buf, size_t cap) {
+    size_t o = 0;
+    for (; *s && o + 7 < cap; s++) {
+        const unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') buf[o++] = '\\', buf[o++] = (char)ch;
+        else if (ch < 0x20) o += (size_t)snprintf(buf + o, cap - o, "\\u%04x", ch);
+        else buf[o++] = (char)ch;
+    }
+    buf[o] = 0;
+    return buf;
+}
+
 /* prepared weights of one arm at one shape: a ring of copies (gemv) or one (gemm) */
 typedef struct {
     cll_cpu_weight *w[64];
@@ -353,7 +576,7 @@ static double noise_probe(cll_pool *pool, const cll_race_site *s, const cll_kern
 
 /* race one site; fills e (and appends the arms' numbers to race_json) */
 static cll_status race_site(const cll_race_site *s, const cll_race_opts *o, cll_pool *pool, double noise_floor,
-                            cll_tune_entry *e, char *race_json, size_t race_cap) {
+                            const char *prev_race, cll_tune_entry *e, char *race_json, size_t race_cap) {
     const cll_kernel_table *t = cll_cpu_kernel_table();
     const int64_t n = s->op == CLL_KOP_GEMV ? 1 : GEMM_N;
     char site[96];
@@ -387,16 +610,29 @@ static cll_status race_site(const cll_race_site *s, const cll_race_opts *o, cll_
     int64_t gc = s->shape[0].cols < 1024 ? s->shape[0].cols : 1024;
     gc -= gc % (qk > 0 ? qk : 1);
     if (gc <= 0) gc = s->shape[0].cols;
-    for (int a = 0; a < na; a++) {
-        const int64_t gr[2] = {64, 40}, gn[2] = {n == 1 ? 1 : 33, n == 1 ? 1 : 7};
-        for (int g = 0; g < 2 && !arms[a].broken; g++) {
-            cll_kernel_shape sh = shape_of(s->wtype, gr[g], gc, gn[g]);
-            if (!cll_kernel_row_supported(arms[a].row, &sh)) continue;
-            if (!gate_arm(arms[a].row, inc, ref, pool, s->wtype, gr[g], gc, gn[g], arms[a].why, sizeof arms[a].why))
-                arms[a].broken = true;
+    /* ... each arm in a child process (an arm new to the site: with trial dispatches at the timed
+     * shapes), so a faulting or hanging kernel marks itself broken instead of ending the run */
+    {
+        json_t *prev = prev_race ? json_loads(prev_race, 0, NULL) : NULL;
+        json_t *prev_site = prev ? json_object_get(prev, site) : NULL;
+        bool trial[MAX_ARMS];
+        for (int a = 0; a < na; a++) {
+            cll_tune_row_hash(t, arms[a].row, arms[a].hash);
+            trial[a] = arms[a].trial = !arm_known(prev_site, arms[a].row->name, arms[a].hash);
         }
-        if (arms[a].broken) fprintf(stderr, "tune: %s: %s is broken: %s\n", site, arms[a].row->name, arms[a].why);
+        json_decref(prev);
+        check_ctx c;
+        memset(&c, 0, sizeof c);
+        c.s = s;
+        c.inc = inc;
+        c.ref = ref;
+        c.gc = gc;
+        c.n = n;
+        cll_status st = isolate_arms(&c, arms, na, trial, o->threads, o->child_timeout_s);
+        if (st != CLL_OK) return st;
     }
+    for (int a = 0; a < na; a++)
+        if (arms[a].broken) fprintf(stderr, "tune: %s: %s is broken: %s\n", site, arms[a].row->name, arms[a].why);
     if (arms[0].broken) { /* the incumbent itself fails: nothing to race against */
         snprintf(e->variant, sizeof e->variant, "%s", inc->name);
         snprintf(e->verdict, sizeof e->verdict, "broken");
@@ -486,13 +722,18 @@ static cll_status race_site(const cll_race_site *s, const cll_race_opts *o, cll_
                 (crown < 0 || ratio[a] < ratio[crown]))
                 crown = a;
         }
+        char why[400];
+        json_esc(arms[a].why[0] ? arms[a].why : "gate failed", why, sizeof why);
         rj += (size_t)snprintf(race_json + rj, race_cap - rj,
-                               "%s{\"variant\": \"%s\", \"bit_exact\": %s, \"broken\": %s, \"median_ms\": %.4f, "
-                               "\"best_ms\": %.4f, \"ratio\": %.4f, \"ci\": [%.4f, %.4f]%s%s%s}",
-                               a ? ", " : "", arms[a].row->name, arms[a].row->bit_exact ? "true" : "false",
-                               arms[a].broken ? "true" : "false", 1e3 * med, arms[a].broken ? 0.0 : 1e3 * bst,
-                               arms[a].broken ? 0.0 : ratio[a], lo[a], hi[a], arms[a].broken ? ", \"why\": \"" : "",
-                               arms[a].broken ? "gate failed" : "", arms[a].broken ? "\"" : "");
+                               "%s{\"variant\": \"%s\", \"source_hash\": \"%s\", \"bit_exact\": %s, \"broken\": %s, "
+                               "\"isolated\": \"%s\", \"median_ms\": %.4f, \"best_ms\": %.4f, \"ratio\": %.4f, "
+                               "\"ci\": [%.4f, %.4f]%s%s%s}",
+                               a ? ", " : "", arms[a].row->name, arms[a].hash, arms[a].row->bit_exact ? "true" : "false",
+                               arms[a].broken ? "true" : "false",
+                               !arms[a].isolated ? "none" : arms[a].trial ? "gate+trial" : "gate", 1e3 * med,
+                               arms[a].broken ? 0.0 : 1e3 * bst, arms[a].broken ? 0.0 : ratio[a], lo[a], hi[a],
+                               arms[a].broken ? ", \"why\": \"" : "", arms[a].broken ? why : "",
+                               arms[a].broken ? "\"" : "");
         if (rj >= race_cap) rj = race_cap - 1;
     }
     rj += (size_t)snprintf(race_json + rj, race_cap - rj, "]}");
@@ -586,7 +827,7 @@ cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *
             st = cll_err(CLL_ERR_NOMEM, "tune: out of memory");
             break;
         }
-        st = race_site(&sites[i], o, pool, floor_now, &e, one, 1 << 16);
+        st = race_site(&sites[i], o, pool, floor_now, sc->race_json, &e, one, 1 << 16);
         if (st != CLL_OK) {
             free(one);
             break;
@@ -715,12 +956,30 @@ bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, siz
     int64_t gc = cols < 1024 ? cols : 1024;
     gc -= gc % (qk > 0 ? qk : 1);
     if (gc <= 0) gc = cols;
-    cll_pool *pool = NULL;
-    if (cll_pool_create(2, &pool) != CLL_OK) {
+    /* the gate in a child process, as in the kernel races: a faulting row is broken, not fatal */
+    cll_race_site s;
+    memset(&s, 0, sizeof s);
+    s.op = CLL_KOP_GEMV;
+    s.wtype = r->wtype;
+    s.n_shapes = 1;
+    s.shape[0].rows = 64;
+    s.shape[0].cols = gc;
+    s.shape[0].count = 1;
+    check_ctx c;
+    memset(&c, 0, sizeof c);
+    c.s = &s;
+    c.inc = inc;
+    c.ref = ref;
+    c.gc = gc;
+    c.n = 1;
+    arm_t arm;
+    memset(&arm, 0, sizeof arm);
+    arm.row = r;
+    const bool trial = false;
+    if (isolate_arms(&c, &arm, 1, &trial, 2, 60) != CLL_OK) {
         snprintf(why, cap, "%s", cll_last_error());
         return false;
     }
-    const bool ok = gate_arm(r, inc, ref, pool, r->wtype, 64, gc, 1, why, cap);
-    cll_pool_free(pool);
-    return ok;
+    if (arm.broken) snprintf(why, cap, "%s", arm.why);
+    return !arm.broken;
 }

@@ -6,7 +6,11 @@
  *      outputs NaN-poisoned first, every output within 1e-4 of sum|w x| of the scalar reference
  *      row, a poison control (the same check against a perturbed expectation must fail), and an
  *      arm that declares itself bit-exact must equal the incumbent bit for bit. A failing arm is
- *      "broken" and never timed.
+ *      "broken" and never timed. Each arm's gate runs in a forked child process with a timeout;
+ *      an arm new to the site (not in its previous race record with the same source hash) also
+ *      makes one dispatch at every timed shape there (its "trial"); a child that dies by a signal,
+ *      exits non-zero or times out leaves that arm "broken" with the reason (race record "why"),
+ *      and the run goes on. Timing stays in the parent, for the arms that passed.
  *   2. weights: gemv arms stream a ring of copies larger than twice the last-level cache (as in
  *      decode); gemm arms reuse one copy (compute-bound, as in prefill).
  *   3. noise probes (cv of 12 timings of the incumbent) before, between and after the sites;
@@ -46,6 +50,7 @@ typedef struct {
     double noise_bar;     /* 0.02 */
     double min_margin;    /* 0.03 */
     double test_noise;    /* test hook: add this cv to every probe (CLLAMA_TUNE_TEST_NOISE) */
+    double child_timeout_s; /* an arm's gate (and trial) child is killed after this; <= 0: 60 */
 } cll_race_opts;
 
 /* the decode and prefill sites of a GGUF model (its 2-D weights grouped by type, each type's
@@ -74,7 +79,7 @@ void cll_race_paired(const double *ta, const double *t0, int R, double *ratio, d
 cll_status cll_race_finish(const char *path, cll_tune_sidecar *sc, const cll_race_opts *o, int done, int skipped,
                            const char *what, bool *wrote);
 
-/* the CPU gate of one row at 64 x min(cols, 1024) (race.h step 1) */
+/* the CPU gate of one row at 64 (and 40) x min(cols, 1024) (race.h step 1), in a child process */
 bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, size_t cap);
 
 /* Serving races (the CUDA backend, and the CPU with --serving): per gemv site of the model's
