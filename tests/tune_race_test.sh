@@ -8,7 +8,9 @@
 #  - run/bench apply it (--tune) without changing greedy tokens;
 #  - with -m, the serving confirm of a crown (forced by a test hook) and the runtime-knob races run;
 #  - a serving race (the CUDA backend's protocol) on the CPU; a CUDA tune without a GPU fails cleanly;
-#  - an arm that faults or hangs in its gate (test hook CLLAMA_TUNE_TEST_FAULT) is broken, the run goes on.
+#  - an arm that faults or hangs in its gate (test hook CLLAMA_TUNE_TEST_FAULT) is broken, the run goes on;
+#  - class defaults: exported (decisive sites and knobs only), applied by the load order, greedy tokens
+#    unchanged, bench records stamped class:<class>:<sha256>.
 # CI machines are shared and noisy: the races here use --force; a quiet box mints without it.
 set -u
 BIN=${CLLAMA_BIN:?CLLAMA_BIN not set}
@@ -147,6 +149,71 @@ print("serving race ok:", [a["variant"] for a in r["arms"]])
 EOF2
 else
   echo "SKIP (part): no $M for the serving confirm and race"
+fi
+
+# 9. class defaults (tune/defaults/<class>.json): exported from a full mint (here a.json with one site
+# crowned and knobs set by hand, standing in for a mint's outcome), decisive sites and crowned knobs only,
+# nothing of the box; applied when the box has no sidecar of its own (load order), greedy tokens
+# unchanged, bench records stamped class:<class>:<sha256>, the doctor says which file applies and why
+CLS=$("$BIN" tune doctor 2>/dev/null | sed -n 's/^box: .*, class \([a-z0-9-]*\)$/\1/p')
+if [ -n "$CLS" ]; then
+  python3 - "$TMP/a.json" "$TMP/m.json" <<'EOF' || fails=$((fails + 1))
+import json, sys
+d = json.load(open(sys.argv[1]))
+arms = [a for a in d["race"]["cpu/gemv/q4_0"]["arms"] if a["bit_exact"] and not a["broken"]]
+pick = (arms[1:] or arms)[0]  # a bit-exact challenger when there is one, else the incumbent
+e = d["kernels"]["cpu/gemv/q4_0"]
+e.update(verdict="crown", variant=pick["variant"], source_hash=pick["source_hash"], bit_exact=True)
+d["kernels"]["cpu/gemm/q4_0"]["verdict"] = "tie"
+d["kernels"]["cpu/gemv/q8_0"] = dict(e, verdict="crown", confirm="fail", confirm_gain=0.99)
+d["runtime"] = {"cpu.chunks_per_thread": 8, "cpu.pf_gemv": 1024, "threads": 2}
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+  D="$TMP/defaults"
+  "$BIN" tune --export-class "$CLS" --tune "$TMP/m.json" -o "$D/$CLS.json" >"$TMP/o9" 2>&1 &&
+    fail "exported a mint stamped noise: overridden without --force"
+  "$BIN" tune --export-class "$CLS" --tune "$TMP/m.json" -o "$D/$CLS.json" --force >"$TMP/o9" 2>&1 ||
+    fail "export: $(cat "$TMP/o9")"
+  python3 - "$D/$CLS.json" "$CLS" <<'EOF' || fails=$((fails + 1))
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["class"] == sys.argv[2] and d["tune_version"] >= 1, d
+assert set(d["kernels"]) == {"cpu/gemv/q4_0"}, d["kernels"]      # the tie and the confirm-fail dropped
+assert d["runtime"] == {"cpu.chunks_per_thread": 8, "cpu.pf_gemv": 1024}, d["runtime"]
+p = d["provenance"]
+assert "--export-class" in p["generated_by"] and p["engine_git_sha"] and p["noise"] == "overridden", p
+assert not {"box", "binary_sha256", "date", "noise_probes", "noise_floor", "mint_seconds"} & set(p), p
+assert "race" not in d and len(d["kernels"]["cpu/gemv/q4_0"]["source_hash"]) == 64
+print("class file ok:", sys.argv[2], list(d["kernels"]), d["runtime"])
+EOF
+  ENV=(env -u CLLAMA_TUNE XDG_CACHE_HOME="$TMP/cache" CLLAMA_TUNE_DEFAULTS="$D")
+  "${ENV[@]}" "$BIN" tune doctor >"$TMP/d9" 2>&1
+  grep -q "applies: the class defaults $D/$CLS.json" "$TMP/d9" && grep -q "class default" "$TMP/d9" ||
+    fail "doctor does not name the class defaults: $(cat "$TMP/d9")"
+  CLLAMA_TUNE_DEFAULTS="$TMP/nowhere" XDG_CACHE_HOME="$TMP/cache" "$BIN" tune doctor 2>&1 | grep -q "applies: built-in defaults" ||
+    fail "doctor without class defaults"
+  for m in "$SHARED/models/stories260K.gguf" "$M"; do
+    [ -f "$m" ] || continue
+    a=$("$BIN" run -m "$m" -p "Once upon a time" -n 24 --temp 0 --print-ids --tune none 2>/dev/null)
+    b=$("${ENV[@]}" "$BIN" run -m "$m" -p "Once upon a time" -n 24 --temp 0 --print-ids 2>"$TMP/e9")
+    [ -n "$a" ] && [ "$a" = "$b" ] || fail "$(basename "$m"): tokens differ with the class defaults: '$a' vs '$b'"
+    ! grep -q "tune" "$TMP/e9" || fail "class defaults warn: $(cat "$TMP/e9")"
+  done
+  if [ -f "$M" ]; then
+    mkdir -p "$TMP/rec"
+    "${ENV[@]}" "$BIN" bench -m "$M" -p 0 -n 4 -r 1 --record --records "$TMP/rec" --box tbox >"$TMP/b9" 2>&1 ||
+      fail "bench: $(cat "$TMP/b9")"
+    python3 - "$TMP/rec/tbox.json" "$CLS" "$D/$CLS.json" <<'EOF' || fails=$((fails + 1))
+import hashlib, json, sys
+r = json.load(open(sys.argv[1]))["rows"][0]
+want = "class:%s:%s" % (sys.argv[2], hashlib.sha256(open(sys.argv[3], "rb").read()).hexdigest())
+assert r["tune_sha256"] == want, (r["tune_sha256"], want)
+assert r["provenance"]["tune_sidecar"].endswith(sys.argv[3].split("/")[-1]), r["provenance"]["tune_sidecar"]
+print("bench stamp ok:", r["tune_sha256"][:40] + "...")
+EOF
+  fi
+else
+  echo "SKIP (part): this box has no class: no class-defaults checks"
 fi
 
 # 8. --backend cuda on a machine without a GPU: a clear error, no sidecar

@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 
+#include "bench/board.h"
 #include "cpu/knobs.h"
 #include "cpu/matmul.h"
 #include "formats/formats.h"
@@ -246,10 +247,11 @@ static void test_unreadable(void **state) {
     path_of("missing.json", p, sizeof p);
     assert_int_equal(cll_tune_read(p, &sc), CLL_ERR_IO);
     /* the front ends' load: a warning and the defaults, never a failure */
-    char sha[65];
+    cll_tune_loaded tl;
     path_of("bad.json", p, sizeof p);
-    assert_int_equal(cll_tune_load_for("cpu", p, NULL, sha), CLL_OK);
-    assert_string_equal(sha, "none");
+    assert_int_equal(cll_tune_load_for("cpu", p, NULL, &tl), CLL_OK);
+    assert_string_equal(tl.stamp, "none");
+    assert_int_equal(tl.from, CLL_TUNE_FROM_NONE);
 }
 
 /* numbers the box fingerprint stores as ints: out of range, negative or fractional values are refused, never cast
@@ -326,11 +328,12 @@ static void test_runtime_knobs(void **state) {
     assert_int_equal(cll_tune_write(p, sc), CLL_OK);
     cll_cpu_knob_reset();
     const int pf0 = cll_cpu_knob.pf_gemv;
-    char sha[65];
-    assert_int_equal(cll_tune_load_for("cpu", p, NULL, sha), CLL_OK);
+    cll_tune_loaded tl;
+    assert_int_equal(cll_tune_load_for("cpu", p, NULL, &tl), CLL_OK);
     assert_int_equal(cll_cpu_knob.chunks_per_thread, 8);
     assert_int_equal(cll_cpu_knob.pf_gemv, pf0);
-    assert_int_equal((int)strlen(sha), 64);
+    assert_int_equal((int)strlen(tl.stamp), 64);
+    assert_int_equal(tl.from, CLL_TUNE_FROM_FILE);
     assert_int_equal(cll_cpu_knob_set("cpu.chunks_per_thread", 0), CLL_ERR_ARG);
     assert_int_equal(cll_cpu_knob_set("cpu.par_min_work", 1.5), CLL_ERR_ARG);
     assert_int_equal(cll_cpu_knob_set("gpu.x", 1), CLL_ERR_ARG);
@@ -406,12 +409,368 @@ static void test_doctor(void **state) {
     cll_tune_free(sc);
 }
 
+/* the index of site in sc (a file reads back in key order) */
+static int site_idx(const cll_tune_sidecar *sc, const char *site) {
+    for (int i = 0; i < sc->n_sites; i++)
+        if (!strcmp(sc->sites[i].site, site)) return i;
+    fail_msg("no site %s", site);
+    return -1;
+}
+
+/* the class is a pure function of the box fingerprint (no probe, no device) */
+static void test_class_of_box(void **state) {
+    (void)state;
+    cll_tune_box b;
+    char c[48];
+    memset(&b, 0, sizeof b);
+    snprintf(b.backend, sizeof b.backend, "cpu");
+    snprintf(b.cpu_model, sizeof b.cpu_model, "AMD EPYC");
+    b.cpu_threads = 2;
+    static const char *const isa[][2] = {{"avx512vnni", "x86-avx512-vnni"}, {"avx512", "x86-avx512"}, {"avx2", "x86-avx2"}};
+    for (size_t i = 0; i < sizeof isa / sizeof isa[0]; i++) {
+        snprintf(b.cpu_isa, sizeof b.cpu_isa, "%s", isa[i][0]);
+        assert_non_null(cll_tune_class(&b, c, sizeof c));
+        assert_string_equal(c, isa[i][1]);
+    }
+    /* neither the CPU model nor the thread count moves a box to another class */
+    snprintf(b.cpu_model, sizeof b.cpu_model, "Intel(R) Xeon(R) Platinum 8480+");
+    b.cpu_threads = 224;
+    assert_string_equal(cll_tune_class(&b, c, sizeof c), "x86-avx2");
+    snprintf(b.cpu_isa, sizeof b.cpu_isa, "scalar"); /* no class: the built-ins */
+    assert_null(cll_tune_class(&b, c, sizeof c));
+    assert_string_equal(c, "");
+    /* cuda: the GPU model without its vendor; the CPU of the host does not matter */
+    snprintf(b.backend, sizeof b.backend, "cuda");
+    snprintf(b.cpu_isa, sizeof b.cpu_isa, "avx512vnni");
+    snprintf(b.gpu_name, sizeof b.gpu_name, "NVIDIA H200");
+    b.gpu_sms = 132;
+    assert_string_equal(cll_tune_class(&b, c, sizeof c), "h200");
+    snprintf(b.gpu_name, sizeof b.gpu_name, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(cll_tune_class(&b, c, sizeof c), "h100-80gb-hbm3");
+    b.gpu_name[0] = 0;
+    assert_null(cll_tune_class(&b, c, sizeof c));
+    snprintf(b.backend, sizeof b.backend, "rocm");
+    assert_null(cll_tune_class(&b, c, sizeof c));
+    assert_true(cll_tune_class_name_ok("x86-avx2"));
+    assert_false(cll_tune_class_name_ok("../x86"));
+    assert_false(cll_tune_class_name_ok("X86"));
+    assert_false(cll_tune_class_name_ok(""));
+}
+
+/* a full mint of this box: a crown, a tie, a broken site, a crown its serving confirm overturned,
+ * a confirmed crown; knobs of the backend and the box's thread count */
+static cll_tune_sidecar *full_mint(const cll_kernel_table *t, const cll_kernel_row *def) {
+    cll_tune_sidecar *sc = here_sidecar();
+    snprintf(sc->binary_sha256, sizeof sc->binary_sha256, "%064d", 5);
+    sc->noise_probes[0] = 0.004;
+    sc->mint_seconds = 12.5;
+    sc->race_json = strdup("{\"cpu/gemv/q4_0\":{\"rounds\":12}}");
+    cll_tune_entry a = entry(t, "cpu/gemv/q4_0", def, "crown");
+    cll_tune_entry b = entry(t, "cpu/gemv/q4_K", def, "tie");
+    cll_tune_entry c = entry(t, "cpu/gemv/q6_K", def, "broken");
+    cll_tune_entry d = entry(t, "cpu/gemm/q8_0", def, "crown");
+    snprintf(d.confirm, sizeof d.confirm, "fail");
+    cll_tune_entry e = entry(t, "cpu/gemm/q4_0", def, "crown");
+    snprintf(e.confirm, sizeof e.confirm, "pass");
+    e.confirm_gain = 1.02;
+    const cll_tune_entry *all[] = {&a, &b, &c, &d, &e};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) assert_int_equal(cll_tune_set_site(sc, all[i]), CLL_OK);
+    assert_int_equal(cll_tune_set_knob(sc, "cpu.chunks_per_thread", 8), CLL_OK);
+    assert_int_equal(cll_tune_set_knob(sc, "threads", 2), CLL_OK);
+    assert_int_equal(cll_tune_set_knob(sc, "cuda.graph", 1), CLL_OK);
+    return sc;
+}
+
+/* the export keeps decisive sites and crowned knobs, strips the box, and refuses what it must */
+static void test_export_class(void **state) {
+    (void)state;
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const cll_kernel_row *def, *alt;
+    q4_0_rows(t, &def, &alt);
+    cll_tune_sidecar *full = full_mint(t, def);
+    char cls[48];
+    if (!cll_tune_class(&full->box, cls, sizeof cls)) {
+        cll_tune_free(full);
+        tu_skip("this box has no class (scalar CPU)");
+        skip();
+    }
+    cll_tune_sidecar *c = NULL;
+    assert_int_equal(cll_tune_export_class(full, cls, "cllama tune --export-class X -o Y", false, &c), CLL_OK);
+    assert_int_equal(c->n_sites, 2); /* the crown and the confirmed crown */
+    assert_string_equal(c->sites[0].site, "cpu/gemv/q4_0");
+    assert_string_equal(c->sites[1].site, "cpu/gemm/q4_0");
+    assert_int_equal(c->n_runtime, 1);
+    assert_string_equal(c->runtime[0].name, "cpu.chunks_per_thread");
+    char p[320];
+    path_of("defs/class.json", p, sizeof p);
+    assert_int_equal(cll_tune_rewrite(p, c), CLL_OK);
+    char *txt = tu_read_file(p, NULL);
+    assert_non_null(txt);
+    static const char *const gone[] = {"cpu_model", "cpu_threads", "cpu_isa", "binary_sha256", "noise_probes", "\"date\"",
+                                       "mint_seconds", "noise_floor", "\"race\"", "\"box\"", "AMD", "\"threads\""};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+        if (strstr(txt, gone[i])) fail_msg("the class file keeps '%s':\n%s", gone[i], txt);
+    assert_non_null(strstr(txt, "\"generated_by\": \"cllama tune --export-class X -o Y\""));
+    assert_non_null(strstr(txt, "\"engine_git_sha\": \"test\""));
+    assert_non_null(strstr(txt, full->sites[0].source_hash));
+    free(txt);
+    cll_tune_sidecar *rd = NULL;
+    assert_int_equal(cll_tune_read(p, &rd), CLL_OK); /* it reads back as class defaults */
+    assert_string_equal(rd->cls, cls);
+    assert_string_equal(rd->box.backend, "cpu");
+    assert_int_equal(rd->n_sites, 2);
+    assert_string_equal(rd->sites[site_idx(rd, "cpu/gemm/q4_0")].confirm, "pass");
+    assert_string_equal(rd->sites[site_idx(rd, "cpu/gemv/q4_0")].confirm, "");
+    /* refused: class defaults as input, another class, another protocol, a noisy mint (unless forced) */
+    cll_tune_sidecar *x = NULL;
+    assert_int_equal(cll_tune_export_class(rd, cls, "", false, &x), CLL_ERR_ARG);
+    assert_int_equal(cll_tune_export_class(full, strcmp(cls, "x86-avx2") ? "x86-avx2" : "x86-avx512-vnni", "", false, &x),
+                     CLL_ERR_ARG);
+    assert_non_null(strstr(cll_last_error(), cls));
+    full->version++;
+    assert_int_equal(cll_tune_export_class(full, cls, "", false, &x), CLL_ERR_ARG);
+    full->version--;
+    snprintf(full->noise, sizeof full->noise, "overridden");
+    assert_int_equal(cll_tune_export_class(full, cls, "", false, &x), CLL_ERR_ARG);
+    assert_int_equal(cll_tune_export_class(full, cls, "", true, &x), CLL_OK);
+    assert_string_equal(x->noise, "overridden");
+    cll_tune_free(x);
+    cll_tune_free(rd);
+    cll_tune_free(c);
+    cll_tune_free(full);
+}
+
+/* write sc as this box's class file in dir, return the class */
+static void write_class(const cll_tune_sidecar *full, const char *dir, char *cls, size_t cap) {
+    assert_non_null(cll_tune_class(&full->box, cls, cap));
+    cll_tune_sidecar *c = NULL;
+    assert_int_equal(cll_tune_export_class(full, cls, "test", false, &c), CLL_OK);
+    char p[400];
+    snprintf(p, sizeof p, "%s/%s.json", dir, cls);
+    assert_int_equal(cll_tune_rewrite(p, c), CLL_OK);
+    cll_tune_free(c);
+}
+
+/* load order: explicit (--tune, $CLLAMA_TUNE, "none") > this box's own sidecar > class defaults > built-ins;
+ * told apart by the chunks_per_thread knob each file sets (explicit 2, box 16, class 8) */
+static void test_load_order(void **state) {
+    (void)state;
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const cll_kernel_row *def, *alt;
+    q4_0_rows(t, &def, &alt);
+    cll_tune_box here;
+    assert_int_equal(cll_tune_box_probe("cpu", &here), CLL_OK);
+    char cls[48];
+    if (!cll_tune_class(&here, cls, sizeof cls)) {
+        tu_skip("this box has no class (scalar CPU)");
+        skip();
+    }
+    char cache[320], defs[320], box_path[1024], explicit_path[320], cmd[800];
+    path_of("order/cache", cache, sizeof cache);
+    path_of("order/defs", defs, sizeof defs);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s %s", cache, defs);
+    assert_int_equal(system(cmd), 0);
+    setenv("XDG_CACHE_HOME", cache, 1);
+    setenv("CLLAMA_TUNE_DEFAULTS", defs, 1);
+    unsetenv("CLLAMA_TUNE");
+    cll_tune_box_path(&here, box_path, sizeof box_path);
+    assert_non_null(strstr(box_path, cache));
+    cll_tune_loaded tl;
+    cll_tune_choice ch;
+    const int k0 = (cll_cpu_knob_reset(), cll_cpu_knob.chunks_per_thread);
+    /* 1. nothing: the built-ins, silently, stamped none */
+    assert_int_equal(cll_tune_load_for("cpu", NULL, NULL, &tl), CLL_OK);
+    assert_int_equal(tl.from, CLL_TUNE_FROM_NONE);
+    assert_string_equal(tl.stamp, "none");
+    assert_int_equal(cll_cpu_knob.chunks_per_thread, k0);
+    assert_int_equal(cll_tune_choose("cpu", &here, NULL, &ch), CLL_OK);
+    assert_non_null(strstr(ch.why, "no class defaults"));
+    /* 2. the class defaults */
+    cll_tune_sidecar *full = full_mint(t, def);
+    cll_tune_set_knob(full, "cpu.chunks_per_thread", 8);
+    write_class(full, defs, cls, sizeof cls);
+    assert_int_equal(cll_tune_load_for("cpu", NULL, NULL, &tl), CLL_OK);
+    assert_int_equal(tl.from, CLL_TUNE_FROM_CLASS);
+    char want[128];
+    snprintf(want, sizeof want, "class:%s:", cls);
+    assert_memory_equal(tl.stamp, want, strlen(want));
+    assert_int_equal((int)strlen(tl.stamp), (int)strlen(want) + 64);
+    assert_non_null(strstr(tl.path, defs));
+    assert_int_equal(cll_cpu_knob.chunks_per_thread, 8);
+    bool forced = false;
+    assert_ptr_equal(picked(t, &forced), def);
+    assert_true(forced); /* its crown is in force */
+    cll_kernels_clear_overrides();
+    /* 3. this box's own sidecar beats the class */
+    cll_cpu_knob_reset();
+    cll_tune_sidecar *own = here_sidecar();
+    cll_tune_set_knob(own, "cpu.chunks_per_thread", 16);
+    assert_int_equal(cll_tune_write(box_path, own), CLL_OK);
+    assert_int_equal(cll_tune_load_for("cpu", NULL, NULL, &tl), CLL_OK);
+    assert_int_equal(tl.from, CLL_TUNE_FROM_BOX);
+    assert_int_equal((int)strlen(tl.stamp), 64);
+    assert_string_equal(tl.path, box_path);
+    assert_int_equal(cll_cpu_knob.chunks_per_thread, 16);
+    picked(t, &forced);
+    assert_false(forced); /* the class's crown is not mixed in */
+    /* 4. an explicit file beats both; $CLLAMA_TUNE the same; "none" asks for the built-ins */
+    cll_cpu_knob_reset();
+    cll_tune_sidecar *ex = here_sidecar();
+    cll_tune_set_knob(ex, "cpu.chunks_per_thread", 2);
+    path_of("order/explicit.json", explicit_path, sizeof explicit_path);
+    assert_int_equal(cll_tune_write(explicit_path, ex), CLL_OK);
+    assert_int_equal(cll_tune_load_for("cpu", explicit_path, NULL, &tl), CLL_OK);
+    assert_int_equal(tl.from, CLL_TUNE_FROM_FILE);
+    assert_int_equal(cll_cpu_knob.chunks_per_thread, 2);
+    cll_cpu_knob_reset();
+    setenv("CLLAMA_TUNE", explicit_path, 1);
+    assert_int_equal(cll_tune_load_for("cpu", NULL, NULL, &tl), CLL_OK);
+    assert_int_equal(tl.from, CLL_TUNE_FROM_FILE);
+    assert_int_equal(cll_cpu_knob.chunks_per_thread, 2);
+    cll_cpu_knob_reset();
+    setenv("CLLAMA_TUNE", "none", 1);
+    assert_int_equal(cll_tune_load_for("cpu", NULL, NULL, &tl), CLL_OK);
+    assert_int_equal(tl.from, CLL_TUNE_FROM_NONE);
+    assert_string_equal(tl.stamp, "none");
+    assert_int_equal(cll_cpu_knob.chunks_per_thread, k0);
+    assert_int_equal(cll_tune_load_for("cpu", "none", NULL, &tl), CLL_OK);
+    assert_int_equal(tl.from, CLL_TUNE_FROM_NONE);
+    unsetenv("CLLAMA_TUNE");
+    /* 5. a box sidecar that no longer applies as a whole (another protocol) gives way to the class */
+    own->version = CLL_TUNE_VERSION + 1;
+    assert_int_equal(cll_tune_rewrite(box_path, own), CLL_OK);
+    assert_int_equal(cll_tune_choose("cpu", &here, NULL, &ch), CLL_OK);
+    assert_int_equal(ch.from, CLL_TUNE_FROM_CLASS);
+    assert_non_null(strstr(ch.box_problem, "protocol"));
+    assert_int_equal(cll_tune_load_for("cpu", NULL, NULL, &tl), CLL_OK);
+    assert_int_equal(tl.from, CLL_TUNE_FROM_CLASS);
+    assert_int_equal(cll_cpu_knob.chunks_per_thread, 8);
+    /* 6. a class file is not applied on a box of another class */
+    cll_tune_sidecar *rd = NULL;
+    assert_int_equal(cll_tune_read(tl.path, &rd), CLL_OK);
+    cll_tune_box other = here;
+    snprintf(other.cpu_isa, sizeof other.cpu_isa, "%s", strcmp(cls, "x86-avx2") ? "avx2" : "avx512vnni");
+    cll_tune_report rep;
+    assert_int_equal(cll_tune_apply(rd, &other, t, false, true, &rep), CLL_OK);
+    assert_false(rep.applies);
+    assert_non_null(strstr(rep.why, cls));
+    cll_tune_report_free(&rep);
+    /* ... but on any box of its class, whatever the CPU model or thread count */
+    snprintf(other.cpu_isa, sizeof other.cpu_isa, "%s", here.cpu_isa);
+    snprintf(other.cpu_model, sizeof other.cpu_model, "Another CPU");
+    other.cpu_threads = 64;
+    assert_int_equal(cll_tune_apply(rd, &other, t, false, true, &rep), CLL_OK);
+    assert_true(rep.applies);
+    assert_int_equal(rep.n_applied, 2);
+    cll_tune_report_free(&rep);
+    cll_tune_free(rd);
+    cll_cpu_knob_reset();
+    cll_kernels_clear_overrides();
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("CLLAMA_TUNE_DEFAULTS");
+    cll_tune_free(ex);
+    cll_tune_free(own);
+    cll_tune_free(full);
+}
+
+/* the validity rules hold per site in a class file: a changed source hash makes that site stale (the
+ * others apply), a variant this machine cannot run keeps its default */
+static void test_class_stale_site(void **state) {
+    (void)state;
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const cll_kernel_row *def, *alt;
+    q4_0_rows(t, &def, &alt);
+    cll_tune_sidecar *full = full_mint(t, def);
+    char cls[48];
+    if (!cll_tune_class(&full->box, cls, sizeof cls)) {
+        cll_tune_free(full);
+        tu_skip("this box has no class (scalar CPU)");
+        skip();
+    }
+    cll_tune_sidecar *c = NULL;
+    assert_int_equal(cll_tune_export_class(full, cls, "test", false, &c), CLL_OK);
+    memset(c->sites[site_idx(c, "cpu/gemm/q4_0")].source_hash, 'e', 64); /* its variant changed since */
+    cll_tune_entry x = entry(t, "cpu/gemv/q8_0", def, "crown");
+    snprintf(x.variant, sizeof x.variant, "matmul_q8_0_gone");
+    cll_tune_set_site(c, &x);
+    char dir[320], p[400];
+    path_of("stale-defs", dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/%s.json", dir, cls);
+    assert_int_equal(cll_tune_rewrite(p, c), CLL_OK);
+    cll_tune_sidecar *rd = NULL;
+    assert_int_equal(cll_tune_read(p, &rd), CLL_OK);
+    cll_tune_report rep;
+    apply(rd, false, false, &rep);
+    assert_true(rep.applies);
+    assert_int_equal(rep.st[site_idx(rd, "cpu/gemv/q4_0")], CLL_TUNE_APPLIED);
+    assert_int_equal(rep.st[site_idx(rd, "cpu/gemm/q4_0")], CLL_TUNE_STALE);
+    assert_int_equal(rep.st[site_idx(rd, "cpu/gemv/q8_0")], CLL_TUNE_NOT_IN_GRID);
+    assert_int_equal(rep.n_applied, 1);
+    cll_tune_report_free(&rep);
+    cll_kernels_clear_overrides();
+    /* the doctor names the class file, the stale site and the fix */
+    const char *bin = getenv("CLLAMA_BIN");
+    if (bin && !access(bin, X_OK)) {
+        char cache[320], out[340], cmd[1400];
+        path_of("stale-cache", cache, sizeof cache);
+        snprintf(out, sizeof out, "%s/doctor-class.txt", g_dir);
+        snprintf(cmd, sizeof cmd, "env -u CLLAMA_TUNE XDG_CACHE_HOME='%s' CLLAMA_TUNE_DEFAULTS='%s' '%s' tune doctor > '%s' 2>&1",
+                 cache, dir, bin, out);
+        const int rc = system(cmd);
+        assert_true(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+        char *txt = tu_read_file(out, NULL);
+        assert_non_null(txt);
+        if (!strstr(txt, "applies: the class defaults") || !strstr(txt, p) || !strstr(txt, "stale") ||
+            !strstr(txt, "class default") || !strstr(txt, "1 of 3 sites apply") || !strstr(txt, "Fix"))
+            fail_msg("doctor on a stale class file:\n%s", txt);
+        free(txt);
+    }
+    cll_tune_free(rd);
+    cll_tune_free(c);
+    cll_tune_free(full);
+}
+
+/* the board marks a cllama cell run on class defaults ·c, one run untuned ·u, a tuned one neither */
+static void test_board_marks(void **state) {
+    (void)state;
+    char dir[320], rec[400], md[400];
+    path_of("board", dir, sizeof dir);
+    snprintf(rec, sizeof rec, "%s/tbox.json", dir);
+    snprintf(md, sizeof md, "%s/BOARD.md", dir);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    assert_int_equal(system(cmd), 0);
+    static const char *const stamp[3] = {"none", "class:x86-avx2:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                                         "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"};
+    static const double ts[3] = {11.25, 22.25, 33.25};
+    FILE *f = fopen(rec, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"box\": \"tbox\", \"rows\": [");
+    for (int i = 0; i < 3; i++)
+        fprintf(f,
+                "%s{\"engine\": \"cllama\", \"backend\": \"cpu\", \"test\": \"tg128\", \"n_prompt\": 0, \"n_gen\": 128, "
+                "\"model_filename\": \"m%d.gguf\", \"model_sha256\": \"%064d\", \"avg_ts\": %.2f, \"stddev_ts\": 0.5, "
+                "\"box\": \"tbox\", \"noise\": \"ok\", \"parity\": \"ok\", \"tune_sha256\": \"%s\"}",
+                i ? ", " : "", i, i, ts[i], stamp[i]);
+    fprintf(f, "]}\n");
+    fclose(f);
+    assert_int_equal(cll_bench_board_render(dir, md, NULL), CLL_OK);
+    char *txt = tu_read_file(md, NULL);
+    assert_non_null(txt);
+    if (!strstr(txt, "11.25 ± 0.50 ·u") || !strstr(txt, "22.25 ± 0.50 ·c") || !strstr(txt, "33.25 ± 0.50 |") ||
+        strstr(txt, "33.25 ± 0.50 ·"))
+        fail_msg("board marks:\n%s", txt);
+    free(txt);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_and_bak), cmocka_unit_test(test_version_and_box), cmocka_unit_test(test_sites),
         cmocka_unit_test(test_unreadable),        cmocka_unit_test(test_pins),            cmocka_unit_test(test_parse_site),
         cmocka_unit_test(test_runtime_knobs),
         cmocka_unit_test(test_doctor),          cmocka_unit_test(test_box_numbers),
+        cmocka_unit_test(test_class_of_box),      cmocka_unit_test(test_export_class),    cmocka_unit_test(test_load_order),
+        cmocka_unit_test(test_class_stale_site),  cmocka_unit_test(test_board_marks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

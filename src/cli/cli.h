@@ -28,11 +28,13 @@ int cll_cli_default_model(char *buf, size_t cap);
 int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *out);
 /* --numerics default|ggml and --kv f16|f32, the same way */
 int cll_cli_parse_numerics(const char *cmd, const char *value, cllama_numerics *out);
-/* pins (--pin SPEC, $CLLAMA_PIN: a variant outside the grid is an error) and the tune sidecar
- * (--tune FILE, else $CLLAMA_TUNE; problems warn and fall back to the defaults) of the backend a
- * load will use, before the load; sha (may be NULL) gets the applied sidecar's sha256 or "none".
+/* pins (--pin SPEC, $CLLAMA_PIN: a variant outside the grid is an error) and the tune file of the
+ * backend a load will use, before the load: --tune FILE, else $CLLAMA_TUNE ("none": the built-ins),
+ * else this box's own sidecar, else its class defaults (tune/defaults), else the built-ins; problems
+ * warn and fall back to the defaults. *out (may be NULL) says what applied (bench records' stamp).
  * 0, or -1 after printing the error. */
-int cll_cli_apply_tune(const char *cmd, cllama_backend backend, const char *tune, const char *pin, char sha[65]);
+struct cll_tune_loaded; /* tune/tune.h */
+int cll_cli_apply_tune(const char *cmd, cllama_backend backend, const char *tune, const char *pin, struct cll_tune_loaded *out);
 int cll_cli_parse_kv(const char *cmd, const char *value, cllama_kv_type *out);
 
 /* model path from -m if given, else the default */

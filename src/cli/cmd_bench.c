@@ -10,6 +10,7 @@
 
 #include "bench/board.h"
 #include "cli/cli.h"
+#include "tune/tune.h"
 
 #define MAX_LIST 16
 
@@ -33,7 +34,8 @@ static void usage(FILE *f) {
                "           the first CPU record of a box measures its read bandwidth (a 1 GiB sum with -t threads)\n"
                "           for the decode roofline (--probe-bandwidth measures it again); tg rows then carry\n"
                "           GB/s of weights and %% of that roofline.\n"
-               "  --tune F   apply the tune sidecar F (default: env CLLAMA_TUNE); rows carry its sha256\n"
+               "  --tune F   apply the tune sidecar F (default: env CLLAMA_TUNE, else this box's sidecar, else its\n"
+               "             class defaults; 'none': the built-ins); rows carry its sha256 (class:<class>:<sha256>)\n"
                "  --pin S=V  run kernel variant V at site S (env CLLAMA_PIN); see `cllama tune doctor`\n");
 }
 
@@ -260,12 +262,12 @@ int cll_cmd_bench(int argc, char **argv) {
     snprintf(sha_short, sizeof sha_short, "%.9s", git);
     cll_bench_cpu_model(cpu, sizeof cpu);
     cll_bench_gpu_name(gpu, sizeof gpu);
-    /* pins and the sidecar (--tune, else $CLLAMA_TUNE) go in before any model is prepared; the
-     * records name the sidecar that actually applied (sha256), "none" otherwise */
-    const char *tune_path = o.tune ? o.tune : getenv("CLLAMA_TUNE");
-    char tune_sha[65];
-    if (cll_cli_apply_tune("bench", o.backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU, o.tune, o.pin, tune_sha)) return 2;
-    if (!strcmp(tune_sha, "none")) tune_path = NULL;
+    /* pins and the tune file (--tune, else $CLLAMA_TUNE, else the box's own sidecar, else its class
+     * defaults) go in before any model is prepared; the records name the file that actually applied
+     * and stamp it: its sha256, "class:<class>:<sha256>" for class defaults, "none" otherwise */
+    cll_tune_loaded tl;
+    if (cll_cli_apply_tune("bench", o.backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU, o.tune, o.pin, &tl)) return 2;
+    const char *tune_path = tl.path[0] ? tl.path : NULL, *tune_sha = tl.stamp;
     if (o.box) snprintf(box, sizeof box, "%s", o.box);
     else cll_bench_default_box(box, sizeof box);
     if (o.records) snprintf(recdir, sizeof recdir, "%s", o.records);

@@ -11,9 +11,11 @@
 
 #include "bench/bench.h"
 #include "cli/cli.h"
-#include "tune/tune.h"
+#include "cpu/matmul.h"
+#include "cuda/cuda.h"
 #include "formats/formats.h"
 #include "gguf/gguf.h"
+#include "tune/tune.h"
 
 /* labelled hparams, by suffix after "<arch>." */
 static const struct {
@@ -349,33 +351,47 @@ static void usage(FILE *f) {
                "              (`cllama tune doctor` explains every site)\n");
 }
 
-/* `cllama info --tune`: the sidecar a run on this box picks up ($CLLAMA_TUNE, else the default path) */
+/* `cllama info --tune`: the tune file a run on this box picks up (cll_tune_choose: $CLLAMA_TUNE, else
+ * the box's own sidecar, else its class defaults, else none) */
 static int info_tune(const char *backend) {
     cll_tune_box here;
     if (cll_tune_box_probe(backend, &here) != CLL_OK) {
         fprintf(stderr, "cllama: error: info --tune: %s\n", cll_last_error());
         return 1;
     }
-    char path[1024], sha[65];
-    cll_tune_default_path(&here, path, sizeof path);
-    printf("tune sidecar: %s\n", path);
-    cll_tune_sidecar *sc = NULL;
-    if (access(path, R_OK)) {
+    cll_tune_choice ch;
+    if (cll_tune_choose(backend, &here, NULL, &ch) != CLL_OK) {
+        fprintf(stderr, "cllama: error: info --tune: %s\n", cll_last_error());
+        return 1;
+    }
+    printf("tune: %s\n", ch.why);
+    if (ch.from == CLL_TUNE_FROM_NONE) {
         printf("  none: this box runs on its built-in defaults (sha256 none)\n");
         return 0;
     }
-    if (!cll_bench_sha256_file(path, sha)) snprintf(sha, sizeof sha, "unreadable");
-    printf("  sha256: %s\n", sha);
-    if (cll_tune_read(path, &sc) != CLL_OK) {
+    char sha[65];
+    cll_tune_sidecar *sc = NULL;
+    if (!cll_bench_sha256_file(ch.path, sha)) snprintf(sha, sizeof sha, "unreadable");
+    if (cll_tune_read(ch.path, &sc) != CLL_OK) {
         printf("  unreadable: %s (runs use the defaults)\n", cll_last_error());
         return 1;
     }
-    char diff[256];
-    const char *d = cll_tune_box_diff(&sc->box, &here, diff, sizeof diff);
-    if (sc->version != CLL_TUNE_VERSION) printf("  not applied: race protocol v%d, this engine v%d\n", sc->version, CLL_TUNE_VERSION);
-    else if (d) printf("  not applied: another box (%s)\n", d);
-    else printf("  applies: %d site(s), minted %s (%s, noise %s, floor %.2f%%)\n", sc->n_sites, sc->date, sc->mode, sc->noise,
-                100.0 * sc->noise_floor);
+    if (sc->cls[0]) printf("  sha256: class:%s:%s\n", sc->cls, sha);
+    else printf("  sha256: %s\n", sha);
+    cll_tune_report rep;
+    const cll_kernel_table *t = !strcmp(backend, "cuda") ? cll_cuda_kernel_table() : cll_cpu_kernel_table();
+    if (!t || cll_tune_apply(sc, &here, t, false, true, &rep) != CLL_OK) {
+        printf("  not applied: this build has no %s kernel table\n", backend);
+    } else {
+        if (!rep.applies) printf("  not applied: %s\n", rep.why);
+        else if (sc->cls[0])
+            printf("  applies: class defaults %s, %d of %d site(s) and %d knob(s) (engine %s, %s)\n", sc->cls, rep.n_applied,
+                   sc->n_sites, sc->n_runtime, sc->engine_sha, sc->mode);
+        else
+            printf("  applies: %d of %d site(s), minted %s (%s, noise %s, floor %.2f%%)\n", rep.n_applied, sc->n_sites,
+                   sc->date, sc->mode, sc->noise, 100.0 * sc->noise_floor);
+        cll_tune_report_free(&rep);
+    }
     cll_tune_free(sc);
     return 0;
 }

@@ -23,7 +23,8 @@ static void usage(FILE *f) {
             "              slower prefill (env CLLAMA_NUMERICS=ggml does the same)\n"
             "  --backend cuda  run the whole model on the GPU (default: env CLLAMA_BACKEND, else cpu)\n"
             "  --print-ids print 'prompt: <ids>' and 'generated: <ids>' instead of text\n"
-            "  --tune F    apply the tune sidecar F (default: env CLLAMA_TUNE); see `cllama tune doctor`\n"
+            "  --tune F    apply the tune sidecar F (default: env CLLAMA_TUNE, else this box's sidecar, else its\n"
+            "              class defaults; 'none': the built-ins); see `cllama tune doctor`\n"
             "  --pin S=V   run kernel variant V at site S (e.g. cpu/gemv/q4_K=<row of `cllama kernels`>;\n"
             "              env CLLAMA_PIN); a variant the site does not have is an error\n");
 }

@@ -33,7 +33,11 @@ static void usage(FILE *f) {
             "      --ssl-cert-file FILE\n"
             "                         PEM certificate (chain): serve HTTPS (needs --ssl-key-file)\n"
             "      --ssl-key-file FILE\n"
-            "                         the certificate's PEM private key (unencrypted)\n");
+            "                         the certificate's PEM private key (unencrypted)\n"
+            "      --tune FILE        tune sidecar (default $CLLAMA_TUNE, else this box's sidecar, else its\n"
+            "                         class defaults; 'none': the built-ins); see `cllama tune doctor`\n"
+            "      --pin SITE=VARIANT[,...]\n"
+            "                         run a kernel variant at a site ($CLLAMA_PIN too)\n");
 }
 
 /* strict integer flag: the whole value must be a number in [lo, hi] */
@@ -51,7 +55,7 @@ static int int_arg(const char *flag, const char *v, long lo, long hi, long *out)
 static int serve(int argc, char **argv, cll_server_keys *keys) {
     cll_server_config cfg;
     cll_server_config_default(&cfg);
-    const char *model = NULL;
+    const char *model = NULL, *tune = NULL, *pin = NULL;
     char err[1024];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -111,6 +115,10 @@ static int serve(int argc, char **argv, cll_server_keys *keys) {
             cfg.ssl_cert_file = v;
         } else if (!strcmp(a, "--ssl-key-file") && v) {
             cfg.ssl_key_file = v;
+        } else if (!strcmp(a, "--tune") && v) {
+            tune = v;
+        } else if (!strcmp(a, "--pin") && v) {
+            pin = v;
         } else {
             fprintf(stderr, "cllama serve: unknown or incomplete option '%s'\n", a);
             usage(stderr);
@@ -133,6 +141,7 @@ static int serve(int argc, char **argv, cll_server_keys *keys) {
     char buf[4096];
     cfg.model_path = cll_cli_model_or_default(model, buf, sizeof buf);
     if (!cfg.model_path) return 1;
+    if (cll_cli_apply_tune("serve", cfg.backend, tune, pin, NULL)) return 2; /* before the model loads */
     return cll_server_run(&cfg);
 }
 

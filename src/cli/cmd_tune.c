@@ -6,13 +6,18 @@
  *     under the protocol of src/tune/race.h, and writes the box's sidecar (default path, or --tune;
  *     the previous one kept as .bak), printing the crowns that changed. An interrupted run resumes
  *     from FILE.journal; sites already raced with unchanged variants are kept.
+ *   cllama tune --export-class CLASS [--tune FILE] -o OUT [--force]
+ *     writes class defaults (tune/defaults/CLASS.json) from a full mint: its decisive sites and
+ *     crowned knobs, nothing of the box (cll_tune_export_class); the file states the command.
  *   cllama tune doctor [--backend cpu|cuda] [--tune FILE] [--allow-tolerant]
- *     without running any kernel, explains which tune sidecar applies on this box and why: the
- *     file it would read, whether the race protocol version and every box fingerprint field match
- *     (naming the one that differs), each site as tuned / tie / stale / broken / not in grid / not
+ *     without running any kernel, explains which tune file applies on this box and why (its own
+ *     sidecar, its class defaults, or the built-ins: cll_tune_choose), whether the race protocol
+ *     version and every box fingerprint field (class defaults: the class) match, naming the one
+ *     that differs, each site as tuned / class default / tie / stale / broken / not in grid / not
  *     runnable / tolerant with its paired ratio and confidence interval, the noise floor it was
- *     minted under, pins from $CLLAMA_PIN, and what fixes each problem. Exit 0 when a sidecar
- *     applies (or there is none), 1 when one exists but does not apply or has unusable sites.
+ *     minted under, pins from $CLLAMA_PIN, and what fixes each problem. Exit 0 when a file
+ *     applies cleanly (or there is none), 1 when one exists but does not apply or has unusable
+ *     sites.
  * --backend cuda races the CUDA gemv rows as served (serve_race.c): each arm pinned into its own
  * loaded copy of the model, tg rounds in ABBA order; --serving does the same on the CPU. */
 #include <stdio.h>
@@ -33,6 +38,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: cllama tune [-m MODEL] [--sites PATTERN] [--budget SECONDS] [--quick|--paranoid] [-t THREADS]\n"
                "                   [--tune FILE] [--force] [--allow-tolerant] [--shape RxC] [--backend cpu|cuda] [--serving]\n"
                "                   [--no-knobs] [--gate-timeout SECONDS]\n"
+               "       cllama tune --export-class CLASS [--tune FILE] -o FILE [--force]\n"
                "       cllama tune doctor [--backend cpu|cuda] [--tune FILE] [--allow-tolerant]\n"
                "  tune: race this box's CPU kernel variants per site (gated, interleaved, paired; crowned only on a\n"
                "        clear win) and write its tune sidecar; --budget stops starting sites after SECONDS;\n"
@@ -41,29 +47,16 @@ static void usage(FILE *f) {
                "        (cpu.chunks_per_thread, cpu.pf_gemv, cpu.par_min_work) race too, end to end (--no-knobs: not);\n"
                "        every arm is gated in a child process, killed after --gate-timeout SECONDS (60): a faulting\n"
                "        or hanging kernel is marked broken and the run goes on\n"
-               "  doctor: which tune sidecar applies on this box and why (runs no kernel)\n");
+               "  --export-class: class defaults (tune/defaults/CLASS.json) from a full mint (--tune FILE, else this\n"
+               "        box's sidecar): its decisive sites and crowned knobs, nothing of the box; the box must be\n"
+               "        of CLASS; --force accepts a mint stamped noise: overridden\n"
+               "  doctor: which tune file applies on this box (its own sidecar, its class defaults or the\n"
+               "        built-ins) and why, each site's status and the fix of each problem (runs no kernel)\n");
 }
 
-static int doctor(const char *backend, const char *path_arg, bool tolerant) {
-    cll_tune_box here;
-    if (cll_tune_box_probe(backend, &here) != CLL_OK) {
-        fprintf(stderr, "tune doctor: %s\n", cll_last_error());
-        return 1;
-    }
-    char box[160], path[1024];
-    cll_tune_box_name(&here, box, sizeof box);
-    if (path_arg) snprintf(path, sizeof path, "%s", path_arg);
-    else cll_tune_default_path(&here, path, sizeof path);
-    printf("box: %s (%s; %s; %d threads%s%s)\n", box, here.cpu_model, here.cpu_isa, here.cpu_threads,
-           here.gpu_name[0] ? "; " : "", here.gpu_name);
-    printf("sidecar: %s%s\n", path, path_arg ? " (--tune)" : getenv("CLLAMA_TUNE") ? " ($CLLAMA_TUNE)" : " (default path)");
-    const char *pins = getenv("CLLAMA_PIN");
-    if (pins && *pins) printf("pins ($CLLAMA_PIN): %s\n", pins);
-    struct stat sb;
-    if (stat(path, &sb)) {
-        printf("no sidecar: this box runs on its built-in defaults (mint one: cllama tune -m MODEL)\n");
-        return 0;
-    }
+/* the per-site report of one tune file: every site's status with its CI, and the fix of each problem;
+ * 1 when something needs fixing */
+static int doctor_file(const char *path, const cll_tune_box *here, const char *backend, bool tolerant) {
     cll_tune_sidecar *sc = NULL;
     if (cll_tune_read(path, &sc) != CLL_OK) {
         printf("UNREADABLE: %s\n  every run warns and uses the defaults. Fix: cllama tune -m MODEL (re-mints it), or "
@@ -71,9 +64,17 @@ static int doctor(const char *backend, const char *path_arg, bool tolerant) {
                cll_last_error(), path);
         return 1;
     }
-    printf("minted: %s, mode %s, engine %s, race protocol v%d (this engine: v%d), noise floor %.2f%%%s\n",
-           sc->date[0] ? sc->date : "?", sc->mode, sc->engine_sha[0] ? sc->engine_sha : "?", sc->version,
-           CLL_TUNE_VERSION, 100.0 * sc->noise_floor, !strcmp(sc->noise, "overridden") ? " (noise: overridden)" : "");
+    const bool cls = sc->cls[0] != 0;
+    if (cls)
+        printf("class defaults: class %s, exported from a %s-mode mint by engine %s, race protocol v%d (this engine: "
+               "v%d)%s\n  written by: %s\n",
+               sc->cls, sc->mode, sc->engine_sha[0] ? sc->engine_sha : "?", sc->version, CLL_TUNE_VERSION,
+               !strcmp(sc->noise, "overridden") ? " (noise: overridden)" : "",
+               sc->generated_by[0] ? sc->generated_by : "(unknown: not written by cllama tune --export-class)");
+    else
+        printf("minted: %s, mode %s, engine %s, race protocol v%d (this engine: v%d), noise floor %.2f%%%s\n",
+               sc->date[0] ? sc->date : "?", sc->mode, sc->engine_sha[0] ? sc->engine_sha : "?", sc->version,
+               CLL_TUNE_VERSION, 100.0 * sc->noise_floor, !strcmp(sc->noise, "overridden") ? " (noise: overridden)" : "");
     const cll_kernel_table *t = !strcmp(backend, "cuda") ? cll_cuda_kernel_table() : cll_cpu_kernel_table();
     if (!t) {
         printf("this build has no %s kernel table: nothing can apply\n", backend);
@@ -81,7 +82,7 @@ static int doctor(const char *backend, const char *path_arg, bool tolerant) {
         return 1;
     }
     cll_tune_report rep;
-    if (cll_tune_apply(sc, &here, t, tolerant, true, &rep) != CLL_OK) {
+    if (cll_tune_apply(sc, here, t, tolerant, true, &rep) != CLL_OK) {
         fprintf(stderr, "tune doctor: %s\n", cll_last_error());
         cll_tune_free(sc);
         return 1;
@@ -95,24 +96,29 @@ static int doctor(const char *backend, const char *path_arg, bool tolerant) {
     int bad = 0, stale = 0;
     for (int i = 0; i < sc->n_sites; i++) {
         const cll_tune_entry *e = &sc->sites[i];
-        const char *s = rep.applies ? cll_tune_status_name(rep.st[i]) : "not applied";
-        printf("%-34s %-30s %-22s %.3f [%.3f, %.3f] (%.1f%%)\n", e->site, e->variant, s, e->ratio, e->ci_lo, e->ci_hi,
+        char st[40];
+        snprintf(st, sizeof st, "%s", !rep.applies ? "not applied"
+                                      : rep.st[i] == CLL_TUNE_APPLIED && cls ? "class default"
+                                                                             : cll_tune_status_name(rep.st[i]));
+        printf("%-34s %-30s %-22s %.3f [%.3f, %.3f] (%.1f%%)\n", e->site, e->variant, st, e->ratio, e->ci_lo, e->ci_hi,
                100.0 * e->margin);
         if (!rep.applies) continue;
         if (rep.st[i] == CLL_TUNE_STALE) stale++;
         else if (rep.st[i] != CLL_TUNE_APPLIED && rep.st[i] != CLL_TUNE_TIE && rep.st[i] != CLL_TUNE_TOLERANT) bad++;
     }
+    for (int i = 0; i < sc->n_runtime; i++) printf("%-34s %-30g %s\n", sc->runtime[i].name, sc->runtime[i].value, "knob");
     if (rep.applies) printf("%d of %d sites apply\n", rep.n_applied, sc->n_sites);
+    const char *own = cls ? "cllama tune -m MODEL (mints this box's own sidecar, which takes precedence over the class "
+                            "defaults; the shipped file is re-exported from a fresh mint: docs/tune.md)"
+                          : NULL;
     if (stale) {
-        printf("%d stale site(s): their variants changed since the race; the other sites still apply. Fix: "
-               "cllama tune -m MODEL (re-races only the stale sites; they run on their defaults until then)\n",
-               stale);
+        printf("%d stale site(s): their variants changed since the race; the other sites still apply. Fix: %s\n", stale,
+               own ? own : "cllama tune -m MODEL (re-races only the stale sites; they run on their defaults until then)");
         rc = 1;
     }
     if (bad) {
-        printf("%d site(s) name variants this binary or machine cannot serve (they keep their defaults). Fix: "
-               "cllama tune -m MODEL (re-mints them with this binary)\n",
-               bad);
+        printf("%d site(s) name variants this binary or machine cannot serve (they keep their defaults). Fix: %s\n", bad,
+               own ? own : "cllama tune -m MODEL (re-mints them with this binary)");
         rc = 1;
     }
     if (!rep.applies)
@@ -124,6 +130,51 @@ static int doctor(const char *backend, const char *path_arg, bool tolerant) {
     return rc;
 }
 
+/* which tune file applies on this box and why (cll_tune_choose), then that file's report */
+static int doctor(const char *backend, const char *path_arg, bool tolerant) {
+    cll_tune_box here;
+    if (cll_tune_box_probe(backend, &here) != CLL_OK) {
+        fprintf(stderr, "tune doctor: %s\n", cll_last_error());
+        return 1;
+    }
+    char box[160], cls[48];
+    cll_tune_box_name(&here, box, sizeof box);
+    cll_tune_class(&here, cls, sizeof cls);
+    printf("box: %s (%s; %s; %d threads%s%s), class %s\n", box, here.cpu_model, here.cpu_isa, here.cpu_threads,
+           here.gpu_name[0] ? "; " : "", here.gpu_name, cls[0] ? cls : "(none)");
+    const char *pins = getenv("CLLAMA_PIN");
+    if (pins && *pins) printf("pins ($CLLAMA_PIN): %s\n", pins);
+    cll_tune_choice ch;
+    if (cll_tune_choose(backend, &here, path_arg, &ch) != CLL_OK) {
+        fprintf(stderr, "tune doctor: %s\n", cll_last_error());
+        return 1;
+    }
+    printf("applies: %s\n", ch.why);
+    if (ch.from == CLL_TUNE_FROM_NONE) {
+        printf("every site runs its built-in default (mint this box's own: cllama tune -m MODEL)\n");
+        return ch.box_problem[0] ? 1 : 0;
+    }
+    printf("%s: %s%s\n", ch.from == CLL_TUNE_FROM_CLASS ? "class file" : "sidecar", ch.path,
+           ch.from == CLL_TUNE_FROM_FILE ? (path_arg ? " (--tune)" : " ($CLLAMA_TUNE)")
+           : ch.from == CLL_TUNE_FROM_BOX ? " (default path)"
+                                          : "");
+    struct stat sb;
+    if (ch.from == CLL_TUNE_FROM_FILE && stat(ch.path, &sb)) {
+        printf("no sidecar: %s does not exist; runs warn and use the built-in defaults (mint it: cllama tune -m MODEL "
+               "--tune %s)\n",
+               ch.path, ch.path);
+        return 1;
+    }
+    int rc = doctor_file(ch.path, &here, backend, tolerant);
+    if (ch.box_problem[0]) {
+        printf("this box's own sidecar %s does not apply (%s). Fix: cllama tune -m MODEL (re-mints it; the old one is "
+               "kept as .bak)\n",
+               ch.box_path, ch.box_problem);
+        rc = 1;
+    }
+    return rc;
+}
+
 static void iso_now(char *buf, size_t cap) {
     const time_t t = time(NULL);
     struct tm tm;
@@ -131,8 +182,54 @@ static void iso_now(char *buf, size_t cap) {
     strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* `cllama tune --export-class CLASS [--tune FILE] -o OUT [--force]`: class defaults from a full mint */
+static int export_class(int argc, char **argv, const char *cls, const char *path_arg, const char *out, bool force) {
+    if (!out) {
+        fprintf(stderr, "cllama tune: --export-class needs -o FILE (e.g. -o tune/defaults/%s.json)\n", cls);
+        return 2;
+    }
+    char path[1024];
+    if (path_arg) snprintf(path, sizeof path, "%s", path_arg);
+    else {
+        cll_tune_box here;
+        if (cll_tune_box_probe("cpu", &here) != CLL_OK) {
+            fprintf(stderr, "cllama tune: %s\n", cll_last_error());
+            return 1;
+        }
+        cll_tune_default_path(&here, path, sizeof path);
+    }
+    /* the command, as typed, goes into the file: a class file is never edited by hand */
+    char cmd[512];
+    size_t o = (size_t)snprintf(cmd, sizeof cmd, "cllama");
+    for (int i = 0; i < argc && o < sizeof cmd; i++)
+        o += (size_t)snprintf(cmd + o, sizeof cmd - o, strpbrk(argv[i], " \t'\"$") ? " '%s'" : " %s", argv[i]);
+    cll_tune_sidecar *full = NULL, *c = NULL;
+    if (cll_tune_read(path, &full) != CLL_OK || cll_tune_export_class(full, cls, cmd, force, &c) != CLL_OK) {
+        fprintf(stderr, "cllama tune: %s\n", cll_last_error());
+        cll_tune_free(full);
+        return 1;
+    }
+    int ties = 0, broken = 0, failed = 0;
+    for (int i = 0; i < full->n_sites; i++) {
+        const cll_tune_entry *e = &full->sites[i];
+        if (!strcmp(e->confirm, "fail")) failed++;
+        else if (!strcmp(e->verdict, "tie")) ties++;
+        else if (!strcmp(e->verdict, "broken")) broken++;
+    }
+    const cll_status st = cll_tune_rewrite(out, c); /* a shipped file: no .bak beside it */
+    if (st != CLL_OK) fprintf(stderr, "cllama tune: %s\n", cll_last_error());
+    else
+        printf("wrote %s: class %s, %d decisive site(s) of %d (dropped: %d tie, %d broken, %d confirm-fail), %d runtime "
+               "knob(s) of %d\n",
+               out, cls, c->n_sites, full->n_sites, ties, broken, failed, c->n_runtime, full->n_runtime);
+    cll_tune_free(full);
+    cll_tune_free(c);
+    return st == CLL_OK ? 0 : 1;
+}
+
 static int mint(int argc, char **argv) {
     const char *model = NULL, *pattern = NULL, *path_arg = NULL, *mode = "default", *backend = "cpu";
+    const char *export_cls = NULL, *out = NULL;
     bool serving = false, no_knobs = false;
     double budget = 0, gate_timeout = 60;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), rounds = 12;
@@ -149,6 +246,8 @@ static int mint(int argc, char **argv) {
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && has) threads = atoi(argv[++i]);
         else if (!strcmp(a, "--tune") && has) path_arg = argv[++i];
         else if (!strcmp(a, "--force")) force = true;
+        else if (!strcmp(a, "--export-class") && has) export_cls = argv[++i];
+        else if (!strcmp(a, "-o") && has) out = argv[++i];
         else if (!strcmp(a, "--gate-timeout") && has) {
             gate_timeout = atof(argv[++i]);
             if (!(gate_timeout > 0)) {
@@ -185,6 +284,7 @@ static int mint(int argc, char **argv) {
         fprintf(stderr, "cllama tune: -t must be positive\n");
         return 2;
     }
+    if (export_cls) return export_class(argc, argv, export_cls, path_arg, out, force);
     if (!strcmp(backend, "cuda")) serving = true; /* the CUDA decode is a replayed graph: race the served step */
     if (serving && !model) {
         fprintf(stderr, "cllama tune: serving races (--backend cuda, --serving) need a model: -m MODEL\n");

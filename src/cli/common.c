@@ -47,10 +47,10 @@ int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *ou
     return 0;
 }
 
-int cll_cli_apply_tune(const char *cmd, cllama_backend backend, const char *tune, const char *pin, char sha[65]) {
+int cll_cli_apply_tune(const char *cmd, cllama_backend backend, const char *tune, const char *pin, cll_tune_loaded *out) {
     const char *env = getenv("CLLAMA_BACKEND");
     const bool cuda = backend == CLLAMA_BACKEND_CUDA || (backend == CLLAMA_BACKEND_DEFAULT && env && !strcmp(env, "cuda"));
-    if (cll_tune_load_for(cuda ? "cuda" : "cpu", tune, pin, sha) != CLL_OK) {
+    if (cll_tune_load_for(cuda ? "cuda" : "cpu", tune, pin, out) != CLL_OK) {
         fprintf(stderr, "cllama %s: %s\n", cmd, cll_last_error());
         return -1;
     }

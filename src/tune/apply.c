@@ -115,7 +115,19 @@ cll_status cll_tune_apply(const cll_tune_sidecar *sc, const cll_tune_box *here, 
         return CLL_OK;
     }
     char diff[256];
-    if (cll_tune_box_diff(&sc->box, here, diff, sizeof diff)) {
+    if (sc->cls[0]) { /* class defaults: the box's class (and backend) must be the file's */
+        char mine[48];
+        if (strcmp(sc->box.backend, here->backend)) {
+            snprintf(rep->why, sizeof rep->why, "class defaults for the %s backend; this run is on %s", sc->box.backend,
+                     here->backend);
+            return CLL_OK;
+        }
+        if (!cll_tune_class(here, mine, sizeof mine) || strcmp(mine, sc->cls)) {
+            snprintf(rep->why, sizeof rep->why, "class defaults of class '%s'; this box is of %s%s%s", sc->cls,
+                     mine[0] ? "class '" : "no class", mine, mine[0] ? "'" : "");
+            return CLL_OK;
+        }
+    } else if (cll_tune_box_diff(&sc->box, here, diff, sizeof diff)) {
         snprintf(rep->why, sizeof rep->why, "minted on another box (%s): the box needs its own tune", diff);
         return CLL_OK;
     }
@@ -209,8 +221,88 @@ cll_status cll_tune_pins(const char *spec, const cll_kernel_table *t) {
     return CLL_OK;
 }
 
-cll_status cll_tune_load_for(const char *backend, const char *path, const char *pin_spec, char *sha) {
-    if (sha) snprintf(sha, 65, "none");
+/* does the file at path apply here as a whole (readable, this protocol, this box / class)? why when not */
+static bool file_applies(const char *path, const cll_tune_box *here, char *why, size_t cap) {
+    cll_tune_sidecar *sc = NULL;
+    if (cll_tune_read(path, &sc) != CLL_OK) {
+        snprintf(why, cap, "%s", cll_last_error());
+        return false;
+    }
+    char diff[256];
+    bool ok = true;
+    if (sc->version != CLL_TUNE_VERSION) {
+        snprintf(why, cap, "minted by race protocol v%d, this engine races v%d", sc->version, CLL_TUNE_VERSION);
+        ok = false;
+    } else if (sc->cls[0]) {
+        snprintf(why, cap, "it is class defaults (%s), not a box's own sidecar", sc->cls);
+        ok = false;
+    } else if (cll_tune_box_diff(&sc->box, here, diff, sizeof diff)) {
+        snprintf(why, cap, "minted on another box (%s)", diff);
+        ok = false;
+    }
+    cll_tune_free(sc);
+    return ok;
+}
+
+static bool exists(const char *p) {
+    FILE *f = fopen(p, "rb");
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+cll_status cll_tune_choose(const char *backend, const cll_tune_box *here, const char *path, cll_tune_choice *out) {
+    memset(out, 0, sizeof *out);
+    if (!backend || !here) return cll_err(CLL_ERR_ARG, "tune: choose: missing argument");
+    const char *env = getenv("CLLAMA_TUNE");
+    const bool flag = path && *path;
+    if (!flag && env && *env) path = env;
+    cll_tune_box_path(here, out->box_path, sizeof out->box_path);
+    cll_tune_class(here, out->cls, sizeof out->cls);
+    if (path && *path) {
+        if (!strcmp(path, "none")) {
+            snprintf(out->why, sizeof out->why, "built-in defaults: %s none asks for no tuning", flag ? "--tune" : "$CLLAMA_TUNE");
+            return CLL_OK;
+        }
+        out->from = CLL_TUNE_FROM_FILE;
+        snprintf(out->path, sizeof out->path, "%s", path);
+        snprintf(out->why, sizeof out->why, "the sidecar %s given by %s", path, flag ? "--tune" : "$CLLAMA_TUNE");
+        return CLL_OK;
+    }
+    char note[2048] = "";
+    if (exists(out->box_path)) {
+        char why[400];
+        if (file_applies(out->box_path, here, why, sizeof why)) {
+            out->from = CLL_TUNE_FROM_BOX;
+            snprintf(out->path, sizeof out->path, "%s", out->box_path);
+            snprintf(out->why, sizeof out->why, "this box's own sidecar %s", out->box_path);
+            return CLL_OK;
+        }
+        snprintf(out->box_problem, sizeof out->box_problem, "%s", why);
+        snprintf(note, sizeof note, "this box's sidecar %s does not apply (%s; re-mint: cllama tune)", out->box_path, why);
+    } else {
+        snprintf(note, sizeof note, "no sidecar of this box at %s", out->box_path);
+    }
+    if (!out->cls[0]) {
+        snprintf(out->why, sizeof out->why, "built-in defaults: %s, and the box is of no class (%s, cpu_isa %s)", note,
+                 here->backend, here->cpu_isa);
+        return CLL_OK;
+    }
+    char searched[800];
+    if (cll_tune_class_path(out->cls, out->path, sizeof out->path, searched, sizeof searched)) {
+        out->from = CLL_TUNE_FROM_CLASS;
+        snprintf(out->why, sizeof out->why, "the class defaults %s (class %s): %s", out->path, out->cls, note);
+        return CLL_OK;
+    }
+    snprintf(out->why, sizeof out->why, "built-in defaults: %s, and no class defaults for class %s are shipped (looked in %s)",
+             note, out->cls, searched);
+    return CLL_OK;
+}
+
+cll_status cll_tune_load_for(const char *backend, const char *path, const char *pin_spec, cll_tune_loaded *out) {
+    if (out) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->stamp, sizeof out->stamp, "none");
+    }
     const cll_kernel_table *t = NULL;
     if (!strcmp(backend, "cuda")) t = cll_cuda_kernel_table();
     else t = cll_cpu_kernel_table();
@@ -218,20 +310,28 @@ cll_status cll_tune_load_for(const char *backend, const char *path, const char *
     cll_status st = cll_tune_pins(pin_spec, t);
     if (st != CLL_OK) return st;
     if ((st = cll_tune_pins(getenv("CLLAMA_PIN"), t)) != CLL_OK) return st;
-    if (!path || !*path) path = getenv("CLLAMA_TUNE");
-    if (!path || !*path) return CLL_OK;
+    const char *env = getenv("CLLAMA_TUNE");
+    const bool explicit_file = (path && *path) || (env && *env);
+    cll_tune_box here;
+    if ((st = cll_tune_box_probe(backend, &here)) != CLL_OK) {
+        /* no fingerprint (e.g. no device): only a file the user named is worth a warning */
+        if (explicit_file) cll_log(CLL_LOG_WARN, "tune: %s; running on the defaults", cll_last_error());
+        return CLL_OK;
+    }
+    cll_tune_choice ch;
+    if ((st = cll_tune_choose(backend, &here, path, &ch)) != CLL_OK) return st;
+    if (ch.box_problem[0])
+        cll_log(CLL_LOG_WARN, "tune: this box's sidecar %s does not apply (%s); running on %s (see `cllama tune doctor`)",
+                ch.box_path, ch.box_problem, ch.from == CLL_TUNE_FROM_CLASS ? ch.path : "the built-in defaults");
+    if (ch.from == CLL_TUNE_FROM_NONE) return CLL_OK; /* the built-ins (silently, unless the box's sidecar was refused) */
+    path = ch.path;
     cll_tune_sidecar *sc = NULL;
     st = cll_tune_read(path, &sc);
     if (st != CLL_OK) {
         cll_log(CLL_LOG_WARN, "tune: %s; running on the defaults (see `cllama tune doctor`)", cll_last_error());
         return CLL_OK;
     }
-    cll_tune_box here;
-    if ((st = cll_tune_box_probe(backend, &here)) != CLL_OK) {
-        cll_tune_free(sc);
-        cll_log(CLL_LOG_WARN, "tune: %s; running on the defaults", cll_last_error());
-        return CLL_OK;
-    }
+    if (ch.from == CLL_TUNE_FROM_FILE && sc->cls[0]) ch.from = CLL_TUNE_FROM_CLASS; /* class defaults named by --tune */
     cll_tune_report rep;
     st = cll_tune_apply(sc, &here, t, false, false, &rep);
     if (st == CLL_OK && !rep.applies)
@@ -246,7 +346,13 @@ cll_status cll_tune_load_for(const char *backend, const char *path, const char *
             cll_log(CLL_LOG_WARN, "tune: %s: runtime knob '%s' is not one this engine has; ignored", path, k->name);
         }
     }
-    if (st == CLL_OK && rep.applies && sha && !cll_bench_sha256_file(path, sha)) snprintf(sha, 65, "none");
+    char sha[65];
+    if (st == CLL_OK && rep.applies && out && cll_bench_sha256_file(path, sha)) {
+        out->from = ch.from;
+        snprintf(out->path, sizeof out->path, "%s", path);
+        if (ch.from == CLL_TUNE_FROM_CLASS) snprintf(out->stamp, sizeof out->stamp, "class:%s:%s", sc->cls, sha);
+        else snprintf(out->stamp, sizeof out->stamp, "%s", sha);
+    }
     cll_tune_report_free(&rep);
     cll_tune_free(sc);
     return st;

@@ -113,12 +113,44 @@ const char *cll_tune_default_path(const cll_tune_box *b, char *buf, size_t cap) 
         snprintf(buf, cap, "%s", env);
         return buf;
     }
+    return cll_tune_box_path(b, buf, cap);
+}
+
+const char *cll_tune_box_path(const cll_tune_box *b, char *buf, size_t cap) {
     char name[160];
     cll_tune_box_name(b, name, sizeof name);
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg) snprintf(buf, cap, "%s/cllama/tune/%s.json", xdg, name);
     else snprintf(buf, cap, "%s/.cache/cllama/tune/%s.json", home && *home ? home : ".", name);
     return buf;
+}
+
+const char *cll_tune_class(const cll_tune_box *b, char *buf, size_t cap) {
+    if (cap) buf[0] = 0;
+    char cls[96] = "";
+    if (!strcmp(b->backend, "cuda")) { /* the GPU model: "NVIDIA H200" -> "h200" */
+        char s[96];
+        slug(b->gpu_name, s, sizeof s);
+        const char *p = s;
+        if (!strncmp(p, "nvidia-", 7)) p += 7;
+        snprintf(cls, sizeof cls, "%.47s", p);
+    } else if (!strcmp(b->backend, "cpu")) { /* the ISA the CPU kernels dispatch on */
+        if (!strncmp(b->cpu_isa, "avx512vnni", 10)) snprintf(cls, sizeof cls, "x86-avx512-vnni");
+        else if (!strncmp(b->cpu_isa, "avx512", 6)) snprintf(cls, sizeof cls, "x86-avx512");
+        else if (!strncmp(b->cpu_isa, "avx2", 4)) snprintf(cls, sizeof cls, "x86-avx2");
+    }
+    while (strlen(cls) && cls[strlen(cls) - 1] == '-') cls[strlen(cls) - 1] = 0;
+    if (!cls[0] || !cll_tune_class_name_ok(cls)) return NULL;
+    snprintf(buf, cap, "%s", cls);
+    return buf;
+}
+
+bool cll_tune_class_name_ok(const char *cls) {
+    const size_t n = cls ? strlen(cls) : 0;
+    if (n == 0 || n >= 48) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(islower((unsigned char)cls[i]) || isdigit((unsigned char)cls[i]) || cls[i] == '-')) return false;
+    return true;
 }
 
 void cll_tune_row_hash(const cll_kernel_table *t, const cll_kernel_row *r, char out[65]) {
@@ -256,9 +288,15 @@ cll_status cll_tune_parse(const char *text, size_t len, const char *path, cll_tu
     }
     json_t *ver = json_object_get(root, "tune_version"), *kern = json_object_get(root, "kernels");
     json_t *prov = json_object_get(root, "provenance"), *box = prov ? json_object_get(prov, "box") : NULL;
+    json_t *cls = json_object_get(root, "class"); /* class defaults: no box fingerprint */
     if (!json_is_object(root) || !json_is_integer(ver) || !json_is_object(kern) || !json_is_object(prov) ||
-        !json_is_object(box)) {
-        st = cll_err(CLL_ERR_FORMAT, "tune sidecar %s: not a sidecar (needs tune_version, kernels, provenance.box)", path);
+        (!cls && !json_is_object(box))) {
+        st = cll_err(CLL_ERR_FORMAT,
+                     "tune sidecar %s: not a sidecar (needs tune_version, kernels, provenance.box, or a class)", path);
+        goto done;
+    }
+    if (cls && !(json_is_string(cls) && cll_tune_class_name_ok(json_string_value(cls)))) {
+        st = cll_err(CLL_ERR_FORMAT, "tune sidecar %s: class: not a class name (1-47 of a-z, 0-9, -)", path);
         goto done;
     }
     if (json_integer_value(ver) < 0 || json_integer_value(ver) > INT_MAX) {
@@ -267,7 +305,11 @@ cll_status cll_tune_parse(const char *text, size_t len, const char *path, cll_tu
         goto done;
     }
     sc->version = (int)json_integer_value(ver);
-    {
+    if (cls) {
+        snprintf(sc->cls, sizeof sc->cls, "%s", json_string_value(cls));
+        GET_STR(prov, "backend", sc->box.backend, true);
+        GET_STR(prov, "generated_by", sc->generated_by, false);
+    } else {
         cll_tune_box *b = &sc->box;
         long long n = 0;
         GET_STR(box, "backend", b->backend, true);
@@ -375,6 +417,21 @@ static json_t *to_json(const cll_tune_sidecar *sc) {
         json_object_set_new(kern, e->site, o);
     }
     for (int i = 0; i < sc->n_runtime; i++) json_object_set_new(rt, sc->runtime[i].name, json_real(sc->runtime[i].value));
+    if (sc->cls[0]) { /* class defaults: what the class shares, nothing of the box it was minted on */
+        json_decref(box);
+        json_object_set_new(root, "class", json_string(sc->cls));
+        json_object_set_new(prov, "class", json_string(sc->cls));
+        json_object_set_new(prov, "backend", json_string(sc->box.backend));
+        json_object_set_new(prov, "tune_version", json_integer(sc->version));
+        json_object_set_new(prov, "engine_git_sha", json_string(sc->engine_sha));
+        json_object_set_new(prov, "mode", json_string(sc->mode));
+        json_object_set_new(prov, "noise", json_string(sc->noise));
+        json_object_set_new(prov, "generated_by", json_string(sc->generated_by));
+        json_object_set_new(root, "kernels", kern);
+        json_object_set_new(root, "runtime", rt);
+        json_object_set_new(root, "provenance", prov);
+        return root;
+    }
     const cll_tune_box *b = &sc->box;
     json_object_set_new(box, "backend", json_string(b->backend));
     json_object_set_new(box, "cpu_model", json_string(b->cpu_model));

@@ -12,6 +12,9 @@
  * alone is stale; a tie or a broken arm -> nothing to apply; a tolerant (not bit-exact) crown ->
  * applied only when the caller allows tolerant numerics. A user pin outside the grid is a hard
  * error (cll_tune_pins). Unreadable JSON -> a warning, defaults.
+ * Class defaults (tune/defaults/<class>.json, classes.c): the decisive part of a full mint, exported
+ * without the box; they apply on any box of their class (cll_tune_class) that has no sidecar of its
+ * own (load order: cll_tune_choose), the per-site rules unchanged.
  * Owns: the cll_tune_sidecar objects it returns (cll_tune_free). Rule: applying a sidecar only
  * ever sets registry overrides of sites it validated; it never changes a site silently (every
  * site not applied is reported, and `cllama tune doctor` explains it). */
@@ -76,6 +79,11 @@ typedef struct {
     cll_tune_knob *runtime;
     int n_runtime;
     char *race_json;      /* the "race" object, verbatim JSON text (NULL: none) */
+    /* class defaults (tune/defaults/<class>.json, cll_tune_export_class): the box's class; "" for a
+     * box's own sidecar. A class file has no box fingerprint (box.backend alone), no race section,
+     * no binary hash, date or noise probes: only decisive sites and crowned knobs. */
+    char cls[48];
+    char generated_by[512]; /* class defaults: the command that wrote the file (never hand-edited) */
 } cll_tune_sidecar;
 
 /* this box's fingerprint for a backend ("cpu" or "cuda"; cuda: device 0) */
@@ -85,8 +93,31 @@ cll_status cll_tune_box_probe(const char *backend, cll_tune_box *out);
 const char *cll_tune_box_diff(const cll_tune_box *a, const cll_tune_box *b, char *buf, size_t cap);
 /* "<backend>-<cpu or gpu name, slugged>-<threads>c": the sidecar's file stem */
 const char *cll_tune_box_name(const cll_tune_box *b, char *buf, size_t cap);
-/* $CLLAMA_TUNE, else $XDG_CACHE_HOME (or ~/.cache)/cllama/tune/<box name>.json */
+/* $CLLAMA_TUNE, else the box's own sidecar path (cll_tune_box_path) */
 const char *cll_tune_default_path(const cll_tune_box *b, char *buf, size_t cap);
+/* $XDG_CACHE_HOME (or ~/.cache)/cllama/tune/<box name>.json: where a box keeps its own sidecar */
+const char *cll_tune_box_path(const cll_tune_box *b, char *buf, size_t cap);
+
+/* ---- class defaults (tune/defaults/<class>.json) ---- */
+/* The box's class, a pure function of its fingerprint: cpu by ISA ("x86-avx512-vnni",
+ * "x86-avx512", "x86-avx2"); cuda by the GPU name without its vendor, slugged ("NVIDIA H200" ->
+ * "h200"). NULL (buf "") when the box has no class (scalar CPUs, no GPU name). */
+const char *cll_tune_class(const cll_tune_box *b, char *buf, size_t cap);
+/* a class name is 1-47 of [a-z0-9-] */
+bool cll_tune_class_name_ok(const char *cls);
+/* The shipped class file of cls: the first <dir>/<cls>.json that exists, dir being
+ * $CLLAMA_TUNE_DEFAULTS when set (then only it), else <the executable's dir>/../share/cllama/tune/defaults
+ * (the build tree holds a copy there, an install puts them there), else CLLAMA_DATADIR/tune/defaults.
+ * false when none exists; searched (may be NULL) gets the directories looked in. */
+bool cll_tune_class_path(const char *cls, char *buf, size_t cap, char *searched, size_t scap);
+/* The class defaults exported from a box's full mint: only the decisive sites (verdict crown,
+ * serving confirm not "fail") and the crowned runtime knobs of the backend; the box fingerprint,
+ * race records, binary hash, date, noise probes and threads stripped; tune_version, the class, the
+ * mint's engine git sha, mode and every site's source hash kept; generated_by states the command.
+ * Errors: full is itself a class file, of another protocol version, minted on a box of another
+ * class, or stamped noise: overridden (unless allow_noisy). *out: a new sidecar with cls set. */
+cll_status cll_tune_export_class(const cll_tune_sidecar *full, const char *cls, const char *generated_by,
+                                 bool allow_noisy, cll_tune_sidecar **out);
 
 /* a kernel row's source hash: sha256 over what defines the variant (backend, name, op, type,
  * ISA, layout, interleave, bit-exactness, params) */
@@ -152,9 +183,37 @@ bool cll_tune_row_runs(const cll_kernel_table *t, const cll_kernel_row *r, int64
 bool cll_tune_parse_site(const char *site, char *backend, size_t bcap, uint32_t *op, uint32_t *wtype,
                          int64_t *n_tokens);
 
+/* Which tune file a run on this box applies, in order: an explicit file (path, else $CLLAMA_TUNE;
+ * "none" means the built-ins) > the box's own sidecar at cll_tune_box_path (when it exists and
+ * applies as a whole: readable, this protocol version, this box) > the class defaults of the box's
+ * class (cll_tune_class_path) > the built-in defaults. Reads at most the per-box file; sets nothing. */
+typedef enum {
+    CLL_TUNE_FROM_NONE = 0, /* built-in defaults */
+    CLL_TUNE_FROM_FILE,     /* --tune FILE / $CLLAMA_TUNE */
+    CLL_TUNE_FROM_BOX,      /* the box's own sidecar */
+    CLL_TUNE_FROM_CLASS,    /* tune/defaults/<class>.json */
+} cll_tune_from;
+typedef struct {
+    cll_tune_from from;
+    char path[1024];        /* the file chosen ("" for the built-ins) */
+    char box_path[1024];    /* where the box's own sidecar is looked for */
+    char cls[48];           /* the box's class ("" none) */
+    char box_problem[512];  /* the box's own sidecar exists but does not apply: why ("" otherwise) */
+    char why[4096];         /* the choice and its reason, one line (doctor, info, warnings) */
+} cll_tune_choice;
+cll_status cll_tune_choose(const char *backend, const cll_tune_box *here, const char *path, cll_tune_choice *out);
+
+/* what a front end applied (cll_tune_load_for) */
+typedef struct cll_tune_loaded {
+    cll_tune_from from;
+    char path[1024];        /* the file that applied, "" none */
+    char stamp[128];        /* bench records' tune_sha256: the file's sha256, "class:<class>:<sha256>" for
+                             * class defaults, or "none" */
+} cll_tune_loaded;
+
 /* The front ends' one call before a model load: pins from pin_spec and CLLAMA_PIN (hard
- * errors), then the sidecar at path (NULL: $CLLAMA_TUNE, else none) applied with warnings.
- * *sha (65 bytes, may be NULL) gets the applied file's sha256 or "none". */
-cll_status cll_tune_load_for(const char *backend, const char *path, const char *pin_spec, char *sha);
+ * errors), then the file cll_tune_choose picks (path: --tune, may be NULL) applied with warnings.
+ * *out (may be NULL) says what applied. */
+cll_status cll_tune_load_for(const char *backend, const char *path, const char *pin_spec, cll_tune_loaded *out);
 
 #endif
