@@ -526,19 +526,17 @@ static void test_matmul_many(void **state) {
     cll_pool_free(pool);
 }
 
-/* ---- the AVX-512 attention tile against the per-row attention (f64-summed softmax) ---- */
+/* ---- the attention tiles (AVX-512: 16 lanes, AVX2: 8 lanes) against the per-row attention
+ * (f64-summed softmax) ---- */
 
-static void test_attn_tile(void **state) {
-    (void)state;
-    if (!(cll_kernels_cpu_features() & CLL_ISA_AVX512)) {
-        printf("SKIP attention tile: this CPU lacks avx512\n");
-        return;
-    }
+static void check_attn_tile(int L) {
     const int32_t nk_max = 77; /* 9 steps of 8 keys and a ragged one */
-    for (int hdi = 0; hdi < 2; hdi++)
+    for (int hdi = 0; hdi < 3; hdi++)
         for (int f16 = 0; f16 < 2; f16++)
             for (int nli = 0; nli < 3; nli++) {
-                const int32_t hd = hdi ? 128 : 64, nl = nli == 0 ? 16 : nli == 1 ? 5 : 1;
+                /* 72: a head size the 8-lane tile serves and the 16-lane one refuses */
+                const int32_t hd = hdi == 0 ? 64 : hdi == 1 ? 128 : 72, nl = nli == 0 ? L : nli == 1 ? 5 : 1;
+                if (hd % L) continue;
                 const int64_t ks = hd + 16, vs = hd + 32; /* row strides wider than the head */
                 float *q = malloc(sizeof(float) * 16 * hd), *out = malloc(sizeof(float) * 16 * hd);
                 float *ref = malloc(sizeof(float) * hd), *sc = malloc(sizeof(float) * (nk_max + hd));
@@ -560,7 +558,8 @@ static void test_attn_tile(void **state) {
                 for (int64_t i = 0; i < 16 * hd; i++) out[i] = NAN;
                 const void *k = f16 ? (const void *)kh : (const void *)kf, *v = f16 ? (const void *)vh : (const void *)vf;
                 const float scale = 0.125f;
-                cll_ops_attn_tile16(qs, outs, lo, hi, nl, k, v, ks, vs, f16, hd, hd, scale, scr);
+                if (L == 16) cll_ops_attn_tile16(qs, outs, lo, hi, nl, k, v, ks, vs, f16, hd, hd, scale, scr);
+                else cll_ops_attn_tile8(qs, outs, lo, hi, nl, k, v, ks, vs, f16, hd, hd, scale, scr);
                 for (int l = 0; l < 16; l++) {
                     if (l >= nl) { /* lanes past nl are not written */
                         for (int32_t d = 0; d < hd; d++) assert_true(isnan(outs[l][d]));
@@ -574,8 +573,8 @@ static void test_attn_tile(void **state) {
                         if (!(e <= worst)) worst = e, wd = d; /* NaN lands here */
                     }
                     if (!(worst <= 2e-5))
-                        printf("FAIL attn tile hd=%d f16=%d nl=%d lane %d d=%d: got %.9g want %.9g\n", hd, f16, nl, l, wd,
-                               outs[l][wd], ref[wd]);
+                        printf("FAIL attn tile%d hd=%d f16=%d nl=%d lane %d d=%d: got %.9g want %.9g\n", L, hd, f16, nl, l,
+                               wd, outs[l][wd], ref[wd]);
                     assert_true(worst <= 2e-5);
                     /* poison control: the same bar fails on a perturbed expectation */
                     assert_false(fabs((double)outs[l][wd] - (ref[wd] + 1e-3)) <= 2e-5);
@@ -583,6 +582,15 @@ static void test_attn_tile(void **state) {
                 free(q), free(out), free(ref), free(sc), free(kf), free(vf), free(kh), free(vh);
                 cll_afree(scr);
             }
+}
+
+static void test_attn_tile(void **state) {
+    (void)state;
+    const uint32_t f = cll_kernels_cpu_features();
+    if (f & CLL_ISA_AVX512) check_attn_tile(16);
+    else printf("SKIP attention tile16: this CPU lacks avx512\n");
+    if (f & CLL_ISA_AVX2) check_attn_tile(8);
+    else printf("SKIP attention tile8: this CPU lacks avx2\n");
 }
 
 /* ---- the AVX-512 SiLU·u: bit for bit the scalar loop (expf) ---- */

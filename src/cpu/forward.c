@@ -120,9 +120,12 @@ static void task_qkv(void *arg, int ith, int nth) {
  * (CLLAMA_NUMERICS=ggml) an F16 cache runs llama.cpp's 1-thread CPU flash attention bit for bit
  * (cll_ops_attn_head_fa16: fp16 q, fp16 running V sum); it costs ~2x the default on prefill,
  * which is why only the reference mode pays for it (measured: 26% vs 12% of pp512 CPU). */
-/* AVX-512 prefill attention (cll_ops_attn_tile16): a tile is up to 16 (token, head) rows of
- * one sequence and one KV head, the KV group's heads times consecutive tokens; tiles are dealt
- * round-robin. A token block that mixes sequences runs the per-row path. */
+/* Tiled prefill attention: a tile is up to 16 (AVX-512, cll_ops_attn_tile16) or 8 (AVX2,
+ * cll_ops_attn_tile8) (token, head) rows of one sequence and one KV head, the KV group's heads
+ * times consecutive tokens; tiles are dealt round-robin. A token block that mixes sequences
+ * runs its rows one at a time. */
+typedef void (*attn_tile_fn)(const float *const *, float *const *, const int32_t *, const int32_t *, int,
+                             const void *, const void *, int64_t, int64_t, bool, int32_t, int32_t, float, float *);
 static void task_attn_tiles(void *arg, int ith, int nth) {
     cll_cpu_state *s = arg;
     const cll_model *m = s->cm->m;
@@ -134,7 +137,10 @@ static void task_attn_tiles(void *arg, int ith, int nth) {
     const size_t esz = f16 ? sizeof(uint16_t) : sizeof(float);
     const float scale = m->recipe.q_prescale ? 1.0f : hp->attn_scale;
     float *scr = s->scores + (int64_t)ith * s->sc_ld;
-    const int32_t hg = gqa < 16 ? gqa : 16, nsub = (gqa + hg - 1) / hg, tb = 16 / hg;
+    const bool z = (cll_kernels_cpu_features() & CLL_ISA_AVX512) != 0;
+    const int32_t lanes = z ? 16 : 8;
+    const attn_tile_fn tile = z ? cll_ops_attn_tile16 : cll_ops_attn_tile8;
+    const int32_t hg = gqa < lanes ? gqa : lanes, nsub = (gqa + hg - 1) / hg, tb = lanes / hg;
     const int64_t n = s->b->n, nblk = (n + tb - 1) / tb, items = nblk * HK * nsub;
     for (int64_t it = ith; it < items; it += nth) {
         const int64_t blk = it / (HK * nsub);
@@ -163,15 +169,21 @@ static void task_attn_tiles(void *arg, int ith, int nth) {
                     const int64_t bi = cll_kv_cell(s->b->seq[i], 0, s->p.n_ctx);
                     const uint8_t *ki = (const uint8_t *)s->kc[s->il] + ((size_t)bi * s->kv_k + (size_t)kvh * hk) * esz;
                     const uint8_t *vi = (const uint8_t *)s->vc[s->il] + ((size_t)bi * s->kv_v + (size_t)kvh * hv) * esz;
-                    cll_ops_attn_tile16(&qs[nl], &outs[nl], &lo[nl], &hi[nl], 1, ki, vi, s->kv_k, s->kv_v, f16, hk, hv,
-                                        scale, scr);
+                    tile(&qs[nl], &outs[nl], &lo[nl], &hi[nl], 1, ki, vi, s->kv_k, s->kv_v, f16, hk, hv, scale, scr);
                     continue;
                 }
                 nl++;
             }
         }
-        if (nl) cll_ops_attn_tile16(qs, outs, lo, hi, nl, kb, vb, s->kv_k, s->kv_v, f16, hk, hv, scale, scr);
+        if (nl) tile(qs, outs, lo, hi, nl, kb, vb, s->kv_k, s->kv_v, f16, hk, hv, scale, scr);
     }
+}
+
+/* the tiles serve this shape here: AVX-512 with head dims % 16, else AVX2 with head dims % 8 */
+static bool attn_tiled(const cll_hparams *hp) {
+    const uint32_t f = cll_kernels_cpu_features();
+    if (f & CLL_ISA_AVX512) return hp->head_dim_k % 16 == 0 && hp->head_dim_v % 16 == 0;
+    return (f & CLL_ISA_AVX2) && hp->head_dim_k % 8 == 0 && hp->head_dim_v % 8 == 0;
 }
 
 static void task_attn(void *arg, int ith, int nth) {
@@ -383,8 +395,7 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
             cll_cpu_matmul_many(s->pool, 3, w3, s->xn, d, n, y3, ld3, s->mm);
         }
         run(s, task_qkv, s, n * (nq + 2 * s->kv_k) * 4);
-        if (n >= 4 && !s->p.ggml_numerics && (cll_kernels_cpu_features() & CLL_ISA_AVX512) && hp->head_dim_k % 16 == 0 &&
-            hp->head_dim_v % 16 == 0)
+        if (n >= 4 && !s->p.ggml_numerics && attn_tiled(hp))
             run(s, task_attn_tiles, s, attn_work);
         else
             run(s, task_attn, s, attn_work);

@@ -50,6 +50,11 @@ void cll_ops_attn_head_fa16(const float *q, const uint16_t *k, const uint16_t *v
 void cll_ops_attn_tile16(const float *const *q, float *const *out, const int32_t *lo, const int32_t *hi, int nl,
                          const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16, int32_t hd_k, int32_t hd_v,
                          float scale, float *scr);
+/* The same with up to 8 rows on AVX2 + FMA (ops_attn_avx2.c); hd_k, hd_v multiples of 8; the
+ * same scratch (sized for 16 lanes). */
+void cll_ops_attn_tile8(const float *const *q, float *const *out, const int32_t *lo, const int32_t *hi, int nl,
+                        const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16, int32_t hd_k, int32_t hd_v,
+                        float scale, float *scr);
 size_t cll_ops_attn_tile_scratch(int32_t hd_k, int32_t hd_v);
 
 /* g = SiLU(g) * u with AVX-512 (ops_act_avx512.c): bit for bit cll_ops_silu_mul (glibc's
