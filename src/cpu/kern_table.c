@@ -91,7 +91,13 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
     {"matmul_" #T "_avx512vnni_r8x4", CLL_KOP_MATMUL, CLL_TYPE_##T##_ID, V512, "layout=r8 tile=8x4 dpbusd",  \
      KLAYOUT_R8, 8, NULL, true, true, &k_r8_##T##_avx512},                                                  \
     {"matmul_" #T "_avx2_r8x4", CLL_KOP_MATMUL, CLL_TYPE_##T##_ID, CLL_ISA_AVX2,                           \
-     "layout=r8 tile=8x4 maddubs", KLAYOUT_R8, 8, NULL, true, true, &k_r8_##T##_avx2}
+     R8_AVX2_PARAMS_##T, KLAYOUT_R8, 8, NULL, true, true, &k_r8_##T##_avx2}
+/* the AVX2 K-quant GEMMs of >= 8 tokens sweep predecoded records (kern_r8_avx2.c) */
+#define R8_AVX2_PARAMS_q4_0 "layout=r8 tile=8x4 maddubs"
+#define R8_AVX2_PARAMS_q8_0 "layout=r8 tile=8x4 maddubs"
+#define R8_AVX2_PARAMS_q4_K "layout=r8 tile=8x4 maddubs predecode=8 rows/chunk (n>=8)"
+#define R8_AVX2_PARAMS_q5_K "layout=r8 tile=8x4 maddubs predecode=8 rows/chunk (n>=8)"
+#define R8_AVX2_PARAMS_q6_K "layout=r8 tile=8x4 maddubs predecode=8 rows/chunk (n>=8)"
 /* decrow rows serve both ops: the GEMV, and the GEMM of shapes the d8 rows refuse (rows % 8)
  * d8: GEMM of the decode rows; 8 plain rows decoded per token chunk (rows % 8 == 0) */
 #define D8_ROW_512(T, ID, DFLT)                                                                              \
