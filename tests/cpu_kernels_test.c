@@ -595,14 +595,9 @@ static void test_attn_tile(void **state) {
     else printf("SKIP attention tile8: this CPU lacks avx2\n");
 }
 
-/* ---- the AVX-512 SiLU·u: bit for bit the scalar loop (expf) ---- */
+/* ---- the AVX-512 and AVX2 SiLU·u: bit for bit the scalar loop (expf) ---- */
 
-static void test_silu_avx512(void **state) {
-    (void)state;
-    if (!(cll_kernels_cpu_features() & CLL_ISA_AVX512)) {
-        printf("SKIP silu avx512: this CPU lacks avx512\n");
-        return;
-    }
+static void check_silu(void (*expf8)(const float *, float *), void (*silu_mul)(float *, const float *, int64_t)) {
     /* expf: a sweep of 2^24 bit patterns over every exponent (all 2^32 were checked once) plus
      * the specials; a differing bit anywhere fails */
     long diff = 0;
@@ -613,7 +608,7 @@ static void test_silu_avx512(void **state) {
             memcpy(&x[i], &bits, 4);
         }
         if (b == 0) x[0] = INFINITY, x[1] = -INFINITY, x[2] = NAN, x[3] = 0x1.62e42ep6f, x[4] = -0x1.9fe368p6f;
-        cll_ops_expf8_avx512(x, y);
+        expf8(x, y);
         for (int i = 0; i < 8; i++) {
             const float r = expf(x[i]);
             if (memcmp(&r, &y[i], 4) && !(isnan(r) && isnan(y[i]))) {
@@ -633,7 +628,7 @@ static void test_silu_avx512(void **state) {
     for (int64_t i = n; i < n + pad; i++) g[i] = NAN;
     memcpy(g2, g, sizeof(float) * n);
     cll_ops_silu_mul(g2, u, n);
-    cll_ops_silu_mul_avx512(g, u, n);
+    silu_mul(g, u, n);
     assert_memory_equal(g, g2, sizeof(float) * n);
     for (int64_t i = n; i < n + pad; i++) assert_true(isnan(g[i]));
     /* poison control: one flipped low bit is caught by the same comparison */
@@ -645,6 +640,15 @@ static void test_silu_avx512(void **state) {
     free(g), free(g2), free(u);
 }
 
+static void test_silu_simd(void **state) {
+    (void)state;
+    const uint32_t f = cll_kernels_cpu_features();
+    if (f & CLL_ISA_AVX512) check_silu(cll_ops_expf8_avx512, cll_ops_silu_mul_avx512);
+    else printf("SKIP silu avx512: this CPU lacks avx512\n");
+    if (f & CLL_ISA_AVX2) check_silu(cll_ops_expf8_avx2, cll_ops_silu_mul_avx2);
+    else printf("SKIP silu avx2: this CPU lacks avx2\n");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_act_quantizers),
@@ -654,7 +658,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_many),
         cmocka_unit_test(test_every_row),
         cmocka_unit_test(test_attn_tile),
-        cmocka_unit_test(test_silu_avx512),
+        cmocka_unit_test(test_silu_simd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -245,7 +245,9 @@ typedef struct {
 
 static void silu_mul(const cll_cpu_state *s, float *g, const float *u, int64_t n) {
     (void)s; /* the AVX-512 loop is bit-exact with the scalar one: every numerics mode takes it */
-    if (cll_kernels_cpu_features() & CLL_ISA_AVX512) cll_ops_silu_mul_avx512(g, u, n);
+    const uint32_t f = cll_kernels_cpu_features();
+    if (f & CLL_ISA_AVX512) cll_ops_silu_mul_avx512(g, u, n);
+    else if (f & CLL_ISA_AVX2) cll_ops_silu_mul_avx2(g, u, n);
     else cll_ops_silu_mul(g, u, n);
 }
 

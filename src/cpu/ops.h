@@ -61,6 +61,9 @@ size_t cll_ops_attn_tile_scratch(int32_t hd_k, int32_t hd_v);
  * expf algorithm vectorised); y[0..7] = expf(x[0..7]) the same way (for the tests) */
 void cll_ops_silu_mul_avx512(float *g, const float *u, int64_t n);
 void cll_ops_expf8_avx512(const float *x, float *y);
+/* the same with AVX2 + FMA (ops_act_avx2.c) */
+void cll_ops_silu_mul_avx2(float *g, const float *u, int64_t n);
+void cll_ops_expf8_avx2(const float *x, float *y);
 
 /* dst[i] = fp16(src[i]) */
 void cll_ops_to_f16(uint16_t *dst, const float *src, int64_t n);
