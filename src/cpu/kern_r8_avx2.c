@@ -128,6 +128,23 @@ INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
 
 /* ---- Q4_K / Q5_K x Q8_K (q5: the 5th bits follow the q4_K record) ------------------ */
 
+/* one token's block step: acc + d*da*isum - dmin*da*(mins . sums of the activations per
+ * 32-element sub-block, taken as int16 pairs of subs 2j, 2j+1) */
+INLINE __m256 q45_block_acc(__m256 acc, const cll_block_q8_K *ab, const uint8_t *mm, __m256 dw, __m256 dmw, __m256i isum) {
+    const __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
+    int32_t bsp[4];
+    _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
+    __m256i msum = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++) {
+        const __m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(mm + 16 * j)));
+        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mv, _mm256_set1_epi32(bsp[j])));
+    }
+    const __m256 da = _mm256_set1_ps(ab->d);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum), acc);
+    return _mm256_fnmadd_ps(_mm256_mul_ps(dmw, da), _mm256_cvtepi32_ps(msum), acc);
+}
+
 INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
                        const int T, const int q5) {
     const size_t recsz = q5 ? 1440 : 1184;
@@ -186,22 +203,8 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
         }
         const __m256 dw = load_fp16x8((const uint16_t *)rec), dmw = load_fp16x8((const uint16_t *)rec + 8);
 #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
-            /* sums of the activations per 32-element sub-block, as int16 pairs (subs 2j, 2j+1) */
-            __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
-            int32_t bsp[4];
-            _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
-            __m256i msum = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                __m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(mm + 16 * j)));
-                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mv, _mm256_set1_epi32(bsp[j])));
-            }
-            const __m256 da = _mm256_set1_ps(ab->d);
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-            acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmw, da), _mm256_cvtepi32_ps(msum), acc[t]);
-        }
+        for (int t = 0; t < T; t++)
+            acc[t] = q45_block_acc(acc[t], (const cll_block_q8_K *)(act + t * stride) + b, mm, dw, dmw, isum[t]);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
@@ -253,21 +256,8 @@ INLINE void tile_q4_K_h(const uint8_t *wg, int64_t nb, const uint8_t *act, size_
         }
         const __m256 dw = load_fp16x8((const uint16_t *)rec), dmw = load_fp16x8((const uint16_t *)rec + 8);
 #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
-            __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
-            int32_t bsp[4];
-            _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
-            __m256i msum = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                __m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(mm + 16 * j)));
-                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mv, _mm256_set1_epi32(bsp[j])));
-            }
-            const __m256 da = _mm256_set1_ps(ab->d);
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-            acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmw, da), _mm256_cvtepi32_ps(msum), acc[t]);
-        }
+        for (int t = 0; t < T; t++)
+            acc[t] = q45_block_acc(acc[t], (const cll_block_q8_K *)(act + t * stride) + b, mm, dw, dmw, isum[t]);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
@@ -654,21 +644,8 @@ INLINE void tile_q45_K_p(const uint8_t *pd, int64_t nbs, const uint8_t *act, siz
         const __m256 dw = _mm256_load_ps((const float *)(o + P45_D)), dmw = _mm256_load_ps((const float *)(o + P45_DM));
         const uint8_t *mm = o + P45_MM;
 #pragma GCC unroll 4
-        for (int t = 0; t < T; t++) {
-            const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
-            __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
-            int32_t bsp[4];
-            _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
-            __m256i msum = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                __m256i mv = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(mm + 16 * j)));
-                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mv, _mm256_set1_epi32(bsp[j])));
-            }
-            const __m256 da = _mm256_set1_ps(ab->d);
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-            acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmw, da), _mm256_cvtepi32_ps(msum), acc[t]);
-        }
+        for (int t = 0; t < T; t++)
+            acc[t] = q45_block_acc(acc[t], (const cll_block_q8_K *)(act + t * stride) + b, mm, dw, dmw, isum[t]);
     }
 #pragma GCC unroll 4
     for (int t = 0; t < T; t++) _mm256_storeu_ps(y + t * ldy, acc[t]);
