@@ -57,7 +57,7 @@ typedef struct {
 } kern_impl;
 
 /* weight layouts (cll_kernel_row.layout) */
-enum { KLAYOUT_PLAIN = 0, KLAYOUT_R8 = 1 };
+enum { KLAYOUT_PLAIN = 0, KLAYOUT_R8 = 1, KLAYOUT_IQ3X = 2 /* IQ3_S as nibbles (kern_lowq_avx2.c) */ };
 
 /* ---- activation quantizers (kern_act.c, kern_act_avx2.c) ---- */
 size_t cll_kern_act_stride(int act, int64_t cols);
@@ -101,6 +101,11 @@ void cll_kern_run_r8_q6_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1);
 bool cll_kern_lowq_gemv_avx2_has(uint32_t wtype);
 void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1);
+/* IQ3_S in the x3 layout (grid and signs resolved into nibbles at load): pack, GEMV, d8 GEMM */
+size_t cll_kern_iq3x_size(int64_t rows, int64_t cols);
+void cll_kern_iq3x_pack(const void *src, void *dst, int64_t rows, int64_t cols);
+void cll_kern_run_iq3x_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_iq3x_d8_avx2(const kern_args *a, int64_t r0, int64_t r1);
 bool cll_kern_lowq_d8_avx2_has(uint32_t wtype);
 extern uint8_t cll_kern_iq3s_planes[4][512]; /* kern_lowq_tables.c */
 void cll_kern_run_iq3_s_gemv_vbmi(const kern_args *a, int64_t r0, int64_t r1); /* AVX512-VBMI + VNNI */

@@ -48,6 +48,8 @@ R8_IMPL(q6_K, KACT_Q8_K, avx512)
 /* decode rows (kern_lowq.h): plain layout, GEMM in 8-row groups */
 static const kern_impl k_lowq_gemv_avx2 = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_lowq_gemv_avx2};
 static const kern_impl k_lowq_d8_avx2 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx2};
+static const kern_impl k_iq3x_gemv_avx2 = {KACT_Q8_K, 1, cll_kern_iq3x_size, cll_kern_iq3x_pack, cll_kern_run_iq3x_gemv_avx2};
+static const kern_impl k_iq3x_d8_avx2 = {KACT_Q8_K, 8, cll_kern_iq3x_size, cll_kern_iq3x_pack, cll_kern_run_iq3x_d8_avx2};
 static const kern_impl k_lowq_gemv_avx512 = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_lowq_gemv_avx512};
 static const kern_impl k_iq3s_gemv_vbmi = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_iq3_s_gemv_vbmi};
 static const kern_impl k_lowq_d8_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_run_lowq_d8_avx512};
@@ -167,10 +169,17 @@ static const cll_kernel_row k_rows[] = {
     DEC_GEMV_ROW(q3_K, CLL_TYPE_Q3_K, true),
     Z16_ROW(iq3_s, CLL_TYPE_IQ3_S),
     D8_ROW_512(iq3_s, CLL_TYPE_IQ3_S, false),
+    /* AVX2: the x3 layout (IQ3_S grid and signs resolved into nibbles at load; 136 bytes per
+     * super-block, no grid gather per group) before the plain rows */
+    {"matmul_iq3_s_avx2_x3d8x4", CLL_KOP_GEMM, CLL_TYPE_IQ3_S, CLL_ISA_AVX2,
+     "layout=x3 (grid+signs as nibbles) decode=8 rows/chunk tile=8x4 maddubs", KLAYOUT_IQ3X, 8, NULL, true, true,
+     &k_iq3x_d8_avx2},
     D8_ROW_AVX2(iq3_s, CLL_TYPE_IQ3_S, true),
     {"matmul_iq3_s_avx512vbmi_decrow", CLL_KOP_MATMUL, CLL_TYPE_IQ3_S, V512, "layout=plain rows=1 vpermi2b-grid+dpbusd zmm",
      KLAYOUT_PLAIN, 1, iq3s_vbmi_ok, true, true, &k_iq3s_gemv_vbmi},
     DEC_GEMV_ROW_512(iq3_s, CLL_TYPE_IQ3_S, false),
+    {"matmul_iq3_s_avx2_x3row", CLL_KOP_MATMUL, CLL_TYPE_IQ3_S, CLL_ISA_AVX2,
+     "layout=x3 (grid+signs as nibbles) rows=1 simd-decode+maddubs", KLAYOUT_IQ3X, 1, NULL, true, true, &k_iq3x_gemv_avx2},
     DEC_GEMV_ROW(iq3_s, CLL_TYPE_IQ3_S, true),
     Z16_ROW(iq2_xxs, CLL_TYPE_IQ2_XXS),
     D8_ROW_512(iq2_xxs, CLL_TYPE_IQ2_XXS, false),
