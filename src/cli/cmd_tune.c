@@ -108,6 +108,9 @@ static int doctor_file(const char *path, const cll_tune_box *here, const char *b
     }
     for (int i = 0; i < sc->n_runtime; i++) printf("%-34s %-30g %s\n", sc->runtime[i].name, sc->runtime[i].value, "knob");
     if (rep.applies) printf("%d of %d sites apply\n", rep.n_applied, sc->n_sites);
+    if (rep.applies && cls && !sc->n_sites && !sc->n_runtime)
+        printf("the class defaults crown no site and no knob (the mint they were exported from found every default best "
+               "or tied): every site runs its built-in default\n");
     const char *own = cls ? "cllama tune -m MODEL (mints this box's own sidecar, which takes precedence over the class "
                             "defaults; the shipped file is re-exported from a fresh mint: docs/tune.md)"
                           : NULL;
