@@ -112,9 +112,9 @@ static void test_import_ref(void **state) {
     assert_int_equal(system(cmd), 0);
     const char *jl = tu_shared("anchors/h200/bench-l2-7b-Q4_0.jsonl");
     int n = 0;
-    assert_int_equal(cll_bench_import_ref(jl, rec, "h200", 4293.0, "anchor", &n), CLL_OK);
+    assert_int_equal(cll_bench_import_ref(jl, rec, "h200", 4293.0, "anchor", NULL, &n), CLL_OK);
     assert_int_equal(n, 2);
-    assert_int_equal(cll_bench_import_ref(jl, rec, "h200", 0, NULL, &n), CLL_OK); /* replaces, never duplicates */
+    assert_int_equal(cll_bench_import_ref(jl, rec, "h200", 0, NULL, NULL, &n), CLL_OK); /* replaces, never duplicates */
     json_t *doc = cll_bench_records_load(rec, "h200");
     assert_non_null(doc);
     json_t *rows = json_object_get(doc, "rows");
@@ -145,6 +145,62 @@ static void test_import_ref(void **state) {
     free(html);
 }
 
+/* llama-batched-bench JSONL rows: refused without --model, imported one record per (pp, tg, pl) cell,
+ * paired with cllama's batched rows in their own table, and kept out of the pp/tg tables */
+static void test_import_batched(void **state) {
+    (void)state;
+    char dir[512], jl[600], rec[600];
+    snprintf(dir, sizeof dir, "%s/batched", g_tmp);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(jl, sizeof jl, "%s/bb.jsonl", g_tmp);
+    snprintf(rec, sizeof rec, "%s/h200.json", dir);
+    FILE *f = fopen(jl, "w");
+    assert_non_null(f);
+    fputs("{\"n_kv_max\": 20480, \"n_batch\": 2048, \"n_ubatch\": 512, \"flash_attn\": 1, \"is_pp_shared\": 0, "
+          "\"n_gpu_layers\": 99, \"n_threads\": 16, \"n_threads_batch\": 16, \"pp\": 128, \"tg\": 128, \"pl\": 1, "
+          "\"n_kv\": 256, \"t_pp\": 0.038, \"speed_pp\": 3352.0, \"t_tg\": 0.45, \"speed_tg\": 284.0, \"t\": 0.488, "
+          "\"speed\": 524.6}\n",
+          f);
+    fputs("{\"n_kv_max\": 20480, \"n_batch\": 2048, \"n_ubatch\": 512, \"flash_attn\": 1, \"is_pp_shared\": 0, "
+          "\"n_gpu_layers\": 99, \"n_threads\": 16, \"n_threads_batch\": 16, \"pp\": 128, \"tg\": 128, \"pl\": 64, "
+          "\"n_kv\": 16384, \"t_pp\": 0.79, \"speed_pp\": 10331.0, \"t_tg\": 1.77, \"speed_tg\": 4640.0, \"t\": 2.56, "
+          "\"speed\": 6400.0}\n",
+          f);
+    fclose(f);
+    int n = 0;
+    assert_int_equal(cll_bench_import_ref(jl, rec, "h200", 0, NULL, NULL, &n), CLL_ERR_FORMAT);
+    assert_non_null(strstr(cll_last_error(), "--model"));
+    assert_int_equal(cll_bench_import_ref(jl, rec, "h200", 0, "anchor", "/x/l2-7b-Q4_K_M.gguf", &n), CLL_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(cll_bench_import_ref(jl, rec, "h200", 0, "anchor", "/x/l2-7b-Q4_K_M.gguf", &n), CLL_OK);
+    json_t *doc = cll_bench_records_load(rec, "h200");
+    json_t *rows = json_object_get(doc, "rows");
+    assert_int_equal(json_array_size(rows), 2); /* replaced, not duplicated */
+    json_t *r1 = json_array_get(rows, 1);
+    assert_string_equal(json_string_value(json_object_get(r1, "test")), "batched-pp128-tg128-pl64");
+    assert_string_equal(json_string_value(json_object_get(r1, "model_filename")), "l2-7b-Q4_K_M.gguf");
+    assert_string_equal(json_string_value(json_object_get(r1, "engine")), "llama.cpp");
+    assert_string_equal(json_string_value(json_object_get(r1, "backend")), "cuda");
+    json_t *mine = json_deep_copy(r1);
+    json_object_set_new(mine, "engine", json_string("cllama"));
+    json_object_set_new(mine, "speed_tg", json_real(9280.0));
+    json_object_set_new(mine, "speed_pp", json_real(20662.0));
+    cll_bench_records_upsert(doc, mine);
+    assert_int_equal(cll_bench_records_save(rec, doc), CLL_OK);
+    json_decref(doc);
+    char *md, *html;
+    render(dir, &md, &html);
+    assert_non_null(strstr(md, "h200 — cuda, batched"));
+    assert_non_null(strstr(md, "| l2-7b-Q4_K_M.gguf | 128 | 128 | 64 | 9280 | 4640 | 2.00× | 20662 | 10331 | 2.00× |"));
+    assert_non_null(strstr(md, "| l2-7b-Q4_K_M.gguf | 128 | 128 | 1 | — | 284.0 | — |"));
+    assert_null(strstr(md, "pp512")); /* no pp/tg table made of batched rows */
+    assert_non_null(strstr(html, "<td>9280</td><td>4640</td><td>2.00×</td>"));
+    free(md);
+    free(html);
+}
+
 static void test_bad_input(void **state) {
     (void)state;
     char p[512];
@@ -155,7 +211,7 @@ static void test_bad_input(void **state) {
     char rec[600];
     snprintf(rec, sizeof rec, "%s/bad.json", g_tmp);
     int n;
-    assert_int_equal(cll_bench_import_ref(p, rec, "x", 0, NULL, &n), CLL_ERR_FORMAT);
+    assert_int_equal(cll_bench_import_ref(p, rec, "x", 0, NULL, NULL, &n), CLL_ERR_FORMAT);
     assert_non_null(strstr(cll_last_error(), "bad.jsonl:1"));
     f = fopen(rec, "w");
     fputs("[1,2]", f);
@@ -168,7 +224,7 @@ int main(void) {
     if (!mkdtemp(g_tmp)) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_md_cells),   cmocka_unit_test(test_html),    cmocka_unit_test(test_poisoned_reference),
-        cmocka_unit_test(test_import_ref), cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_import_ref), cmocka_unit_test(test_bad_input),  cmocka_unit_test(test_import_batched),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[300];

@@ -95,6 +95,9 @@ typedef struct cll_bench_model cll_bench_model;
 /* load a model and make a context for tests of up to n_ctx tokens (prefill batch n_batch) */
 cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ctx, int n_batch,
                           cll_bench_model **out);
+/* the same with n_seq independent sequences of n_ctx tokens each (the batched bench) */
+cll_status cll_bench_open_seqs(const char *path, int backend, int n_threads, int n_ctx, int n_batch, int n_seq,
+                               cll_bench_model **out);
 void cll_bench_close(cll_bench_model *bm);
 const char *cll_bench_model_type(const cll_bench_model *bm); /* "llama 1B Q4_K - Medium"-like */
 uint64_t cll_bench_model_size(const cll_bench_model *bm);    /* bytes of tensor data */
@@ -114,6 +117,17 @@ typedef struct {
  * tg = n_gen single-token decodes. progress: a status line on stderr. */
 cll_status cll_bench_measure(cll_bench_model *bm, int n_prompt, int n_gen, int reps, bool progress,
                              cll_bench_result *res);
+
+/* llama-batched-bench's protocol (its defaults: prompts not shared): a 16-token warm-up; from an
+ * empty cache, pl prompts of pp tokens decoded in n_batch chunks (t_pp), then tg steps of one
+ * token for each of the pl sequences (t_tg); n_kv = pl * (pp + tg); speed_pp = pl*pp / t_pp,
+ * speed_tg = pl*tg / t_tg, speed = n_kv / (t_pp + t_tg). The model must be opened with >= pl
+ * sequences of >= pp + tg tokens. */
+typedef struct {
+    int n_kv;
+    double t_pp, speed_pp, t_tg, speed_tg, t, speed;
+} cll_bench_batched_result;
+cll_status cll_bench_batched(cll_bench_model *bm, int pp, int tg, int pl, cll_bench_batched_result *r);
 
 /* Did the served path pass its oracle on this box: stories260K greedy continuations vs
  * shared/oracle/golden/stories260K.json. Returns "pass", "fail" or "unchecked". */

@@ -27,9 +27,12 @@ const char *cll_bench_basename(const char *path);
 
 /* Import llama-bench JSONL rows as pinned reference rows (engine "llama.cpp") into the
  * records file of box. bandwidth_GBps > 0 sets the box's read bandwidth (for rooflines);
- * note (or NULL) is stored in each row's provenance (e.g. how the reference was built). */
+ * note (or NULL) is stored in each row's provenance (e.g. how the reference was built).
+ * llama-batched-bench JSONL rows (pl, speed_tg, ...) name no model: model (the file they ran
+ * on, or NULL for llama-bench rows) becomes their model_filename, and each (pp, tg, pl) cell
+ * its own record "batched-pp<pp>-tg<tg>-pl<pl>". */
 cll_status cll_bench_import_ref(const char *jsonl, const char *records_file, const char *box,
-                                double bandwidth_GBps, const char *note, int *n_imported);
+                                double bandwidth_GBps, const char *note, const char *model, int *n_imported);
 
 /* Render every records file of dir into md_path and html_path (either may be NULL). */
 cll_status cll_bench_board_render(const char *dir, const char *md_path, const char *html_path);

@@ -72,7 +72,7 @@ static void build(json_t *doc, const char *backend, table_t *t) {
     json_t *o;
     t->m = calloc(json_array_size(rows) + 1, sizeof(model_t));
     json_array_foreach(rows, i, o) {
-        if (strcmp(sget(o, "backend"), backend)) continue;
+        if (strcmp(sget(o, "backend"), backend) || json_object_get(o, "pl")) continue; /* batched rows: their own table */
         char k[256];
         model_key(rows, o, k, sizeof k);
         int j;
@@ -98,7 +98,7 @@ static void build(json_t *doc, const char *backend, table_t *t) {
     t->c = calloc((size_t)(t->nm * t->nt + 1), sizeof(json_t *));
     t->r = calloc((size_t)(t->nm * t->nt + 1), sizeof(json_t *));
     json_array_foreach(rows, i, o) {
-        if (strcmp(sget(o, "backend"), backend)) continue;
+        if (strcmp(sget(o, "backend"), backend) || json_object_get(o, "pl")) continue;
         char k[256];
         model_key(rows, o, k, sizeof k);
         int j, q;
@@ -313,6 +313,96 @@ static void html_table(FILE *f, const table_t *t) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* ---- the batched table (llama-batched-bench protocol rows: they carry "pl") ---------------------- */
+
+typedef struct {
+    json_t *c, *r; /* cllama / llama.cpp row of one (model, pp, tg, pl) */
+} bb_cell;
+
+static int cmp_bb(const void *a, const void *b) {
+    json_t *x = ((const bb_cell *)a)->c ? ((const bb_cell *)a)->c : ((const bb_cell *)a)->r;
+    json_t *y = ((const bb_cell *)b)->c ? ((const bb_cell *)b)->c : ((const bb_cell *)b)->r;
+    const int m = strcmp(cll_bench_basename(sget(x, "model_filename")), cll_bench_basename(sget(y, "model_filename")));
+    if (m) return m;
+    static const char *k[] = {"pp", "tg", "pl"};
+    for (int i = 0; i < 3; i++) {
+        const double d = nget(x, k[i]) - nget(y, k[i]);
+        if (d) return d < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+static bool bb_same(json_t *a, json_t *b) {
+    return !strcmp(cll_bench_basename(sget(a, "model_filename")), cll_bench_basename(sget(b, "model_filename"))) &&
+           nget(a, "pp") == nget(b, "pp") && nget(a, "tg") == nget(b, "tg") && nget(a, "pl") == nget(b, "pl");
+}
+
+/* one table per (records file, backend): per model file and (pp, tg, pl) the aggregate rates of both engines */
+static void batched_tables(FILE *md, FILE *html, json_t *doc, const char *backend) {
+    json_t *rows = json_object_get(doc, "rows"), *o;
+    size_t i, cap = json_array_size(rows);
+    bb_cell *cells = calloc(cap + 1, sizeof *cells);
+    int n = 0;
+    json_array_foreach(rows, i, o) {
+        if (!json_object_get(o, "pl") || strcmp(sget(o, "backend"), backend)) continue;
+        const bool ours = !strcmp(sget(o, "engine"), "cllama");
+        int j;
+        for (j = 0; j < n && !bb_same(cells[j].c ? cells[j].c : cells[j].r, o); j++) {}
+        if (j == n) n++;
+        if (ours) cells[j].c = o;
+        else cells[j].r = o;
+    }
+    if (n == 0) {
+        free(cells);
+        return;
+    }
+    qsort(cells, (size_t)n, sizeof *cells, cmp_bb);
+    const char *box = sget(doc, "box");
+    if (md) {
+        fprintf(md, "\n## %s — %s, batched (llama-batched-bench protocol)\n\n"
+                    "speed_tg: tokens/s over all pl sequences; one run per cell (no repetitions).\n\n"
+                    "| model file | pp | tg | pl | speed_tg cllama | speed_tg llama.cpp | ratio | speed_pp cllama | "
+                    "speed_pp llama.cpp | ratio |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                box, backend);
+    }
+    if (html) {
+        fprintf(html, "<section><h2>");
+        html_esc(html, box);
+        fprintf(html, " — %s, batched (llama-batched-bench protocol)</h2><table><thead><tr><th>model file</th><th>pp</th>"
+                      "<th>tg</th><th>pl</th><th>speed_tg cllama</th><th>speed_tg llama.cpp</th><th>ratio</th>"
+                      "<th>speed_pp cllama</th><th>speed_pp llama.cpp</th><th>ratio</th></tr></thead><tbody>\n",
+                backend);
+    }
+    for (int j = 0; j < n; j++) {
+        json_t *x = cells[j].c ? cells[j].c : cells[j].r;
+        char v[4][32], rt[2][32];
+        static const char *key[2] = {"speed_tg", "speed_pp"};
+        for (int q = 0; q < 2; q++) {
+            json_t *e[2] = {cells[j].c, cells[j].r};
+            for (int w = 0; w < 2; w++) {
+                if (e[w]) fmt_ts(nget(e[w], key[q]), v[2 * q + w], sizeof v[0]);
+                else snprintf(v[2 * q + w], sizeof v[0], "—");
+            }
+            if (e[0] && e[1] && nget(e[1], key[q]) > 0)
+                snprintf(rt[q], sizeof rt[0], "%.2f×", nget(e[0], key[q]) / nget(e[1], key[q]));
+            else snprintf(rt[q], sizeof rt[0], "—");
+        }
+        const char *mf = cll_bench_basename(sget(x, "model_filename"));
+        if (md)
+            fprintf(md, "| %s | %.0f | %.0f | %.0f | %s | %s | %s | %s | %s | %s |\n", mf, nget(x, "pp"), nget(x, "tg"),
+                    nget(x, "pl"), v[0], v[1], rt[0], v[2], v[3], rt[1]);
+        if (html) {
+            fprintf(html, "<tr><td>");
+            html_esc(html, mf);
+            fprintf(html, "</td><td>%.0f</td><td>%.0f</td><td>%.0f</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                          "<td>%s</td></tr>\n",
+                    nget(x, "pp"), nget(x, "tg"), nget(x, "pl"), v[0], v[1], rt[0], v[2], v[3], rt[1]);
+        }
+    }
+    if (html) fprintf(html, "</tbody></table></section>\n");
+    free(cells);
+}
+
 cll_status cll_bench_board_render(const char *dir, const char *md_path, const char *html_path) {
     DIR *d = opendir(dir);
     if (!d) return cll_err(CLL_ERR_IO, "%s: cannot open records dir", dir);
@@ -367,6 +457,7 @@ cll_status cll_bench_board_render(const char *dir, const char *md_path, const ch
                 if (html) html_table(html, &t);
             }
             table_free(&t);
+            batched_tables(md, html, doc, backends[b]);
         }
         json_decref(doc);
     }

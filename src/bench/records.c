@@ -83,7 +83,7 @@ void cll_bench_records_upsert(json_t *doc, json_t *row) {
 }
 
 cll_status cll_bench_import_ref(const char *jsonl, const char *records_file, const char *box, double bw,
-                                const char *note, int *n_out) {
+                                const char *note, const char *model, int *n_out) {
     *n_out = 0;
     FILE *f = fopen(jsonl, "r");
     if (!f) return cll_err(CLL_ERR_IO, "%s: %s", jsonl, strerror(errno));
@@ -102,9 +102,17 @@ cll_status cll_bench_import_ref(const char *jsonl, const char *records_file, con
         if (line[strspn(line, " \t\r\n")] == 0) continue;
         json_error_t e;
         json_t *in = json_loads(line, 0, &e);
-        if (!in || !json_is_object(in) || !json_is_number(json_object_get(in, "avg_ts"))) {
+        const bool batched = in && json_is_object(in) && json_is_number(json_object_get(in, "speed_tg")) &&
+                             json_is_integer(json_object_get(in, "pl"));
+        if (!in || !json_is_object(in) || (!batched && !json_is_number(json_object_get(in, "avg_ts")))) {
             json_decref(in);
-            st = cll_err(CLL_ERR_FORMAT, "%s:%d: not a llama-bench JSON row", jsonl, lineno);
+            st = cll_err(CLL_ERR_FORMAT, "%s:%d: not a llama-bench or llama-batched-bench JSON row", jsonl, lineno);
+            break;
+        }
+        if (batched && !(model && *model) && !json_object_get(in, "model_filename")) {
+            json_decref(in);
+            st = cll_err(CLL_ERR_FORMAT, "%s:%d: llama-batched-bench rows name no model: pass --model FILE (the file "
+                                         "they ran on)", jsonl, lineno);
             break;
         }
         json_t *row = json_deep_copy(in);
@@ -115,12 +123,19 @@ cll_status cll_bench_import_ref(const char *jsonl, const char *records_file, con
         bool cuda = strstr(backends, "CUDA") || json_integer_value(json_object_get(row, "n_gpu_layers")) > 0;
         if (!json_object_get(row, "backend")) json_object_set_new(row, "backend", json_string(cuda ? "cuda" : "cpu"));
         char tn[64];
-        cll_bench_test_name(json_integer_value(json_object_get(row, "n_prompt")),
-                            json_integer_value(json_object_get(row, "n_gen")), tn, sizeof tn);
+        if (batched) { /* one record per (pp, tg, pl) cell, named as cllama's batched rows */
+            if (model && *model) json_object_set_new(row, "model_filename", json_string(cll_bench_basename(model)));
+            snprintf(tn, sizeof tn, "batched-pp%lld-tg%lld-pl%lld", (long long)json_integer_value(json_object_get(row, "pp")),
+                     (long long)json_integer_value(json_object_get(row, "tg")),
+                     (long long)json_integer_value(json_object_get(row, "pl")));
+        } else
+            cll_bench_test_name(json_integer_value(json_object_get(row, "n_prompt")),
+                                json_integer_value(json_object_get(row, "n_gen")), tn, sizeof tn);
         json_object_set_new(row, "test", json_string(tn));
         json_object_set_new(row, "box", json_string(box));
         json_object_set_new(row, "pinned", json_true());
-        if (!json_object_get(row, "noise")) {
+        if (batched) json_object_set_new(row, "noise", json_string("single run"));
+        else if (!json_object_get(row, "noise")) {
             double m = json_number_value(json_object_get(row, "avg_ts"));
             double sd = json_number_value(json_object_get(row, "stddev_ts"));
             json_object_set_new(row, "cv", json_real(m > 0 ? sd / m : 0));

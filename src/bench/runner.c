@@ -26,6 +26,11 @@ static cll_status from_api(cllama_status st, const char *what) {
 }
 
 cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ctx, int n_batch, cll_bench_model **out) {
+    return cll_bench_open_seqs(path, backend, n_threads, n_ctx, n_batch, 1, out);
+}
+
+cll_status cll_bench_open_seqs(const char *path, int backend, int n_threads, int n_ctx, int n_batch, int n_seq,
+                               cll_bench_model **out) {
     *out = NULL;
     cll_bench_model *bm = calloc(1, sizeof *bm);
     if (!bm) return cll_err(CLL_ERR_NOMEM, "bench: out of memory");
@@ -42,7 +47,7 @@ cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ct
     cp.n_ctx = (uint32_t)n_ctx;
     cp.n_batch = (uint32_t)(n_batch > 0 ? n_batch : 1);
     cp.n_threads = n_threads;
-    cp.n_seq_max = 1;
+    cp.n_seq_max = (uint32_t)(n_seq > 0 ? n_seq : 1);
     cp.backend = backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU;
     st = cllama_context_create(bm->m, &cp, &bm->c);
     if (st != CLLAMA_OK) {
@@ -184,6 +189,78 @@ cll_status cll_bench_measure(cll_bench_model *bm, int n_prompt, int n_gen, int r
     res->stddev_ns = res->n > 1 ? sqrt(vn / (res->n - 1)) : 0;
     res->stddev_ts = res->n > 1 ? sqrt(vt / (res->n - 1)) : 0;
     return CLL_OK;
+}
+
+/* ---- llama-batched-bench's protocol ------------------------------------------------------------ */
+
+/* clear every sequence's cache */
+static cll_status clear_all(cll_bench_model *bm, int n_seq) {
+    for (int i = 0; i < n_seq; i++) {
+        const cllama_status st = cllama_seq_truncate(bm->c, i, 0);
+        if (st != CLLAMA_OK) return from_api(st, "clear cache");
+    }
+    return CLL_OK;
+}
+
+/* decode the n queued tokens in batches of at most n_batch; the logits of the last batch's
+ * asking tokens are read (the synchronisation point of a GPU step) */
+static cll_status decode_chunks(cll_bench_model *bm, const cllama_token *tok, const int32_t *pos, const int32_t *seq,
+                                const int8_t *lg, int n) {
+    for (int i = 0; i < n; i += bm->n_batch) {
+        const int k = n - i < bm->n_batch ? n - i : bm->n_batch;
+        cllama_batch b = {k, (cllama_token *)tok + i, (int32_t *)pos + i, (int32_t *)seq + i, (int8_t *)lg + i};
+        const cllama_status st = cllama_decode(bm->c, &b);
+        if (st != CLLAMA_OK) return from_api(st, "batched decode");
+        for (int j = k - 1; j >= 0; j--)
+            if (lg[i + j]) {
+                if (!cllama_get_logits(bm->c, j)) return cll_err(CLL_ERR_INTERNAL, "batched decode produced no logits");
+                break;
+            }
+    }
+    return CLL_OK;
+}
+
+cll_status cll_bench_batched(cll_bench_model *bm, int pp, int tg, int pl, cll_bench_batched_result *r) {
+    memset(r, 0, sizeof *r);
+    if (pp < 0 || tg < 0 || pl < 1 || (pp == 0 && tg == 0)) return cll_err(CLL_ERR_ARG, "batched bench: pp %d tg %d pl %d", pp, tg, pl);
+    int n = pl * pp > pl ? pl * pp : pl; /* the prompts, or one step of every sequence */
+    if (n < 16) n = 16;                  /* the warm-up */
+    cllama_token *tok = malloc(sizeof *tok * (size_t)n);
+    int32_t *pos = malloc(sizeof *pos * (size_t)n), *seq = malloc(sizeof *seq * (size_t)n);
+    int8_t *lg = malloc((size_t)n);
+    cll_status st = CLL_OK;
+    if (!tok || !pos || !seq || !lg) {
+        st = cll_err(CLL_ERR_NOMEM, "batched bench: out of memory");
+        goto done;
+    }
+    /* warm-up as llama-batched-bench: 16 tokens into sequence 0, then an empty cache */
+    for (int i = 0; i < 16; i++) tok[i] = 0, pos[i] = i, seq[i] = 0, lg[i] = i == 15;
+    if ((st = decode_chunks(bm, tok, pos, seq, lg, 16)) != CLL_OK || (st = clear_all(bm, pl)) != CLL_OK) goto done;
+    /* the prompts: pp tokens per sequence (token 0, as llama-batched-bench), sequence by sequence,
+     * logits only after each sequence's last token */
+    int k = 0;
+    for (int s = 0; s < pl; s++)
+        for (int i = 0; i < pp; i++, k++) tok[k] = 0, pos[k] = i, seq[k] = s, lg[k] = i == pp - 1;
+    const double t0 = cll_now();
+    if (k && (st = decode_chunks(bm, tok, pos, seq, lg, k)) != CLL_OK) goto done;
+    const double t1 = cll_now();
+    /* tg steps of one token per sequence, logits for all */
+    for (int i = 0; i < tg; i++) {
+        for (int s = 0; s < pl; s++) tok[s] = 0, pos[s] = pp + i, seq[s] = s, lg[s] = 1;
+        if ((st = decode_chunks(bm, tok, pos, seq, lg, pl)) != CLL_OK) goto done;
+    }
+    const double t2 = cll_now();
+    r->n_kv = pl * (pp + tg);
+    r->t_pp = t1 - t0;
+    r->t_tg = t2 - t1;
+    r->t = t2 - t0;
+    r->speed_pp = r->t_pp > 0 ? (double)pl * pp / r->t_pp : 0;
+    r->speed_tg = r->t_tg > 0 ? (double)pl * tg / r->t_tg : 0;
+    r->speed = r->t > 0 ? r->n_kv / r->t : 0;
+    st = clear_all(bm, pl);
+done:
+    free(tok), free(pos), free(seq), free(lg);
+    return st;
 }
 
 /* ---- parity --------------------------------------------------------------------------------- */

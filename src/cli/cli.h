@@ -4,6 +4,7 @@
 #ifndef CLL_CLI_H
 #define CLL_CLI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cllama.h"
@@ -14,6 +15,9 @@ int cll_cmd_run(int argc, char **argv);
 int cll_cmd_chat(int argc, char **argv);
 int cll_cmd_kernels(int argc, char **argv);
 int cll_cmd_bench(int argc, char **argv);
+/* the batched bench (cmd_bench_batched.c): llama-batched-bench's -npp/-ntg/-npl protocol */
+bool cll_cli_bench_is_batched(int argc, char **argv);
+int cll_cmd_bench_batched(int argc, char **argv);
 int cll_cmd_board(int argc, char **argv);
 int cll_cmd_synth(int argc, char **argv);
 int cll_cmd_serve(int argc, char **argv);

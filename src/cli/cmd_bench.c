@@ -36,7 +36,8 @@ static void usage(FILE *f) {
                "           GB/s of weights and %% of that roofline.\n"
                "  --tune F   apply the tune sidecar F (default: env CLLAMA_TUNE, else this box's sidecar, else its\n"
                "             class defaults; 'none': the built-ins); rows carry its sha256 (class:<class>:<sha256>)\n"
-               "  --pin S=V  run kernel variant V at site S (env CLLAMA_PIN); see `cllama tune doctor`\n");
+               "  --pin S=V  run kernel variant V at site S (env CLLAMA_PIN); see `cllama tune doctor`\n"
+               "  -npp/-ntg/-npl LISTS: llama-batched-bench's protocol instead (cllama bench -npp 1 --help)\n");
 }
 
 static int parse_list(const char *s, int *out) {
@@ -201,6 +202,7 @@ static void file_sha(const char *path, char out[65]) {
 }
 
 int cll_cmd_bench(int argc, char **argv) {
+    if (cll_cli_bench_is_batched(argc, argv)) return cll_cmd_bench_batched(argc, argv); /* -npp/-ntg/-npl */
     opts o = {.reps = 5, .fmt = "md"};
     o.pp[0] = 512;
     o.n_pp = 1;

@@ -11,7 +11,7 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: cllama board [--records DIR] [--md FILE] [--html FILE]\n"
                "       cllama board import-ref FILE.jsonl --box NAME [--bandwidth GBPS | --ceilings FILE]\n"
-               "                   [--note TEXT] [--records DIR]\n"
+               "                   [--note TEXT] [--model FILE (llama-batched-bench rows)] [--records DIR]\n"
                "       cllama board --check [--box NAME] [--tolerance 0.05] [--records DIR]\n"
                "  defaults: records in $CLLAMA_RECORDS or <src>/bench/records; board in <src>/bench/.\n");
 }
@@ -85,7 +85,7 @@ int cll_cmd_board(int argc, char **argv) {
     cll_bench_records_dir(recdir, sizeof recdir);
     snprintf(md, sizeof md, "%s/bench/BOARD.md", CLLAMA_SOURCE_DIR);
     snprintf(html, sizeof html, "%s/bench/board.html", CLLAMA_SOURCE_DIR);
-    const char *import = NULL, *note = NULL;
+    const char *import = NULL, *note = NULL, *model = NULL;
     double bw = 0, tol = 0.05;
     bool do_check = false;
     int i = 1;
@@ -115,6 +115,7 @@ int cll_cmd_board(int argc, char **argv) {
                 return 1;
             }
         } else if (!strcmp(a, "--note") && has) note = argv[++i];
+        else if (!strcmp(a, "--model") && has) model = argv[++i];
         else if (!strcmp(a, "--check")) do_check = true;
         else if (!strcmp(a, "--tolerance") && has) tol = atof(argv[++i]);
         else {
@@ -135,7 +136,7 @@ int cll_cmd_board(int argc, char **argv) {
     if (do_check) return check(recfile, box, tol);
     if (import) {
         int n = 0;
-        if (cll_bench_import_ref(import, recfile, box, bw, note, &n) != CLL_OK) {
+        if (cll_bench_import_ref(import, recfile, box, bw, note, model, &n) != CLL_OK) {
             fprintf(stderr, "cllama board: %s\n", cll_last_error());
             return 1;
         }
