@@ -16,6 +16,7 @@
 #include "testutil.h"
 #include "core/threads.h"
 #include "cpu/kern_common.h"
+#include "cpu/knobs.h"
 #include "cpu/matmul.h"
 #include "cpu/ops.h"
 #include "formats/formats.h"
@@ -528,6 +529,52 @@ static void test_matmul_many(void **state) {
     cll_pool_free(pool);
 }
 
+/* ---- the small-n row: 2..cpu.small_n_max tokens run a direct tile beside a chunk-decoding GEMM
+ * row; bit for bit the GEMM row's results (both claim bit-exactness), and cpu.small_n_max = 0 turns
+ * it off ---- */
+
+static void test_small_n_row(void **state) {
+    (void)state;
+    const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_Q8_0};
+    const int64_t rows = 64, cols = 512;
+    cll_pool *pool = NULL;
+    assert_int_equal(cll_pool_create(2, &pool), CLL_OK);
+    int with_small = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        uint8_t *w = make_weights(types[ti], rows, cols);
+        cll_cpu_weight *cw = NULL;
+        assert_int_equal(cll_cpu_weight_create(types[ti], rows, cols, w, &cw), CLL_OK);
+        const char *gm = cll_cpu_weight_kernel(cw), *sm = cll_cpu_weight_small_kernel(cw);
+        printf("  %-5s gemm %s, 2..%d tokens %s\n", cll_type_name(types[ti]), gm, cll_cpu_knob.small_n_max, sm ? sm : "(gemm)");
+        if (strstr(gm, "z16") == NULL) assert_null(sm); /* no chunk-decoding GEMM (z16) here: no small-n row */
+        if (sm) {
+            with_small++;
+            assert_null(strstr(sm, "z16"));
+        }
+        for (int64_t n = 2; n <= 9; n++) { /* 9: past cpu.small_n_max, the GEMM row both times */
+            float *x = malloc(sizeof(float) * (size_t)(n * cols)), *y1 = malloc(sizeof(float) * (size_t)(n * rows)),
+                  *y2 = malloc(sizeof(float) * (size_t)(n * rows));
+            for (int64_t i = 0; i < n * cols; i++) x[i] = rnd_normal();
+            void *scr = malloc(cll_cpu_matmul_scratch(cw, n));
+            cll_cpu_matmul(pool, cw, x, cols, n, y1, rows, scr);
+            const int keep = cll_cpu_knob.small_n_max;
+            cll_cpu_knob.small_n_max = 0; /* the GEMM row for every n > 1 */
+            cll_cpu_matmul(pool, cw, x, cols, n, y2, rows, scr);
+            cll_cpu_knob.small_n_max = keep;
+            assert_memory_equal(y1, y2, sizeof(float) * (size_t)(n * rows));
+            /* poison control: a flipped bit is seen by the same comparison */
+            y2[rows + 3] = nextafterf(y2[rows + 3], INFINITY);
+            assert_true(memcmp(y1, y2, sizeof(float) * (size_t)(n * rows)) != 0);
+            free(x), free(y1), free(y2), free(scr);
+        }
+        cll_cpu_weight_free(cw);
+        free(w);
+    }
+    /* on AVX-512 the K-quant and Q4_0/Q8_0 GEMMs decode chunks (z16), so every type here has one */
+    if (cll_kernels_cpu_features() & CLL_ISA_AVX512) assert_int_equal(with_small, 4);
+    cll_pool_free(pool);
+}
+
 /* ---- the attention tiles (AVX-512: 16 lanes, AVX2: 8 lanes) against the per-row attention
  * (f64-summed softmax) ---- */
 
@@ -658,6 +705,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_many),
         cmocka_unit_test(test_every_row),
         cmocka_unit_test(test_attn_tile),
+        cmocka_unit_test(test_small_n_row),
         cmocka_unit_test(test_silu_simd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

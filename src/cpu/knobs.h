@@ -14,11 +14,12 @@ typedef struct {
     int chunks_per_thread; /* row chunks per thread of a matmul (matmul.c) */
     int64_t par_min_work;  /* elementwise work below this runs on the calling thread (forward.c) */
     int pf_gemv;           /* software prefetch distance of the AVX2 GEMV rows, bytes (kern_r8_avx2.c) */
+    int small_n_max;       /* 2..this many tokens run a weight's small-n row, when it has one (matmul.c) */
 } cll_cpu_knobs;
 
 extern cll_cpu_knobs cll_cpu_knob;
 
-/* set knob "cpu.chunks_per_thread" | "cpu.par_min_work" | "cpu.pf_gemv" (CLL_ERR_ARG: unknown
+/* set knob "cpu.chunks_per_thread" | "cpu.par_min_work" | "cpu.pf_gemv" | "cpu.small_n_max" (CLL_ERR_ARG: unknown
  * name, or value outside the knob's range; the message lists the knobs and ranges) */
 cll_status cll_cpu_knob_set(const char *name, double value);
 /* the knobs to their defaults */

@@ -14,12 +14,38 @@ struct cll_cpu_weight {
     uint32_t type;
     int64_t rows, cols;
     const cll_kernel_row *gemv, *gemm; /* same layout */
+    const cll_kernel_row *gemm_small;  /* same layout, 2..cpu.small_n_max tokens; NULL: gemm */
     const uint8_t *w;                  /* the map, or packed */
     void *packed;                      /* owned repacked copy (NULL for plain layouts) */
     size_t row_bytes;
 };
 
 static const kern_impl *impl_of(const cll_kernel_row *r) { return (const kern_impl *)r->impl; }
+
+/* the row serving n tokens */
+static const cll_kernel_row *row_for(const cll_cpu_weight *w, int64_t n) {
+    if (n == 1) return w->gemv;
+    if (w->gemm_small && n <= cll_cpu_knob.small_n_max) return w->gemm_small;
+    return w->gemm;
+}
+
+/* A GEMM row that decodes its weights into a buffer once per token chunk (params "decode=")
+ * costs that decode however few tokens come: at 2..4 tokens (batched decode of a few sequences)
+ * a direct tile of the same layout reads the weights once and is 2-3x faster (the numbers at
+ * cpu.small_n_max in knobs.c). Such a weight also keeps the first supported direct-tile row
+ * ("tile=", no decode) of its layout that serves the GEMM, or none. */
+static const cll_kernel_row *small_n_row(const cll_kernel_row *gm, const cll_kernel_shape *sm) {
+    if (!gm->params || !strstr(gm->params, "decode=")) return NULL;
+    const cll_kernel_table *t = cll_cpu_kernel_table_get();
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        if (r->wtype != gm->wtype || r->layout != gm->layout || !(r->op & CLL_KOP_GEMM) || !r->params ||
+            !strstr(r->params, "tile=") || strstr(r->params, "decode=") || r->bit_exact != gm->bit_exact)
+            continue;
+        if (cll_kernel_row_supported(r, sm) && impl_of(r)->pack == impl_of(gm)->pack) return r;
+    }
+    return NULL;
+}
 
 /* A repacked copy on 2 MiB-aligned memory advised for transparent huge pages: decode streams
  * every weight once per token, and with 4 KiB pages the hardware prefetchers stop at every
@@ -72,6 +98,8 @@ static cll_status weight_make(uint32_t type, int64_t rows, int64_t cols, const v
     w->cols = cols;
     w->gemv = gv;
     w->gemm = gm;
+    const cll_kernel_shape sm = cpu_shape(type, rows, cols, 0);
+    w->gemm_small = small_n_row(gm, &sm);
     w->row_bytes = cll_row_bytes(type, (uint64_t)cols);
     w->w = data;
     const kern_impl *im = impl_of(gm);
@@ -154,8 +182,14 @@ bool cll_cpu_weight_repacked(const cll_cpu_weight *w) { return w->packed != NULL
 size_t cll_cpu_matmul_scratch(const cll_cpu_weight *w, int64_t n) {
     size_t a = cll_kern_act_stride(impl_of(w->gemv)->act, w->cols);
     size_t b = cll_kern_act_stride(impl_of(w->gemm)->act, w->cols) * (size_t)(n > 0 ? n : 1);
+    if (w->gemm_small) {
+        const size_t c = cll_kern_act_stride(impl_of(w->gemm_small)->act, w->cols) * (size_t)(n > 0 ? n : 1);
+        b = c > b ? c : b;
+    }
     return (a > b ? a : b) + 64;
 }
+
+const char *cll_cpu_weight_small_kernel(const cll_cpu_weight *w) { return w->gemm_small ? w->gemm_small->name : NULL; }
 
 typedef struct {
     const kern_impl *k;
@@ -191,7 +225,7 @@ static void run_task(void *arg, int ith, int nth) {
 void cll_cpu_matmul(cll_pool *pool, const cll_cpu_weight *w, const float *x, int64_t ldx, int64_t n, float *y,
                     int64_t ldy, void *scratch) {
     if (n <= 0) return;
-    const cll_kernel_row *row = n == 1 ? w->gemv : w->gemm;
+    const cll_kernel_row *row = row_for(w, n);
     mm_task m;
     m.k = impl_of(row);
     m.x = x;
@@ -255,7 +289,7 @@ void cll_cpu_matmul_many_ep(cll_pool *pool, int nw, const cll_cpu_weight *const 
     if (n <= 0 || nw <= 0) return;
     bool same = nw <= MANY_MAX, same_rows = true;
     for (int i = 1; i < nw && same; i++) {
-        const cll_kernel_row *r0 = n == 1 ? ws[0]->gemv : ws[0]->gemm, *ri = n == 1 ? ws[i]->gemv : ws[i]->gemm;
+        const cll_kernel_row *r0 = row_for(ws[0], n), *ri = row_for(ws[i], n);
         same = ws[i]->cols == ws[0]->cols && impl_of(ri)->act == impl_of(r0)->act;
         same_rows &= ws[i]->rows == ws[0]->rows && impl_of(ri)->row_align == impl_of(r0)->row_align;
     }
@@ -270,7 +304,7 @@ void cll_cpu_matmul_many_ep(cll_pool *pool, int nw, const cll_cpu_weight *const 
         return;
     }
     mm_task q; /* quantize once with the first weight's layout */
-    q.k = impl_of(n == 1 ? ws[0]->gemv : ws[0]->gemm);
+    q.k = impl_of(row_for(ws[0], n));
     q.x = x;
     q.ldx = ldx;
     q.a.cols = ws[0]->cols;
@@ -285,7 +319,7 @@ void cll_cpu_matmul_many_ep(cll_pool *pool, int nw, const cll_cpu_weight *const 
     m.ep_arg = ep_arg;
     for (int i = 0; i < nw; i++) {
         const cll_cpu_weight *w = ws[i];
-        m.k[i] = impl_of(n == 1 ? w->gemv : w->gemm);
+        m.k[i] = impl_of(row_for(w, n));
         m.a[i] = q.a;
         m.a[i].w = w->w;
         m.a[i].w_row_bytes = w->row_bytes;
