@@ -165,11 +165,14 @@ static void task_attn_tiles(void *arg, int ith, int nth) {
                 outs[nl] = s->ao + i * (int64_t)H * hv + (int64_t)h * hv;
                 lo[nl] = l0;
                 hi[nl] = pos + 1;
-                if (!one_seq) { /* rows of other sequences: one at a time, from their own region */
+                if (!one_seq) {
+                    /* rows of mixed sequences (a batched decode step): one at a time from their own
+                     * region, on the per-row path a lone decode step takes (a one-lane tile wastes the
+                     * other lanes; and a sequence's tokens do not depend on its batch-mates) */
                     const int64_t bi = cll_kv_cell(s->b->seq[i], 0, s->p.n_ctx);
                     const uint8_t *ki = (const uint8_t *)s->kc[s->il] + ((size_t)bi * s->kv_k + (size_t)kvh * hk) * esz;
                     const uint8_t *vi = (const uint8_t *)s->vc[s->il] + ((size_t)bi * s->kv_v + (size_t)kvh * hv) * esz;
-                    tile(&qs[nl], &outs[nl], &lo[nl], &hi[nl], 1, ki, vi, s->kv_k, s->kv_v, f16, hk, hv, scale, scr);
+                    cll_ops_attn_head(qs[nl], ki, vi, s->kv_k, s->kv_v, f16, lo[nl], hi[nl], hk, hv, scale, scr, outs[nl]);
                     continue;
                 }
                 nl++;
