@@ -148,7 +148,9 @@ static void task_attn_tiles(void *arg, int ith, int nth) {
         const int64_t i0 = blk * tb, i1 = i0 + tb < n ? i0 + tb : n;
         const int32_t h0 = kvh * gqa + sub * hg, h1 = h0 + hg < (kvh + 1) * gqa ? h0 + hg : (kvh + 1) * gqa;
         const int32_t seq = s->b->seq[i0];
-        bool one_seq = true;
+        /* tiles for runs of one sequence's tokens; a block of one token (the ragged end of a decode
+         * step's tokens) or of mixed sequences takes the per-row path of a lone decode step */
+        bool one_seq = i1 - i0 > 1;
         for (int64_t i = i0 + 1; i < i1; i++) one_seq &= s->b->seq[i] == seq;
         const int64_t base = cll_kv_cell(seq, 0, s->p.n_ctx);
         const uint8_t *kb = (const uint8_t *)s->kc[s->il] + ((size_t)base * s->kv_k + (size_t)kvh * hk) * esz;
