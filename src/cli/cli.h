@@ -30,6 +30,9 @@ int cll_cmd_tune(int argc, char **argv);
 int cll_cli_default_model(char *buf, size_t cap);
 /* --backend VALUE: "cpu" or "cuda" into *out; prints "cllama CMD: ..." and returns -1 otherwise */
 int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *out);
+/* a comma list of whole numbers 0..2^20 ("128,256") into out (at most max): the count, or -1 when
+ * malformed or longer than max */
+int cll_cli_int_list(const char *s, int *out, int max);
 /* --numerics default|ggml and --kv f16|f32, the same way */
 int cll_cli_parse_numerics(const char *cmd, const char *value, cllama_numerics *out);
 /* pins (--pin SPEC, $CLLAMA_PIN: a variant outside the grid is an error) and the tune file of the

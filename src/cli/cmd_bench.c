@@ -40,19 +40,6 @@ static void usage(FILE *f) {
                "  -npp/-ntg/-npl LISTS: llama-batched-bench's protocol instead (cllama bench -npp 1 --help)\n");
 }
 
-static int parse_list(const char *s, int *out) {
-    int n = 0;
-    while (*s && n < MAX_LIST) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < 0) return -1;
-        out[n++] = (int)v;
-        s = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') return -1;
-    }
-    return n;
-}
-
 static char *join_args(int argc, char **argv) {
     size_t n = 16;
     for (int i = 0; i < argc; i++) n += strlen(argv[i]) * 2 + 3;
@@ -218,9 +205,9 @@ int cll_cmd_bench(int argc, char **argv) {
         } else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has) {
             if (o.n_models < 64) o.models[o.n_models++] = argv[++i];
         } else if ((!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) && has) {
-            if ((o.n_pp = parse_list(argv[++i], o.pp)) < 0) goto bad;
+            if ((o.n_pp = cll_cli_int_list(argv[++i], o.pp, MAX_LIST)) < 0) goto bad;
         } else if ((!strcmp(a, "-n") || !strcmp(a, "--n-gen")) && has) {
-            if ((o.n_tg = parse_list(argv[++i], o.tg)) < 0) goto bad;
+            if ((o.n_tg = cll_cli_int_list(argv[++i], o.tg, MAX_LIST)) < 0) goto bad;
         } else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) && has) o.reps = atoi(argv[++i]);
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && has) o.threads = atoi(argv[++i]);
         else if ((!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) && has) o.backend = atoi(argv[++i]) > 0;

@@ -26,19 +26,6 @@ static void bb_usage(FILE *f) {
                "  shared (-pps is not supported: the engine has no cache copy between sequences).\n");
 }
 
-static int bb_list(const char *s, int *out) {
-    int n = 0;
-    while (*s && n < BB_MAX_LIST) {
-        char *end;
-        const long v = strtol(s, &end, 10);
-        if (end == s || v < 0 || v > 1 << 20) return -1;
-        out[n++] = (int)v;
-        if (*end && *end != ',') return -1;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return *s ? -1 : n;
-}
-
 static bool bb_is_flag(const char *a) { return !strcmp(a, "-npp") || !strcmp(a, "-ntg") || !strcmp(a, "-npl"); }
 
 bool cll_cli_bench_is_batched(int argc, char **argv) {
@@ -65,11 +52,11 @@ int cll_cmd_bench_batched(int argc, char **argv) {
             }
             model = argv[++i];
         } else if (!strcmp(a, "-npp") && has) {
-            if ((n_npp = bb_list(argv[++i], npp)) < 1) goto bad;
+            if ((n_npp = cll_cli_int_list(argv[++i], npp, BB_MAX_LIST)) < 1) goto bad;
         } else if (!strcmp(a, "-ntg") && has) {
-            if ((n_ntg = bb_list(argv[++i], ntg)) < 1) goto bad;
+            if ((n_ntg = cll_cli_int_list(argv[++i], ntg, BB_MAX_LIST)) < 1) goto bad;
         } else if (!strcmp(a, "-npl") && has) {
-            if ((n_npl = bb_list(argv[++i], npl)) < 1) goto bad;
+            if ((n_npl = cll_cli_int_list(argv[++i], npl, BB_MAX_LIST)) < 1) goto bad;
         } else if (!strcmp(a, "-pps")) {
             fprintf(stderr, "cllama bench: -pps (a prompt shared by all sequences) is not supported: the engine has no "
                             "cache copy between sequences; run without it (llama-batched-bench's default)\n");
@@ -78,13 +65,9 @@ int cll_cmd_bench_batched(int argc, char **argv) {
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && has) threads = atoi(argv[++i]);
         else if ((!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) && has) backend = atoi(argv[++i]) > 0;
         else if (!strcmp(a, "--backend") && has) {
-            const char *b = argv[++i];
-            if (!strcmp(b, "cpu")) backend = 0;
-            else if (!strcmp(b, "cuda")) backend = 1;
-            else {
-                fprintf(stderr, "cllama bench: unknown backend '%s' (cpu or cuda)\n", b);
-                return 2;
-            }
+            cllama_backend b;
+            if (cll_cli_parse_backend("bench", argv[++i], &b)) return 2;
+            backend = b == CLLAMA_BACKEND_CUDA;
         } else if ((!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--output-format")) && has) fmt = argv[++i];
         else if (!strcmp(a, "--record")) record = true;
         else if (!strcmp(a, "--box") && has) box_arg = argv[++i];

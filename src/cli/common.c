@@ -37,6 +37,19 @@ const char *cll_cli_model_or_default(const char *given, char *buf, size_t cap) {
     return cll_cli_default_model(buf, cap) == 0 ? buf : NULL;
 }
 
+int cll_cli_int_list(const char *s, int *out, int max) {
+    int n = 0;
+    while (*s) {
+        char *end;
+        const long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v > 1 << 20 || n == max) return -1;
+        out[n++] = (int)v;
+        if (*end && *end != ',') return -1;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
 int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *out) {
     if (value && !strcmp(value, "cpu")) *out = CLLAMA_BACKEND_CPU;
     else if (value && !strcmp(value, "cuda")) *out = CLLAMA_BACKEND_CUDA;

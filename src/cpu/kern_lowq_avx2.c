@@ -11,6 +11,61 @@ INLINE int lq_hsum_epi32(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
+/* ---- IQ3_S repacked for AVX2 ("x3" layout) ----------------------------------------------
+ * IQ3_S decode on AVX2 is a vpgatherdd of the 512-entry grid per 8 groups of 4 (no byte
+ * permute wide enough to index it, unlike VBMI's vpermi2b): decode-bound, ~15 tok/s on a 1B
+ * file where the K-quants run at the memory roofline. Every IQ3_S level is v = +-m with m odd
+ * in 1..15, so u = v + 16 is odd in 1..31 and w = (u - 1) / 2 fits a nibble: the load-time
+ * pack resolves the grid and the signs once into nibbles (Q4_K's order: sub-blocks 2q and
+ * 2q+1 share 32 bytes, low and high nibble), keeping d and the 4-bit scales: 136 bytes per
+ * super-block instead of 110. The decoder then yields the same u, scales and corrections as
+ * dec_iq3_s, so the rows below are bit for bit the plain-layout AVX2 rows. */
+#define X3_BYTES 136
+#define X3_NIB 8 /* d (fp16) | scales[4] | 2 pad | nibbles[128] */
+
+size_t cll_kern_iq3x_size(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)(cols / 256) * X3_BYTES; }
+
+void cll_kern_iq3x_pack(const void *src, void *dst, int64_t rows, int64_t cols) {
+    const int64_t nb = cols / 256;
+    const cll_block_iq3_s *x = src;
+    uint8_t *o = dst;
+    for (int64_t i = 0; i < rows * nb; i++, x++, o += X3_BYTES) {
+        memset(o, 0, X3_BYTES);
+        memcpy(o, &x->d, 2);
+        memcpy(o + 2, x->scales, 4);
+        uint8_t *nib = o + X3_NIB;
+        for (int ib = 0; ib < 8; ib++)
+            for (int k = 0; k < 8; k++) {
+                const uint32_t g = cll_iq3s_grid[x->qs[8 * ib + k] | (((x->qh[ib] >> k) & 1) << 8)];
+                for (int e = 0; e < 4; e++) {
+                    const int j = 4 * k + e, m = (int)((g >> (8 * e)) & 0xff);
+                    const int u = 16 + (((x->signs[4 * ib + j / 8] >> (j % 8)) & 1) ? -m : m);
+                    nib[32 * (ib >> 1) + j] |= (uint8_t)(((u - 1) / 2) << (4 * (ib & 1)));
+                }
+            }
+    }
+}
+
+INLINE void dec_iq3_x(const uint8_t *blk, kdec256 *o) {
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+#pragma GCC unroll 8
+    for (int ib = 0; ib < 8; ib++) {
+        const __m256i v = lq_ld(blk + X3_NIB + 32 * (ib >> 1));
+        const __m256i w = (ib & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+        lq_st(o->u + 32 * ib, _mm256_or_si256(_mm256_add_epi8(w, w), one)); /* u = 2w + 1 */
+    }
+    uint32_t s4;
+    memcpy(&s4, blk + 2, 4);
+    for (int ib = 0; ib < 8; ib++) {
+        const int16_t s = (int16_t)(1 + 2 * ((s4 >> (4 * ib)) & 15));
+        o->sc[2 * ib] = o->sc[2 * ib + 1] = s;
+        o->mc[2 * ib] = o->mc[2 * ib + 1] = (int16_t)(16 * s);
+    }
+    uint16_t d;
+    memcpy(&d, blk, 2);
+    o->d = o->fm = h2f(d);
+}
+
 /* ---- GEMV: decode one super-block, dot it with one token ----------------------------- */
 
 /* int16 scales rearranged once per block: evens (sub 2c) in the low lane, odds in the high
@@ -36,19 +91,21 @@ INLINE float dot_dec(const kdec256 *k, const cll_block_q8_K *a) {
     return a->d * (k->d * (float)lq_hsum_epi32(isum) - k->fm * (float)corr);
 }
 
-/* one instance per type (T constant): no call in the block loop, the sum stays in a register */
-INLINE void run_gemv(const kern_args *a, int64_t r0, int64_t r1, const uint32_t T) {
+/* one instance per type (T constant; x3: IQ3_S in the x3 layout): no call in the block loop, the
+ * sum stays in a register */
+INLINE void run_gemv(const kern_args *a, int64_t r0, int64_t r1, const uint32_t T, const int x3) {
     const int64_t nb = a->cols / 256;
-    const size_t bsz = cll_type_traits_get(T)->type_size;
+    const size_t bsz = x3 ? X3_BYTES : cll_type_traits_get(T)->type_size, rb = x3 ? (size_t)nb * X3_BYTES : a->w_row_bytes;
     kdec256 k;
     for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *w = a->w + (size_t)r * a->w_row_bytes;
-        if (r + 1 < r1) _mm_prefetch((const char *)(w + a->w_row_bytes), _MM_HINT_T0);
+        const uint8_t *w = a->w + (size_t)r * rb;
+        if (r + 1 < r1) _mm_prefetch((const char *)(w + rb), _MM_HINT_T0);
         for (int64_t t = 0; t < a->n; t++) {
             const cll_block_q8_K *y = (const cll_block_q8_K *)(a->act + t * a->act_stride);
             float s = 0;
             for (int64_t b = 0; b < nb; b++) {
-                lq_decode(T, w, b, bsz, &k);
+                if (x3) dec_iq3_x(w + (size_t)b * bsz, &k);
+                else lq_decode(T, w, b, bsz, &k);
                 s += dot_dec(&k, y + b);
             }
             a->y[t * a->ldy + r] = s;
@@ -124,14 +181,14 @@ static void run_gemv_iq4_xs(const kern_args *a, int64_t r0, int64_t r1) {
 
 void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) {
     switch (a->wtype) {
-    case CLL_TYPE_Q2_K: run_gemv(a, r0, r1, CLL_TYPE_Q2_K); break;
-    case CLL_TYPE_Q3_K: run_gemv(a, r0, r1, CLL_TYPE_Q3_K); break;
-    case CLL_TYPE_IQ3_S: run_gemv(a, r0, r1, CLL_TYPE_IQ3_S); break;
+    case CLL_TYPE_Q2_K: run_gemv(a, r0, r1, CLL_TYPE_Q2_K, 0); break;
+    case CLL_TYPE_Q3_K: run_gemv(a, r0, r1, CLL_TYPE_Q3_K, 0); break;
+    case CLL_TYPE_IQ3_S: run_gemv(a, r0, r1, CLL_TYPE_IQ3_S, 0); break;
     /* formats' unpacker as the decoder (the scalar row's own unpack), SIMD dot */
-    case CLL_TYPE_IQ2_XXS: run_gemv(a, r0, r1, CLL_TYPE_IQ2_XXS); break;
-    case CLL_TYPE_IQ2_XS: run_gemv(a, r0, r1, CLL_TYPE_IQ2_XS); break;
-    case CLL_TYPE_IQ2_S: run_gemv(a, r0, r1, CLL_TYPE_IQ2_S); break;
-    case CLL_TYPE_IQ3_XXS: run_gemv(a, r0, r1, CLL_TYPE_IQ3_XXS); break;
+    case CLL_TYPE_IQ2_XXS: run_gemv(a, r0, r1, CLL_TYPE_IQ2_XXS, 0); break;
+    case CLL_TYPE_IQ2_XS: run_gemv(a, r0, r1, CLL_TYPE_IQ2_XS, 0); break;
+    case CLL_TYPE_IQ2_S: run_gemv(a, r0, r1, CLL_TYPE_IQ2_S, 0); break;
+    case CLL_TYPE_IQ3_XXS: run_gemv(a, r0, r1, CLL_TYPE_IQ3_XXS, 0); break;
     case CLL_TYPE_IQ4_XS: run_gemv_iq4_xs(a, r0, r1); break;
     default: break;
     }
@@ -244,27 +301,36 @@ static int64_t lq_chunk(size_t act_stride) {
     return c < 4 ? 4 : c & ~(int64_t)3;
 }
 
-void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1) {
+/* x3: IQ3_S in the x3 layout (rows of nb * X3_BYTES) */
+INLINE void run_d8(const kern_args *a, int64_t r0, int64_t r1, const int x3) {
     const int64_t nb = a->cols / 256;
     const size_t bsz = cll_type_traits_get(a->wtype)->type_size, st = a->act_stride;
-    const int small = a->wtype == CLL_TYPE_Q2_K || a->wtype == CLL_TYPE_Q3_K || a->wtype == CLL_TYPE_IQ3_S;
+    const size_t rb = x3 ? (size_t)nb * X3_BYTES : a->w_row_bytes;
+    const int small = x3 || a->wtype == CLL_TYPE_Q2_K || a->wtype == CLL_TYPE_Q3_K || a->wtype == CLL_TYPE_IQ3_S;
     const int64_t chunk = lq_chunk(st);
-    const int sgn = a->wtype == CLL_TYPE_IQ4_XS;
+    const int sgn = !x3 && a->wtype == CLL_TYPE_IQ4_XS;
     for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
         const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
         for (int64_t g = r0 / 8; g < r1 / 8; g++) {
-            const uint8_t *wg = a->w + (size_t)g * 8 * a->w_row_bytes;
+            const uint8_t *wg = a->w + (size_t)g * 8 * rb;
             for (int64_t b0 = 0; b0 < nb; b0 += LQ_SEG) {
                 const int64_t nbs = nb - b0 < LQ_SEG ? nb - b0 : LQ_SEG;
                 const uint8_t *act = a->act + (size_t)b0 * sizeof(cll_block_q8_K);
                 float *y = a->y + g * 8;
                 if (sgn) {
-                    for (int64_t b = 0; b < nbs; b++) build_d8_iq4_xs_s(wg, a->w_row_bytes, b0 + b, g_d8 + b * KD8_REC);
+                    for (int64_t b = 0; b < nbs; b++) build_d8_iq4_xs_s(wg, rb, b0 + b, g_d8 + b * KD8_REC);
                     if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 1, 1);
                     else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 0, 0, 1);
                     continue;
                 }
-                for (int64_t b = 0; b < nbs; b++) lq_build_d8(a->wtype, wg, a->w_row_bytes, bsz, b0 + b, g_d8 + b * KD8_REC, 0);
+                for (int64_t b = 0; b < nbs; b++) {
+                    if (x3) {
+                        kdec256 k[8];
+                        for (int r = 0; r < 8; r++) dec_iq3_x(wg + (size_t)r * rb + (size_t)(b0 + b) * X3_BYTES, &k[r]);
+                        lq_interleave_d8(k, g_d8 + b * KD8_REC, 0);
+                    } else
+                        lq_build_d8(a->wtype, wg, rb, bsz, b0 + b, g_d8 + b * KD8_REC, 0);
+                }
                 if (small) {
                     if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 1, 0);
                     else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 0, 0);
@@ -277,105 +343,12 @@ void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1) {
     }
 }
 
+void cll_kern_run_lowq_d8_avx2(const kern_args *a, int64_t r0, int64_t r1) { run_d8(a, r0, r1, 0); }
+
 bool cll_kern_lowq_d8_avx2_has(uint32_t wtype) {
     return wtype == CLL_TYPE_Q2_K || wtype == CLL_TYPE_Q3_K || wtype == CLL_TYPE_IQ3_S || wtype == CLL_TYPE_IQ2_XXS ||
            wtype == CLL_TYPE_IQ2_XS || wtype == CLL_TYPE_IQ2_S || wtype == CLL_TYPE_IQ3_XXS || wtype == CLL_TYPE_IQ4_XS;
 }
 
-/* ---- IQ3_S repacked for AVX2 ("x3" layout) ----------------------------------------------
- * IQ3_S decode on AVX2 is a vpgatherdd of the 512-entry grid per 8 groups of 4 (no byte
- * permute wide enough to index it, unlike VBMI's vpermi2b): decode-bound, ~15 tok/s on a 1B
- * file where the K-quants run at the memory roofline. Every IQ3_S level is v = +-m with m odd
- * in 1..15, so u = v + 16 is odd in 1..31 and w = (u - 1) / 2 fits a nibble: the load-time
- * pack resolves the grid and the signs once into nibbles (Q4_K's order: sub-blocks 2q and
- * 2q+1 share 32 bytes, low and high nibble), keeping d and the 4-bit scales: 136 bytes per
- * super-block instead of 110. The decoder then yields the same u, scales and corrections as
- * dec_iq3_s, so the rows below are bit for bit the plain-layout AVX2 rows. */
-#define X3_BYTES 136
-#define X3_NIB 8 /* d (fp16) | scales[4] | 2 pad | nibbles[128] */
-
-size_t cll_kern_iq3x_size(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)(cols / 256) * X3_BYTES; }
-
-void cll_kern_iq3x_pack(const void *src, void *dst, int64_t rows, int64_t cols) {
-    const int64_t nb = cols / 256;
-    const cll_block_iq3_s *x = src;
-    uint8_t *o = dst;
-    for (int64_t i = 0; i < rows * nb; i++, x++, o += X3_BYTES) {
-        memset(o, 0, X3_BYTES);
-        memcpy(o, &x->d, 2);
-        memcpy(o + 2, x->scales, 4);
-        uint8_t *nib = o + X3_NIB;
-        for (int ib = 0; ib < 8; ib++)
-            for (int k = 0; k < 8; k++) {
-                const uint32_t g = cll_iq3s_grid[x->qs[8 * ib + k] | (((x->qh[ib] >> k) & 1) << 8)];
-                for (int e = 0; e < 4; e++) {
-                    const int j = 4 * k + e, m = (int)((g >> (8 * e)) & 0xff);
-                    const int u = 16 + (((x->signs[4 * ib + j / 8] >> (j % 8)) & 1) ? -m : m);
-                    nib[32 * (ib >> 1) + j] |= (uint8_t)(((u - 1) / 2) << (4 * (ib & 1)));
-                }
-            }
-    }
-}
-
-INLINE void dec_iq3_x(const uint8_t *blk, kdec256 *o) {
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-#pragma GCC unroll 8
-    for (int ib = 0; ib < 8; ib++) {
-        const __m256i v = lq_ld(blk + X3_NIB + 32 * (ib >> 1));
-        const __m256i w = (ib & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
-        lq_st(o->u + 32 * ib, _mm256_or_si256(_mm256_add_epi8(w, w), one)); /* u = 2w + 1 */
-    }
-    uint32_t s4;
-    memcpy(&s4, blk + 2, 4);
-    for (int ib = 0; ib < 8; ib++) {
-        const int16_t s = (int16_t)(1 + 2 * ((s4 >> (4 * ib)) & 15));
-        o->sc[2 * ib] = o->sc[2 * ib + 1] = s;
-        o->mc[2 * ib] = o->mc[2 * ib + 1] = (int16_t)(16 * s);
-    }
-    uint16_t d;
-    memcpy(&d, blk, 2);
-    o->d = o->fm = h2f(d);
-}
-
-void cll_kern_run_iq3x_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) {
-    const int64_t nb = a->cols / 256;
-    const size_t rb = (size_t)nb * X3_BYTES;
-    kdec256 k;
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *w = a->w + (size_t)r * rb;
-        if (r + 1 < r1) _mm_prefetch((const char *)(w + rb), _MM_HINT_T0);
-        for (int64_t t = 0; t < a->n; t++) {
-            const cll_block_q8_K *y = (const cll_block_q8_K *)(a->act + t * a->act_stride);
-            float s = 0;
-            for (int64_t b = 0; b < nb; b++) {
-                dec_iq3_x(w + (size_t)b * X3_BYTES, &k);
-                s += dot_dec(&k, y + b);
-            }
-            a->y[t * a->ldy + r] = s;
-        }
-    }
-}
-
-void cll_kern_run_iq3x_d8_avx2(const kern_args *a, int64_t r0, int64_t r1) {
-    const int64_t nb = a->cols / 256;
-    const size_t rb = (size_t)nb * X3_BYTES, st = a->act_stride;
-    const int64_t chunk = lq_chunk(st);
-    for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
-        const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
-        for (int64_t g = r0 / 8; g < r1 / 8; g++) {
-            const uint8_t *wg = a->w + (size_t)g * 8 * rb;
-            for (int64_t b0 = 0; b0 < nb; b0 += LQ_SEG) {
-                const int64_t nbs = nb - b0 < LQ_SEG ? nb - b0 : LQ_SEG;
-                for (int64_t b = 0; b < nbs; b++) {
-                    kdec256 k[8];
-                    for (int r = 0; r < 8; r++) dec_iq3_x(wg + (size_t)r * rb + (size_t)(b0 + b) * X3_BYTES, &k[r]);
-                    lq_interleave_d8(k, g_d8 + b * KD8_REC, 0);
-                }
-                const uint8_t *act = a->act + (size_t)b0 * sizeof(cll_block_q8_K);
-                float *y = a->y + g * 8;
-                if (b0) sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 1, 0);
-                else sweep_d8(g_d8, nbs, act, st, y, a->ldy, t0, t1, 1, 0, 0);
-            }
-        }
-    }
-}
+void cll_kern_run_iq3x_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1) { run_gemv(a, r0, r1, CLL_TYPE_IQ3_S, 1); }
+void cll_kern_run_iq3x_d8_avx2(const kern_args *a, int64_t r0, int64_t r1) { run_d8(a, r0, r1, 1); }

@@ -394,7 +394,7 @@ done:
 }
 
 static json_t *to_json(const cll_tune_sidecar *sc) {
-    json_t *root = json_object(), *kern = json_object(), *rt = json_object(), *prov = json_object(), *box = json_object();
+    json_t *root = json_object(), *kern = json_object(), *rt = json_object(), *prov = json_object();
     json_object_set_new(root, "tune_version", json_integer(sc->version));
     for (int i = 0; i < sc->n_sites; i++) {
         const cll_tune_entry *e = &sc->sites[i];
@@ -417,21 +417,21 @@ static json_t *to_json(const cll_tune_sidecar *sc) {
         json_object_set_new(kern, e->site, o);
     }
     for (int i = 0; i < sc->n_runtime; i++) json_object_set_new(rt, sc->runtime[i].name, json_real(sc->runtime[i].value));
+    json_object_set_new(root, "kernels", kern);
+    json_object_set_new(root, "runtime", rt);
+    json_object_set_new(root, "provenance", prov);
+    json_object_set_new(prov, "tune_version", json_integer(sc->version));
+    json_object_set_new(prov, "engine_git_sha", json_string(sc->engine_sha));
+    json_object_set_new(prov, "mode", json_string(sc->mode));
+    json_object_set_new(prov, "noise", json_string(sc->noise));
     if (sc->cls[0]) { /* class defaults: what the class shares, nothing of the box it was minted on */
-        json_decref(box);
         json_object_set_new(root, "class", json_string(sc->cls));
         json_object_set_new(prov, "class", json_string(sc->cls));
         json_object_set_new(prov, "backend", json_string(sc->box.backend));
-        json_object_set_new(prov, "tune_version", json_integer(sc->version));
-        json_object_set_new(prov, "engine_git_sha", json_string(sc->engine_sha));
-        json_object_set_new(prov, "mode", json_string(sc->mode));
-        json_object_set_new(prov, "noise", json_string(sc->noise));
         json_object_set_new(prov, "generated_by", json_string(sc->generated_by));
-        json_object_set_new(root, "kernels", kern);
-        json_object_set_new(root, "runtime", rt);
-        json_object_set_new(root, "provenance", prov);
         return root;
     }
+    json_t *box = json_object();
     const cll_tune_box *b = &sc->box;
     json_object_set_new(box, "backend", json_string(b->backend));
     json_object_set_new(box, "cpu_model", json_string(b->cpu_model));
@@ -444,20 +444,13 @@ static json_t *to_json(const cll_tune_sidecar *sc) {
     json_object_set_new(box, "gpu_driver", json_integer(b->gpu_driver));
     json_object_set_new(box, "cuda_runtime", json_integer(b->cuda_runtime));
     json_object_set_new(prov, "box", box);
-    json_object_set_new(prov, "tune_version", json_integer(sc->version));
-    json_object_set_new(prov, "engine_git_sha", json_string(sc->engine_sha));
     json_object_set_new(prov, "binary_sha256", json_string(sc->binary_sha256));
-    json_object_set_new(prov, "mode", json_string(sc->mode));
     json_object_set_new(prov, "date", json_string(sc->date));
-    json_object_set_new(prov, "noise", json_string(sc->noise));
     json_object_set_new(prov, "noise_floor", json_real(sc->noise_floor));
     json_t *pr = json_array();
     for (int i = 0; i < 3; i++) json_array_append_new(pr, json_real(sc->noise_probes[i]));
     json_object_set_new(prov, "noise_probes", pr);
     json_object_set_new(prov, "mint_seconds", json_real(sc->mint_seconds));
-    json_object_set_new(root, "kernels", kern);
-    json_object_set_new(root, "runtime", rt);
-    json_object_set_new(root, "provenance", prov);
     if (sc->race_json) {
         json_t *race = json_loads(sc->race_json, 0, NULL);
         if (race) json_object_set_new(root, "race", race);
