@@ -140,7 +140,8 @@ for l in sys.stdin:
 }
 
 # ab NAME [ENV ...]: one anchor file (synthesized once, kept for the call), tg128 -r 3 under each
-# ENV setting ("-" = none; "A=1+B=2" sets two; BIN=path runs another build), one line each
+# ENV setting ("-" = none; "A=1+B=2" sets two; BIN=path runs another build), one line each;
+# AB_ARGS replaces the bench arguments (default "-p 0 -n 128 -r 3"; e.g. "-p 512 -n 0 -r 3")
 ab() {
   dev_env
   local name=$1 spec=
@@ -153,8 +154,8 @@ ab() {
     local -a envs=() kept=()
     [ "$e" = "-" ] || IFS=+ read -ra envs <<<"$e"
     for v in "${envs[@]}"; do [[ $v == BIN=* ]] && bin=${v#BIN=} || kept+=("$v"); done # BIN=path: another build
-    env "${kept[@]}" "$bin" bench --backend cuda -p 0 -n 128 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
-      grep -E "^\| .*tg|rror" | sed "s|^|$name [$e] |"
+    env "${kept[@]}" "$bin" bench --backend cuda ${AB_ARGS:--p 0 -n 128 -r 3} -m "$MODELS/$name.gguf" 2>&1 |
+      grep -E "^\| .*(tg|pp)[0-9]|rror" | sed "s|^|$name [$e] |"
     echo "  ($((SECONDS - t0)) s)"
   done
 }

@@ -4,7 +4,8 @@
  * warps of a block (13, 4097, 37), cols of 1-3 blocks and big cols (4096, 11008, 14336),
  * nb = 1, 3 (MoE: 4 experts, router ids on the device, one shared input) and 8 (tokens);
  * float rows also ragged cols (37, 1003: the per-element tail). GEMM: n = 1, 7, 100, 513
- * tokens, the panel cut into slabs. get_rows of every served type (bit-exact), the q8_1
+ * tokens, the panel cut into slabs. MOE (grouped expert prefill): 1, 7, 100 tokens over 9 experts,
+ * one expert past a 64-slot tile, one empty, cols with a half K step. get_rows of every served type (bit-exact), the q8_1
  * activation quantizer (byte-exact), the device codebooks (bit-identical with the C tables).
  * The device decoders also run on the host (same source) against the C reference, so a build box
  * without a GPU still checks every format's decoding. SKIPs (exit 77, a visible line) without the
@@ -95,6 +96,26 @@ static void test_gemm_rows(void **state) {
     assert_int_equal(g_fail, 0);
 }
 
+static void test_moe_rows(void **state) {
+    (void)state;
+    g_fail = 0;
+    const cll_kernel_table *t = table();
+    int n_rows = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *row = &t->rows[i];
+        if (!(row->op & CLL_KOP_MOE)) continue;
+        n_rows++;
+        const int64_t u = cll_type_traits_get(row->wtype)->blck;
+        const struct { int64_t rows, cols; int n; } shapes[] = {{130, 3 * u, 100}, {64, 2 * u, 7}, {257, 4 * u, 1}};
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            cll_cuda_gate_report r;
+            report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].n, 400 + s, &r));
+        }
+    }
+    assert_int_equal(n_rows, 24); /* 17 block types in layout 0 + 7 split */
+    assert_int_equal(g_fail, 0);
+}
+
 static void test_get_rows(void **state) {
     (void)state;
     g_fail = 0;
@@ -129,14 +150,17 @@ static void test_table_shape(void **state) {
         const cll_kernel_shape s = {.wtype = row->wtype, .rows = 4096, .cols = 4096, .n_tokens = 1,
                                     .device = CLL_KDEVICE_CUDA_SM(9, 0)};
         assert_true(cll_kernel_row_supported(row, &s));
-        const cll_kernel_row *sel = cll_kernels_select(t, row->op, &s, -1, NULL);
+        /* MoE rows: one default per layout (the expert weight's layout is its gemv row's) */
+        const bool per_layout = row->op == CLL_KOP_MOE;
+        const cll_kernel_row *sel = cll_kernels_select(t, row->op, &s, per_layout ? row->layout : -1, NULL);
         assert_non_null(sel);
         assert_true(sel->is_default); /* the selection is the (op, type) default */
         assert_int_equal(sel->wtype, row->wtype);
         if (row->is_default) assert_ptr_equal(sel, row); /* one default per (op, type) */
         int n_def = 0;
         for (size_t k = 0; k < t->n; k++)
-            n_def += t->rows[k].op == row->op && t->rows[k].wtype == row->wtype && t->rows[k].is_default;
+            n_def += t->rows[k].op == row->op && t->rows[k].wtype == row->wtype && t->rows[k].is_default &&
+                     (!per_layout || t->rows[k].layout == row->layout);
         assert_int_equal(n_def, 1);
     }
 }
@@ -159,6 +183,7 @@ int main(void) {
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),
         cmocka_unit_test(test_gemm_rows),
+        cmocka_unit_test(test_moe_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

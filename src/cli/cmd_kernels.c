@@ -14,7 +14,7 @@
 static void usage(FILE *f) { fprintf(f, "usage: cllama kernels [--backend cpu|cuda] [-t TYPE]\n"); }
 
 static const char *op_str(uint32_t op) {
-    return op == CLL_KOP_MATMUL ? "matmul" : op == CLL_KOP_GEMV ? "gemv" : "gemm";
+    return op == CLL_KOP_MATMUL ? "matmul" : op == CLL_KOP_GEMV ? "gemv" : op == CLL_KOP_MOE ? "moe" : "gemm";
 }
 
 /* one line per row; `here` tells whether this machine can run it (ISA or device present) */

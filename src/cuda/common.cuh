@@ -5,6 +5,7 @@
 #ifndef CLL_CUDA_COMMON_CUH
 #define CLL_CUDA_COMMON_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -47,6 +48,19 @@ static __device__ __forceinline__ float cll_warp_max(float v) {
 
 static __device__ __forceinline__ float cll_h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 static __device__ __forceinline__ uint16_t cll_f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
+/* 32 floats -> f16 (bf16 when bf) at dst, 16-byte aligned: four 16-byte stores */
+static __device__ __forceinline__ void cll_store32_half(const float *v, bool bf, void *dst) {
+    uint32_t w[16];
+#pragma unroll
+    for (int i = 0; i < 16; i++) {
+        const uint32_t lo = bf ? __bfloat16_as_ushort(__float2bfloat16_rn(v[2 * i])) : cll_f2h(v[2 * i]);
+        const uint32_t hi = bf ? __bfloat16_as_ushort(__float2bfloat16_rn(v[2 * i + 1])) : cll_f2h(v[2 * i + 1]);
+        w[i] = lo | hi << 16;
+    }
+    uint4 *d = (uint4 *)dst;
+#pragma unroll
+    for (int i = 0; i < 4; i++) d[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+}
 static __device__ __forceinline__ float cll_bf2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 
 static inline int64_t cll_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

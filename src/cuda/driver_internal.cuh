@@ -18,6 +18,7 @@ extern "C" {
 typedef struct {
     cll_cu_weight w;
     const cll_cu_gemv_impl *gemv;
+    const cll_cu_gemv_impl *moe; /* expert weights: the grouped prefill row (NULL: none) */
     int64_t y_off; /* output column offset of this part inside the product's output row */
 } cll_cu_part;
 
@@ -55,7 +56,8 @@ struct cll_driver_model {
 #define CLL_CU_ATTN_CHUNK 128
 
 /* CLLAMA_CUDA_PROFILE=1: decode steps run eagerly with events around each launch, timed per
- * kind (table on stderr at state free); =graph: normal graph runs, the captured graph's node and
+ * kind, and batch passes (prefill) are timed the same way (two tables on stderr at state free);
+ * =graph: normal graph runs, the captured graph's node and
  * edge counts (programmatic edges = PDL applied) on stderr at state free. */
 enum {
     CLL_PK_EMBD, CLL_PK_QKV, CLL_PK_ROPE, CLL_PK_ATTN, CLL_PK_O, CLL_PK_NORM, CLL_PK_GATE_UP, CLL_PK_ACT,
@@ -70,9 +72,12 @@ typedef struct {
     cudaEvent_t *ev;      /* (CLL_PROF_EVENTS) pairs */
     uint8_t *kind;        /* (CLL_PROF_EVENTS / 2) */
     int n;                /* events recorded this pass */
-    double ms[CLL_PK_N];
-    uint64_t calls[CLL_PK_N];
-    uint64_t steps;
+    int which;            /* the pass being timed: 0 decode step, 1 batch (prefill) */
+    double ms[2][CLL_PK_N];
+    uint64_t calls[2][CLL_PK_N];
+    uint64_t steps[2], tokens[2];
+    bool warm[2];         /* the first pass of the form was seen (and dropped) */
+    uint64_t last_n;      /* tokens of the pass being timed */
     size_t g_nodes, g_kernels, g_edges, g_prog; /* the captured graph */
 } cll_cu_prof;
 
@@ -106,6 +111,8 @@ struct cll_driver_state {
     int32_t *sel;         /* (n_batch, n_used) */
     float *selw;          /* (n_batch, n_used) */
     float *moe;           /* (n_batch, n_used, n_embd) expert outputs per slot */
+    int32_t *mids;        /* (n_batch * n_used) slots sorted by expert (grouped prefill) */
+    int32_t *moff, *mtoff;/* (n_expert + 1) each: per-expert slot and tile offsets */
     float *xo;            /* (n_out_max, n_embd) rows that want logits */
     float *logits;        /* (n_out_max, n_vocab) */
     unsigned long long *keys; /* (n_out_max) argmax keys */

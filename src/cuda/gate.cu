@@ -14,6 +14,7 @@
 #include "cuda/matmul/matmul.cuh"
 #include "cuda/matmul/matmul_internal.cuh"
 #include "cuda/matmul/split.cuh"
+#include "cuda/ops/ops.cuh"
 
 extern "C" {
 #include "cuda/gate.h"
@@ -508,6 +509,141 @@ cll_status gate_gemm(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     return verdict(rep, layout ? "gemm, split layout" : "gemm");
 }
 
+/* ---- grouped MoE product ---- */
+/* n tokens choose k_used distinct experts of n_mat = 9 (expert 2 first for every token, so it
+ * holds n slots, more than one tile when n > 64; expert 8 never); cll_cu_moe_sort buckets the
+ * slots (checked: offsets = the host histogram, each expert's slots ascending, tile offsets),
+ * then the row runs twice: gate/up form (x_div = k_used: the token's row) and down form
+ * (x_div = 1: the slot's own row). Expectation f64 to_f32(w_e) . x; bar 2e-3 of sum |w x|
+ * (f16 weight and f16 activation roundings, as the gemm's). */
+cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n, uint64_t seed, cll_cuda_gate_report *rep) {
+    const uint32_t t = row->wtype;
+    const cll_type_traits *tr = cll_type_traits_get(t);
+    const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)row->impl;
+    const int E = 9, K = 3;
+    if (!tr || !tr->to_f32 || !impl || !impl->moe || n < 1 || rows < 1 || cols % tr->blck)
+        return cll_err(CLL_ERR_ARG, "gate %s: bad shape or row", row->name);
+    if (is_iq(t)) {
+        cll_status st = gate_tables_into(rep);
+        if (st != CLL_OK) return st;
+    }
+    Rng rng{seed * 0x9E3779B97F4A7C15ull + 11};
+    rep->n_mat = E;
+    const int64_t nk = (int64_t)n * K, ldy = rows + 3;
+    std::vector<uint8_t> W;
+    if (!make_weights(t, rows * E, cols, rng, W)) return cll_err(CLL_ERR_UNSUPPORTED, "gate: no generator for %s", tr->name);
+    std::vector<int32_t> sel((size_t)nk);
+    for (int i = 0; i < n; i++) {
+        sel[(size_t)i * K] = 2;
+        for (int k = 1; k < K; k++) {
+            int32_t e;
+            bool dup;
+            do {
+                e = (int32_t)(rng.next() % 8); /* 0..7: expert 8 stays empty */
+                dup = false;
+                for (int j = 0; j < k; j++) dup |= sel[(size_t)i * K + j] == e;
+            } while (dup);
+            sel[(size_t)i * K + k] = e;
+        }
+    }
+    const int64_t ldx = cols + 8;
+    std::vector<float> xt((size_t)(n * ldx)), xs((size_t)(nk * ldx));
+    for (auto &v : xt) v = rng.uni();
+    for (auto &v : xs) v = rng.uni();
+    Dev dev;
+    void *dw = NULL;
+    float *dxt = NULL, *dxs = NULL, *dy = NULL;
+    int32_t *dsel = NULL, *dids = NULL, *doff = NULL, *dtoff = NULL;
+    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, E)));
+    cll_cu_weight w;
+    GATE_CU(cll_cu_weight_upload_l(&w, W.data(), t, impl->layout, rows, cols, E, dw));
+    GATE_CU(dev.alloc((void **)&dxt, xt.size() * sizeof(float)));
+    GATE_CU(dev.alloc((void **)&dxs, xs.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dxt, xt.data(), xt.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(cudaMemcpy(dxs, xs.data(), xs.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&dsel, sel.size() * sizeof(int32_t)));
+    GATE_CU(cudaMemcpy(dsel, sel.data(), sel.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&dids, sel.size() * sizeof(int32_t)));
+    GATE_CU(dev.alloc((void **)&doff, (E + 1) * sizeof(int32_t)));
+    GATE_CU(dev.alloc((void **)&dtoff, (E + 1) * sizeof(int32_t)));
+    GATE_CU(cll_cu_moe_sort(dsel, nk, E, CLL_CU_MOE_BN, dids, doff, dtoff, 0));
+    std::vector<int32_t> ids((size_t)nk), off(E + 1), toff(E + 1);
+    GATE_CU(cudaMemcpy(ids.data(), dids, ids.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(off.data(), doff, off.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(toff.data(), dtoff, toff.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    { /* the sort against the host */
+        std::vector<int32_t> cnt(E, 0);
+        for (int32_t e : sel) cnt[(size_t)e]++;
+        int32_t o = 0, tt = 0;
+        for (int e = 0; e <= E; e++) {
+            if (off[(size_t)e] != o || toff[(size_t)e] != tt)
+                return cll_err(CLL_ERR_INTERNAL, "gate %s: moe sort: expert %d offset %d tile %d, want %d %d", row->name, e,
+                               off[(size_t)e], toff[(size_t)e], o, tt);
+            if (e == E) break;
+            int32_t prev = -1;
+            for (int32_t j = o; j < o + cnt[(size_t)e]; j++) {
+                const int32_t id = ids[(size_t)j];
+                if (id <= prev || id >= nk || sel[(size_t)id] != e)
+                    return cll_err(CLL_ERR_INTERNAL, "gate %s: moe sort: position %d holds slot %d (expert %d)", row->name,
+                                   j, id, e);
+                prev = id;
+            }
+            o += cnt[(size_t)e];
+            tt += (cnt[(size_t)e] + CLL_CU_MOE_BN - 1) / CLL_CU_MOE_BN;
+        }
+    }
+    const size_t rb = (size_t)cll_row_bytes(t, (uint64_t)cols);
+    std::vector<float> wf((size_t)(rows * cols * E));
+    for (int64_t r = 0; r < rows * E; r++) tr->to_f32(W.data() + rb * (size_t)r, wf.data() + r * cols, cols);
+    std::vector<float> got((size_t)(2 * nk * rows));
+    std::vector<double> want(got.size()), scale(got.size());
+    int64_t clobbered = 0;
+    for (int form = 0; form < 2; form++) { /* 0: gate/up (x_div K), 1: down (x_div 1) */
+        GATE_CU(poisoned(dev, &dy, (size_t)(nk * ldy)));
+        cll_cu_moe_args a;
+        memset(&a, 0, sizeof a);
+        a.x = form ? dxs : dxt;
+        a.ldx = ldx;
+        a.x_div = form ? 1 : K;
+        a.ids = dids;
+        a.off = doff;
+        a.toff = dtoff;
+        a.n_expert = E;
+        a.max_tiles = cll_cu_moe_max_tiles(nk, E);
+        a.y = dy;
+        a.ldy = ldy;
+        cudaError_t e = impl->moe(&w, &a, 0);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        GATE_CU(e);
+        std::vector<float> y((size_t)(nk * ldy));
+        GATE_CU(cudaMemcpy(y.data(), dy, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        clobbered += count_clobbered(y, nk, rows, ldy);
+        for (int64_t j = 0; j < nk; j++) {
+            const float *xr = form ? xs.data() + j * ldx : xt.data() + (j / K) * ldx;
+            const float *we = wf.data() + (size_t)sel[(size_t)j] * (size_t)(rows * cols);
+            for (int64_t r = 0; r < rows; r++) {
+                double s = 0.0, m = 0.0;
+                for (int64_t k = 0; k < cols; k++) {
+                    const double p = (double)we[r * cols + k] * (double)xr[k];
+                    s += p;
+                    m += fabs(p);
+                }
+                const size_t o = (size_t)((form * nk + j) * rows + r);
+                want[o] = s;
+                scale[o] = m;
+                got[o] = y[(size_t)(j * ldy + r)];
+            }
+        }
+    }
+    const double tol = 2e-3;
+    snprintf(rep->ref, sizeof rep->ref, "f64 to_f32(w_e) . x, gate/up and down forms (bar: f16 weight + f16 x rounding)");
+    const Cmp c = compare(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
+    fill_report(rep, c, tol);
+    rep->n_clobbered = clobbered;
+    rep->control_failed = control_fails(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
+    return verdict(rep, "moe grouped");
+}
+
 /* the layout the type's default gemv row uploads in (get_rows and the gemm read that too) */
 int served_layout(uint32_t t) {
     const cll_cu_gemv_impl *g = cll_cu_gemv_default(t, 4096, 4096);
@@ -661,6 +797,7 @@ extern "C" cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows,
     init_report(rep, row ? row->name : "(null)", row ? row->op : 0, row ? row->wtype : 0, rows, cols, nb);
     if (!row) return cll_err(CLL_ERR_ARG, "gate: no row");
     if (row->op & CLL_KOP_GEMV) return gate_gemv(row, rows, cols, nb, seed, rep);
+    if (row->op & CLL_KOP_MOE) return gate_moe(row, rows, cols, nb, seed, rep);
     if (row->op & CLL_KOP_GEMM) { /* layout 0, and the layout the default gemv row serves the type in */
         cll_status st = gate_gemm(row, rows, cols, nb, seed, 0, rep);
         const int l = served_layout(row->wtype);

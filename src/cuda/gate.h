@@ -49,6 +49,10 @@ typedef struct {
  * GEMM rows: nb tokens, weight of 2 matrices, matrix 1 multiplied, the panel cut into ~3 slabs.
  *   Expectation: f64 to_f32(w) . x (f32). Bar relative to sum |w_k x_k|: 2e-3 (f16 panel and f16 x:
  *   two roundings of 2^-11), 8e-3 (bf16 x), 1e-5 (f32).
+ * MOE rows: nb tokens, 3 distinct experts each of 9 (one expert takes every token: > 1 tile when
+ *   nb > 64; one takes none), the device bucketing (cll_cu_moe_sort) checked against the host,
+ *   then the grouped product in its gate/up form (a token's row per slot) and its down form (a
+ *   row per slot). Expectation and bar: the GEMM rows' (f64 to_f32(w_e) . x, 2e-3).
  * CLL_OK when the row passed and the control failed; otherwise an error naming the worst output. */
 cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed,
                              cll_cuda_gate_report *rep);

@@ -80,7 +80,9 @@ const char *cll_kernels_token_class(int64_t n) {
     return n <= 0 ? "" : n == 1 ? "n1" : n <= 8 ? "n2-8" : n <= 64 ? "n9-64" : "n65+";
 }
 
-static const char *op_name(uint32_t op) { return op == CLL_KOP_GEMV ? "gemv" : op == CLL_KOP_GEMM ? "gemm" : "matmul"; }
+static const char *op_name(uint32_t op) {
+    return op == CLL_KOP_GEMV ? "gemv" : op == CLL_KOP_GEMM ? "gemm" : op == CLL_KOP_MOE ? "moe" : "matmul";
+}
 
 const char *cll_kernels_site(const cll_kernel_table *t, uint32_t op, uint32_t wtype, char *buf, size_t cap) {
     snprintf(buf, cap, "%s/%s/%s", t->backend, op_name(op), cll_type_name(wtype));

@@ -16,7 +16,9 @@ extern "C" {
 #endif
 
 /* ops a row serves (bits) */
-enum { CLL_KOP_GEMV = 1u, CLL_KOP_GEMM = 2u, CLL_KOP_MATMUL = 3u };
+/* GEMV: one (or a few) activation rows; GEMM: a block of tokens; MOE: the grouped expert
+ * product of a prefill (every expert's tokens in one launch; CUDA) */
+enum { CLL_KOP_GEMV = 1u, CLL_KOP_GEMM = 2u, CLL_KOP_MATMUL = 3u, CLL_KOP_MOE = 4u };
 
 /* CPU features a row may require (bits); cll_kernels_cpu_features() probes CPUID+XGETBV */
 enum {

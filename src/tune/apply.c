@@ -65,6 +65,7 @@ bool cll_tune_parse_site(const char *site, char *backend, size_t bcap, uint32_t 
     if (l[1] == 4 && !strncmp(p[1], "gemv", 4)) *op = CLL_KOP_GEMV;
     else if (l[1] == 4 && !strncmp(p[1], "gemm", 4)) *op = CLL_KOP_GEMM;
     else if (l[1] == 6 && !strncmp(p[1], "matmul", 6)) *op = CLL_KOP_MATMUL;
+    else if (l[1] == 3 && !strncmp(p[1], "moe", 3)) *op = CLL_KOP_MOE;
     else return false;
     if (!type_by_name(p[2], l[2], wtype)) return false;
     *n_tokens = 0;

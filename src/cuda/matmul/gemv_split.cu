@@ -317,25 +317,29 @@ static cudaError_t sp_get_rows_launch(const cll_cu_weight *w, const int32_t *ids
     return cudaSuccess;
 }
 
+/* one thread per 32-element group, as k_panel (kernels.cuh) */
 template <class S, bool BF>
 __global__ void k_sp_panel(const uint8_t *__restrict__ W, int64_t cols, int64_t row_stride, int64_t r0,
                            uint16_t *__restrict__ panel) {
-    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t r = blockIdx.y;
-    if (e >= cols) return;
-    const float v = S::deq(W + (r0 + r) * row_stride, cols / 32, e);
-    panel[r * cols + e] = BF ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : cll_f2h(v);
+    if (g >= cols / 32) return;
+    const uint8_t *row = W + (r0 + r) * row_stride;
+    float v[32];
+#pragma unroll
+    for (int j = 0; j < 32; j++) v[j] = S::deq(row, cols / 32, (g << 5) + j);
+    cll_store32_half(v, BF, panel + r * cols + (g << 5));
 }
 
 template <class S>
 static cudaError_t sp_panel_launch(const cll_cu_weight *w, int64_t mat, int64_t r0, int64_t nr, void *panel, bool bf16,
                                    cudaStream_t st) {
-    const dim3 grid((unsigned)cll_cdiv(w->cols, 256), (unsigned)nr);
+    const dim3 grid((unsigned)cll_cdiv(w->cols / 32, 128), (unsigned)nr);
     const uint8_t *Wm = w->d + mat * w->mat_stride;
     if (bf16)
-        k_sp_panel<S, true><<<grid, 256, 0, st>>>(Wm, w->cols, (int64_t)w->row_stride, r0, (uint16_t *)panel);
+        k_sp_panel<S, true><<<grid, 128, 0, st>>>(Wm, w->cols, (int64_t)w->row_stride, r0, (uint16_t *)panel);
     else
-        k_sp_panel<S, false><<<grid, 256, 0, st>>>(Wm, w->cols, (int64_t)w->row_stride, r0, (uint16_t *)panel);
+        k_sp_panel<S, false><<<grid, 128, 0, st>>>(Wm, w->cols, (int64_t)w->row_stride, r0, (uint16_t *)panel);
     return cudaGetLastError();
 }
 
@@ -347,7 +351,8 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
 #define SP_OPS(T, NAME)                                                                                        \
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
      spx_gemv_launch<CuSp<T>, 4, 1, true>,                                                                     \
-     sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME}
+     sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME,                \
+     cu_moe_launch<CuMoeRowSp<CuSp<T>>>}
 static const cll_cu_sp_ops k_sp_ops[] = {
     SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a"),   SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a"),
     SP_OPS(CLL_TYPE_Q5_1, "gemv_q5_1_split_w4u4_dp4a"),   SP_OPS(CLL_TYPE_Q4_K, "gemv_q4_K_split_w4u4_dp4a"),

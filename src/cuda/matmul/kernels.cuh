@@ -25,6 +25,7 @@
 #include "cuda/matmul/matmul.cuh"
 #include "cuda/matmul/matmul_internal.cuh"
 #include "cuda/matmul/epilogue.cuh"
+#include "cuda/matmul/moe_gemm.cuh"
 
 #define CLL_GEMV_WARPS 4
 
@@ -163,31 +164,38 @@ static cudaError_t cu_get_rows_launch(const cll_cu_weight *w, const int32_t *ids
     return cudaSuccess;
 }
 
-/* panel: rows [r0, r0+nr) of matrix W (already offset to the matrix) -> f16 or bf16 (nr x cols) */
+/* panel: rows [r0, r0+nr) of matrix W (already offset to the matrix) -> f16 or bf16 (nr x cols).
+ * One thread per 32-element group: the element decoder runs 32 times with the group fixed and
+ * the element a compile-time constant (the block and scale reads fold into one set per group),
+ * the group's 64 bytes leave in four 16-byte stores. 128-thread blocks, grid (ceil(cols/4096), nr). */
 template <class F, bool BF>
 __global__ void k_panel(const uint8_t *__restrict__ W, int64_t cols, int64_t row_stride, int64_t r0, uint16_t *__restrict__ panel) {
-    const int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t r = blockIdx.y;
-    if (e >= cols) return;
-    const float v = F::deq(W + (r0 + r) * row_stride + (e / F::QK) * F::BB, (int)(e % F::QK));
-    panel[r * cols + e] = BF ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : cll_f2h(v);
+    if (g >= cols / 32) return;
+    const uint8_t *row = W + (r0 + r) * row_stride;
+    float v[32];
+#pragma unroll
+    for (int j = 0; j < 32; j++) v[j] = CuMoeRowL0<F>::deq(row, cols, (g << 5) + j);
+    cll_store32_half(v, BF, panel + r * cols + (g << 5));
 }
 
 template <class F>
 static cudaError_t cu_panel_launch(const cll_cu_weight *w, int64_t mat, int64_t r0, int64_t nr, void *panel, bool bf16,
                                    cudaStream_t st) {
-    const dim3 grid((unsigned)cll_cdiv(w->cols, 256), (unsigned)nr);
+    if (w->cols % 32) return cudaErrorInvalidValue;
+    const dim3 grid((unsigned)cll_cdiv(w->cols / 32, 128), (unsigned)nr);
     const uint8_t *W = w->d + mat * w->mat_stride;
     if (bf16)
-        k_panel<F, true><<<grid, 256, 0, st>>>(W, w->cols, (int64_t)w->row_stride, r0, (uint16_t *)panel);
+        k_panel<F, true><<<grid, 128, 0, st>>>(W, w->cols, (int64_t)w->row_stride, r0, (uint16_t *)panel);
     else
-        k_panel<F, false><<<grid, 256, 0, st>>>(W, w->cols, (int64_t)w->row_stride, r0, (uint16_t *)panel);
+        k_panel<F, false><<<grid, 128, 0, st>>>(W, w->cols, (int64_t)w->row_stride, r0, (uint16_t *)panel);
     return cudaGetLastError();
 }
 
 /* the ops of one format, as the family files export them */
 #define CLL_CU_FMT_OPS(T, NAME)                                                                              \
     {T, cu_gemv_q8_launch<CuFmt<T>>, cu_get_rows_launch<CuFmt<T>>, cu_panel_launch<CuFmt<T>>, CuFmt<T>::BB, \
-     CuFmt<T>::QK, CuStage<CuFmt<T>>::SB, NAME}
+     CuFmt<T>::QK, CuStage<CuFmt<T>>::SB, NAME, cu_moe_launch<CuMoeRowL0<CuFmt<T>>>}
 
 #endif

@@ -72,11 +72,35 @@ typedef struct {
 /* launcher of one gemv row; returns the launch's cudaError_t */
 typedef cudaError_t (*cll_cu_gemv_fn)(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t s);
 
+/* Grouped MoE product (prefill): the slots of a batch (token i's k-th expert choice is slot
+ * i*n_used + k) sorted by expert (cll_cu_moe_sort: ids, off, toff), and for every slot j of
+ * expert e's range [off[e], off[e+1]): y + ids[j]*ldy = X[ids[j] / x_div] . W[e]^T (rows
+ * floats). x_div = n_used reads the token's row (gate/up), 1 reads the slot's own row (down).
+ * One launch covers every expert: blocks of CLL_CU_MOE_BN slots of one expert (tiles; toff[e]
+ * = expert e's first tile, toff[n_expert] = their count, read on the device) times a run of
+ * weight rows; max_tiles bounds toff[n_expert] on the host (cll_cu_moe_max_tiles). */
+#define CLL_CU_MOE_BN 64
+typedef struct {
+    const float *x;
+    int64_t ldx;
+    int32_t x_div;
+    const int32_t *ids, *off, *toff; /* device: (n_slots), (n_expert + 1), (n_expert + 1) */
+    int32_t n_expert;
+    int64_t max_tiles;
+    float *y;
+    int64_t ldy;
+} cll_cu_moe_args;
+typedef cudaError_t (*cll_cu_moe_fn)(const cll_cu_weight *w, const cll_cu_moe_args *a, cudaStream_t s);
+static inline int64_t cll_cu_moe_max_tiles(int64_t n_slots, int64_t n_expert) {
+    return (n_slots + CLL_CU_MOE_BN - 1) / CLL_CU_MOE_BN + (n_expert < n_slots ? n_expert : n_slots);
+}
+
 /* the part of a CUDA kernel-table row (kernels/registry impl) that matmul code fills */
 typedef struct {
     cll_cu_gemv_fn gemv;   /* NULL for gemm-only rows */
     bool needs_q8;         /* reads xq (q8_1) rather than x */
     int layout;            /* weight layout it reads */
+    cll_cu_moe_fn moe;     /* grouped MoE rows (CLL_KOP_MOE); NULL otherwise */
 } cll_cu_gemv_impl;
 
 /* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),
@@ -124,6 +148,10 @@ void cll_cu_weight_desc(cll_cu_weight *w, uint32_t type, int layout, int64_t row
                         const void *dev);
 /* true when the CUDA matmul serves weights of this type (gemv, get_rows and gemm) */
 bool cll_cu_type_served(uint32_t type);
+
+/* the grouped MoE row for an expert weight of this type in this layout: the default, or the
+ * row an override names; NULL: none (the driver then runs the experts token by token) */
+const cll_cu_gemv_impl *cll_cu_moe_default(uint32_t type, int layout, int64_t rows, int64_t cols);
 
 /* the gemv rows: one table (cuda/matmul/rows.cu) */
 typedef struct cll_kernel_table cll_kernel_table;

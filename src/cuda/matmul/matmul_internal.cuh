@@ -20,6 +20,7 @@ typedef struct {
     int bb, qk;                  /* bytes and elements per block */
     int stage_blocks;            /* gemv stage (0: no smem stage) */
     const char *gemv_name;
+    cll_cu_moe_fn moe;           /* grouped MoE product (cuda/matmul/moe_gemm.cuh); NULL: none */
 } cll_cu_fmt_ops;
 
 /* the layout-1 ("split", cuda/matmul/split.cuh) rows of a type: gemv, get_rows and panel over
@@ -38,6 +39,7 @@ typedef struct {
     cll_cu_pack_fn pack;
     int qk;
     const char *gemv_name;
+    cll_cu_moe_fn moe;           /* grouped MoE product over the split layout */
 } cll_cu_sp_ops;
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type);
 /* the bulk-copy (TMA) split gemv of a type (gemv_tma.cu), NULL if none; nb > 1 or mat_ids calls

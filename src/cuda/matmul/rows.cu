@@ -139,18 +139,19 @@ static const uint32_t k_types[CU_NTYPES] = {
 #undef CU_TYPE_ID
 };
 static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
-static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0};
+static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL};
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K,
                                       CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S};
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
 static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
     k_tma_impl[CU_NSP];
-/* a layout-0 row stays a default unless its type has a default split row (IQ3_S's split rows
- * are gated on the host but not yet measured on a device: its layout-0 row keeps serving) */
+/* the grouped MoE rows: layout 0 (block types, k_types order) and split */
+static cll_cu_gemv_impl k_moe_impl[CU_NTYPES], k_moe_sp_impl[CU_NSP];
+/* a layout-0 row stays a default unless its type has a default split row */
 static bool has_split(uint32_t t) {
     for (int i = 0; i < CU_NSP; i++)
-        if (k_sp_types[i] == t) return t != CLL_TYPE_IQ3_S;
+        if (k_sp_types[i] == t) return true;
     return false;
 }
 #define CU_DEF(T) (!has_split(CLL_TYPE_##T))
@@ -184,7 +185,8 @@ static const cll_kernel_row k_rows[] = {
      * (r2 71.9), q4_K r4_pt 59.7 (57.8), q6_K r2 70.8 (70.3), iq4_xs w4u4 46.8 (r4 43.1).
      * Re-picked in the whole step where kbench and the graph disagree (l2-7b tg128, same call):
      * q5_1 r4_pt 486.5 vs w4u4 439.2 tok/s; q8_0 r4_pt 395.1 vs tma 372.1; iq4_xs w4u4 429.0 vs
-     * r2 407.7 vs tma 352.0. */
+     * r2 407.7 vs tma 352.0. iq3_s (l3-8b tg128, 2026-12-01, one call): r4_pt 287.2, r2 282.7,
+ * w4u4 257.2, the layout-0 stage row 232.8 tok/s. */
 /* bit_exact: with the type's default row. Rows sum in different orders (lanes per row, split-K,
  * per-group vs per-lane), so only a row and itself are, and r4 with r4_pt (the same tile code,
  * the grid only walks the tiles differently) */
@@ -201,7 +203,7 @@ static const cll_kernel_row k_rows[] = {
     {"gemv_" #n "_split_tma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_TMA, CLL_CU_LAYOUT_SPLIT, 1,      \
      cu_tma_ok, CU_SP_EXACT(D, 4), (D) == 4, &k_tma_impl[i]},
     CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 3) CU_SP_ROW(q5_1, Q5_1, 2, 3) CU_SP_ROW(q4_K, Q4_K, 3, 3)
-    CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, -1)
+    CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 3)
 #undef CU_SP_ROW
     {"gemm_f32_cublas_f32", CLL_KOP_GEMM, CLL_TYPE_F32, 0, "layout=0 cublasGemmEx f32 (no panel)", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
     {"gemm_f16_cublas_direct", CLL_KOP_GEMM, CLL_TYPE_F16, 0, "layout=0 cublasGemmEx f16 weight in place, x->f16", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
@@ -212,6 +214,21 @@ static const cll_kernel_row k_rows[] = {
     CU_GEMM_ROW(q6_K, Q6_K) CU_GEMM_ROW(iq2_xxs, IQ2_XXS) CU_GEMM_ROW(iq2_xs, IQ2_XS) CU_GEMM_ROW(iq2_s, IQ2_S)
     CU_GEMM_ROW(iq3_xxs, IQ3_XXS) CU_GEMM_ROW(iq3_s, IQ3_S) CU_GEMM_ROW(iq4_xs, IQ4_XS)
 #undef CU_GEMM_ROW
+    /* grouped MoE prefill (cuda/matmul/moe_gemm.cuh): every expert's tokens in one launch,
+     * weight tiles dequantized in shared memory, WMMA f16 -> f32; one row per type and layout
+     * (the expert weights are uploaded in the layout of their gemv row) */
+#define CU_MOE_PARAMS "tile=64 rows x 64 tokens of one expert, K step 64, deq->smem f16, wmma 16x16x16 f32-accumulate"
+#define CU_MOE_ROW(n, T, i) {"moe_" #n "_deq_wmma_f16", CLL_KOP_MOE, CLL_TYPE_##T, 0, "layout=0 " CU_MOE_PARAMS, 0, 1, cu_row_ok, true, true, &k_moe_impl[i]},
+    CU_MOE_ROW(q4_0, Q4_0, 3) CU_MOE_ROW(q4_1, Q4_1, 4) CU_MOE_ROW(q5_0, Q5_0, 5) CU_MOE_ROW(q5_1, Q5_1, 6)
+    CU_MOE_ROW(q8_0, Q8_0, 7) CU_MOE_ROW(iq4_nl, IQ4_NL, 8) CU_MOE_ROW(q2_K, Q2_K, 9) CU_MOE_ROW(q3_K, Q3_K, 10)
+    CU_MOE_ROW(q4_K, Q4_K, 11) CU_MOE_ROW(q5_K, Q5_K, 12) CU_MOE_ROW(q6_K, Q6_K, 13)
+    CU_MOE_ROW(iq2_xxs, IQ2_XXS, 14) CU_MOE_ROW(iq2_xs, IQ2_XS, 15) CU_MOE_ROW(iq2_s, IQ2_S, 16)
+    CU_MOE_ROW(iq3_xxs, IQ3_XXS, 17) CU_MOE_ROW(iq3_s, IQ3_S, 18) CU_MOE_ROW(iq4_xs, IQ4_XS, 19)
+#undef CU_MOE_ROW
+#define CU_MOE_SP_ROW(n, T, i) {"moe_" #n "_split_deq_wmma_f16", CLL_KOP_MOE, CLL_TYPE_##T, 0, "layout=1(split) " CU_MOE_PARAMS, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, true, true, &k_moe_sp_impl[i]},
+    CU_MOE_SP_ROW(q4_0, Q4_0, 0) CU_MOE_SP_ROW(q8_0, Q8_0, 1) CU_MOE_SP_ROW(q5_1, Q5_1, 2) CU_MOE_SP_ROW(q4_K, Q4_K, 3)
+    CU_MOE_SP_ROW(q6_K, Q6_K, 4) CU_MOE_SP_ROW(iq4_xs, IQ4_XS, 5) CU_MOE_SP_ROW(iq3_s, IQ3_S, 6)
+#undef CU_MOE_SP_ROW
 };
 static const cll_kernel_table k_table = {"cuda", k_rows, sizeof k_rows / sizeof k_rows[0]};
 
@@ -221,6 +238,8 @@ static void fill_impls(void) {
         k_gemv_impl[i].gemv = o ? o->gemv : NULL;
         k_gemv_impl[i].needs_q8 = o && o->qk > 1;
         k_gemv_impl[i].layout = 0;
+        k_moe_impl[i].moe = o ? o->moe : NULL;
+        k_moe_impl[i].layout = 0;
     }
     for (int i = 0; i < CU_NSP; i++) {
         const cll_cu_sp_ops *o = cll_cu_sp_ops_get(k_sp_types[i]);
@@ -235,6 +254,8 @@ static void fill_impls(void) {
         k_spx4p_impl[i].gemv = o ? o->gemv_r4p : NULL;
         k_tma_impl[i] = k_sp_impl[i];
         k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
+        k_moe_sp_impl[i].moe = o ? o->moe : NULL;
+        k_moe_sp_impl[i].layout = CLL_CU_LAYOUT_SPLIT;
     }
 }
 
@@ -255,4 +276,15 @@ const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t
     /* the default row unless an override (CLLAMA_KERNEL, a tune sidecar) names another */
     const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, -1, NULL);
     return r ? (const cll_cu_gemv_impl *)r->impl : NULL;
+}
+
+const cll_cu_gemv_impl *cll_cu_moe_default(uint32_t type, int layout, int64_t rows, int64_t cols) {
+    const cll_kernel_table *t = cll_cu_kernel_table();
+    cll_kernel_shape sh = {};
+    sh.wtype = type;
+    sh.rows = rows;
+    sh.cols = cols;
+    const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_MOE, &sh, layout, NULL);
+    const cll_cu_gemv_impl *impl = r ? (const cll_cu_gemv_impl *)r->impl : NULL;
+    return impl && impl->moe ? impl : NULL;
 }

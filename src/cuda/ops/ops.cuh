@@ -153,6 +153,13 @@ bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n);
  * id), optional renormalization (sum clamped to >= 2^-14 as the CPU does). */
 cudaError_t cll_cu_moe_route(const float *logits, int64_t n, int32_t n_expert, int32_t k, bool renorm, int32_t *sel,
                              float *selw, cudaStream_t s);
+/* The slots of a batch (sel: n_slots expert ids, slot = token * n_used + k) bucketed by expert
+ * for the grouped product (cll_cu_moe_args): off[e] = first sorted position of expert e
+ * (off[n_expert] = n_slots), ids[off[e] ..] = its slots in ascending order, toff[e] = its first
+ * tile of tile slots (toff[n_expert] = the tile count). An id outside [0, n_expert) counts as
+ * expert 0 (never a read out of bounds). One block, n_expert <= 8192; stable and deterministic. */
+cudaError_t cll_cu_moe_sort(const int32_t *sel, int64_t n_slots, int32_t n_expert, int32_t tile, int32_t *ids,
+                            int32_t *off, int32_t *toff, cudaStream_t s);
 
 /* dst row r = src row rows[r] (n rows of d floats) */
 cudaError_t cll_cu_gather_rows(const float *src, int64_t ld_src, const int32_t *rows, int64_t n, int64_t d,

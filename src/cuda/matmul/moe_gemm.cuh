@@ -1,0 +1,168 @@
+/* cuda/matmul/moe_gemm: the grouped MoE prefill product (cll_cu_moe_args, matmul.cuh): every
+ * expert's slots in ONE launch, each weight tile dequantized into shared memory (never a
+ * panel in global memory) and multiplied on tensor cores (WMMA f16 x f16 -> f32).
+ *
+ * k_moe_gemm<D> launch geometry: 128 threads (4 warps), grid (ceil(rows/64), tiles). A block
+ * owns one tile (CLL_CU_MOE_BN = 64 slots of one expert; found by a binary search of toff,
+ * blocks past toff[n_expert] exit) times 64 weight rows, and walks K in steps of 64: each
+ * thread dequantizes one 32-element group of one weight row (D::deq, the bit-exact element
+ * decoder of the format and layout) and converts 32 activations of one slot to f16 (float4
+ * loads: ldx % 4 == 0 and x 16-byte aligned, checked at launch); each warp
+ * then runs 2 x 2 16x16x16 fragments (a 32 x 32 corner of the 64 x 64 tile) per 16 of K.
+ * The fp32 tile goes through shared memory (column-major: slot-major) so the store of a slot's
+ * 64 outputs is contiguous. Shared memory 36.3 KB static (rows padded by 8 halves / 4 floats).
+ * Numerics: the dense prefill's (f16 weight, f16 activation, fp32 accumulate); each output
+ * depends only on its own weight row and slot row, not on which tile or lane computed it.
+ * Owns nothing. Rule: included by the family files that export a format's moe entry. */
+#ifndef CLL_CUDA_MATMUL_MOE_GEMM_CUH
+#define CLL_CUDA_MATMUL_MOE_GEMM_CUH
+
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include "cuda/common.cuh"
+#include "cuda/matmul/matmul.cuh"
+
+#define CLL_MOE_BM 64
+#define CLL_MOE_BK 64
+#define CLL_MOE_LD (CLL_MOE_BK + 8)  /* halves per staged row */
+#define CLL_MOE_LDC (CLL_MOE_BM + 4) /* floats per staged slot */
+
+/* element decoders over a whole row: layout 0 (file blocks) and the split layout */
+template <class F> struct CuMoeRowL0 {
+    static __device__ __forceinline__ float deq(const uint8_t *row, int64_t cols, int64_t e) {
+        (void)cols;
+        return F::deq(row + (e / F::QK) * F::BB, (int)(e % F::QK));
+    }
+};
+template <class S> struct CuMoeRowSp {
+    static __device__ __forceinline__ float deq(const uint8_t *row, int64_t cols, int64_t e) {
+        return S::deq(row, cols / 32, e);
+    }
+};
+
+template <class D>
+__global__ void __launch_bounds__(128) k_moe_gemm(const uint8_t *__restrict__ W, size_t mat_stride, size_t row_stride,
+                                                  int32_t rows, int32_t cols, const float *__restrict__ x, int64_t ldx,
+                                                  int32_t x_div, const int32_t *__restrict__ ids,
+                                                  const int32_t *__restrict__ off, const int32_t *__restrict__ toff,
+                                                  int32_t n_expert, int32_t tile0, float *__restrict__ y, int64_t ldy) {
+    using namespace nvcuda;
+    constexpr int BN = CLL_CU_MOE_BN;
+    __shared__ __align__(128) __half ws[CLL_MOE_BM * CLL_MOE_LD];
+    __shared__ __align__(128) __half xs[BN * CLL_MOE_LD];
+    __shared__ __align__(128) float cs[BN * CLL_MOE_LDC];
+    __shared__ int32_t sid[BN];
+    __shared__ int32_t s_e, s_t0, s_nt;
+    const int tid = threadIdx.x;
+    if (tid == 0) {
+        const int32_t yt = tile0 + (int32_t)blockIdx.y;
+        int32_t e = -1, t0 = 0, nt = 0;
+        if (yt < toff[n_expert]) { /* the expert whose tiles [toff[e], toff[e+1]) hold yt */
+            int lo = 0, hi = n_expert;
+            while (hi - lo > 1) {
+                const int mid = (lo + hi) >> 1;
+                if (toff[mid] <= yt) lo = mid;
+                else hi = mid;
+            }
+            e = lo;
+            t0 = off[e] + (yt - toff[e]) * BN;
+            nt = min(BN, off[e + 1] - t0);
+        }
+        s_e = e;
+        s_t0 = t0;
+        s_nt = nt;
+    }
+    __syncthreads();
+    const int e = s_e, nt = s_nt;
+    if (e < 0 || nt <= 0) return;
+    if (tid < BN) sid[tid] = tid < nt ? ids[s_t0 + tid] : -1;
+    __syncthreads();
+    const int32_t r0 = (int32_t)blockIdx.x * CLL_MOE_BM;
+    const int warp = tid >> 5, wr = (warp >> 1) * 32, wc = (warp & 1) * 32;
+    /* staging roles: row / slot lr, columns lc .. lc+31 of the K step */
+    const int lr = tid >> 1, lc = (tid & 1) * 32;
+    const int32_t gr = r0 + lr;
+    const uint8_t *wrow = W + (size_t)e * mat_stride + (size_t)(gr < rows ? gr : 0) * row_stride;
+    const int32_t xid = sid[lr];
+    const float *xrow = xid >= 0 ? x + (int64_t)(xid / x_div) * ldx : NULL;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.0f);
+    for (int32_t k0 = 0; k0 < cols; k0 += CLL_MOE_BK) {
+        /* cols % 32 == 0: a 32-element group is all in or all out; the group fixed and the element
+         * a constant, the decoder's block and scale reads fold into one set per group */
+        const int32_t c0 = k0 + lc;
+        const int64_t g = c0 >> 5;
+        float v[32];
+        if (gr < rows && c0 < cols) {
+#pragma unroll
+            for (int j = 0; j < 32; j++) v[j] = D::deq(wrow, cols, (g << 5) + j);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 32; j++) v[j] = 0.0f;
+        }
+        cll_store32_half(v, false, ws + lr * CLL_MOE_LD + lc);
+        if (xrow && c0 < cols) {
+            const float4 *x4 = (const float4 *)(xrow + c0);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const float4 q = __ldg(x4 + j);
+                v[4 * j] = q.x;
+                v[4 * j + 1] = q.y;
+                v[4 * j + 2] = q.z;
+                v[4 * j + 3] = q.w;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 32; j++) v[j] = 0.0f;
+        }
+        cll_store32_half(v, false, xs + lr * CLL_MOE_LD + lc);
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < CLL_MOE_BK; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b[2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], ws + (wr + 16 * i) * CLL_MOE_LD + kk, CLL_MOE_LD);
+#pragma unroll
+            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], xs + (wc + 16 * j) * CLL_MOE_LD + kk, CLL_MOE_LD);
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            wmma::store_matrix_sync(cs + (wc + 16 * j) * CLL_MOE_LDC + wr + 16 * i, acc[i][j], CLL_MOE_LDC,
+                                    wmma::mem_col_major);
+    __syncthreads();
+    for (int i = tid; i < BN * CLL_MOE_BM; i += 128) {
+        const int t = i / CLL_MOE_BM, r = i % CLL_MOE_BM;
+        if (t < nt && r0 + r < rows) y[(int64_t)sid[t] * ldy + r0 + r] = cs[t * CLL_MOE_LDC + r];
+    }
+}
+
+template <class D> static cudaError_t cu_moe_launch(const cll_cu_weight *w, const cll_cu_moe_args *a, cudaStream_t st) {
+    if (a->max_tiles <= 0) return cudaSuccess;
+    if (w->rows > INT32_MAX / 2 || w->cols > INT32_MAX / 2 || a->x_div < 1 || a->n_expert < 1 || a->n_expert > w->n_mat ||
+        a->ldy < w->rows || a->max_tiles > INT32_MAX / 2 || w->cols % 32 || a->ldx % 4 || ((uintptr_t)a->x & 15))
+        return cudaErrorInvalidValue;
+    for (int64_t t0 = 0; t0 < a->max_tiles; t0 += 65535) { /* grid.y <= 65535 */
+        const int64_t nt = a->max_tiles - t0 < 65535 ? a->max_tiles - t0 : 65535;
+        const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_MOE_BM), (unsigned)nt);
+        k_moe_gemm<D><<<grid, 128, 0, st>>>(w->d, w->mat_stride, w->row_stride, (int32_t)w->rows, (int32_t)w->cols, a->x,
+                                            a->ldx, a->x_div, a->ids, a->off, a->toff, a->n_expert, (int32_t)t0, a->y,
+                                            a->ldy);
+        CLL_CU_RET(cudaGetLastError());
+    }
+    return cudaSuccess;
+}
+
+#endif
