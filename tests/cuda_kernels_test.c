@@ -116,6 +116,20 @@ static void test_moe_rows(void **state) {
     assert_int_equal(g_fail, 0);
 }
 
+static void test_attn_prefill(void **state) {
+    (void)state;
+    g_fail = 0;
+    const struct { int hd, n_head, n_kv, n, p0, n_swa; } shapes[] = {
+        {128, 32, 8, 100, 0, 0}, {128, 8, 8, 513, 37, 0}, {64, 4, 2, 70, 5, 32}, {64, 2, 1, 2, 300, 0}, {128, 4, 1, 129, 64, 100},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        cll_cuda_gate_report r;
+        report(&r, cll_cuda_gate_attn_prefill(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].n, shapes[s].p0,
+                                              shapes[s].n_swa, 500 + s, &r));
+    }
+    assert_int_equal(g_fail, 0);
+}
+
 static void test_get_rows(void **state) {
     (void)state;
     g_fail = 0;
@@ -184,6 +198,7 @@ int main(void) {
         cmocka_unit_test(test_gemv_rows),
         cmocka_unit_test(test_gemm_rows),
         cmocka_unit_test(test_moe_rows),
+        cmocka_unit_test(test_attn_prefill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

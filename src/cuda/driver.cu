@@ -325,6 +325,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.out = s->ao;
         aa.outq = s->aoq;
         aa.rope = ra;
+        aa.prefill_contig = s->pf_contig;
+        aa.prefill_p0 = s->pf_p0;
+        aa.prefill_seq = s->pf_seq;
         aa.fuse_rope = cll_cu_attention_fuses_rope(&aa, n); /* decode: the attention blocks rope and store k/v */
         if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         PTRY(CLL_PK_ATTN, cll_cu_attention(&aa, n, s->st));
@@ -438,6 +441,10 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
         h[n + i] = b->pos[i];
         h[2 * n + i] = b->seq[i];
     }
+    s->pf_contig = true; /* one sequence, consecutive positions: the tensor-core prefill attention */
+    s->pf_p0 = b->pos[0];
+    s->pf_seq = b->seq[0];
+    for (int64_t i = 1; i < n && s->pf_contig; i++) s->pf_contig = b->seq[i] == b->seq[0] && b->pos[i] == b->pos[0] + i;
     if (n_want > s->p.n_out_max)
         return cll_err(CLL_ERR_RANGE, "cuda forward: %lld tokens want output, the state holds %d rows", (long long)n_want,
                        s->p.n_out_max);

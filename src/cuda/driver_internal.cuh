@@ -123,6 +123,8 @@ struct cll_driver_state {
     unsigned long long *hkeys; /* pinned (n_out_max) */
     cudaGraph_t graph;
     cudaGraphExec_t exec; /* the decode step, captured on the first one-token forward */
+    bool pf_contig;       /* this forward's rows: positions pf_p0.. of sequence pf_seq */
+    int32_t pf_p0, pf_seq;
     cll_driver_counters c;
     cll_cu_prof prof;
 };

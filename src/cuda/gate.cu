@@ -644,6 +644,96 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
     return verdict(rep, "moe grouped");
 }
 
+/* ---- tensor-core prefill attention ---- */
+cll_status gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,
+                             cll_cuda_gate_report *rep) {
+    if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || n < 2 || p0 < 0)
+        return cll_err(CLL_ERR_ARG, "gate attn prefill: bad shape");
+    Rng rng{seed * 0x9E3779B97F4A7C15ull + 13};
+    const int n_ctx = p0 + n + 40, seq = 1, n_seq = 2; /* the batch's sequence is not the first */
+    const int64_t ldq = (int64_t)n_head * hd + 2 * (int64_t)n_kv * hd, kvw = (int64_t)n_kv * hd, row = (int64_t)n_head * hd;
+    std::vector<float> q((size_t)(n * ldq));
+    for (auto &v : q) v = cll_fp16_to_f32(cll_f32_to_fp16(rng.uni())); /* fp16-rounded, as upstream */
+    std::vector<uint16_t> kc((size_t)n_seq * n_ctx * kvw), vc(kc.size());
+    for (size_t i = 0; i < kc.size(); i++) {
+        kc[i] = cll_f32_to_fp16(rng.uni());
+        vc[i] = cll_f32_to_fp16(rng.uni());
+    }
+    /* cells past the batch's last position hold NaN: a read of them would show */
+    for (int p = p0 + n; p < n_ctx; p++)
+        for (int64_t e = 0; e < kvw; e++) kc[((size_t)seq * n_ctx + p) * kvw + e] = vc[((size_t)seq * n_ctx + p) * kvw + e] = 0x7E00;
+    const float scale = 1.0f / sqrtf((float)hd);
+    Dev dev;
+    float *dq = NULL, *dout = NULL;
+    void *dk = NULL, *dv = NULL;
+    GATE_CU(dev.alloc((void **)&dq, q.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dq, q.data(), q.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc(&dk, kc.size() * 2));
+    GATE_CU(dev.alloc(&dv, vc.size() * 2));
+    GATE_CU(cudaMemcpy(dk, kc.data(), kc.size() * 2, cudaMemcpyHostToDevice));
+    GATE_CU(cudaMemcpy(dv, vc.data(), vc.size() * 2, cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &dout, (size_t)(n * row)));
+    cll_cu_attn_args a;
+    memset(&a, 0, sizeof a);
+    a.q = dq;
+    a.ld_q = ldq;
+    a.kc = dk;
+    a.vc = dv;
+    a.kv_f16 = true;
+    a.n_head = n_head;
+    a.n_kv = n_kv;
+    a.hd_k = a.hd_v = hd;
+    a.n_ctx = n_ctx;
+    a.n_swa = n_swa;
+    a.scale = scale;
+    a.out = dout;
+    a.prefill_contig = true;
+    a.prefill_p0 = p0;
+    a.prefill_seq = seq;
+    if (!cll_cu_attention_prefill_ok(&a, n))
+        return cll_err(CLL_ERR_UNSUPPORTED, "gate attn prefill: hd %d not served by the tensor-core kernel", hd);
+    cudaError_t e = cll_cu_attention_prefill(&a, n, 0);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    GATE_CU(e);
+    std::vector<float> got((size_t)(n * row));
+    GATE_CU(cudaMemcpy(got.data(), dout, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<double> want(got.size()), sc(got.size());
+    std::vector<double> p((size_t)(p0 + n));
+    for (int r = 0; r < n; r++) {
+        const int qp = p0 + r, lo = n_swa > 0 && qp - n_swa + 1 > 0 ? qp - n_swa + 1 : 0;
+        for (int h = 0; h < n_head; h++) {
+            const int kvh = h / (n_head / n_kv);
+            const float *qr = q.data() + (size_t)r * ldq + (size_t)h * hd;
+            double mx = -INFINITY;
+            for (int kp = lo; kp <= qp; kp++) {
+                const uint16_t *kr = kc.data() + ((size_t)seq * n_ctx + kp) * kvw + (size_t)kvh * hd;
+                double s = 0.0;
+                for (int d = 0; d < hd; d++) s += (double)qr[d] * (double)cll_fp16_to_f32(kr[d]);
+                p[(size_t)kp] = s * scale;
+                if (p[(size_t)kp] > mx) mx = p[(size_t)kp];
+            }
+            double sum = 0.0;
+            for (int kp = lo; kp <= qp; kp++) sum += (p[(size_t)kp] = exp(p[(size_t)kp] - mx));
+            for (int d = 0; d < hd; d++) {
+                double o = 0.0, m = 0.0;
+                for (int kp = lo; kp <= qp; kp++) {
+                    const double v = cll_fp16_to_f32(vc[((size_t)seq * n_ctx + kp) * kvw + (size_t)kvh * hd + d]);
+                    o += p[(size_t)kp] * v;
+                    m += p[(size_t)kp] * fabs(v);
+                }
+                want[(size_t)r * row + (size_t)h * hd + d] = o / sum;
+                sc[(size_t)r * row + (size_t)h * hd + d] = m / sum; /* the weighted |v|: the bar's scale */
+            }
+        }
+    }
+    const double tol = 4e-3; /* P rounded to f16 (2^-11 relative) before P.V, f32 sums */
+    snprintf(rep->ref, sizeof rep->ref, "f64 softmax(q.k * scale) . v (bar: f16 P rounding)");
+    const Cmp c = compare(got.data(), want.data(), sc.data(), (int64_t)got.size(), tol);
+    fill_report(rep, c, tol);
+    rep->control_failed = control_fails(got.data(), want.data(), sc.data(), (int64_t)got.size(), tol);
+    return verdict(rep, "attention prefill");
+}
+
 /* the layout the type's default gemv row uploads in (get_rows and the gemm read that too) */
 int served_layout(uint32_t t) {
     const cll_cu_gemv_impl *g = cll_cu_gemv_default(t, 4096, 4096);
@@ -997,4 +1087,12 @@ extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t r
 
 extern "C" cll_status cll_cuda_bench_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps) {
     return cll_cuda_bench_row_us(row, rows, cols, nb, reps, gbps, NULL);
+}
+
+extern "C" cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,
+                                                 cll_cuda_gate_report *rep) {
+    char name[64];
+    snprintf(name, sizeof name, "attn_prefill_tc_hd%d", hd);
+    init_report(rep, name, 0, CLL_TYPE_F16, n, hd, n_head);
+    return gate_attn_prefill(hd, n_head, n_kv, n, p0, n_swa, seed, rep);
 }

@@ -60,6 +60,13 @@ cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows, int64_t co
  * a scale != 1; bar: bit-exact with to_f32 (times the scale in f32). */
 cll_status cll_cuda_gate_get_rows(uint32_t type, int64_t rows, int64_t cols, int n_ids, uint64_t seed,
                                   cll_cuda_gate_report *rep);
+/* The tensor-core prefill attention (cuda/ops/attn_prefill.cu): n query rows at positions p0..
+ * of one sequence (not the first), n_head q heads over n_kv kv heads of dim hd, sliding window
+ * n_swa (0: none), an F16 cache whose cells past the batch hold NaN (a read of them fails),
+ * outputs NaN-poisoned. Expectation: f64 softmax(scale q.k) . v over the causal window; bar 4e-3
+ * of sum p|v| (P is rounded to f16 before P.V). Report: rows = n, cols = hd, nb = n_head. */
+cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,
+                                      cll_cuda_gate_report *rep);
 /* cll_cu_quantize_q8_1 on n rows x cols (strided input): byte-exact with cll_quantize_q8_1 */
 cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cuda_gate_report *rep);
 /* The device decoders of every block format (cuda/formats.cuh, __host__ __device__) run on the

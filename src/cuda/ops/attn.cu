@@ -557,6 +557,7 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
 
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
+    if (cll_cu_attention_prefill_ok(a, n)) return cll_cu_attention_prefill(a, n, s);
     if (a->hd_k > 32 * ATTN_MAX_T || a->hd_v > 32 * ATTN_MAX_T || a->n_kv <= 0 ||
         a->n_head % a->n_kv || a->chunk <= 0 || a->n_chunks <= 0 || !a->count)
         return cudaErrorInvalidValue;

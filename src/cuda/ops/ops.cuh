@@ -143,8 +143,17 @@ typedef struct {
      * chunk holds pos store k and v of the new cell (the cll_cu_qkv_rope_store launch is skipped) */
     bool fuse_rope;
     cll_cu_rope_args rope;
+    /* prefill (n > 1): the batch rows are positions prefill_p0, prefill_p0 + 1, .. of sequence
+     * prefill_seq (the host checked): the tensor-core kernel (cuda/ops/attn_prefill.cu) may run */
+    bool prefill_contig;
+    int32_t prefill_p0, prefill_seq;
 } cll_cu_attn_args;
+/* runs the tensor-core prefill kernel when cll_cu_attention_prefill_ok, else the split kernels */
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);
+/* the tensor-core prefill path serves these args: n > 1, prefill_contig, F16 cache, head dim 64
+ * or 128 (k == v), and CLLAMA_CUDA_ATTN_PREFILL_TC not 0 */
+bool cll_cu_attention_prefill_ok(const cll_cu_attn_args *a, int64_t n);
+cudaError_t cll_cu_attention_prefill(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);
 /* whether cll_cu_attention can take the rope step (fuse_rope) for these args and n tokens:
  * n == 1, the GQA kernel's head dims, and CLLAMA_CUDA_FUSE_ROPE not 0 */
 bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n);

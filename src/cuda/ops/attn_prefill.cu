@@ -1,0 +1,200 @@
+/* cuda/ops/attn_prefill: causal attention of a prefill batch on tensor cores (FlashAttention-2
+ * style): a batch whose rows are consecutive positions p0, p0+1, .. of one sequence (the host
+ * tells: cll_cu_attn_args.prefill_contig), F16 cache, head dim 64 or 128 (k == v).
+ * Launch geometry: grid (ceil(n/64), n_head) x 128 threads. A block holds 64 query rows of one
+ * head (16 per warp, as mma A fragments: q is already fp16-rounded upstream, so the f16 copy is
+ * exact) and walks the key cells [lo, last query's position] in tiles of 64: K tile row-major
+ * and V tile transposed in shared memory (16-byte global loads), S = Q K^T by
+ * mma.sync.m16n8k16 (f16 in, f32 accumulate), masked (causal, sliding window), scaled, online
+ * softmax per row in registers (max and sum over the quad of lanes that share a row), P
+ * rounded to f16 and multiplied by V into the per-warp O accumulator (16 x HD f32 in
+ * registers), which each tile rescales by exp(m_old - m_new). The f32 output row, then (when
+ * outq) its q8_1 form by cll_cu_quantize_rows_q8. Shared memory: 64 x (HD+8) + HD x 72 halves
+ * (35.8 KB at HD 128). Fragment layouts: PTX ISA, mma.m16n8k16 (.f16 A row, B col, f32 C/D).
+ * Owns nothing. Rule: keys past the cache (n_ctx) or past the last query are zero-filled and
+ * masked, so stale or unwritten cells never reach a sum. */
+#include "cuda/ops/ops.cuh"
+
+#define PF_BQ 64
+#define PF_BK 64
+
+static __device__ __forceinline__ uint32_t pf_pack(float a, float b) {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *(const uint32_t *)&h;
+}
+
+static __device__ __forceinline__ void pf_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int HD>
+__global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_args a, int32_t n) {
+    constexpr int KLD = HD + 8, VLD = PF_BK + 8, KT = HD / 16, OT = HD / 8;
+    __shared__ __align__(16) __half ks[PF_BK * KLD];
+    __shared__ __align__(16) __half vt[HD * VLD];
+    cll_pdl_wait();
+    cll_pdl_trigger();
+    const int h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int kvh = h / (a.n_head / a.n_kv);
+    const int32_t q0 = (int32_t)blockIdx.x * PF_BQ; /* first batch row of the block */
+    const int32_t p0 = a.prefill_p0;
+    const int32_t rw = q0 + warp * 16 + g;         /* this lane's rows: rw and rw + 8 */
+    /* Q fragments (rows past n are zeros) */
+    uint32_t qa[KT][4];
+    {
+        const float *qr0 = a.q + (int64_t)rw * a.ld_q + (int64_t)h * HD;
+        const float *qr1 = qr0 + 8 * a.ld_q;
+        const bool v0 = rw < n, v1 = rw + 8 < n;
+#pragma unroll
+        for (int kk = 0; kk < KT; kk++) {
+            const int c = kk * 16 + 2 * t;
+            const float2 x00 = v0 ? *(const float2 *)(qr0 + c) : make_float2(0.f, 0.f);
+            const float2 x10 = v1 ? *(const float2 *)(qr1 + c) : make_float2(0.f, 0.f);
+            const float2 x01 = v0 ? *(const float2 *)(qr0 + c + 8) : make_float2(0.f, 0.f);
+            const float2 x11 = v1 ? *(const float2 *)(qr1 + c + 8) : make_float2(0.f, 0.f);
+            qa[kk][0] = pf_pack(x00.x, x00.y);
+            qa[kk][1] = pf_pack(x10.x, x10.y);
+            qa[kk][2] = pf_pack(x01.x, x01.y);
+            qa[kk][3] = pf_pack(x11.x, x11.y);
+        }
+    }
+    float o[OT][4];
+#pragma unroll
+    for (int j = 0; j < OT; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    const int32_t qp0 = p0 + rw, qp1 = qp0 + 8; /* the rows' positions */
+    const int32_t last = p0 + min(q0 + PF_BQ, n) - 1; /* the block's last query position */
+    int32_t lo = 0;
+    if (a.n_swa > 0) lo = max(0, p0 + q0 - a.n_swa + 1);
+    lo -= lo % PF_BK;
+    const int64_t ks_ = (int64_t)a.n_kv * HD; /* cache row stride (hd_k == hd_v) */
+    const __half *kc = (const __half *)a.kc + (int64_t)a.prefill_seq * a.n_ctx * ks_ + (int64_t)kvh * HD;
+    const __half *vc = (const __half *)a.vc + (int64_t)a.prefill_seq * a.n_ctx * ks_ + (int64_t)kvh * HD;
+    const float sc = a.scale;
+    for (int32_t k0 = lo; k0 <= last; k0 += PF_BK) {
+        __syncthreads(); /* the previous tile's readers are done */
+        constexpr int CH = HD / 8; /* 16-byte chunks per cell */
+        for (int i = threadIdx.x; i < PF_BK * CH; i += 128) { /* K: a cell's chunks side by side */
+            const int kr = i / CH, c = (i % CH) * 8;
+            const int32_t kp = k0 + kr;
+            uint4 kv = make_uint4(0, 0, 0, 0);
+            if (kp <= last && kp < a.n_ctx) kv = *(const uint4 *)(kc + (int64_t)kp * ks_ + c);
+            *(uint4 *)(ks + kr * KLD + c) = kv;
+        }
+        for (int i = threadIdx.x; i < PF_BK * CH; i += 128) { /* V: cells side by side (the transposed
+                                                                 stores of a warp hit distinct banks) */
+            const int kr = i % PF_BK, c = (i / PF_BK) * 8;
+            const int32_t kp = k0 + kr;
+            uint4 vv = make_uint4(0, 0, 0, 0);
+            if (kp <= last && kp < a.n_ctx) vv = *(const uint4 *)(vc + (int64_t)kp * ks_ + c);
+            const __half *vh = (const __half *)&vv;
+#pragma unroll
+            for (int e = 0; e < 8; e++) vt[(c + e) * VLD + kr] = vh[e];
+        }
+        __syncthreads();
+        /* S = Q K^T: 8 n8-tiles of keys */
+        float s[PF_BK / 8][4];
+#pragma unroll
+        for (int j = 0; j < PF_BK / 8; j++) {
+            s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+            const __half *kr = ks + (j * 8 + g) * KLD + 2 * t;
+#pragma unroll
+            for (int kk = 0; kk < KT; kk++)
+                pf_mma(s[j], qa[kk], *(const uint32_t *)(kr + kk * 16), *(const uint32_t *)(kr + kk * 16 + 8));
+        }
+        /* mask, scale, row max */
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < PF_BK / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int32_t kp = k0 + j * 8 + 2 * t + (e & 1);
+                const int32_t qp = e < 2 ? qp0 : qp1;
+                const bool ok = kp <= qp && (a.n_swa <= 0 || kp > qp - a.n_swa);
+                const float v = ok ? s[j][e] * sc : -INFINITY;
+                s[j][e] = v;
+                if (e < 2) mx0 = fmaxf(mx0, v);
+                else mx1 = fmaxf(mx1, v);
+            }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+        const float b0 = n0 == -INFINITY ? 0.0f : n0, b1 = n1 == -INFINITY ? 0.0f : n1;
+        const float al0 = expf(m0 - b0), al1 = expf(m1 - b1); /* m -inf: 0 */
+        m0 = n0;
+        m1 = n1;
+        float rs0 = 0.0f, rs1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < PF_BK / 8; j++) {
+            s[j][0] = expf(s[j][0] - b0);
+            s[j][1] = expf(s[j][1] - b0);
+            s[j][2] = expf(s[j][2] - b1);
+            s[j][3] = expf(s[j][3] - b1);
+            rs0 += s[j][0] + s[j][1];
+            rs1 += s[j][2] + s[j][3];
+        }
+        l0 = l0 * al0 + rs0; /* per-lane partial sums; the quad sums them at the end */
+        l1 = l1 * al1 + rs1;
+#pragma unroll
+        for (int j = 0; j < OT; j++) {
+            o[j][0] *= al0;
+            o[j][1] *= al0;
+            o[j][2] *= al1;
+            o[j][3] *= al1;
+        }
+        /* O += P V: P (16 x 64 keys) from the S accumulators, V^T rows from vt */
+#pragma unroll
+        for (int kk = 0; kk < PF_BK / 16; kk++) {
+            uint32_t pa[4];
+            pa[0] = pf_pack(s[2 * kk][0], s[2 * kk][1]);
+            pa[1] = pf_pack(s[2 * kk][2], s[2 * kk][3]);
+            pa[2] = pf_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            pa[3] = pf_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+            for (int j = 0; j < OT; j++) {
+                const __half *vr = vt + (j * 8 + g) * VLD + kk * 16 + 2 * t;
+                pf_mma(o[j], pa, *(const uint32_t *)vr, *(const uint32_t *)(vr + 8));
+            }
+        }
+    }
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const float i0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, i1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+    const int64_t row = (int64_t)a.n_head * HD;
+#pragma unroll
+    for (int j = 0; j < OT; j++) {
+        const int c = h * HD + j * 8 + 2 * t;
+        if (rw < n) *(float2 *)(a.out + (int64_t)rw * row + c) = make_float2(o[j][0] * i0, o[j][1] * i0);
+        if (rw + 8 < n) *(float2 *)(a.out + (int64_t)(rw + 8) * row + c) = make_float2(o[j][2] * i1, o[j][3] * i1);
+    }
+}
+
+bool cll_cu_attention_prefill_ok(const cll_cu_attn_args *a, int64_t n) {
+    static int off = -1; /* process-wide setting read once; not state */
+    if (off < 0) {
+        const char *e = getenv("CLLAMA_CUDA_ATTN_PREFILL_TC");
+        off = e && e[0] == '0';
+    }
+    return !off && n > 1 && n <= INT32_MAX / 2 && a->prefill_contig && a->kv_f16 && a->hd_k == a->hd_v &&
+           (a->hd_k == 64 || a->hd_k == 128) && a->n_kv > 0 && a->n_head % a->n_kv == 0 && !a->fuse_rope &&
+           a->ld_q % 2 == 0;
+}
+
+cudaError_t cll_cu_attention_prefill(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
+    if (!cll_cu_attention_prefill_ok(a, n)) return cudaErrorInvalidValue;
+    const dim3 g((unsigned)cll_cdiv(n, PF_BQ), (unsigned)a->n_head);
+    if (a->hd_k == 64) CLL_CU_RET(cll_cu_launch(attn_prefill_kernel<64>, g, dim3(128), 0, s, *a, (int32_t)n));
+    else CLL_CU_RET(cll_cu_launch(attn_prefill_kernel<128>, g, dim3(128), 0, s, *a, (int32_t)n));
+    if (a->outq) {
+        const int64_t row = (int64_t)a->n_head * a->hd_v;
+        return cll_cu_quantize_rows_q8(a->out, row, n, row, a->outq, s);
+    }
+    return cudaSuccess;
+}
