@@ -105,14 +105,15 @@ static void test_moe_rows(void **state) {
         const cll_kernel_row *row = &t->rows[i];
         if (!(row->op & CLL_KOP_MOE)) continue;
         n_rows++;
-        const int64_t u = cll_type_traits_get(row->wtype)->blck;
+        const int64_t qk = cll_type_traits_get(row->wtype)->blck;
+        const int64_t u = qk > 1 ? qk : 32; /* the rows stage whole 32-element groups (f16: cols % 32) */
         const struct { int64_t rows, cols; int n; } shapes[] = {{130, 3 * u, 100}, {64, 2 * u, 7}, {257, 4 * u, 1}};
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             cll_cuda_gate_report r;
             report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].n, 400 + s, &r));
         }
     }
-    assert_int_equal(n_rows, 24); /* 17 block types in layout 0 + 7 split */
+    assert_int_equal(n_rows, 25); /* f16 + 17 block types in layout 0 + 7 split */
     assert_int_equal(g_fail, 0);
 }
 

@@ -38,7 +38,8 @@ static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const 
 
 static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
                         float *y, int64_t ldy) {
-    return cll_cu_gemm(&s->gemm, &p->w, 0, x, ldx, n, y + p->y_off, ldy, s->st);
+    /* the resident f16 panel when the model keeps one (CLLAMA_CUDA_PANELS), else streamed */
+    return cll_cu_gemm(&s->gemm, p->w16.d ? &p->w16 : &p->w, 0, x, ldx, n, y + p->y_off, ldy, s->st);
 }
 
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
@@ -198,10 +199,15 @@ static bool moe_grouped(const cll_cu_layer *C) {
         const char *v = getenv("CLLAMA_CUDA_MOE_GROUPED");
         off = v && v[0] == '0';
     }
-    if (off || !C->down.moe) return false;
+    if (off || !(C->down.w16.d ? C->down.moe16 : C->down.moe)) return false;
     for (int g = 0; g < C->n_gu; g++)
-        if (!C->gu[g].moe) return false;
+        if (!(C->gu[g].w16.d ? C->gu[g].moe16 : C->gu[g].moe)) return false;
     return true;
+}
+
+/* a grouped MoE product over the part's resident f16 panel when it has one */
+static cudaError_t moe_product(const cll_cu_part *p, const cll_cu_moe_args *a, cudaStream_t st) {
+    return p->w16.d ? p->moe16->moe(&p->w16, a, st) : p->moe->moe(&p->w, a, st);
 }
 
 /* MoE FFN of rows [0, n) of xn/xq into s->moe (n, n_used, d) and s->sel/selw */
@@ -228,7 +234,7 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
         a.ldy = 2 * f;
         for (int g = 0; g < C->n_gu; g++) {
             a.y = s->gu + C->gu[g].y_off;
-            PTRY(CLL_PK_EXPERTS, C->gu[g].moe->moe(&C->gu[g].w, &a, s->st));
+            PTRY(CLL_PK_EXPERTS, moe_product(&C->gu[g], &a, s->st));
         }
         PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * f, nk, f, gelu, s->act, s->actq, s->st));
         a.x = s->act;
@@ -236,7 +242,7 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
         a.x_div = 1;
         a.y = s->moe;
         a.ldy = d;
-        PTRY(CLL_PK_EXPERTS, C->down.moe->moe(&C->down.w, &a, s->st));
+        PTRY(CLL_PK_EXPERTS, moe_product(&C->down, &a, s->st));
         return CLL_OK;
     }
     for (int64_t i = 0; i < n; i++) { /* per token over the gemv path (prefill speed is the next issue) */

@@ -19,6 +19,9 @@ typedef struct {
     cll_cu_weight w;
     const cll_cu_gemv_impl *gemv;
     const cll_cu_gemv_impl *moe; /* expert weights: the grouped prefill row (NULL: none) */
+    cll_cu_weight w16;           /* the resident f16 prefill panel of a quantized weight (an F16
+                                  * weight over the model's panel arena; d NULL: none) */
+    const cll_cu_gemv_impl *moe16; /* the grouped row over w16 (experts) */
     int64_t y_off; /* output column offset of this part inside the product's output row */
 } cll_cu_part;
 
@@ -47,6 +50,8 @@ struct cll_driver_model {
     float *rope_ff;       /* (n_rot/2) or NULL */
     void *arena;          /* every weight and vector, one allocation */
     size_t arena_bytes;
+    void *panels;         /* resident f16 prefill panels (CLLAMA_CUDA_PANELS), one allocation */
+    size_t panel_bytes;
     size_t max_mat_elems; /* largest single matrix (rows*cols): gemm panel sizing */
     int64_t max_cols;     /* widest product input */
     char desc[512];

@@ -280,6 +280,74 @@ static cll_status upload(plan *pl, bool show) {
     return st;
 }
 
+/* CLLAMA_CUDA_PANELS=auto (default) | on | off: batch products (prefill) read the quantized
+ * weights as resident f16 panels, decoded once here, so a prefill product costs what an F16
+ * model's does (no decode per product, no panel written and read back per product; decode
+ * steps keep reading the quantized bytes). auto keeps them when they take at most a quarter of
+ * the device memory free after the weights (the rest stays for KV caches and other processes);
+ * on whenever they fit with 1 GiB left; off streams a panel per product (cll_cu_gemm). */
+static cll_status make_panels(cll_driver_model *dm, size_t free_after, char *note, size_t cap) {
+    note[0] = 0;
+    const char *e = getenv("CLLAMA_CUDA_PANELS");
+    int mode = 1;
+    if (e && *e) {
+        if (!strcmp(e, "off") || !strcmp(e, "0")) mode = 0;
+        else if (!strcmp(e, "on") || !strcmp(e, "1")) mode = 2;
+        else if (strcmp(e, "auto"))
+            return cll_err(CLL_ERR_ARG, "CLLAMA_CUDA_PANELS=%s: expected auto, on or off", e);
+    }
+    if (!mode) {
+        snprintf(note, cap, ", prefill panels streamed (CLLAMA_CUDA_PANELS=off)");
+        return CLL_OK;
+    }
+    const int32_t L = dm->m->hp.n_layer;
+    size_t total = 0;
+    for (int pass = 0; pass < 2; pass++) { /* 0: size them, 1: place and decode them */
+        uint8_t *at = (uint8_t *)dm->panels;
+        for (int32_t il = 0; il < L; il++) {
+            cll_cu_layer *C = &dm->layers[il];
+            cll_cu_part *parts[8];
+            int np = 0;
+            for (int i = 0; i < C->n_qkv; i++) parts[np++] = &C->qkv[i];
+            parts[np++] = &C->wo;
+            for (int i = 0; i < C->n_gu; i++) parts[np++] = &C->gu[i];
+            parts[np++] = &C->down;
+            for (int i = 0; i < np; i++) {
+                cll_cu_part *p = parts[i];
+                if (!p->w.d || !cll_cu_weight_has_panel(&p->w) || p->w.cols % 32) continue;
+                const size_t b = ((size_t)p->w.n_mat * (size_t)p->w.rows * (size_t)p->w.cols * 2 + 255) & ~(size_t)255;
+                if (pass == 0) {
+                    total += b;
+                    continue;
+                }
+                CLL_CU_TRY(cll_cu_panel_full(&p->w, at, 0));
+                cll_cu_weight_desc(&p->w16, CLL_TYPE_F16, 0, p->w.rows, p->w.cols, p->w.n_mat, at);
+                p->moe16 = p->w.n_mat > 1 ? cll_cu_moe_default(CLL_TYPE_F16, 0, p->w.rows, p->w.cols) : NULL;
+                at += b;
+            }
+        }
+        if (pass == 1) break;
+        if (total == 0) return CLL_OK;
+        const size_t gib = (size_t)1 << 30;
+        const size_t limit = mode == 1 ? free_after / 4 : free_after > gib ? free_after - gib : 0;
+        if (total > limit) {
+            snprintf(note, cap, ", prefill panels streamed (%.1f GiB of f16 panels over the %s budget)", total / (double)gib,
+                     mode == 1 ? "auto" : "free-memory");
+            return CLL_OK;
+        }
+        if (cudaMalloc(&dm->panels, total) != cudaSuccess) {
+            cudaGetLastError();
+            dm->panels = NULL;
+            snprintf(note, cap, ", prefill panels streamed (cudaMalloc of %.1f GiB failed)", total / (double)gib);
+            return CLL_OK;
+        }
+        dm->panel_bytes = total;
+    }
+    CLL_CU_TRY(cudaDeviceSynchronize());
+    snprintf(note, cap, ", prefill panels f16 resident (%.1f MiB)", dm->panel_bytes / 1048576.0);
+    return CLL_OK;
+}
+
 static cll_status check_shapes(const cll_model *m) {
     const cll_hparams *hp = &m->hp;
     if (hp->head_dim_k <= 0 || hp->head_dim_v <= 0 || hp->head_dim_k > 256 || hp->head_dim_v > 256)
@@ -347,11 +415,13 @@ cll_status cll_cu_model_create(const cll_model *m, const cll_driver_model_params
         dm->arena_bytes = pl.total;
         st = upload(&pl, p->progress);
     }
+    char pnote[160] = "";
+    if (st == CLL_OK) st = make_panels(dm, fr - pl.total, pnote, sizeof pnote);
     if (st == CLL_OK) {
         const cll_cu_layer *C = &dm->layers[0];
-        snprintf(dm->desc, sizeof dm->desc, "cuda %s: %.1f MiB resident, q/k/v %s, gate/up %s, %s weights", dm->dev_name,
+        snprintf(dm->desc, sizeof dm->desc, "cuda %s: %.1f MiB resident, q/k/v %s, gate/up %s, %s weights%s", dm->dev_name,
                  dm->arena_bytes / 1048576.0, C->n_qkv == 1 ? "fused" : "split", C->n_gu == 1 ? "fused" : "split",
-                 cll_type_name(C->qkv[0].w.type));
+                 cll_type_name(C->qkv[0].w.type), pnote);
     }
     free(pl.w);
     free(pl.v);
@@ -365,10 +435,9 @@ cll_status cll_cu_model_create(const cll_model *m, const cll_driver_model_params
 
 void cll_cu_model_free(cll_driver_model *dm) {
     if (!dm) return;
-    if (dm->arena) {
-        cudaSetDevice(dm->device);
-        cudaFree(dm->arena);
-    }
+    if (dm->arena || dm->panels) cudaSetDevice(dm->device);
+    if (dm->arena) cudaFree(dm->arena);
+    if (dm->panels) cudaFree(dm->panels);
     free(dm->layers);
     free(dm);
 }

@@ -62,3 +62,25 @@ cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_
     }
     return cudaSuccess;
 }
+
+static cll_cu_panel_fn panel_of(const cll_cu_weight *w) {
+    if (w->layout == CLL_CU_LAYOUT_SPLIT) {
+        const cll_cu_sp_ops *sp = cll_cu_sp_ops_get(w->type);
+        return sp ? sp->panel : NULL;
+    }
+    const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(w->type);
+    return w->layout == 0 && o ? o->panel : NULL;
+}
+
+bool cll_cu_weight_has_panel(const cll_cu_weight *w) { return panel_of(w) != NULL; }
+
+cudaError_t cll_cu_panel_full(const cll_cu_weight *w, void *dst, cudaStream_t s) {
+    const cll_cu_panel_fn panel = panel_of(w);
+    if (!panel || w->cols % 32) return cudaErrorInvalidValue;
+    for (int64_t m = 0; m < w->n_mat; m++)
+        for (int64_t r0 = 0; r0 < w->rows; r0 += 65535) { /* the panel kernel's grid.y */
+            const int64_t nr = w->rows - r0 < 65535 ? w->rows - r0 : 65535;
+            CLL_CU_RET(panel(w, m, r0, nr, (uint16_t *)dst + (m * w->rows + r0) * w->cols, false, s));
+        }
+    return cudaSuccess;
+}

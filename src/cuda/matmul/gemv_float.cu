@@ -147,7 +147,7 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
 
 static const cll_cu_fmt_ops k_ops[] = {
     {CLL_TYPE_F32, gemv_f_launch<CLL_TYPE_F32>, cu_get_rows_launch<CuF32>, NULL, 4, 1, 0, "gemv_f32_warp_ld16", NULL},
-    {CLL_TYPE_F16, gemv_f_launch<CLL_TYPE_F16>, cu_get_rows_launch<CuF16>, NULL, 2, 1, 0, "gemv_f16_warp_ld16", NULL},
+    {CLL_TYPE_F16, gemv_f_launch<CLL_TYPE_F16>, cu_get_rows_launch<CuF16>, NULL, 2, 1, 0, "gemv_f16_warp_ld16", cu_moe_launch<CuMoeRowF16>},
     {CLL_TYPE_BF16, gemv_f_launch<CLL_TYPE_BF16>, cu_get_rows_launch<CuBF16>, NULL, 2, 1, 0, "gemv_bf16_warp_ld16", NULL},
 };
 

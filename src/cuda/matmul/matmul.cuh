@@ -126,6 +126,12 @@ typedef struct {
 cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
                         int64_t n, float *y, int64_t ldy, cudaStream_t s);
 
+/* Every matrix of a quantized weight decoded to f16 at dst (n_mat x rows x cols halves, dense):
+ * the resident prefill panel (then read as an F16 weight: cll_cu_weight_desc). The bytes are
+ * the streamed panel's. cudaErrorInvalidValue for a type without a panel (floats). */
+bool cll_cu_weight_has_panel(const cll_cu_weight *w);
+cudaError_t cll_cu_panel_full(const cll_cu_weight *w, void *dst, cudaStream_t s);
+
 /* Weight upload (layout 0). row_stride = the row's block bytes rounded up to 16; a weight of
  * n_mat matrices takes cll_cu_weight_bytes(). cll_cu_weight_upload copies host GGUF bytes
  * (matrices back to back, rows unpadded) into dev_dst (16-byte aligned, that many bytes; the

@@ -28,16 +28,40 @@
 #define CLL_MOE_LD (CLL_MOE_BK + 8)  /* halves per staged row */
 #define CLL_MOE_LDC (CLL_MOE_BM + 4) /* floats per staged slot */
 
-/* element decoders over a whole row: layout 0 (file blocks) and the split layout */
+/* element decoders over a whole row: layout 0 (file blocks) and the split layout; stage32:
+ * group g of a row -> 32 halves at dst (16-byte aligned) */
 template <class F> struct CuMoeRowL0 {
     static __device__ __forceinline__ float deq(const uint8_t *row, int64_t cols, int64_t e) {
         (void)cols;
         return F::deq(row + (e / F::QK) * F::BB, (int)(e % F::QK));
     }
+    static __device__ __forceinline__ void stage32(const uint8_t *row, int64_t cols, int64_t g, __half *dst) {
+        float v[32];
+#pragma unroll
+        for (int j = 0; j < 32; j++) v[j] = deq(row, cols, (g << 5) + j);
+        cll_store32_half(v, false, dst);
+    }
 };
 template <class S> struct CuMoeRowSp {
     static __device__ __forceinline__ float deq(const uint8_t *row, int64_t cols, int64_t e) {
         return S::deq(row, cols / 32, e);
+    }
+    static __device__ __forceinline__ void stage32(const uint8_t *row, int64_t cols, int64_t g, __half *dst) {
+        float v[32];
+#pragma unroll
+        for (int j = 0; j < 32; j++) v[j] = deq(row, cols, (g << 5) + j);
+        cll_store32_half(v, false, dst);
+    }
+};
+/* f16 rows (an F16 file, or the resident f16 panel of a quantized expert weight): copied as is;
+ * rows 16-byte aligned (row_stride % 16 == 0, cols % 32 == 0) */
+struct CuMoeRowF16 {
+    static __device__ __forceinline__ void stage32(const uint8_t *row, int64_t cols, int64_t g, __half *dst) {
+        (void)cols;
+        const uint4 *s = (const uint4 *)(row + g * 64);
+        uint4 *d = (uint4 *)dst;
+#pragma unroll
+        for (int i = 0; i < 4; i++) d[i] = __ldg(s + i);
     }
 };
 
@@ -98,13 +122,12 @@ __global__ void __launch_bounds__(128) k_moe_gemm(const uint8_t *__restrict__ W,
         const int64_t g = c0 >> 5;
         float v[32];
         if (gr < rows && c0 < cols) {
-#pragma unroll
-            for (int j = 0; j < 32; j++) v[j] = D::deq(wrow, cols, (g << 5) + j);
+            D::stage32(wrow, cols, g, ws + lr * CLL_MOE_LD + lc);
         } else {
 #pragma unroll
             for (int j = 0; j < 32; j++) v[j] = 0.0f;
+            cll_store32_half(v, false, ws + lr * CLL_MOE_LD + lc);
         }
-        cll_store32_half(v, false, ws + lr * CLL_MOE_LD + lc);
         if (xrow && c0 < cols) {
             const float4 *x4 = (const float4 *)(xrow + c0);
 #pragma unroll

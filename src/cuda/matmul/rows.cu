@@ -120,6 +120,11 @@ static bool cu_row_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     return o && s->wtype == r->wtype && s->cols > 0 && s->rows > 0 && s->cols % o->qk == 0;
 }
 
+/* the f16 MoE row stages whole 32-element groups */
+static bool cu_moe_f16_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    return cu_row_ok(r, s) && s->cols % 32 == 0;
+}
+
 /* the bulk-copy rows need sm_90 (cp.async.bulk, mbarrier tx counts) */
 static bool cu_tma_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     if (s->device != CLL_KDEVICE_CPU && s->device < CLL_KDEVICE_CUDA_SM(9, 0)) return false;
@@ -218,6 +223,8 @@ static const cll_kernel_row k_rows[] = {
      * weight tiles dequantized in shared memory, WMMA f16 -> f32; one row per type and layout
      * (the expert weights are uploaded in the layout of their gemv row) */
 #define CU_MOE_PARAMS "tile=64 rows x 64 tokens of one expert, K step 64, deq->smem f16, wmma 16x16x16 f32-accumulate"
+    {"moe_f16_wmma_f16", CLL_KOP_MOE, CLL_TYPE_F16, 0, "layout=0 f16 rows copied to smem (cols % 32 == 0) " CU_MOE_PARAMS, 0, 1,
+     cu_moe_f16_ok, true, true, &k_moe_impl[1]},
 #define CU_MOE_ROW(n, T, i) {"moe_" #n "_deq_wmma_f16", CLL_KOP_MOE, CLL_TYPE_##T, 0, "layout=0 " CU_MOE_PARAMS, 0, 1, cu_row_ok, true, true, &k_moe_impl[i]},
     CU_MOE_ROW(q4_0, Q4_0, 3) CU_MOE_ROW(q4_1, Q4_1, 4) CU_MOE_ROW(q5_0, Q5_0, 5) CU_MOE_ROW(q5_1, Q5_1, 6)
     CU_MOE_ROW(q8_0, Q8_0, 7) CU_MOE_ROW(iq4_nl, IQ4_NL, 8) CU_MOE_ROW(q2_K, Q2_K, 9) CU_MOE_ROW(q3_K, Q3_K, 10)
