@@ -228,6 +228,9 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
         a.toff = s->mtoff;
         a.n_expert = hp->n_expert;
         a.max_tiles = cll_cu_moe_max_tiles(nk, hp->n_expert);
+        a.n_slots = nk;
+        a.xh = s->mxh;
+        a.xh_bytes = s->mxh_bytes;
         a.x = s->xn;
         a.ldx = d;
         a.x_div = (int32_t)K;
@@ -526,6 +529,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     const size_t rows_ff = nb > K ? nb : K;
     /* gate|up, act and its q8_1 rows: per token (dense, decode experts) or per slot (grouped
      * MoE prefill: n_batch * n_used rows of the expert width) */
+    const size_t mxh_bytes = K ? nb * K * (d > (size_t)s->ffe ? d : (size_t)s->ffe) * 2 : 0;
     size_t gu_f = rows_ff * 2 * ffm, act_f = rows_ff * ffm, actq_b = rows_ff * (size_t)cll_cu_q8_blocks((int64_t)ffm);
     if (K && nb * K * 2 * (size_t)s->ffe > gu_f) gu_f = nb * K * 2 * (size_t)s->ffe;
     if (K && nb * K * (size_t)s->ffe > act_f) act_f = nb * K * (size_t)s->ffe;
@@ -567,6 +571,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->mids, nb * K * sizeof(int32_t)},
         {(void **)&s->moff, K ? ((size_t)hp->n_expert + 1) * sizeof(int32_t) : 0},
         {(void **)&s->mtoff, K ? ((size_t)hp->n_expert + 1) * sizeof(int32_t) : 0},
+        {&s->mxh, mxh_bytes},
         {(void **)&s->xo, no * d * F},
         {(void **)&s->logits, no * (size_t)hp->n_vocab * F},
         {(void **)&s->keys, no * sizeof(unsigned long long)},
@@ -613,6 +618,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         }
     }
     s->gemm.panel_bytes = panel;
+    s->mxh_bytes = mxh_bytes;
     s->gemm.xh_bytes = xh;
     for (int32_t il = 0; il < L; il++) {
         s->kc[il] = (uint8_t *)kv + (size_t)il * cells * (size_t)(s->kv_k + s->kv_v) * esz;

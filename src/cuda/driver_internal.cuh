@@ -118,6 +118,8 @@ struct cll_driver_state {
     float *moe;           /* (n_batch, n_used, n_embd) expert outputs per slot */
     int32_t *mids;        /* (n_batch * n_used) slots sorted by expert (grouped prefill) */
     int32_t *moff, *mtoff;/* (n_expert + 1) each: per-expert slot and tile offsets */
+    void *mxh;            /* (n_batch * n_used, max(n_embd, n_ff_exp)) f16: the slots' rows, sorted */
+    size_t mxh_bytes;
     float *xo;            /* (n_out_max, n_embd) rows that want logits */
     float *logits;        /* (n_out_max, n_vocab) */
     unsigned long long *keys; /* (n_out_max) argmax keys */

@@ -554,6 +554,8 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
     void *dw = NULL;
     float *dxt = NULL, *dxs = NULL, *dy = NULL;
     int32_t *dsel = NULL, *dids = NULL, *doff = NULL, *dtoff = NULL;
+    void *dxh = NULL;
+    GATE_CU(dev.alloc(&dxh, (size_t)(nk * cols) * 2));
     GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, E)));
     cll_cu_weight w;
     GATE_CU(cll_cu_weight_upload_l(&w, W.data(), t, impl->layout, rows, cols, E, dw));
@@ -612,6 +614,9 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
         a.max_tiles = cll_cu_moe_max_tiles(nk, E);
         a.y = dy;
         a.ldy = ldy;
+        a.n_slots = nk;
+        a.xh = dxh;
+        a.xh_bytes = (size_t)(nk * cols) * 2;
         cudaError_t e = impl->moe(&w, &a, 0);
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
         GATE_CU(e);

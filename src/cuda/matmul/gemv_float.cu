@@ -8,6 +8,7 @@
  * (cols % 8) is summed per element. Owns nothing. Rule: f32 accumulation, one writer per output. */
 #include <cuda_bf16.h>
 
+#define CLL_CU_MOE_F16 1 /* this file exports the f16 grouped MoE form (moe_gemm.cuh) */
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/epilogue.cuh"
 
@@ -147,7 +148,7 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
 
 static const cll_cu_fmt_ops k_ops[] = {
     {CLL_TYPE_F32, gemv_f_launch<CLL_TYPE_F32>, cu_get_rows_launch<CuF32>, NULL, 4, 1, 0, "gemv_f32_warp_ld16", NULL},
-    {CLL_TYPE_F16, gemv_f_launch<CLL_TYPE_F16>, cu_get_rows_launch<CuF16>, NULL, 2, 1, 0, "gemv_f16_warp_ld16", cu_moe_launch<CuMoeRowF16>},
+    {CLL_TYPE_F16, gemv_f_launch<CLL_TYPE_F16>, cu_get_rows_launch<CuF16>, NULL, 2, 1, 0, "gemv_f16_warp_ld16", cu_moe_f16_launch},
     {CLL_TYPE_BF16, gemv_f_launch<CLL_TYPE_BF16>, cu_get_rows_launch<CuBF16>, NULL, 2, 1, 0, "gemv_bf16_warp_ld16", NULL},
 };
 

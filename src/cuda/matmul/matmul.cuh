@@ -89,6 +89,11 @@ typedef struct {
     int64_t max_tiles;
     float *y;
     int64_t ldy;
+    /* the f16 rows (moe_f16_*): the slots' activation rows are gathered once, in sorted order, as
+     * f16 into xh (n_slots x cols halves, scratch) and streamed through a cp.async pipeline */
+    int64_t n_slots;
+    void *xh;
+    size_t xh_bytes;
 } cll_cu_moe_args;
 typedef cudaError_t (*cll_cu_moe_fn)(const cll_cu_weight *w, const cll_cu_moe_args *a, cudaStream_t s);
 static inline int64_t cll_cu_moe_max_tiles(int64_t n_slots, int64_t n_expert) {
