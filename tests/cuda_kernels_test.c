@@ -16,6 +16,7 @@
 #include "testutil.h"
 #include "cuda/cuda.h"
 #include "cuda/gate.h"
+#include "cuda/pick.h"
 #include "formats/formats.h"
 #include "kernels/registry.h"
 
@@ -154,6 +155,45 @@ static void test_decoders_host(void **state) {
     assert_int_equal(st, CLL_OK);
 }
 
+/* the form pick (cuda/matmul/pick.cu): pure, so it runs without a GPU */
+static cll_cu_form pick(uint32_t t, int64_t n_mat, int64_t n, bool resident, bool row, bool off, int32_t dev) {
+    const cll_cu_form_query q = {.wtype = t, .rows = 4096, .cols = 4096, .n_mat = n_mat, .n_tokens = n, .resident = resident,
+                                 .grouped_row = row, .grouped_off = off, .device = dev};
+    return cll_cu_pick_form(&q);
+}
+
+static void test_pick_form(void **state) {
+    (void)state;
+    const int32_t h = CLL_KDEVICE_CUDA_SM(9, 0);
+    const int64_t counts[] = {2, 7, 100, 513, 4097}; /* ragged batches pick as 512 does */
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        const int64_t n = counts[i];
+        assert_int_equal(pick(CLL_TYPE_Q4_K, 1, n, true, false, false, h), CLL_CU_FORM_GEMM_RESIDENT);
+        assert_int_equal(pick(CLL_TYPE_Q4_K, 1, n, false, false, false, h), CLL_CU_FORM_GEMM_PANEL);
+        assert_int_equal(pick(CLL_TYPE_F16, 1, n, false, false, false, h), CLL_CU_FORM_GEMM_DIRECT);
+        assert_int_equal(pick(CLL_TYPE_F32, 1, n, false, false, false, h), CLL_CU_FORM_GEMM_DIRECT);
+        assert_int_equal(pick(CLL_TYPE_Q4_K, 128, n, false, true, false, h), CLL_CU_FORM_MOE_GROUPED);
+        assert_int_equal(pick(CLL_TYPE_Q4_K, 128, n, true, true, false, h), CLL_CU_FORM_MOE_GROUPED_F16);
+        assert_int_equal(pick(CLL_TYPE_F16, 8, n, false, true, false, h), CLL_CU_FORM_MOE_GROUPED_F16);
+        assert_int_equal(pick(CLL_TYPE_BF16, 8, n, false, false, false, h), CLL_CU_FORM_MOE_TOKENS); /* no row */
+        assert_int_equal(pick(CLL_TYPE_Q5_1, 128, n, false, true, true, h), CLL_CU_FORM_MOE_TOKENS);  /* knob off */
+        assert_int_equal(pick(CLL_TYPE_Q5_1, 128, n, false, true, false, CLL_KDEVICE_CUDA_SM(7, 5)), CLL_CU_FORM_MOE_TOKENS);
+        assert_int_equal(pick(CLL_TYPE_Q5_1, 128, n, false, true, false, 0), CLL_CU_FORM_MOE_GROUPED); /* device unknown */
+    }
+    /* one token: the gemv, dense or expert, resident or not */
+    assert_int_equal(pick(CLL_TYPE_Q4_K, 1, 1, true, false, false, h), CLL_CU_FORM_GEMV);
+    assert_int_equal(pick(CLL_TYPE_Q4_K, 128, 1, true, true, false, h), CLL_CU_FORM_GEMV);
+    for (int f = CLL_CU_FORM_GEMV; f <= CLL_CU_FORM_MOE_GROUPED_F16; f++) assert_string_not_equal(cll_cu_form_name((cll_cu_form)f), "?");
+    /* the resident-panel policy */
+    const size_t gib = (size_t)1 << 30;
+    assert_true(cll_cu_panels_fit(13 * gib, 130 * gib, 1));   /* l2-7b on an H200: auto keeps them */
+    assert_false(cll_cu_panels_fit(40 * gib, 130 * gib, 1));  /* more than a quarter: streamed */
+    assert_true(cll_cu_panels_fit(40 * gib, 130 * gib, 2));   /* on: whenever they fit */
+    assert_false(cll_cu_panels_fit(130 * gib, 130 * gib, 2)); /* ... with 1 GiB left */
+    assert_false(cll_cu_panels_fit(gib, 130 * gib, 0));       /* off */
+    assert_false(cll_cu_panels_fit(0, 130 * gib, 1));         /* nothing to keep */
+}
+
 /* the default gemv row of a type is the table's default and carries its impl */
 static void test_table_shape(void **state) {
     (void)state;
@@ -185,6 +225,7 @@ int main(void) {
     const struct CMUnitTest host[] = {
         cmocka_unit_test(test_decoders_host),
         cmocka_unit_test(test_table_shape),
+        cmocka_unit_test(test_pick_form),
     };
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) {
@@ -194,6 +235,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decoders_host),
         cmocka_unit_test(test_table_shape),
+        cmocka_unit_test(test_pick_form),
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),

@@ -36,10 +36,37 @@ static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const 
     return p->gemv->gemv(&p->w, &a, st);
 }
 
+/* CLLAMA_CUDA_MOE_GROUPED=0: MoE prefill token by token (A/B) */
+static bool moe_grouped_off(void) {
+    static int off = -1; /* process-wide setting read once; not state */
+    if (off < 0) {
+        const char *v = getenv("CLLAMA_CUDA_MOE_GROUPED");
+        off = v && v[0] == '0';
+    }
+    return off != 0;
+}
+
+/* the form that serves part p for a batch of n tokens (cuda/matmul/pick.cu) */
+static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
+    cll_cu_form_query q;
+    memset(&q, 0, sizeof q);
+    q.wtype = p->w.type;
+    q.rows = p->w.rows;
+    q.cols = p->w.cols;
+    q.n_mat = p->w.n_mat;
+    q.n_tokens = n;
+    q.resident = p->w16.d != NULL;
+    q.grouped_row = p->w16.d ? p->moe16 != NULL : p->moe != NULL;
+    q.grouped_off = moe_grouped_off();
+    return cll_cu_pick_form(&q);
+}
+
 static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
                         float *y, int64_t ldy) {
-    /* the resident f16 panel when the model keeps one (CLLAMA_CUDA_PANELS), else streamed */
-    return cll_cu_gemm(&s->gemm, p->w16.d ? &p->w16 : &p->w, 0, x, ldx, n, y + p->y_off, ldy, s->st);
+    /* the resident f16 panel when the model keeps one (CLLAMA_CUDA_PANELS), else the weight (a
+     * float read in place, or a panel decoded per product) */
+    const cll_cu_weight *w = part_form(p, n) == CLL_CU_FORM_GEMM_RESIDENT ? &p->w16 : &p->w;
+    return cll_cu_gemm(&s->gemm, w, 0, x, ldx, n, y + p->y_off, ldy, s->st);
 }
 
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
@@ -191,17 +218,14 @@ static unsigned skip_mask(void) {
         prof_end(s, pi_, (k));                                                                               \
     } while (0)
 
-/* the grouped MoE prefill serves this layer: every expert weight has a grouped row (the float
- * types have none), unless CLLAMA_CUDA_MOE_GROUPED=0 asks for the token-by-token path (A/B) */
-static bool moe_grouped(const cll_cu_layer *C) {
-    static int off = -1; /* process-wide setting read once; not state */
-    if (off < 0) {
-        const char *v = getenv("CLLAMA_CUDA_MOE_GROUPED");
-        off = v && v[0] == '0';
+/* the grouped MoE prefill serves this layer's batch of n: every expert weight picks a grouped form */
+static bool moe_grouped(const cll_cu_layer *C, int64_t n) {
+    const cll_cu_form fd = part_form(&C->down, n);
+    if (fd != CLL_CU_FORM_MOE_GROUPED && fd != CLL_CU_FORM_MOE_GROUPED_F16) return false;
+    for (int g = 0; g < C->n_gu; g++) {
+        const cll_cu_form f = part_form(&C->gu[g], n);
+        if (f != CLL_CU_FORM_MOE_GROUPED && f != CLL_CU_FORM_MOE_GROUPED_F16) return false;
     }
-    if (off || !(C->down.w16.d ? C->down.moe16 : C->down.moe)) return false;
-    for (int g = 0; g < C->n_gu; g++)
-        if (!(C->gu[g].w16.d ? C->gu[g].moe16 : C->gu[g].moe)) return false;
     return true;
 }
 
@@ -218,7 +242,7 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
     const bool gelu = s->dm->m->recipe.act == CLL_ACT_GELU_TANH;
     PTRY(CLL_PK_ROUTER, product(s, &C->router, 1, n, s->xn, d, s->xq, s->router, hp->n_expert));
     PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_route(s->router, n, hp->n_expert, (int32_t)K, hp->moe_norm_topk, s->sel, s->selw, s->st));
-    if (n > 1 && moe_grouped(C)) { /* prefill: every expert's slots in one launch per product */
+    if (n > 1 && moe_grouped(C, n)) { /* prefill: every expert's slots in one launch per product */
         const int64_t nk = n * K;
         PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_sort(s->sel, nk, hp->n_expert, CLL_CU_MOE_BN, s->mids, s->moff, s->mtoff, s->st));
         cll_cu_moe_args a;

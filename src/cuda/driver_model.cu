@@ -329,8 +329,7 @@ static cll_status make_panels(cll_driver_model *dm, size_t free_after, char *not
         if (pass == 1) break;
         if (total == 0) return CLL_OK;
         const size_t gib = (size_t)1 << 30;
-        const size_t limit = mode == 1 ? free_after / 4 : free_after > gib ? free_after - gib : 0;
-        if (total > limit) {
+        if (!cll_cu_panels_fit(total, free_after, mode)) {
             snprintf(note, cap, ", prefill panels streamed (%.1f GiB of f16 panels over the %s budget)", total / (double)gib,
                      mode == 1 ? "auto" : "free-memory");
             return CLL_OK;

@@ -12,6 +12,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "cuda/pick.h"
+
 /* A weight resident on the device: n_mat matrices (experts) of rows x cols, each row a run of
  * the format's blocks. layout 0: the file's block bytes, every row padded to row_stride (a
  * multiple of 16 bytes) so 16-byte loads never straddle rows. Other layouts are repacks a
@@ -130,6 +132,7 @@ typedef struct {
 } cll_cu_gemm_ctx;
 cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
                         int64_t n, float *y, int64_t ldy, cudaStream_t s);
+
 
 /* Every matrix of a quantized weight decoded to f16 at dst (n_mat x rows x cols halves, dense):
  * the resident prefill panel (then read as an F16 weight: cll_cu_weight_desc). The bytes are

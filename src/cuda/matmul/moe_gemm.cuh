@@ -54,6 +54,25 @@ template <class S> struct CuMoeRowSp {
     }
 };
 
+/* the tile yt of a grouped launch: expert *e (the one whose tiles [toff[e], toff[e+1]) hold yt;
+ * -1 past the last tile), its first sorted slot *t0 and its slot count *nt (<= CLL_CU_MOE_BN) */
+static __device__ __forceinline__ void cll_moe_tile(int32_t yt, const int32_t *off, const int32_t *toff, int32_t n_expert,
+                                                    int32_t *e, int32_t *t0, int32_t *nt) {
+    *e = -1;
+    *t0 = 0;
+    *nt = 0;
+    if (yt >= toff[n_expert]) return;
+    int lo = 0, hi = n_expert;
+    while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (toff[mid] <= yt) lo = mid;
+        else hi = mid;
+    }
+    *e = lo;
+    *t0 = off[lo] + (yt - toff[lo]) * CLL_CU_MOE_BN;
+    *nt = min(CLL_CU_MOE_BN, off[lo + 1] - *t0);
+}
+
 template <class D>
 __global__ void __launch_bounds__(128) k_moe_gemm(const uint8_t *__restrict__ W, size_t mat_stride, size_t row_stride,
                                                   int32_t rows, int32_t cols, const float *__restrict__ x, int64_t ldx,
@@ -68,24 +87,7 @@ __global__ void __launch_bounds__(128) k_moe_gemm(const uint8_t *__restrict__ W,
     __shared__ int32_t sid[BN];
     __shared__ int32_t s_e, s_t0, s_nt;
     const int tid = threadIdx.x;
-    if (tid == 0) {
-        const int32_t yt = tile0 + (int32_t)blockIdx.y;
-        int32_t e = -1, t0 = 0, nt = 0;
-        if (yt < toff[n_expert]) { /* the expert whose tiles [toff[e], toff[e+1]) hold yt */
-            int lo = 0, hi = n_expert;
-            while (hi - lo > 1) {
-                const int mid = (lo + hi) >> 1;
-                if (toff[mid] <= yt) lo = mid;
-                else hi = mid;
-            }
-            e = lo;
-            t0 = off[e] + (yt - toff[e]) * BN;
-            nt = min(BN, off[e + 1] - t0);
-        }
-        s_e = e;
-        s_t0 = t0;
-        s_nt = nt;
-    }
+    if (tid == 0) cll_moe_tile(tile0 + (int32_t)blockIdx.y, off, toff, n_expert, &s_e, &s_t0, &s_nt);
     __syncthreads();
     const int e = s_e, nt = s_nt;
     if (e < 0 || nt <= 0) return;
@@ -201,24 +203,7 @@ __global__ static void __launch_bounds__(256) k_moe_gemm_f16(const uint8_t *__re
     __half *as = (__half *)smem, *bs = as + 2 * A_ST;
     float *cs = (float *)smem;
     const int tid = threadIdx.x;
-    if (tid == 0) {
-        const int32_t yt = tile0 + (int32_t)blockIdx.y;
-        int32_t e = -1, t0 = 0, nt = 0;
-        if (yt < toff[n_expert]) {
-            int lo = 0, hi = n_expert;
-            while (hi - lo > 1) {
-                const int mid = (lo + hi) >> 1;
-                if (toff[mid] <= yt) lo = mid;
-                else hi = mid;
-            }
-            e = lo;
-            t0 = off[e] + (yt - toff[e]) * BN;
-            nt = min(BN, off[e + 1] - t0);
-        }
-        s_e = e;
-        s_t0 = t0;
-        s_nt = nt;
-    }
+    if (tid == 0) cll_moe_tile(tile0 + (int32_t)blockIdx.y, off, toff, n_expert, &s_e, &s_t0, &s_nt);
     __syncthreads();
     const int e = s_e, nt = s_nt, t0 = s_t0;
     if (e < 0 || nt <= 0) return;

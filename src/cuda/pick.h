@@ -1,0 +1,48 @@
+/* cuda/pick: the form of a product site and the resident-panel policy (cuda/matmul/pick.cu):
+ * pure functions, plain C, so tests without a GPU call them.
+ * Owns nothing. Rule: the CUDA driver dispatches on these answers. */
+#ifndef CLL_CUDA_PICK_H
+#define CLL_CUDA_PICK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The form of a product site (cuda/matmul/pick.cu), a pure function of the site: n_tokens 1 is
+ * the gemv (decode; experts over mat_ids); a batch takes, for a dense weight, cuBLAS on the weight
+ * itself (floats) or on its f16 panel (resident, else decoded per product); for an expert weight
+ * the grouped launch (decoding tiles, or f16 rows: resident panels and F16 files) when a grouped
+ * row serves the weight as it is read and the knob allows, else the experts token by token. */
+typedef enum {
+    CLL_CU_FORM_GEMV,
+    CLL_CU_FORM_GEMM_DIRECT,
+    CLL_CU_FORM_GEMM_PANEL,
+    CLL_CU_FORM_GEMM_RESIDENT,
+    CLL_CU_FORM_MOE_TOKENS,
+    CLL_CU_FORM_MOE_GROUPED,
+    CLL_CU_FORM_MOE_GROUPED_F16,
+} cll_cu_form;
+typedef struct {
+    uint32_t wtype;        /* the weight's type in the file */
+    int64_t rows, cols, n_mat; /* n_mat > 1: an expert weight */
+    int64_t n_tokens;
+    bool resident;         /* the model keeps this weight's f16 panel */
+    bool grouped_row;      /* a grouped (moe) row serves the weight as it is read (its panel if resident) */
+    bool grouped_off;      /* CLLAMA_CUDA_MOE_GROUPED=0 */
+    int32_t device;        /* CLL_KDEVICE_CUDA_SM(major, minor), or 0 = not known */
+} cll_cu_form_query;
+cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q);
+const char *cll_cu_form_name(cll_cu_form f);
+/* the resident-panel policy: mode 0 off, 1 auto (total <= a quarter of free_after), 2 on (fits
+ * with 1 GiB left) */
+bool cll_cu_panels_fit(size_t total, size_t free_after, int mode);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
