@@ -620,8 +620,10 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     }
     if (total > fr) {
         st = cll_err(CLL_ERR_NOMEM,
-                     "cuda state: KV cache (%d x %d cells) and activations need %.1f MiB of device memory, %.1f MiB free",
-                     p->n_seq, p->n_ctx, total / 1048576.0, fr / 1048576.0);
+                     "cuda state: KV cache (%d x %d cells) and activations need %.1f MiB of device memory, %.1f MiB free%s",
+                     p->n_seq, p->n_ctx, total / 1048576.0, fr / 1048576.0,
+                     dm->panel_bytes ? " (the model's resident prefill panels hold some: CLLAMA_CUDA_PANELS=off frees "
+                                       "them, at the cost of prefill speed)" : "");
         goto fail;
     }
     {
