@@ -117,6 +117,10 @@ typedef struct {
  * tg = n_gen single-token decodes. progress: a status line on stderr. */
 cll_status cll_bench_measure(cll_bench_model *bm, int n_prompt, int n_gen, int reps, bool progress,
                              cll_bench_result *res);
+/* the same on top of a cache filled with n_depth tokens first (llama-bench's -d; untimed, once:
+ * every repetition truncates back to the depth) */
+cll_status cll_bench_measure_at(cll_bench_model *bm, int n_depth, int n_prompt, int n_gen, int reps, bool progress,
+                                cll_bench_result *res);
 
 /* llama-batched-bench's protocol (its defaults: prompts not shared): a 16-token warm-up; from an
  * empty cache, pl prompts of pp tokens decoded in n_batch chunks (t_pp), then tg steps of one

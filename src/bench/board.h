@@ -20,8 +20,10 @@ void cll_bench_records_path(const char *dir, const char *box, char *buf, size_t 
 /* the default records dir: $CLLAMA_RECORDS, else <source dir>/bench/records */
 void cll_bench_records_dir(char *buf, size_t cap);
 
-/* "pp512" / "tg128" / "pp512+tg128" from a row's n_prompt / n_gen */
+/* "pp512" / "tg128" / "pp512+tg128" from a row's n_prompt / n_gen; with a depth (llama-bench's
+ * -d, the cache filled with n_depth tokens first) llama-bench's " @ d8192" follows */
 void cll_bench_test_name(json_int_t n_prompt, json_int_t n_gen, char *buf, size_t cap);
+void cll_bench_test_name_d(json_int_t n_prompt, json_int_t n_gen, json_int_t n_depth, char *buf, size_t cap);
 /* basename of a path (pointer into it) */
 const char *cll_bench_basename(const char *path);
 

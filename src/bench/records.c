@@ -22,6 +22,12 @@ const char *cll_bench_basename(const char *path) {
     return s ? s + 1 : path;
 }
 
+void cll_bench_test_name_d(json_int_t p, json_int_t g, json_int_t d, char *buf, size_t cap) {
+    cll_bench_test_name(p, g, buf, cap);
+    const size_t len = strlen(buf);
+    if (d > 0 && len < cap) snprintf(buf + len, cap - len, " @ d%lld", (long long)d);
+}
+
 void cll_bench_test_name(json_int_t p, json_int_t g, char *buf, size_t cap) {
     if (p > 0 && g > 0) snprintf(buf, cap, "pp%lld+tg%lld", (long long)p, (long long)g);
     else if (p > 0) snprintf(buf, cap, "pp%lld", (long long)p);
@@ -129,8 +135,9 @@ cll_status cll_bench_import_ref(const char *jsonl, const char *records_file, con
                      (long long)json_integer_value(json_object_get(row, "tg")),
                      (long long)json_integer_value(json_object_get(row, "pl")));
         } else
-            cll_bench_test_name(json_integer_value(json_object_get(row, "n_prompt")),
-                                json_integer_value(json_object_get(row, "n_gen")), tn, sizeof tn);
+            cll_bench_test_name_d(json_integer_value(json_object_get(row, "n_prompt")),
+                                  json_integer_value(json_object_get(row, "n_gen")),
+                                  json_integer_value(json_object_get(row, "n_depth")), tn, sizeof tn);
         json_object_set_new(row, "test", json_string(tn));
         json_object_set_new(row, "box", json_string(box));
         json_object_set_new(row, "pinned", json_true());

@@ -13,7 +13,7 @@
 struct cll_bench_model {
     cllama_model *m;
     cllama_context *c;
-    int n_vocab, n_batch;
+    int n_vocab, n_batch, n_ctx;
     cllama_token *tok; /* (n_batch) */
     int32_t *pos, *seq;
     int8_t *logits;
@@ -58,6 +58,7 @@ cll_status cll_bench_open_seqs(const char *path, int backend, int n_threads, int
     }
     bm->n_vocab = cllama_model_n_vocab(bm->m);
     bm->n_batch = (int)cp.n_batch;
+    bm->n_ctx = (int)cp.n_ctx;
     bm->tok = calloc((size_t)bm->n_batch, sizeof(cllama_token));
     bm->pos = calloc((size_t)bm->n_batch, sizeof(int32_t));
     bm->seq = calloc((size_t)bm->n_batch, sizeof(int32_t));
@@ -100,14 +101,37 @@ static cllama_token rand_tok(cll_bench_model *bm) {
     return (cllama_token)(bm->rng % (uint64_t)bm->n_vocab);
 }
 
-/* one prefill of n tokens (BOS first, then random ids, as llama-bench) from an empty cache */
-static cll_status run_pp(cll_bench_model *bm, int n) {
+/* the cache of sequence 0 filled with d tokens (BOS, then random ids), in batches of n_batch:
+ * llama-bench's -d, untimed; the tests then truncate back to d and run on top */
+static cll_status fill_depth(cll_bench_model *bm, int d) {
     cllama_status st = cllama_seq_truncate(bm->c, 0, 0);
     if (st != CLLAMA_OK) return from_api(st, "clear cache");
     cllama_token bos = cllama_token_bos(bm->m);
+    for (int p0 = 0; p0 < d; p0 += bm->n_batch) {
+        const int n = d - p0 < bm->n_batch ? d - p0 : bm->n_batch;
+        for (int i = 0; i < n; i++) {
+            bm->tok[i] = p0 + i == 0 && bos >= 0 ? bos : rand_tok(bm);
+            bm->pos[i] = p0 + i;
+            bm->seq[i] = 0;
+            bm->logits[i] = i == n - 1;
+        }
+        cllama_batch b = {n, bm->tok, bm->pos, bm->seq, bm->logits};
+        st = cllama_decode(bm->c, &b);
+        if (st != CLLAMA_OK) return from_api(st, "filling the depth");
+        if (!cllama_get_logits(bm->c, n - 1)) return cll_err(CLL_ERR_INTERNAL, "depth fill produced no logits");
+    }
+    return CLL_OK;
+}
+
+/* one prefill of n tokens (BOS first at depth 0, then random ids, as llama-bench) on top of the
+ * first d cells of the cache (d 0: an empty cache) */
+static cll_status run_pp(cll_bench_model *bm, int n, int d) {
+    cllama_status st = cllama_seq_truncate(bm->c, 0, d);
+    if (st != CLLAMA_OK) return from_api(st, "clear cache");
+    cllama_token bos = cllama_token_bos(bm->m);
     for (int i = 0; i < n; i++) {
-        bm->tok[i] = i == 0 && bos >= 0 ? bos : rand_tok(bm);
-        bm->pos[i] = i;
+        bm->tok[i] = i == 0 && d == 0 && bos >= 0 ? bos : rand_tok(bm);
+        bm->pos[i] = d + i;
         bm->seq[i] = 0;
         bm->logits[i] = i == n - 1;
     }
@@ -119,14 +143,15 @@ static cll_status run_pp(cll_bench_model *bm, int n) {
     return CLL_OK;
 }
 
-/* n single-token steps from an empty cache, logits every step (as llama-bench's tg) */
-static cll_status run_tg(cll_bench_model *bm, int n) {
-    cllama_status st = cllama_seq_truncate(bm->c, 0, 0);
+/* n single-token steps on top of the first d cells (d 0: an empty cache), logits every step (as
+ * llama-bench's tg) */
+static cll_status run_tg(cll_bench_model *bm, int n, int d) {
+    cllama_status st = cllama_seq_truncate(bm->c, 0, d);
     if (st != CLLAMA_OK) return from_api(st, "clear cache");
     cllama_token bos = cllama_token_bos(bm->m);
-    cllama_token t = bos >= 0 ? bos : rand_tok(bm);
+    cllama_token t = bos >= 0 && d == 0 ? bos : rand_tok(bm);
     for (int i = 0; i < n; i++) {
-        int32_t pos = i, seq = 0;
+        int32_t pos = d + i, seq = 0;
         int8_t lg = 1;
         cllama_batch b = {1, &t, &pos, &seq, &lg};
         st = cllama_decode(bm->c, &b);
@@ -139,33 +164,40 @@ static cll_status run_tg(cll_bench_model *bm, int n) {
 
 cll_status cll_bench_measure(cll_bench_model *bm, int n_prompt, int n_gen, int reps, bool progress,
                              cll_bench_result *res) {
+    return cll_bench_measure_at(bm, 0, n_prompt, n_gen, reps, progress, res);
+}
+
+cll_status cll_bench_measure_at(cll_bench_model *bm, int n_depth, int n_prompt, int n_gen, int reps, bool progress,
+                                cll_bench_result *res) {
     memset(res, 0, sizeof *res);
     if (reps < 1 || reps > CLL_BENCH_MAX_REPS) return cll_err(CLL_ERR_ARG, "repetitions must be 1..%d", CLL_BENCH_MAX_REPS);
     if (n_prompt > bm->n_batch) return cll_err(CLL_ERR_ARG, "prompt of %d tokens exceeds n_batch %d", n_prompt, bm->n_batch);
-    /* untimed warm-up: first-touch of the weights, kernel selection, clocks */
-    cll_status st = CLL_OK;
-    if (n_prompt > 0) st = run_pp(bm, n_prompt);
-    if (st == CLL_OK && n_gen > 0) st = run_tg(bm, 1);
+    if (n_depth < 0 || (int64_t)n_depth + n_prompt + n_gen > bm->n_ctx)
+        return cll_err(CLL_ERR_ARG, "depth %d + %d + %d tokens exceed the context of %d", n_depth, n_prompt, n_gen, bm->n_ctx);
+    /* untimed: the depth, then a warm-up (first-touch of the weights, kernel selection, clocks) */
+    cll_status st = n_depth > 0 ? fill_depth(bm, n_depth) : CLL_OK;
+    if (st == CLL_OK && n_prompt > 0) st = run_pp(bm, n_prompt, n_depth);
+    if (st == CLL_OK && n_gen > 0) st = run_tg(bm, 1, n_depth);
     if (st != CLL_OK) return st;
     for (int r = 0; r < reps; r++) {
         if (progress)
-            fprintf(stderr, "\rbench: %s%d%s%d rep %d/%d   ", n_prompt ? "pp" : "", n_prompt ? n_prompt : 0,
-                    n_gen ? " tg" : "", n_gen, r + 1, reps);
+            fprintf(stderr, "\rbench: %s%d%s%d%s%.0d rep %d/%d   ", n_prompt ? "pp" : "", n_prompt ? n_prompt : 0,
+                    n_gen ? " tg" : "", n_gen, n_depth ? " @ d" : "", n_depth, r + 1, reps);
         double t0 = cll_now();
-        if (n_prompt > 0) st = run_pp(bm, n_prompt);
+        if (n_prompt > 0) st = run_pp(bm, n_prompt, n_depth);
         if (st == CLL_OK && n_gen > 0) {
-            /* pp+tg in one test continues after the prompt; plain tg starts empty */
+            /* pp+tg in one test continues after the prompt; plain tg starts at the depth */
             if (n_prompt > 0) {
                 cllama_token t = rand_tok(bm);
                 for (int i = 0; i < n_gen && st == CLL_OK; i++) {
-                    int32_t pos = n_prompt + i, seq = 0;
+                    int32_t pos = n_depth + n_prompt + i, seq = 0;
                     int8_t lg = 1;
                     cllama_batch b = {1, &t, &pos, &seq, &lg};
                     cllama_status s2 = cllama_decode(bm->c, &b);
                     if (s2 != CLLAMA_OK) st = from_api(s2, "decode step");
                     t = rand_tok(bm);
                 }
-            } else st = run_tg(bm, n_gen);
+            } else st = run_tg(bm, n_gen, n_depth);
         }
         double dt = cll_now() - t0;
         if (st != CLL_OK) return st;

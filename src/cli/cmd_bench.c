@@ -17,7 +17,7 @@
 typedef struct {
     const char *models[64];
     int n_models;
-    int pp[MAX_LIST], n_pp, tg[MAX_LIST], n_tg;
+    int pp[MAX_LIST], n_pp, tg[MAX_LIST], n_tg, dp[MAX_LIST], n_dp;
     int reps, threads, backend;
     bool probe_bw; /* --probe-bandwidth: measure the box's read bandwidth again */
     const char *fmt, *box, *records, *tune, *pin;
@@ -25,11 +25,13 @@ typedef struct {
 } opts;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: cllama bench -m FILE [-m FILE ...] [-p 512] [-n 128] [-r 5] [-t THREADS]\n"
+    fprintf(f, "usage: cllama bench -m FILE [-m FILE ...] [-p 512] [-n 128] [-d 0] [-r 5] [-t THREADS]\n"
                "                    [--backend cpu|cuda | -ngl N] [-o md|json|jsonl|csv]\n"
                "                    [--record [--box NAME] [--records DIR]] [--tune SIDECAR] [--pin SITE=VARIANT[,...]]\n"
                "  pp<p>: one prefill of p tokens from an empty cache; tg<n>: n single-token steps.\n"
                "  -p/-n take comma lists (0 = skip). One untimed warm-up per test; model load not timed.\n"
+               "  -d D[,D..]: each test also on top of a cache first filled with D tokens (llama-bench's depth,\n"
+               "           untimed; named \"pp512 @ d8192\", n_depth in the rows)\n"
                "  --record writes/replaces the rows in <records>/<box>.json (box default: $CLLAMA_BOX or hostname);\n"
                "           the first CPU record of a box measures its read bandwidth (a 1 GiB sum with -t threads)\n"
                "           for the decode roofline (--probe-bandwidth measures it again); tg rows then carry\n"
@@ -59,7 +61,7 @@ static json_t *jarr(const double *v, int n, bool integer) {
 }
 
 /* a row in llama-bench's field order, then ours */
-static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, int np, int ng, const cll_bench_result *r,
+static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, int nd, int np, int ng, const cll_bench_result *r,
                         const char *sha_short, const char *cpu, const char *gpu, const char *tune_sha, const char *when,
                         int n_batch, double roof) {
     json_t *j = json_object();
@@ -97,7 +99,7 @@ static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, in
     json_object_set_new(j, "fit_min_ctx", json_integer(0));
     json_object_set_new(j, "n_prompt", json_integer(np));
     json_object_set_new(j, "n_gen", json_integer(ng));
-    json_object_set_new(j, "n_depth", json_integer(0));
+    json_object_set_new(j, "n_depth", json_integer(nd));
     json_object_set_new(j, "test_time", json_string(when));
     json_object_set_new(j, "avg_ns", json_integer((json_int_t)(r->avg_ns + 0.5)));
     json_object_set_new(j, "stddev_ns", json_integer((json_int_t)(r->stddev_ns + 0.5)));
@@ -108,7 +110,7 @@ static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, in
     json_object_set_new(j, "engine", json_string("cllama"));
     json_object_set_new(j, "backend", json_string(o->backend ? "cuda" : "cpu"));
     char tn[64];
-    cll_bench_test_name(np, ng, tn, sizeof tn);
+    cll_bench_test_name_d(np, ng, nd, tn, sizeof tn);
     json_object_set_new(j, "test", json_string(tn));
     json_object_set_new(j, "tune_sha256", json_string(tune_sha));
     if (ng > 0) { /* decode reads every weight byte once per token: report it against the roofline */
@@ -195,6 +197,8 @@ int cll_cmd_bench(int argc, char **argv) {
     o.n_pp = 1;
     o.tg[0] = 128;
     o.n_tg = 1;
+    o.dp[0] = 0;
+    o.n_dp = 1;
     o.threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -208,6 +212,8 @@ int cll_cmd_bench(int argc, char **argv) {
             if ((o.n_pp = cll_cli_int_list(argv[++i], o.pp, MAX_LIST)) < 0) goto bad;
         } else if ((!strcmp(a, "-n") || !strcmp(a, "--n-gen")) && has) {
             if ((o.n_tg = cll_cli_int_list(argv[++i], o.tg, MAX_LIST)) < 0) goto bad;
+        } else if ((!strcmp(a, "-d") || !strcmp(a, "--n-depth")) && has) {
+            if ((o.n_dp = cll_cli_int_list(argv[++i], o.dp, MAX_LIST)) < 0) goto bad;
         } else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) && has) o.reps = atoi(argv[++i]);
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && has) o.threads = atoi(argv[++i]);
         else if ((!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers")) && has) o.backend = atoi(argv[++i]) > 0;
@@ -293,9 +299,13 @@ int cll_cmd_bench(int argc, char **argv) {
         if (roof > 0) json_object_set_new(doc, "bandwidth_GBps", json_real(roof));
         if (progress || strcmp(parity, "pass")) fprintf(stderr, "bench: parity %s (%s)\n", parity, parity_why);
     }
-    int max_p = 1, max_g = 0;
+    int max_p = 1, max_g = 0, max_d = 0;
     for (int i = 0; i < o.n_pp; i++) max_p = o.pp[i] > max_p ? o.pp[i] : max_p;
     for (int i = 0; i < o.n_tg; i++) max_g = o.tg[i] > max_g ? o.tg[i] : max_g;
+    for (int i = 0; i < o.n_dp; i++) max_d = o.dp[i] > max_d ? o.dp[i] : max_d;
+    /* the prefill batch: the longest prompt in one decode (llama-bench's -b); a depth fills in
+     * batches of at least 512 */
+    const int n_batch = max_d > 0 && max_p < 512 ? 512 : max_p;
     int rc = 0;
     bool header = false;
     json_t *all = json_array();
@@ -303,8 +313,8 @@ int cll_cmd_bench(int argc, char **argv) {
         const char *path = o.models[mi];
         cll_bench_model *bm = NULL;
         /* context large enough for the longest test, prefill in one batch as llama-bench's -b */
-        int n_ctx = (max_p > max_g ? max_p : max_g) + 8;
-        if (cll_bench_open(path, o.backend, o.threads, n_ctx, max_p, &bm) != CLL_OK) {
+        int n_ctx = max_d + (max_p > max_g ? max_p : max_g) + 8;
+        if (cll_bench_open(path, o.backend, o.threads, n_ctx, n_batch, &bm) != CLL_OK) {
             fprintf(stderr, "cllama bench: %s\n", cll_last_error());
             rc = 1;
             break;
@@ -312,12 +322,13 @@ int cll_cmd_bench(int argc, char **argv) {
         char msha[65] = "";
         struct stat st;
         if (o.record) file_sha(path, msha);
-        for (int k = 0; k < o.n_pp + o.n_tg && rc == 0; k++) {
-            int np = k < o.n_pp ? o.pp[k] : 0, ng = k < o.n_pp ? 0 : o.tg[k - o.n_pp];
+        for (int k = 0; k < (o.n_pp + o.n_tg) * o.n_dp && rc == 0; k++) {
+            const int kt = k % (o.n_pp + o.n_tg), nd = o.dp[k / (o.n_pp + o.n_tg)];
+            int np = kt < o.n_pp ? o.pp[kt] : 0, ng = kt < o.n_pp ? 0 : o.tg[kt - o.n_pp];
             if (np == 0 && ng == 0) continue;
             cll_bench_result r;
             cll_bench_utc_now(when, sizeof when);
-            if (cll_bench_measure(bm, np, ng, o.reps, progress, &r) != CLL_OK) {
+            if (cll_bench_measure_at(bm, nd, np, ng, o.reps, progress, &r) != CLL_OK) {
                 fprintf(stderr, "cllama bench: %s: %s\n", path, cll_last_error());
                 rc = 1;
                 break;
@@ -326,13 +337,13 @@ int cll_cmd_bench(int argc, char **argv) {
             const char *noise = "ok";
             if (o.record && cv > 0.03) { /* one re-run of a noisy cell; still noisy is marked, not hidden */
                 cll_bench_result r2;
-                if (cll_bench_measure(bm, np, ng, o.reps, progress, &r2) == CLL_OK) {
+                if (cll_bench_measure_at(bm, nd, np, ng, o.reps, progress, &r2) == CLL_OK) {
                     r = r2;
                     cv = r.avg_ts > 0 ? r.stddev_ts / r.avg_ts : 0;
                     noise = cv > 0.03 ? "noisy" : "ok (re-run)";
                 }
             }
-            json_t *row = make_row(&o, path, bm, np, ng, &r, sha_short, cpu, gpu, tune_sha, when, max_p, roof);
+            json_t *row = make_row(&o, path, bm, nd, np, ng, &r, sha_short, cpu, gpu, tune_sha, when, n_batch, roof);
             print_row(o.fmt, row, &header);
             if (ng > 0 && (o.backend || roof > 0)) {
                 json_t *pct = json_object_get(row, "roofline_pct"), *kpt = json_object_get(row, "kernels_per_token");
