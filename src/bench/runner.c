@@ -101,46 +101,41 @@ static cllama_token rand_tok(cll_bench_model *bm) {
     return (cllama_token)(bm->rng % (uint64_t)bm->n_vocab);
 }
 
-/* the cache of sequence 0 filled with d tokens (BOS, then random ids), in batches of n_batch:
- * llama-bench's -d, untimed; the tests then truncate back to d and run on top */
-static cll_status fill_depth(cll_bench_model *bm, int d) {
-    cllama_status st = cllama_seq_truncate(bm->c, 0, 0);
-    if (st != CLLAMA_OK) return from_api(st, "clear cache");
-    cllama_token bos = cllama_token_bos(bm->m);
-    for (int p0 = 0; p0 < d; p0 += bm->n_batch) {
-        const int n = d - p0 < bm->n_batch ? d - p0 : bm->n_batch;
-        for (int i = 0; i < n; i++) {
-            bm->tok[i] = p0 + i == 0 && bos >= 0 ? bos : rand_tok(bm);
-            bm->pos[i] = p0 + i;
-            bm->seq[i] = 0;
-            bm->logits[i] = i == n - 1;
-        }
-        cllama_batch b = {n, bm->tok, bm->pos, bm->seq, bm->logits};
-        st = cllama_decode(bm->c, &b);
-        if (st != CLLAMA_OK) return from_api(st, "filling the depth");
-        if (!cllama_get_logits(bm->c, n - 1)) return cll_err(CLL_ERR_INTERNAL, "depth fill produced no logits");
-    }
-    return CLL_OK;
-}
-
-/* one prefill of n tokens (BOS first at depth 0, then random ids, as llama-bench) on top of the
- * first d cells of the cache (d 0: an empty cache) */
-static cll_status run_pp(cll_bench_model *bm, int n, int d) {
-    cllama_status st = cllama_seq_truncate(bm->c, 0, d);
-    if (st != CLLAMA_OK) return from_api(st, "clear cache");
-    cllama_token bos = cllama_token_bos(bm->m);
+/* one decode of n tokens of sequence 0 at positions p0.. (BOS at position 0, random ids
+ * elsewhere, as llama-bench), logits for the last one; reading them is the synchronisation
+ * point of a GPU step */
+static cll_status decode_block(cll_bench_model *bm, int p0, int n, const char *what) {
+    const cllama_token bos = cllama_token_bos(bm->m);
     for (int i = 0; i < n; i++) {
-        bm->tok[i] = i == 0 && d == 0 && bos >= 0 ? bos : rand_tok(bm);
-        bm->pos[i] = d + i;
+        bm->tok[i] = p0 + i == 0 && bos >= 0 ? bos : rand_tok(bm);
+        bm->pos[i] = p0 + i;
         bm->seq[i] = 0;
         bm->logits[i] = i == n - 1;
     }
     cllama_batch b = {n, bm->tok, bm->pos, bm->seq, bm->logits};
-    st = cllama_decode(bm->c, &b);
-    if (st != CLLAMA_OK) return from_api(st, "prefill");
-    /* the logits must exist: reading them is the synchronisation point of a GPU step */
-    if (!cllama_get_logits(bm->c, n - 1)) return cll_err(CLL_ERR_INTERNAL, "prefill produced no logits");
+    const cllama_status st = cllama_decode(bm->c, &b);
+    if (st != CLLAMA_OK) return from_api(st, what);
+    if (!cllama_get_logits(bm->c, n - 1)) return cll_err(CLL_ERR_INTERNAL, "%s produced no logits", what);
     return CLL_OK;
+}
+
+/* the cache of sequence 0 filled with d tokens in batches of n_batch: llama-bench's -d,
+ * untimed; the tests then truncate back to d and run on top */
+static cll_status fill_depth(cll_bench_model *bm, int d) {
+    const cllama_status st = cllama_seq_truncate(bm->c, 0, 0);
+    if (st != CLLAMA_OK) return from_api(st, "clear cache");
+    for (int p0 = 0; p0 < d; p0 += bm->n_batch) {
+        const cll_status s2 = decode_block(bm, p0, d - p0 < bm->n_batch ? d - p0 : bm->n_batch, "filling the depth");
+        if (s2 != CLL_OK) return s2;
+    }
+    return CLL_OK;
+}
+
+/* one prefill of n tokens on top of the first d cells of the cache (d 0: an empty cache) */
+static cll_status run_pp(cll_bench_model *bm, int n, int d) {
+    const cllama_status st = cllama_seq_truncate(bm->c, 0, d);
+    if (st != CLLAMA_OK) return from_api(st, "clear cache");
+    return decode_block(bm, d, n, "prefill");
 }
 
 /* n single-token steps on top of the first d cells (d 0: an empty cache), logits every step (as

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu/ops.h"
+#include "cpu/ops_attn_tile.h"
 
 #define AT_L 8 /* lanes: query rows per tile */
 #define AT_K 8 /* keys per step */
@@ -64,18 +65,8 @@ void cll_ops_attn_tile8(const float *const *q, float *const *out, const int32_t 
     float *OT = QT + (size_t)AT_L * hd_k; /* (hd_v, 8) running P·V */
     float *KF = OT + (size_t)AT_L * hd_v; /* (8, hd_k) widened keys */
     float *VF = KF + (size_t)AT_K * hd_k; /* (8, hd_v) widened values */
-    int32_t lo8[AT_L], hi8[AT_L], j0 = INT32_MAX, j1 = 0;
-    for (int l = 0; l < AT_L; l++) {
-        lo8[l] = l < nl ? lo[l] : 0;
-        hi8[l] = l < nl ? hi[l] : 0; /* an empty range: the lane sees no key */
-        if (l < nl) {
-            j0 = lo[l] < j0 ? lo[l] : j0;
-            j1 = hi[l] > j1 ? hi[l] : j1;
-        }
-    }
-    for (int32_t d = 0; d < hd_k; d++)
-        for (int l = 0; l < AT_L; l++) QT[d * AT_L + l] = l < nl ? q[l][d] * scale : 0.0f;
-    memset(OT, 0, (size_t)AT_L * hd_v * sizeof *OT);
+    int32_t lo8[AT_L], hi8[AT_L], j0, j1;
+    cll_attn_tile_begin(AT_L, q, lo, hi, nl, hd_k, hd_v, scale, QT, OT, lo8, hi8, &j0, &j1);
     const __m256i vlo = _mm256_loadu_si256((const __m256i *)lo8), vhi = _mm256_loadu_si256((const __m256i *)hi8);
     __m256 m = _mm256_set1_ps(-1e30f), lsum = _mm256_setzero_ps();
     for (int32_t jb = j0; jb < j1; jb += AT_K) {
@@ -118,6 +109,5 @@ void cll_ops_attn_tile8(const float *const *q, float *const *out, const int32_t 
     float inv[AT_L];
     const __m256 pos = _mm256_cmp_ps(lsum, _mm256_setzero_ps(), _CMP_GT_OQ);
     _mm256_storeu_ps(inv, _mm256_and_ps(pos, _mm256_div_ps(_mm256_set1_ps(1.0f), lsum)));
-    for (int l = 0; l < nl; l++)
-        for (int32_t d = 0; d < hd_v; d++) out[l][d] = OT[d * AT_L + l] * inv[l];
+    cll_attn_tile_end(AT_L, out, nl, hd_v, OT, inv);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu/ops.h"
+#include "cpu/ops_attn_tile.h"
 #include "cpu/ops_exp512.h"
 
 #define AT_L 16 /* lanes: query rows per tile */
@@ -47,18 +48,8 @@ void cll_ops_attn_tile16(const float *const *q, float *const *out, const int32_t
     float *OT = QT + (size_t)AT_L * hd_k; /* (hd_v, 16) running P·V */
     float *KF = OT + (size_t)AT_L * hd_v; /* (8, hd_k) widened keys */
     float *VF = KF + (size_t)AT_K * hd_k; /* (8, hd_v) widened values */
-    int32_t lo16[AT_L], hi16[AT_L], j0 = INT32_MAX, j1 = 0;
-    for (int l = 0; l < AT_L; l++) {
-        lo16[l] = l < nl ? lo[l] : 0;
-        hi16[l] = l < nl ? hi[l] : 0; /* an empty range: the lane sees no key */
-        if (l < nl) {
-            j0 = lo[l] < j0 ? lo[l] : j0;
-            j1 = hi[l] > j1 ? hi[l] : j1;
-        }
-    }
-    for (int32_t d = 0; d < hd_k; d++)
-        for (int l = 0; l < AT_L; l++) QT[d * AT_L + l] = l < nl ? q[l][d] * scale : 0.0f;
-    memset(OT, 0, (size_t)AT_L * hd_v * sizeof *OT);
+    int32_t lo16[AT_L], hi16[AT_L], j0, j1;
+    cll_attn_tile_begin(AT_L, q, lo, hi, nl, hd_k, hd_v, scale, QT, OT, lo16, hi16, &j0, &j1);
     const __m512i vlo = _mm512_loadu_si512(lo16), vhi = _mm512_loadu_si512(hi16);
     __m512 m = _mm512_set1_ps(-1e30f), lsum = _mm512_setzero_ps();
     for (int32_t jb = j0; jb < j1; jb += AT_K) {
@@ -100,6 +91,5 @@ void cll_ops_attn_tile16(const float *const *q, float *const *out, const int32_t
     float inv[AT_L];
     _mm512_storeu_ps(inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(lsum, _mm512_setzero_ps(), _CMP_GT_OQ),
                                               _mm512_set1_ps(1.0f), lsum));
-    for (int l = 0; l < nl; l++)
-        for (int32_t d = 0; d < hd_v; d++) out[l][d] = OT[d * AT_L + l] * inv[l];
+    cll_attn_tile_end(AT_L, out, nl, hd_v, OT, inv);
 }

@@ -22,12 +22,22 @@ __global__ void k_x_to_half(const float *__restrict__ x, int64_t ldx, int64_t co
 
 static cudaError_t blas_err(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown; }
 
+/* the panel kernel of a weight's type in its layout; NULL for floats (read in place) and for a
+ * layout the type lacks */
+static cll_cu_panel_fn panel_of(const cll_cu_weight *w) {
+    if (w->layout == CLL_CU_LAYOUT_SPLIT) {
+        const cll_cu_sp_ops *sp = cll_cu_sp_ops_get(w->type);
+        return sp ? sp->panel : NULL;
+    }
+    const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(w->type);
+    return w->layout == 0 && o ? o->panel : NULL;
+}
+
 cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
                         int64_t n, float *y, int64_t ldy, cudaStream_t s) {
     const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(w->type);
-    const cll_cu_sp_ops *sp = w->layout == CLL_CU_LAYOUT_SPLIT ? cll_cu_sp_ops_get(w->type) : NULL;
-    if (w->layout != 0 && !sp) return cudaErrorInvalidValue;
-    const cll_cu_panel_fn panel = sp ? sp->panel : o ? o->panel : NULL;
+    if (w->layout != 0 && !(w->layout == CLL_CU_LAYOUT_SPLIT && cll_cu_sp_ops_get(w->type))) return cudaErrorInvalidValue;
+    const cll_cu_panel_fn panel = panel_of(w);
     if (!o || mat < 0 || mat >= w->n_mat || n < 0 || ldy < w->rows) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
     const int64_t rows = w->rows, cols = w->cols;
@@ -61,15 +71,6 @@ cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_
                                          (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)));
     }
     return cudaSuccess;
-}
-
-static cll_cu_panel_fn panel_of(const cll_cu_weight *w) {
-    if (w->layout == CLL_CU_LAYOUT_SPLIT) {
-        const cll_cu_sp_ops *sp = cll_cu_sp_ops_get(w->type);
-        return sp ? sp->panel : NULL;
-    }
-    const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(w->type);
-    return w->layout == 0 && o ? o->panel : NULL;
 }
 
 bool cll_cu_weight_has_panel(const cll_cu_weight *w) { return panel_of(w) != NULL; }
