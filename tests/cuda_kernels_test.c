@@ -66,7 +66,7 @@ static void test_gemv_rows(void **state) {
         const int64_t u = qk > 1 ? qk : 32; /* one "block" of the shape grid */
         const struct { int64_t rows, cols; int nb; } shapes[] = {
             {13, u, 1}, {4097, 2 * u, 1}, {64, 3 * u, 3}, {37, 3 * u, 8}, {4096, 4096, 1}, {256, 11008, 1}, {33, 14336, 1},
-            {7, 14336, 3}, {37, 37, 1}, {4097, 1003, 8},
+            {7, 14336, 3}, {37, 37, 1}, {4097, 1003, 8}, {4096, 4096, 2}, {1003, 11008, 5}, {300, 14336, 8},
         };
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             if (shapes[s].cols % qk) continue; /* ragged cols: float rows only */
@@ -74,7 +74,7 @@ static void test_gemv_rows(void **state) {
             report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].nb, 100 + s, &r));
         }
     }
-    assert_int_equal(n_rows, 55); /* 20 layout-0 rows + 7 x 5 split rows (w4u4, r2, r4, r4_pt, tma) */
+    assert_int_equal(n_rows, 62); /* 20 layout-0 rows + 7 x 6 split rows (w4u4, r2, r4, r4_pt, tma, few) */
     assert_int_equal(g_fail, 0);
 }
 
@@ -180,6 +180,43 @@ static void test_pick_form(void **state) {
         assert_int_equal(pick(CLL_TYPE_Q5_1, 128, n, false, true, false, CLL_KDEVICE_CUDA_SM(7, 5)), CLL_CU_FORM_MOE_TOKENS);
         assert_int_equal(pick(CLL_TYPE_Q5_1, 128, n, false, true, false, 0), CLL_CU_FORM_MOE_GROUPED); /* device unknown */
     }
+    /* a few sequences' decode (2..8 tokens): the few-token gemv where a row serves the weight and
+     * the knob allows; experts, float weights without a row, and larger batches keep their forms */
+    for (int64_t n = 2; n <= 9; n++) {
+        cll_cu_form_query q = {.wtype = CLL_TYPE_Q4_K, .rows = 4096, .cols = 4096, .n_mat = 1, .n_tokens = n,
+                               .resident = true, .few_row = true, .device = h};
+        assert_int_equal(cll_cu_pick_form(&q), n <= 8 ? CLL_CU_FORM_GEMV_FEW : CLL_CU_FORM_GEMM_RESIDENT);
+        q.few_max = 4; /* CLLAMA_CUDA_FEW_MAX=4 */
+        assert_int_equal(cll_cu_pick_form(&q), n <= 4 ? CLL_CU_FORM_GEMV_FEW : CLL_CU_FORM_GEMM_RESIDENT);
+        q.few_max = 0;
+        q.few_row = false;
+        assert_int_equal(cll_cu_pick_form(&q), CLL_CU_FORM_GEMM_RESIDENT);
+        q.few_row = true;
+        q.n_mat = 128;
+        q.grouped_row = true;
+        assert_int_equal(cll_cu_pick_form(&q), CLL_CU_FORM_MOE_GROUPED_F16);
+        q.n_mat = 1;
+        q.device = CLL_KDEVICE_CUDA_SM(7, 5);
+        assert_int_equal(cll_cu_pick_form(&q), CLL_CU_FORM_GEMM_RESIDENT);
+    }
+    /* its launch geometry: tokens per launch (records <= CLL_CU_FEW_SMEM_MAX, balanced) and split-K */
+    assert_int_equal(cll_cu_few_tokens_per_launch(128, 8), 8);   /* 4096 cols: 8 x 6 KB */
+    assert_int_equal(cll_cu_few_tokens_per_launch(128, 3), 3);
+    assert_int_equal(cll_cu_few_tokens_per_launch(344, 8), 4);   /* 11008: 6 fit -> 4 + 4 */
+    assert_int_equal(cll_cu_few_tokens_per_launch(448, 8), 4);   /* 14336: 4 fit */
+    assert_int_equal(cll_cu_few_tokens_per_launch(448, 5), 3);   /* 3 + 2 */
+    assert_int_equal(cll_cu_few_tokens_per_launch(4096, 2), 0);  /* 131072 cols: not even 2 */
+    for (int64_t n = 2; n <= 8; n++)
+        for (int64_t ng = 32; ng <= 1024; ng += 67) {
+            const int per = cll_cu_few_tokens_per_launch(ng, (int)n);
+            if (!per) continue;
+            assert_true(per >= 2 && per <= 8 && per <= n);
+            assert_true((int64_t)per * ng * CLL_CU_FEW_XW * 4 <= CLL_CU_FEW_SMEM_MAX);
+        }
+    assert_int_equal(cll_cu_few_pick_ks_log2(4096, 128, 4, 264), 1);   /* 128 tiles at ks 1, 256 at 2, 512 at 4: 256 fills best */
+    assert_int_equal(cll_cu_few_pick_ks_log2(12288, 128, 4, 264), 1);  /* 384 -> 768 tiles: 2.9 waves */
+    assert_int_equal(cll_cu_few_pick_ks_log2(4096, 64, 4, 264), 0);    /* 2048 cols: no K slices */
+    assert_int_equal(cll_cu_few_pick_ks_log2(32, 448, 2, 264), 2);     /* a tiny product takes every warp */
     /* one token: the gemv, dense or expert, resident or not */
     assert_int_equal(pick(CLL_TYPE_Q4_K, 1, 1, true, false, false, h), CLL_CU_FORM_GEMV);
     assert_int_equal(pick(CLL_TYPE_Q4_K, 128, 1, true, true, false, h), CLL_CU_FORM_GEMV);
@@ -194,7 +231,7 @@ static void test_pick_form(void **state) {
     assert_false(cll_cu_panels_fit(0, 130 * gib, 1));         /* nothing to keep */
 }
 
-/* the default gemv row of a type is the table's default and carries its impl */
+/* the default gemv row of a type (at its token class) is the table's default and carries its impl */
 static void test_table_shape(void **state) {
     (void)state;
     const cll_kernel_table *t = table();
@@ -202,7 +239,9 @@ static void test_table_shape(void **state) {
         const cll_kernel_row *row = &t->rows[i];
         assert_non_null(row->impl);
         assert_true(strstr(row->name, cll_type_name(row->wtype)) != NULL);
-        const cll_kernel_shape s = {.wtype = row->wtype, .rows = 4096, .cols = 4096, .n_tokens = 1,
+        /* the few-token rows serve batches of 2..8 tokens, the others any count */
+        const bool few = strstr(row->name, "_few") != NULL;
+        const cll_kernel_shape s = {.wtype = row->wtype, .rows = 4096, .cols = 4096, .n_tokens = few ? 4 : 1,
                                     .device = CLL_KDEVICE_CUDA_SM(9, 0)};
         assert_true(cll_kernel_row_supported(row, &s));
         /* MoE rows: one default per layout (the expert weight's layout is its gemv row's) */
@@ -215,7 +254,7 @@ static void test_table_shape(void **state) {
         int n_def = 0;
         for (size_t k = 0; k < t->n; k++)
             n_def += t->rows[k].op == row->op && t->rows[k].wtype == row->wtype && t->rows[k].is_default &&
-                     (!per_layout || t->rows[k].layout == row->layout);
+                     (!per_layout || t->rows[k].layout == row->layout) && cll_kernel_row_supported(&t->rows[k], &s);
         assert_int_equal(n_def, 1);
     }
 }

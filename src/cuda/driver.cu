@@ -16,7 +16,7 @@
 
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
                         int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
-                        const cll_cu_resid_epi *epi = NULL) {
+                        const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
     if (epi) a.epi = *epi;
@@ -33,7 +33,7 @@ static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const 
     a.xq_stride = xqs;
     a.y = y + p->y_off;
     a.y_stride = ys;
-    return p->gemv->gemv(&p->w, &a, st);
+    return (row ? row : p->gemv)->gemv(&p->w, &a, st);
 }
 
 /* CLLAMA_CUDA_MOE_GROUPED=0: MoE prefill token by token (A/B) */
@@ -47,6 +47,19 @@ static bool moe_grouped_off(void) {
 }
 
 /* the form that serves part p for a batch of n tokens (cuda/matmul/pick.cu) */
+/* CLLAMA_CUDA_FEW_MAX=N: the most tokens a batch runs through the few-token gemv (0: never;
+ * default CLL_CU_FEW_MAX) */
+static int few_max(void) {
+    static int v = -2; /* process-wide setting read once; not state */
+    if (v == -2) {
+        const char *e = getenv("CLLAMA_CUDA_FEW_MAX");
+        v = e && *e ? atoi(e) : CLL_CU_FEW_MAX;
+        if (v < 0) v = 0;
+        if (v > CLL_CU_FEW_MAX) v = CLL_CU_FEW_MAX;
+    }
+    return v;
+}
+
 static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     cll_cu_form_query q;
     memset(&q, 0, sizeof q);
@@ -58,6 +71,8 @@ static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     q.resident = p->w16.d != NULL;
     q.grouped_row = p->w16.d ? p->moe16 != NULL : p->moe != NULL;
     q.grouped_off = moe_grouped_off();
+    q.few_row = p->few != NULL && few_max() >= 2;
+    q.few_max = few_max();
     return cll_cu_pick_form(&q);
 }
 
@@ -74,9 +89,17 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
 static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
                            const cll_cu_resid_epi *epi = NULL) {
-    for (int i = 0; i < np; i++)
-        CLL_CU_RET(n == 1 ? gemv(&parts[i], 1, NULL, x, 0, xq, 0, y, 0, s->st, i + 1 < np ? &parts[i + 1] : next, epi)
-                          : gemm(s, &parts[i], x, ldx, n, y, ldy));
+    for (int i = 0; i < np; i++) {
+        const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
+        if (n == 1) {
+            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi));
+        } else if (part_form(p, n) == CLL_CU_FORM_GEMV_FEW) { /* a few sequences' decode step */
+            CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL,
+                            p->few));
+        } else {
+            CLL_CU_RET(gemm(s, p, x, ldx, n, y, ldy));
+        }
+    }
     return cudaSuccess;
 }
 

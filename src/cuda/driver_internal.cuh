@@ -18,6 +18,7 @@ extern "C" {
 typedef struct {
     cll_cu_weight w;
     const cll_cu_gemv_impl *gemv;
+    const cll_cu_gemv_impl *few; /* dense: the few-token gemv row (a batched decode step; NULL: none) */
     const cll_cu_gemv_impl *moe; /* expert weights: the grouped prefill row (NULL: none) */
     cll_cu_weight w16;           /* the resident f16 prefill panel of a quantized weight (an F16
                                   * weight over the model's panel arena; d NULL: none) */

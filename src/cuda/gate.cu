@@ -326,7 +326,7 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
         if (st != CLL_OK) return st;
     }
     Rng rng{seed * 0x2545F4914F6CDD1Dull + 1};
-    const bool moe = nb > 1 && (nb & 1);
+    const bool moe = nb > 1 && (nb & 1) && !impl->few; /* few-token rows: nb tokens of one matrix */
     const int64_t n_mat = moe ? nb + 1 : 1;
     rep->n_mat = n_mat;
     const int64_t nx = moe ? 1 : nb;       /* input rows */

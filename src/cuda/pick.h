@@ -19,6 +19,7 @@ extern "C" {
  * row serves the weight as it is read and the knob allows, else the experts token by token. */
 typedef enum {
     CLL_CU_FORM_GEMV,
+    CLL_CU_FORM_GEMV_FEW,
     CLL_CU_FORM_GEMM_DIRECT,
     CLL_CU_FORM_GEMM_PANEL,
     CLL_CU_FORM_GEMM_RESIDENT,
@@ -33,10 +34,27 @@ typedef struct {
     bool resident;         /* the model keeps this weight's f16 panel */
     bool grouped_row;      /* a grouped (moe) row serves the weight as it is read (its panel if resident) */
     bool grouped_off;      /* CLLAMA_CUDA_MOE_GROUPED=0 */
+    bool few_row;          /* a few-token gemv row (cuda/matmul/gemv_few.cu) serves the weight */
+    int32_t few_max;       /* most tokens the few-token gemv takes (CLLAMA_CUDA_FEW_MAX); 0: CLL_CU_FEW_MAX */
     int32_t device;        /* CLL_KDEVICE_CUDA_SM(major, minor), or 0 = not known */
 } cll_cu_form_query;
 cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q);
 const char *cll_cu_form_name(cll_cu_form f);
+/* The few-token gemv (a batched decode step: 2..few_max tokens of a dense weight, every weight
+ * byte read once for all of them; cuda/matmul/gemv_few.cu): its geometry and the pure choices
+ * its launcher makes. Records of the staged q8_1 activations are CLL_CU_FEW_XW words; one launch
+ * stages at most CLL_CU_FEW_SMEM_MAX bytes of them. */
+#define CLL_CU_FEW_MAX 8
+#define CLL_CU_FEW_WARPS 8
+#define CLL_CU_FEW_XW 12
+#define CLL_CU_FEW_SMEM_MAX (100 * 1024)
+/* tokens per launch for rows of ng 32-value groups and nb tokens: the most that fit (at most 8),
+ * balanced over the launches nb needs (8 where 5 fit -> 4 + 4); 0 when not even 2 fit */
+int cll_cu_few_tokens_per_launch(int64_t ng, int nb);
+/* split-K (log2, ks in 1/2/4 warps per row group) for rows x ng at R rows per warp on a persistent
+ * grid of slots blocks: the ks whose tile count leaves the least idle tail (ties: smaller ks),
+ * every K slice >= 2 groups per lane */
+int cll_cu_few_pick_ks_log2(int64_t rows, int64_t ng, int R, int64_t slots);
 /* the resident-panel policy: mode 0 off, 1 auto (total <= a quarter of free_after), 2 on (fits
  * with 1 GiB left) */
 bool cll_cu_panels_fit(size_t total, size_t free_after, int mode);

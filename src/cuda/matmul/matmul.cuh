@@ -108,6 +108,8 @@ typedef struct {
     bool needs_q8;         /* reads xq (q8_1) rather than x */
     int layout;            /* weight layout it reads */
     cll_cu_moe_fn moe;     /* grouped MoE rows (CLL_KOP_MOE); NULL otherwise */
+    bool few;              /* a few-token row: the nb rows are tokens of ONE product (no mat_ids),
+                            * each weight byte read once for all (cuda/matmul/gemv_few.cu) */
 } cll_cu_gemv_impl;
 
 /* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),
@@ -166,6 +168,10 @@ bool cll_cu_type_served(uint32_t type);
 /* the grouped MoE row for an expert weight of this type in this layout: the default, or the
  * row an override names; NULL: none (the driver then runs the experts token by token) */
 const cll_cu_gemv_impl *cll_cu_moe_default(uint32_t type, int layout, int64_t rows, int64_t cols);
+
+/* the few-token gemv row (2..CLL_CU_FEW_MAX tokens of one dense product) for a weight of this type
+ * uploaded in this layout: the default or an override; NULL: none (the batch takes the gemm) */
+const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64_t rows, int64_t cols);
 
 /* the gemv rows: one table (cuda/matmul/rows.cu) */
 typedef struct cll_kernel_table cll_kernel_table;

@@ -45,6 +45,9 @@ const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type);
 /* the bulk-copy (TMA) split gemv of a type (gemv_tma.cu), NULL if none; nb > 1 or mat_ids calls
  * go on to the type's r4_pt row */
 cll_cu_gemv_fn cll_cu_sp_tma_gemv(uint32_t type);
+/* the few-token split gemv of a type (gemv_few.cu), NULL if none; nb 1, mat_ids or a fused tail
+ * go on to the type's r4_pt row */
+cll_cu_gemv_fn cll_cu_sp_few_gemv(uint32_t type);
 /* its geometry for a rows x cols product (rows per tile, stages, stage and shared bytes);
  * false when the shape does not fit its shared memory */
 bool cll_cu_tma_geometry(int64_t rows, int64_t cols, size_t row_stride, int *rt, int *ns, uint32_t *stage_bytes,

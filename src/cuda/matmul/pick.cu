@@ -14,6 +14,10 @@ static bool is_float(uint32_t t) { return t == CLL_TYPE_F32 || t == CLL_TYPE_F16
 
 cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q) {
     if (q->n_tokens <= 1) return CLL_CU_FORM_GEMV; /* decode (experts: the gemv over mat_ids) */
+    const int64_t few_max = q->few_max > 0 ? q->few_max : CLL_CU_FEW_MAX;
+    if (q->n_mat <= 1 && q->few_row && q->n_tokens <= few_max &&
+        (q->device == CLL_KDEVICE_CPU || q->device >= CLL_KDEVICE_CUDA_SM(8, 0)))
+        return CLL_CU_FORM_GEMV_FEW; /* a few sequences' decode: the weight read once */
     if (q->n_mat > 1) {
         if (q->grouped_off || !q->grouped_row || (q->device != CLL_KDEVICE_CPU && q->device < CLL_KDEVICE_CUDA_SM(8, 0)))
             return CLL_CU_FORM_MOE_TOKENS;
@@ -26,6 +30,7 @@ cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q) {
 const char *cll_cu_form_name(cll_cu_form f) {
     switch (f) {
     case CLL_CU_FORM_GEMV: return "gemv";
+    case CLL_CU_FORM_GEMV_FEW: return "gemv few tokens";
     case CLL_CU_FORM_GEMM_DIRECT: return "gemm direct";
     case CLL_CU_FORM_GEMM_PANEL: return "gemm streamed f16 panel";
     case CLL_CU_FORM_GEMM_RESIDENT: return "gemm resident f16 panel";
@@ -41,4 +46,30 @@ bool cll_cu_panels_fit(size_t total, size_t free_after, int mode) {
     const size_t gib = (size_t)1 << 30;
     const size_t limit = mode == 1 ? free_after / 4 : free_after > gib ? free_after - gib : 0;
     return total <= limit;
+}
+
+static int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int cll_cu_few_tokens_per_launch(int64_t ng, int nb) {
+    const int64_t per = ng * CLL_CU_FEW_XW * 4;
+    int64_t fit = per > 0 ? CLL_CU_FEW_SMEM_MAX / per : 0;
+    if (fit > CLL_CU_FEW_MAX) fit = CLL_CU_FEW_MAX;
+    if (fit < 2 || nb < 1) return 0;
+    return (int)cdiv64((int64_t)nb, cdiv64((int64_t)nb, fit));
+}
+
+int cll_cu_few_pick_ks_log2(int64_t rows, int64_t ng, int R, int64_t slots) {
+    int best = 0;
+    double best_eff = -1.0;
+    if (slots < 1) slots = 1;
+    for (int l = 0; l <= 2; l++) {
+        if (l > 0 && ng < ((int64_t)64 << l)) break;
+        const int64_t tiles = cdiv64(rows, (int64_t)(CLL_CU_FEW_WARPS >> l) * R);
+        const double eff = (double)tiles / (double)(cdiv64(tiles, slots) * slots);
+        if (eff > best_eff + 1e-9) {
+            best_eff = eff;
+            best = l;
+        }
+    }
+    return best;
 }

@@ -125,10 +125,21 @@ static bool cu_moe_f16_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     return cu_row_ok(r, s) && s->cols % 32 == 0;
 }
 
+/* the few-token rows serve a batch of 2..CLL_CU_FEW_MAX tokens of one product (a site whose token
+ * count is not fixed, n_tokens 0, is not theirs: they are never a decode row) */
+static bool cu_few_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    return s->n_tokens >= 2 && s->n_tokens <= CLL_CU_FEW_MAX && cu_row_ok(r, s);
+}
+
+/* the split decode rows (one product per activation row) leave the few-token class to those rows */
+static bool cu_sp_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    return !(s->n_tokens >= 2 && s->n_tokens <= CLL_CU_FEW_MAX) && cu_row_ok(r, s);
+}
+
 /* the bulk-copy rows need sm_90 (cp.async.bulk, mbarrier tx counts) */
 static bool cu_tma_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     if (s->device != CLL_KDEVICE_CPU && s->device < CLL_KDEVICE_CUDA_SM(9, 0)) return false;
-    return cu_row_ok(r, s);
+    return cu_sp_ok(r, s);
 }
 
 /* the types in table order; impls filled once from the family files */
@@ -144,13 +155,13 @@ static const uint32_t k_types[CU_NTYPES] = {
 #undef CU_TYPE_ID
 };
 static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
-static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL};
+static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false};
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K,
                                       CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S};
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
 static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
-    k_tma_impl[CU_NSP];
+    k_tma_impl[CU_NSP], k_few_impl[CU_NSP];
 /* the grouped MoE rows: layout 0 (block types, k_types order) and split */
 static cll_cu_gemv_impl k_moe_impl[CU_NTYPES], k_moe_sp_impl[CU_NSP];
 /* a layout-0 row stays a default unless its type has a default split row */
@@ -168,6 +179,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SPX4 "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape lane/32-group ld=16B x1 group x4 rows double-buffered act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_SPX4P "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape persistent grid (1 wave, tiles looped, activation staged once per block) ld=16B x1 group x4 rows act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_TMA "layout=1(split) 128 threads persistent grid tile=rt rows (~16KB) one cp.async.bulk per tile mbarrier 4 stages in flight (first before the PDL wait) act=q8_1 in smem dp4a nb=1 (else r4_pt)"
+#define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 (t<=4) | 2 (t<=8) tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
 #define CU_GEMV_PARAMS_FLT "layout=0 warps=4 rows/warp=1 ld=16B x4/lane act=f32"
 #define CU_GEMM_PARAMS "layout=0 panel=f16 slab<=panel_bytes cublasGemmEx fp32-accumulate"
 static const cll_kernel_row k_rows[] = {
@@ -197,16 +209,18 @@ static const cll_kernel_row k_rows[] = {
  * the grid only walks the tiles differently) */
 #define CU_SP_EXACT(D, k) ((D) == (k) || (((D) == 2 || (D) == 3) && ((k) == 2 || (k) == 3)))
 #define CU_SP_ROW(n, T, i, D)                                                                                \
-    {"gemv_" #n "_split_w4u4_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SP, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
+    {"gemv_" #n "_split_w4u4_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SP, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
      CU_SP_EXACT(D, 0), (D) == 0, &k_sp_impl[i]},                                                            \
-    {"gemv_" #n "_split_r2_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX2, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
+    {"gemv_" #n "_split_r2_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX2, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
      CU_SP_EXACT(D, 1), (D) == 1, &k_spx2_impl[i]},                                                          \
-    {"gemv_" #n "_split_r4_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, \
+    {"gemv_" #n "_split_r4_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
      CU_SP_EXACT(D, 2), (D) == 2, &k_spx4_impl[i]},                                                          \
     {"gemv_" #n "_split_r4_smx_ks_pt", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4P, CLL_CU_LAYOUT_SPLIT, 1,  \
-     cu_row_ok, CU_SP_EXACT(D, 3), (D) == 3, &k_spx4p_impl[i]},                                             \
+     cu_sp_ok, CU_SP_EXACT(D, 3), (D) == 3, &k_spx4p_impl[i]},                                             \
     {"gemv_" #n "_split_tma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_TMA, CLL_CU_LAYOUT_SPLIT, 1,      \
-     cu_tma_ok, CU_SP_EXACT(D, 4), (D) == 4, &k_tma_impl[i]},
+     cu_tma_ok, CU_SP_EXACT(D, 4), (D) == 4, &k_tma_impl[i]},                                            \
+    {"gemv_" #n "_split_few", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_FEW, CLL_CU_LAYOUT_SPLIT, 1,       \
+     cu_few_ok, false, true, &k_few_impl[i]},
     CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 3) CU_SP_ROW(q5_1, Q5_1, 2, 3) CU_SP_ROW(q4_K, Q4_K, 3, 3)
     CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 3)
 #undef CU_SP_ROW
@@ -261,6 +275,9 @@ static void fill_impls(void) {
         k_spx4p_impl[i].gemv = o ? o->gemv_r4p : NULL;
         k_tma_impl[i] = k_sp_impl[i];
         k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
+        k_few_impl[i] = k_sp_impl[i];
+        k_few_impl[i].gemv = cll_cu_sp_few_gemv(k_sp_types[i]);
+        k_few_impl[i].few = true;
         k_moe_sp_impl[i].moe = o ? o->moe : NULL;
         k_moe_sp_impl[i].layout = CLL_CU_LAYOUT_SPLIT;
     }
@@ -283,6 +300,18 @@ const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t
     /* the default row unless an override (CLLAMA_KERNEL, a tune sidecar) names another */
     const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, -1, NULL);
     return r ? (const cll_cu_gemv_impl *)r->impl : NULL;
+}
+
+const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64_t rows, int64_t cols) {
+    const cll_kernel_table *t = cll_cu_kernel_table();
+    cll_kernel_shape sh = {};
+    sh.wtype = type;
+    sh.rows = rows;
+    sh.cols = cols;
+    sh.n_tokens = CLL_CU_FEW_MAX; /* the class n2-8 */
+    const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, layout, NULL);
+    const cll_cu_gemv_impl *impl = r ? (const cll_cu_gemv_impl *)r->impl : NULL;
+    return impl && impl->few && impl->gemv ? impl : NULL;
 }
 
 const cll_cu_gemv_impl *cll_cu_moe_default(uint32_t type, int layout, int64_t rows, int64_t cols) {
