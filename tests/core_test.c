@@ -33,6 +33,18 @@ static void test_prefix_truncates(void **state) {
     assert_true(strlen(cll_last_error()) == 1023);
 }
 
+/* a message built from the current one (runner.c's from_api: "%s: %s", what, cll_last_error())
+ * must read the old text, not the half-written new one (it printed "x: x: uda/driver.cu:334") */
+static void test_err_from_itself(void **state) {
+    (void)state;
+    cll_err(CLL_ERR_DEVICE, "src/cuda/driver.cu:334: product(): invalid configuration argument");
+    cll_err(CLL_ERR_DEVICE, "%s: %s", "batched decode", cll_last_error());
+    assert_string_equal(cll_last_error(), "batched decode: src/cuda/driver.cu:334: product(): invalid configuration argument");
+    cll_err_prefix(CLL_ERR_DEVICE, "%s", cll_last_error());
+    assert_string_equal(cll_last_error(), "batched decode: src/cuda/driver.cu:334: product(): invalid configuration argument: "
+                                          "batched decode: src/cuda/driver.cu:334: product(): invalid configuration argument");
+}
+
 static void test_map_errors(void **state) {
     (void)state;
     cll_map m;
@@ -56,6 +68,7 @@ static void test_map_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_and_prefix),
+        cmocka_unit_test(test_err_from_itself),
         cmocka_unit_test(test_prefix_truncates),
         cmocka_unit_test(test_map_errors),
     };

@@ -29,10 +29,14 @@ const char *cll_status_str(cll_status st) {
 }
 
 cll_status cll_err(cll_status st, const char *fmt, ...) {
+    /* formatted apart, then copied: an argument may be the current message itself
+     * (cll_err(st, "%s: %s", what, cll_last_error())), and vsnprintf into its own source is undefined */
+    char buf[sizeof g_err];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_err, sizeof g_err, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(g_err, buf, sizeof g_err);
     return st;
 }
 
@@ -41,8 +45,10 @@ cll_status cll_err_prefix(cll_status st, const char *fmt, ...) {
     memcpy(old, g_err, sizeof old);
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(g_err, sizeof g_err, fmt, ap);
+    char buf[sizeof g_err]; /* as in cll_err: an argument may point into g_err */
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(g_err, buf, sizeof g_err);
     /* append ": <old message>" after the prefix, truncating the old message if needed */
     size_t at = n < 0 ? 0 : (size_t)n < sizeof g_err ? (size_t)n : sizeof g_err - 1;
     const char *tail = old[0] ? old : cll_status_str(st);
