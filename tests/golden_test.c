@@ -342,6 +342,118 @@ static void test_synthetic(void **state) {
     assert_int_equal(failed, 0);
 }
 
+/* ---- batched decode of several sequences == each sequence alone ------------------------------- */
+
+/* S sequences of ragged prompts, then T steps that feed one token to every sequence in one batch
+ * (what a server's decode step is): the logits of each sequence at each step equal those of the
+ * same sequence run alone (one token per forward) within tol. Teacher-forced: both runs feed the
+ * alone-run's greedy ids. On the GPU this is the few-token gemv (2..8 tokens read each weight once)
+ * and its per-count graphs; the counters show the batched steps replayed graphs where every
+ * product of the model has a few-token row (quantized dense files). */
+static bool batched_vs_alone(const char *file, int S, int T, double tol, bool want_graph) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "oracle/models/%s.gguf", file);
+    cllama_model *m = NULL;
+    if (cllama_model_load(tu_shared(rel), NULL, &m) != CLLAMA_OK) {
+        print_message("load %s: %s\n", file, cllama_last_error());
+        return false;
+    }
+    const int32_t nv = cllama_model_n_vocab(m);
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_batch = 64;
+    cp.n_threads = 2;
+    cllama_context *one = NULL, *many = NULL;
+    bool ok = cllama_context_create(m, &cp, &one) == CLLAMA_OK;
+    cp.n_seq_max = (uint32_t)S;
+    ok = ok && cllama_context_create(m, &cp, &many) == CLLAMA_OK;
+    float *ref = ok ? (float *)malloc(sizeof(float) * (size_t)S * (size_t)T * (size_t)nv) : NULL;
+    int32_t *fed = (int32_t *)calloc((size_t)S * (size_t)(T + 1), sizeof(int32_t));
+    int32_t prompt[16];
+    ok = ok && ref && fed;
+    /* alone: every sequence by itself, one token per forward (the decode path; a prompt in one
+     * pass would take the prefill forms, whose f16 activations round differently), then T greedy
+     * steps; fed[q][t] = the token step t feeds (t = 0: the prompt's last) */
+    for (int q = 0; ok && q < S; q++) {
+        const int np = 2 + q % 4;
+        for (int i = 0; i < np; i++) prompt[i] = 1 + (int32_t)((q * 7919 + i * 104729) % (nv - 1));
+        cllama_seq_truncate(one, 0, 0);
+        for (int i = 0; ok && i + 1 < np; i++) ok = feed(one, prompt + i, 1) != NULL;
+        fed[q * (T + 1)] = prompt[np - 1];
+        for (int t = 0; ok && t < T; t++) {
+            const float *L = feed(one, &fed[q * (T + 1) + t], 1);
+            ok = L != NULL;
+            if (!ok) break;
+            memcpy(ref + ((size_t)q * T + t) * nv, L, sizeof(float) * (size_t)nv);
+            int32_t best = 0;
+            for (int32_t v = 1; v < nv; v++) best = L[v] > L[best] ? v : best;
+            fed[q * (T + 1) + t + 1] = best;
+        }
+    }
+    /* many: the prompts but their last tokens, sequence by sequence and token by token; then the
+     * T steps of all sequences in one batch each */
+    cllama_counters k0, k1;
+    memset(&k0, 0, sizeof k0);
+    memset(&k1, 0, sizeof k1);
+    double worst = 0.0;
+    for (int q = 0; ok && q < S; q++) {
+        const int np = 2 + q % 4;
+        for (int i = 0; ok && i + 1 < np; i++) {
+            int32_t tok = 1 + (int32_t)((q * 7919 + i * 104729) % (nv - 1)), pos = i, sq = q;
+            int8_t want = 0;
+            cllama_batch b = {1, &tok, &pos, &sq, &want};
+            ok = cllama_decode(many, &b) == CLLAMA_OK;
+        }
+    }
+    ok = ok && cllama_context_counters(many, &k0) == CLLAMA_OK;
+    for (int t = 0; ok && t < T; t++) {
+        int32_t ids[16], pos[16], sq[16];
+        int8_t want[16];
+        for (int q = 0; q < S; q++) {
+            ids[q] = fed[q * (T + 1) + t];
+            pos[q] = cllama_seq_len(many, q);
+            sq[q] = q;
+            want[q] = 1;
+        }
+        cllama_batch b = {S, ids, pos, sq, want};
+        ok = cllama_decode(many, &b) == CLLAMA_OK;
+        for (int q = 0; ok && q < S; q++) {
+            const float *L = cllama_get_logits(many, q), *R = ref + ((size_t)q * T + t) * nv;
+            ok = L != NULL;
+            for (int32_t v = 0; ok && v < nv; v++) {
+                const double dd = fabs((double)L[v] - (double)R[v]);
+                if (!(dd <= worst)) worst = dd; /* NaN too */
+            }
+        }
+    }
+    ok = ok && cllama_context_counters(many, &k1) == CLLAMA_OK;
+    const unsigned long long replays = (unsigned long long)(k1.graph_replays - k0.graph_replays);
+    const bool graphs_ok = !g_gpu || !want_graph || replays == (unsigned long long)T;
+    printf("batched %-22s %d seqs x %d steps: max|d| vs alone %.2e (tol %.0e)%s%llu graph replays\n", file, S, T, worst, tol,
+           ok ? ", " : ", RUN FAILED, ", replays);
+    if (!ok) print_message("%s: %s\n", file, cllama_last_error());
+    free(ref);
+    free(fed);
+    cllama_context_free(one);
+    cllama_context_free(many);
+    cllama_model_free(m);
+    return ok && worst <= tol && graphs_ok;
+}
+
+static void test_batched_parity(void **state) {
+    (void)state;
+    const struct { const char *file; int S; double tol; bool graph; } cases[] = {
+        {"tiny-llama-Q4_0", 5, 2e-3, true},     {"tiny-llama-Q4_K_M", 8, 2e-3, true},
+        {"tiny-llama-Q6_K", 3, 2e-3, true},     {"tiny-gemma3-Q4_K_M", 4, 2e-3, true},
+        {"tiny-qwen2-Q8_0", 2, 2e-3, true},     {"tiny-llama-F16", 5, 2e-3, false},
+        {"tiny-qwen3moe-Q4_K_M", 6, 2e-3, false},
+    };
+    int failed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        failed += !batched_vs_alone(cases[i].file, cases[i].S, 6, cases[i].tol, cases[i].graph);
+    assert_int_equal(failed, 0);
+}
+
 /* ---- Gemma-3-270M vs llama.cpp (tests/golden/gemma3-270m.json) --------------------------------------------- */
 
 static void test_gemma270m(void **state) {
@@ -518,6 +630,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_stories),
             cmocka_unit_test(test_synthetic),
+            cmocka_unit_test(test_batched_parity),
             cmocka_unit_test(test_gemma270m_gpu),
         };
         return cmocka_run_group_tests_name("golden_cuda", tests, NULL, NULL);
@@ -525,6 +638,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stories),
         cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_batched_parity),
         cmocka_unit_test(test_gemma270m),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

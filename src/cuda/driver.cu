@@ -422,7 +422,16 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         PTRY(CLL_PK_OUTPUT, gemv(&dm->output, 1, NULL, s->xn, 0, s->xq, 0, s->logits, 0, s->st));
     } else {
         PTRY(CLL_PK_OUTPUT, cll_cu_gather_rows(s->xn, d, rows, n_out, d, s->xo, d, s->st));
-        PTRY(CLL_PK_OUTPUT, gemm(s, &dm->output, s->xo, d, n_out, s->logits, V));
+        const cll_cu_form fo = n_out == 1 ? CLL_CU_FORM_GEMV : part_form(&dm->output, n_out);
+        if (fo == CLL_CU_FORM_GEMV || fo == CLL_CU_FORM_GEMV_FEW) {
+            /* their q8_1 rows too (copied as 4-byte words: 9 per 36-byte block) for the gemv forms */
+            const int64_t qw = 9 * cll_cu_q8_blocks(d);
+            PTRY(CLL_PK_OUTPUT, cll_cu_gather_rows((const float *)s->xq, qw, rows, n_out, qw, (float *)s->xoq, qw, s->st));
+            PTRY(CLL_PK_OUTPUT, gemv(&dm->output, (int)n_out, NULL, s->xo, d, s->xoq, cll_cu_q8_blocks(d), s->logits, V, s->st,
+                                     NULL, NULL, fo == CLL_CU_FORM_GEMV_FEW ? dm->output.few : NULL));
+        } else {
+            PTRY(CLL_PK_OUTPUT, gemm(s, &dm->output, s->xo, d, n_out, s->logits, V));
+        }
     }
     if (hp->logit_softcap > 0.0f) PTRY(CLL_PK_SOFTCAP, cll_cu_softcap(s->logits, n_out * V, hp->logit_softcap, s->st));
     if (argmax) {
@@ -431,21 +440,84 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     return CLL_OK;
 }
 
-/* capture the decode step (n = 1, one output row) into s->exec */
-static cll_status capture(cll_driver_state *s) {
+/* capture a pass of n tokens (n_want output rows, argmax always) into *g / *exec */
+static cll_status capture_pass(cll_driver_state *s, int64_t n, int64_t n_want, cudaGraph_t *gout, cudaGraphExec_t *exec) {
     TRY(cudaStreamBeginCapture(s->st, cudaStreamCaptureModeThreadLocal));
-    cll_status st = run_pass(s, 1, 1, true);
+    cll_status st = run_pass(s, n, n_want, true);
     cudaGraph_t g = NULL;
     cudaError_t e = cudaStreamEndCapture(s->st, &g);
     if (st != CLL_OK) {
         if (g) cudaGraphDestroy(g);
         cudaGetLastError();
-        return cll_err_prefix(st, "capturing the decode graph");
+        return cll_err_prefix(st, "capturing the %s graph", n == 1 ? "decode" : "batched decode");
     }
-    if (e != cudaSuccess)
-        return cll_err(CLL_ERR_DEVICE, "%s:%d: capturing the decode graph: %s", __FILE__, __LINE__, cudaGetErrorString(e));
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cll_err(CLL_ERR_DEVICE, "%s:%d: capturing the %s graph: %s", __FILE__, __LINE__,
+                       n == 1 ? "decode" : "batched decode", cudaGetErrorString(e));
+    }
+    e = cudaGraphInstantiate(exec, g, 0);
+    if (e != cudaSuccess) {
+        cudaGraphDestroy(g);
+        cudaGetLastError();
+        return cll_err(CLL_ERR_DEVICE, "%s:%d: instantiating the graph of %lld tokens: %s", __FILE__, __LINE__,
+                       (long long)n, cudaGetErrorString(e));
+    }
+    *gout = g;
+    return CLL_OK;
+}
+
+/* CLLAMA_CUDA_BATCH_GRAPH=0: batched decode steps run eagerly (A/B) */
+static bool batch_graph_off(void) {
+    static int off = -1; /* process-wide setting read once; not state */
+    if (off < 0) {
+        const char *v = getenv("CLLAMA_CUDA_BATCH_GRAPH");
+        off = v && v[0] == '0';
+    }
+    return off;
+}
+
+/* a batched decode step of n (2..CLL_CU_FEW_MAX) tokens through its graph: captured on the first
+ * step of that count (again when n_want changes). false: no graph for it (capture failed once,
+ * e.g. a library call that cannot be captured; said once on stderr): the caller runs eagerly. */
+static bool few_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_status *st) {
+    *st = CLL_OK;
+    if (n < 2 || n > CLL_CU_FEW_MAX || batch_graph_off()) return false;
+    auto *fg = &s->few_graph[n];
+    if (fg->failed) return false;
+    if (fg->exec && fg->n_want != n_want) {
+        cudaGraphExecDestroy(fg->exec);
+        fg->exec = NULL;
+    }
+    if (!fg->exec) {
+        cudaGraph_t g = NULL;
+        cll_status cs = capture_pass(s, n, n_want, &g, &fg->exec);
+        if (cs != CLL_OK) {
+            fg->failed = true;
+            fg->exec = NULL;
+            fprintf(stderr, "cllama: cuda: batched steps of %lld tokens run without a graph (%s)\n", (long long)n,
+                    cll_last_error());
+            return false;
+        }
+        cudaGraphDestroy(g);
+        fg->n_want = (int32_t)n_want;
+    }
+    const cudaError_t e = cudaGraphLaunch(fg->exec, s->st);
+    if (e != cudaSuccess) {
+        *st = cll_err(CLL_ERR_DEVICE, "%s:%d: batched decode graph of %lld tokens: %s", __FILE__, __LINE__, (long long)n,
+                      cudaGetErrorString(e));
+        return true;
+    }
+    s->c.graph_replays++;
+    return true;
+}
+
+/* capture the decode step (n = 1, one output row) into s->exec */
+static cll_status capture(cll_driver_state *s) {
+    cudaGraph_t g = NULL;
+    cll_status cst = capture_pass(s, 1, 1, &g, &s->exec);
+    if (cst != CLL_OK) return cst;
     s->graph = g;
-    TRY(cudaGraphInstantiate(&s->exec, g, 0));
     size_t nodes = 0;
     TRY(cudaGraphGetNodes(g, NULL, &nodes));
     s->c.launches = nodes;
@@ -524,7 +596,10 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
         TRY(cudaGraphLaunch(s->exec, s->st));
         s->c.graph_replays++;
     } else {
-        cll_status st = run_pass(s, n, n_want, argmax);
+        cll_status st = CLL_OK;
+        /* a few sequences' decode step (not one contiguous prompt: its attention reads host-side
+         * positions): the graph of its token count, which runs the argmax too */
+        if (!(!s->pf_contig && n_want > 0 && few_graph_run(s, n, n_want, &st))) st = run_pass(s, n, n_want, argmax);
         if (st != CLL_OK) return st;
     }
     if (n_want > 0) {
@@ -620,6 +695,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->mtoff, K ? ((size_t)hp->n_expert + 1) * sizeof(int32_t) : 0},
         {&s->mxh, mxh_bytes},
         {(void **)&s->xo, no * d * F},
+        {&s->xoq, no * (size_t)cll_cu_q8_blocks((int64_t)d) * Q8},
         {(void **)&s->logits, no * (size_t)hp->n_vocab * F},
         {(void **)&s->keys, no * sizeof(unsigned long long)},
         {(void **)&s->amax_part, no * (size_t)cll_cu_argmax_blocks(hp->n_vocab) * sizeof(unsigned long long)},
@@ -742,6 +818,8 @@ static void cu_state_free(cll_driver_state *s) {
     free(s->prof.ev);
     free(s->prof.kind);
     if (s->exec) cudaGraphExecDestroy(s->exec);
+    for (int i = 0; i <= CLL_CU_FEW_MAX; i++)
+        if (s->few_graph[i].exec) cudaGraphExecDestroy(s->few_graph[i].exec);
     if (s->graph) cudaGraphDestroy(s->graph);
     if (s->blas) cublasDestroy(s->blas);
     if (s->st) cudaStreamDestroy(s->st);

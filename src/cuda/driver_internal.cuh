@@ -122,6 +122,7 @@ struct cll_driver_state {
     void *mxh;            /* (n_batch * n_used, max(n_embd, n_ff_exp)) f16: the slots' rows, sorted */
     size_t mxh_bytes;
     float *xo;            /* (n_out_max, n_embd) rows that want logits */
+    void *xoq;            /* (n_out_max, q8_blocks(n_embd)) their q8_1 form (gathered from xq) */
     float *logits;        /* (n_out_max, n_vocab) */
     unsigned long long *keys; /* (n_out_max) argmax keys */
     unsigned long long *amax_part; /* (n_out_max, argmax blocks) per-block keys */
@@ -131,6 +132,13 @@ struct cll_driver_state {
     unsigned long long *hkeys; /* pinned (n_out_max) */
     cudaGraph_t graph;
     cudaGraphExec_t exec; /* the decode step, captured on the first one-token forward */
+    /* batched decode steps (2..CLL_CU_FEW_MAX tokens of several sequences, no contiguous prefill):
+     * one graph per token count, captured on first use with its n_want; failed: run eagerly */
+    struct {
+        cudaGraphExec_t exec;
+        int32_t n_want;
+        bool failed;
+    } few_graph[CLL_CU_FEW_MAX + 1];
     bool pf_contig;       /* this forward's rows: positions pf_p0.. of sequence pf_seq */
     int32_t pf_p0, pf_seq;
     cll_driver_counters c;
