@@ -67,6 +67,8 @@ static void test_gemv_rows(void **state) {
         const struct { int64_t rows, cols; int nb; } shapes[] = {
             {13, u, 1}, {4097, 2 * u, 1}, {64, 3 * u, 3}, {37, 3 * u, 8}, {4096, 4096, 1}, {256, 11008, 1}, {33, 14336, 1},
             {7, 14336, 3}, {37, 37, 1}, {4097, 1003, 8}, {4096, 4096, 2}, {1003, 11008, 5}, {300, 14336, 8},
+            {4096, 4096, 8}, /* few rows: 8 x 4096 of records is 48 KB, past the default smem limit with red[] */
+            {1000, 4096, 17}, {256, 11008, 33}, {64, 14336, 64}, /* mma rows: 3 tiles, two launches of 17 and 16 */
         };
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             if (shapes[s].cols % qk) continue; /* ragged cols: float rows only */
@@ -74,7 +76,7 @@ static void test_gemv_rows(void **state) {
             report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].nb, 100 + s, &r));
         }
     }
-    assert_int_equal(n_rows, 62); /* 20 layout-0 rows + 7 x 6 split rows (w4u4, r2, r4, r4_pt, tma, few) */
+    assert_int_equal(n_rows, 66); /* 20 layout-0 rows + 7 x 6 split rows (w4u4, r2, r4, r4_pt, tma, few) + 4 mma */
     assert_int_equal(g_fail, 0);
 }
 
@@ -180,18 +182,23 @@ static void test_pick_form(void **state) {
         assert_int_equal(pick(CLL_TYPE_Q5_1, 128, n, false, true, false, CLL_KDEVICE_CUDA_SM(7, 5)), CLL_CU_FORM_MOE_TOKENS);
         assert_int_equal(pick(CLL_TYPE_Q5_1, 128, n, false, true, false, 0), CLL_CU_FORM_MOE_GROUPED); /* device unknown */
     }
-    /* a few sequences' decode (2..8 tokens): the few-token gemv where a row serves the weight and
-     * the knob allows; experts, float weights without a row, and larger batches keep their forms */
-    for (int64_t n = 2; n <= 9; n++) {
+    /* a few sequences' decode: the few-token gemv where a row serves the weight at that count (the
+     * dp4a rows 2..8, the mma rows 2..64) and the knob allows; experts, weights without a row, and
+     * larger batches keep their forms */
+    for (int64_t n = 2; n <= 70; n++) {
         cll_cu_form_query q = {.wtype = CLL_TYPE_Q4_K, .rows = 4096, .cols = 4096, .n_mat = 1, .n_tokens = n,
-                               .resident = true, .few_row = true, .device = h};
+                               .resident = true, .few_tokens = 8, .device = h};
         assert_int_equal(cll_cu_pick_form(&q), n <= 8 ? CLL_CU_FORM_GEMV_FEW : CLL_CU_FORM_GEMM_RESIDENT);
+        q.few_tokens = 64;
+        assert_int_equal(cll_cu_pick_form(&q), n <= 64 ? CLL_CU_FORM_GEMV_FEW : CLL_CU_FORM_GEMM_RESIDENT);
         q.few_max = 4; /* CLLAMA_CUDA_FEW_MAX=4 */
         assert_int_equal(cll_cu_pick_form(&q), n <= 4 ? CLL_CU_FORM_GEMV_FEW : CLL_CU_FORM_GEMM_RESIDENT);
+        q.few_max = 100; /* above what the row serves: the row's bound */
+        assert_int_equal(cll_cu_pick_form(&q), n <= 64 ? CLL_CU_FORM_GEMV_FEW : CLL_CU_FORM_GEMM_RESIDENT);
         q.few_max = 0;
-        q.few_row = false;
+        q.few_tokens = 0;
         assert_int_equal(cll_cu_pick_form(&q), CLL_CU_FORM_GEMM_RESIDENT);
-        q.few_row = true;
+        q.few_tokens = 64;
         q.n_mat = 128;
         q.grouped_row = true;
         assert_int_equal(cll_cu_pick_form(&q), CLL_CU_FORM_MOE_GROUPED_F16);
@@ -240,7 +247,7 @@ static void test_table_shape(void **state) {
         assert_non_null(row->impl);
         assert_true(strstr(row->name, cll_type_name(row->wtype)) != NULL);
         /* the few-token rows serve batches of 2..8 tokens, the others any count */
-        const bool few = strstr(row->name, "_few") != NULL;
+        const bool few = strstr(row->name, "_few") != NULL || strstr(row->name, "_mma") != NULL;
         const cll_kernel_shape s = {.wtype = row->wtype, .rows = 4096, .cols = 4096, .n_tokens = few ? 4 : 1,
                                     .device = CLL_KDEVICE_CUDA_SM(9, 0)};
         assert_true(cll_kernel_row_supported(row, &s));

@@ -47,17 +47,21 @@ static bool moe_grouped_off(void) {
 }
 
 /* the form that serves part p for a batch of n tokens (cuda/matmul/pick.cu) */
-/* CLLAMA_CUDA_FEW_MAX=N: the most tokens a batch runs through the few-token gemv (0: never;
- * default CLL_CU_FEW_MAX) */
+/* CLLAMA_CUDA_FEW_MAX=N: the most tokens a batch runs through a few-token gemv (1: never; unset
+ * or 0: what the weight's rows serve) */
 static int few_max(void) {
     static int v = -2; /* process-wide setting read once; not state */
     if (v == -2) {
         const char *e = getenv("CLLAMA_CUDA_FEW_MAX");
-        v = e && *e ? atoi(e) : CLL_CU_FEW_MAX;
+        v = e && *e ? atoi(e) : 0;
         if (v < 0) v = 0;
-        if (v > CLL_CU_FEW_MAX) v = CLL_CU_FEW_MAX;
     }
     return v;
+}
+
+/* the few-token row of a part for n tokens (NULL: none) */
+static const cll_cu_gemv_impl *few_row(const cll_cu_part *p, int64_t n) {
+    return n <= CLL_CU_FEW_MAX && p->few ? p->few : n <= CLL_CU_MMA_MAX ? p->few64 : NULL;
 }
 
 static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
@@ -71,7 +75,7 @@ static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     q.resident = p->w16.d != NULL;
     q.grouped_row = p->w16.d ? p->moe16 != NULL : p->moe != NULL;
     q.grouped_off = moe_grouped_off();
-    q.few_row = p->few != NULL && few_max() >= 2;
+    q.few_tokens = p->few64 ? CLL_CU_MMA_MAX : p->few ? CLL_CU_FEW_MAX : 0;
     q.few_max = few_max();
     return cll_cu_pick_form(&q);
 }
@@ -95,7 +99,7 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
             CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi));
         } else if (part_form(p, n) == CLL_CU_FORM_GEMV_FEW) { /* a few sequences' decode step */
             CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL,
-                            p->few));
+                            few_row(p, n)));
         } else {
             CLL_CU_RET(gemm(s, p, x, ldx, n, y, ldy));
         }
@@ -428,7 +432,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             const int64_t qw = 9 * cll_cu_q8_blocks(d);
             PTRY(CLL_PK_OUTPUT, cll_cu_gather_rows((const float *)s->xq, qw, rows, n_out, qw, (float *)s->xoq, qw, s->st));
             PTRY(CLL_PK_OUTPUT, gemv(&dm->output, (int)n_out, NULL, s->xo, d, s->xoq, cll_cu_q8_blocks(d), s->logits, V, s->st,
-                                     NULL, NULL, fo == CLL_CU_FORM_GEMV_FEW ? dm->output.few : NULL));
+                                     NULL, NULL, fo == CLL_CU_FORM_GEMV_FEW ? few_row(&dm->output, n_out) : NULL));
         } else {
             PTRY(CLL_PK_OUTPUT, gemm(s, &dm->output, s->xo, d, n_out, s->logits, V));
         }
@@ -477,12 +481,12 @@ static bool batch_graph_off(void) {
     return off;
 }
 
-/* a batched decode step of n (2..CLL_CU_FEW_MAX) tokens through its graph: captured on the first
+/* a batched decode step of n (2..CLL_CU_MMA_MAX) tokens through its graph: captured on the first
  * step of that count (again when n_want changes). false: no graph for it (capture failed once,
  * e.g. a library call that cannot be captured; said once on stderr): the caller runs eagerly. */
 static bool few_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_status *st) {
     *st = CLL_OK;
-    if (n < 2 || n > CLL_CU_FEW_MAX || batch_graph_off()) return false;
+    if (n < 2 || n > CLL_CU_MMA_MAX || batch_graph_off()) return false;
     auto *fg = &s->few_graph[n];
     if (fg->failed) return false;
     if (fg->exec && fg->n_want != n_want) {
@@ -818,7 +822,7 @@ static void cu_state_free(cll_driver_state *s) {
     free(s->prof.ev);
     free(s->prof.kind);
     if (s->exec) cudaGraphExecDestroy(s->exec);
-    for (int i = 0; i <= CLL_CU_FEW_MAX; i++)
+    for (int i = 0; i <= CLL_CU_MMA_MAX; i++)
         if (s->few_graph[i].exec) cudaGraphExecDestroy(s->few_graph[i].exec);
     if (s->graph) cudaGraphDestroy(s->graph);
     if (s->blas) cublasDestroy(s->blas);

@@ -14,8 +14,8 @@ static bool is_float(uint32_t t) { return t == CLL_TYPE_F32 || t == CLL_TYPE_F16
 
 cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q) {
     if (q->n_tokens <= 1) return CLL_CU_FORM_GEMV; /* decode (experts: the gemv over mat_ids) */
-    const int64_t few_max = q->few_max > 0 ? q->few_max : CLL_CU_FEW_MAX;
-    if (q->n_mat <= 1 && q->few_row && q->n_tokens <= few_max &&
+    const int64_t few_max = q->few_max > 0 && q->few_max < q->few_tokens ? q->few_max : q->few_tokens;
+    if (q->n_mat <= 1 && q->n_tokens <= few_max &&
         (q->device == CLL_KDEVICE_CPU || q->device >= CLL_KDEVICE_CUDA_SM(8, 0)))
         return CLL_CU_FORM_GEMV_FEW; /* a few sequences' decode: the weight read once */
     if (q->n_mat > 1) {

@@ -1,0 +1,343 @@
+/* cuda/matmul/gemv_mma: the few-token product on int8 tensor cores (rows gemv_<type>_split_mma):
+ * W . x_t for 2..64 tokens of one dense weight (a batched decode step), each weight byte read
+ * once per launch of up to 32 tokens, for Q4_0, Q8_0, Q4_K and Q6_K in the split layout.
+ *
+ * Why: the dp4a few-token row (gemv_few.cu) spends ~8 dp4a per 32 weights per token, so its cost
+ * grows with the token count (8 tokens: 22% of the bandwidth on the 7B shapes, compute-bound).
+ * Here one mma.sync.m16n8k32 (int8 in, int32 out) multiplies a 32-value group of 16 weight rows
+ * by the same group of 8 tokens' q8_1 values: the per-token work is one mma per 16 rows plus the
+ * float scaling of its 4 results per thread, and the weight decode (nibbles to int8) is shared by
+ * every token.
+ *
+ * Geometry: 128-thread blocks (4 warps), 16 weight rows per block (one m16 tile), K split over the
+ * 4 warps in chunks of 8 groups (256 values): warp w takes chunks w, w+4, .. . The weight bytes of
+ * a chunk (quants and scales of 16 rows x 8 groups, 144-272 B per row) are copied into shared
+ * memory by cp.async (16-byte pieces, every thread of the block, fully coalesced 16-128 B runs per
+ * row) through MMA_NS stages, each holding the 4 warps' next chunks, so ~3 stages (~27-50 KB per
+ * block) are in flight while the warps multiply. Per group a thread reads its A fragment words
+ * (rows r, r+8; bytes 4q..4q+3 of the group, q = lane % 4) with conflict-free 32-bit LDS (row pitch
+ * P = 16 mod 128 bytes, or 112), decodes them to int8 (Q4_0: nibble - 8, Q6_K: (ql | qh << 4) - 32,
+ * Q8_0: as stored, Q4_K: the nibbles unsigned, with a second mma against ones for the offset term
+ * m * sum x), and per 8-token tile loads its B words (token r's q8_1 words q and 4+q) and the two
+ * column tokens' d straight from global (L1-resident), issues the mma (Q6_K: two m16n8k16, one per
+ * 16-value scale) and accumulates result * d_w * d_x in float, as the n = 1 rows do per group.
+ * Partials of the 4 warps meet in shared memory in a fixed order (deterministic). Tokens past nt
+ * read token 0's words and are never written; rows past the end read the last row. Needs
+ * cols % 256 == 0 (whole chunks); other shapes go to the dp4a few row. Programmatic dependent
+ * launch: the first stages' weight copies go out before the wait (they depend on nothing earlier),
+ * the activations are read after it.
+ * Owns nothing. Rule: exact int32 group dots times float scales in the n = 1 rows' order of
+ * operations per group, so the gate holds it to the same bar. */
+#include <stdio.h>
+
+#include "cuda/matmul/kernels.cuh"
+#include "cuda/matmul/split.cuh"
+#include "cuda/pick.h"
+
+#define MMA_WARPS 4
+#define MMA_ROWS 16
+#define MMA_G 8  /* groups per chunk */
+#define MMA_NS 4 /* pipeline stages of 4 chunks (one per warp) */
+#define MMA_MAX_TILES 4 /* 8-token tiles per launch: 32 tokens */
+
+static __device__ __forceinline__ void mma_cp16(void *smem, const void *g) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g)
+                 : "memory");
+}
+static __device__ __forceinline__ void mma_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void mma_wait(void) {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+static __device__ __forceinline__ uint32_t lds32(const uint8_t *p) { return *(const uint32_t *)p; }
+static __device__ __forceinline__ uint32_t lds16(const uint8_t *p) { return *(const uint16_t *)p; }
+
+/* c = A (16x32 int8, rows g and g+8 of this thread in a0/a2 and a1/a3) . B (32x8 int8) */
+template <bool U>
+static __device__ __forceinline__ void mma_k32(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                               uint32_t b0, uint32_t b1) {
+    if (U)
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%10,%11,%12,%13};"
+                     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0), "r"(0), "r"(0), "r"(0));
+    else
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%10,%11,%12,%13};"
+                     : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(0), "r"(0), "r"(0), "r"(0));
+}
+static __device__ __forceinline__ void mma_k16(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t b0) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};"
+                 : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                 : "r"(a0), "r"(a1), "r"(b0), "r"(0), "r"(0), "r"(0), "r"(0));
+}
+
+/* a tile's B side for one group: token (lane / 4)'s q8_1 words q and 4 + q, and the d of the two
+ * tokens whose results this thread holds (columns 2q, 2q + 1) */
+struct MmaX {
+    uint32_t b0, b1;
+    float d0, d1;
+};
+
+/* ---- per format: the chunk's staged bytes per row (P, its 16-byte pieces) and a group's product ----
+ * piece(row, ng, g0, j): source of piece j (16 B) of the chunk of groups [g0, g0 + 8).
+ * group(s0, s1, gi, q, x, acc): rows r (s0 = its staged chunk) and r + 8 (s1), group gi of the chunk,
+ * every tile: acc[t][0..3] += (rows r, r+8) x (columns 2q, 2q+1). */
+template <int T> struct CuMma;
+
+template <> struct CuMma<CLL_TYPE_Q4_0> {
+    static constexpr int P = 144, NP = 9; /* 8 x 16 quants | 8 d */
+    static __device__ __forceinline__ int dpos(int, int) { return 0; }
+    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
+        return j < 8 ? row + 16 * (g0 + j) : row + 16 * ng + 2 * g0;
+    }
+    template <int NTT>
+    static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
+                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int) {
+        const uint32_t w0 = lds32(s0 + 16 * gi + 4 * q), w1 = lds32(s1 + 16 * gi + 4 * q);
+        const uint32_t a0 = cu_vsub4(w0 & 0x0F0F0F0Fu, 0x08080808u), a1 = cu_vsub4(w1 & 0x0F0F0F0Fu, 0x08080808u);
+        const uint32_t a2 = cu_vsub4((w0 >> 4) & 0x0F0F0F0Fu, 0x08080808u),
+                       a3 = cu_vsub4((w1 >> 4) & 0x0F0F0F0Fu, 0x08080808u);
+        const float dw0 = cll_h2f((uint16_t)lds16(s0 + 128 + 2 * gi)), dw1 = cll_h2f((uint16_t)lds16(s1 + 128 + 2 * gi));
+#pragma unroll
+        for (int t = 0; t < NTT; t++) {
+            int c[4];
+            mma_k32<false>(c, a0, a1, a2, a3, x[t].b0, x[t].b1);
+            acc[t][0] += (dw0 * x[t].d0) * (float)c[0];
+            acc[t][1] += (dw0 * x[t].d1) * (float)c[1];
+            acc[t][2] += (dw1 * x[t].d0) * (float)c[2];
+            acc[t][3] += (dw1 * x[t].d1) * (float)c[3];
+        }
+    }
+};
+
+template <> struct CuMma<CLL_TYPE_Q8_0> {
+    static constexpr int P = 272, NP = 17; /* 8 x 32 quants | 8 d */
+    static __device__ __forceinline__ int dpos(int, int) { return 0; }
+    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
+        return j < 16 ? row + 32 * g0 + 16 * j : row + 32 * ng + 2 * g0;
+    }
+    template <int NTT>
+    static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
+                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int) {
+        const uint32_t a0 = lds32(s0 + 32 * gi + 4 * q), a1 = lds32(s1 + 32 * gi + 4 * q);
+        const uint32_t a2 = lds32(s0 + 32 * gi + 16 + 4 * q), a3 = lds32(s1 + 32 * gi + 16 + 4 * q);
+        const float dw0 = cll_h2f((uint16_t)lds16(s0 + 256 + 2 * gi)), dw1 = cll_h2f((uint16_t)lds16(s1 + 256 + 2 * gi));
+#pragma unroll
+        for (int t = 0; t < NTT; t++) {
+            int c[4];
+            mma_k32<false>(c, a0, a1, a2, a3, x[t].b0, x[t].b1);
+            acc[t][0] += (dw0 * x[t].d0) * (float)c[0];
+            acc[t][1] += (dw0 * x[t].d1) * (float)c[1];
+            acc[t][2] += (dw1 * x[t].d0) * (float)c[2];
+            acc[t][3] += (dw1 * x[t].d1) * (float)c[3];
+        }
+    }
+};
+
+template <> struct CuMma<CLL_TYPE_Q4_K> {
+    static constexpr int P = 144, NP = 9; /* 8 x 16 quants | the super-block header d, dmin, scales[12] */
+    static __device__ __forceinline__ int dpos(int, int) { return 0; }
+    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
+        return j < 8 ? row + 16 * (g0 + j) : row + 16 * ng + 16 * (g0 >> 3);
+    }
+    template <int NTT>
+    static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
+                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int) {
+        const uint32_t w0 = lds32(s0 + 16 * gi + 4 * q), w1 = lds32(s1 + 16 * gi + 4 * q);
+        const uint32_t a0 = w0 & 0x0F0F0F0Fu, a1 = w1 & 0x0F0F0F0Fu;
+        const uint32_t a2 = (w0 >> 4) & 0x0F0F0F0Fu, a3 = (w1 >> 4) & 0x0F0F0F0Fu;
+        int sc0, m0, sc1, m1;
+        CuSp<CLL_TYPE_Q4_K>::sm(lds32(s0 + 132), lds32(s0 + 136), lds32(s0 + 140), gi, &sc0, &m0);
+        CuSp<CLL_TYPE_Q4_K>::sm(lds32(s1 + 132), lds32(s1 + 136), lds32(s1 + 140), gi, &sc1, &m1);
+        const uint32_t h0 = lds32(s0 + 128), h1 = lds32(s1 + 128);
+        const float d0 = cll_h2f((uint16_t)(h0 & 0xFFFF)), dm0 = cll_h2f((uint16_t)(h0 >> 16));
+        const float d1 = cll_h2f((uint16_t)(h1 & 0xFFFF)), dm1 = cll_h2f((uint16_t)(h1 >> 16));
+#pragma unroll
+        for (int t = 0; t < NTT; t++) {
+            int c[4], s[4]; /* the nibble dots, and sum x per column (a = ones) */
+            mma_k32<true>(c, a0, a1, a2, a3, x[t].b0, x[t].b1);
+            mma_k32<true>(s, 0x01010101u, 0x01010101u, 0x01010101u, 0x01010101u, x[t].b0, x[t].b1);
+            acc[t][0] += x[t].d0 * (d0 * (float)(sc0 * c[0]) - dm0 * (float)(m0 * s[0]));
+            acc[t][1] += x[t].d1 * (d0 * (float)(sc0 * c[1]) - dm0 * (float)(m0 * s[1]));
+            acc[t][2] += x[t].d0 * (d1 * (float)(sc1 * c[2]) - dm1 * (float)(m1 * s[2]));
+            acc[t][3] += x[t].d1 * (d1 * (float)(sc1 * c[3]) - dm1 * (float)(m1 * s[3]));
+        }
+    }
+};
+
+template <> struct CuMma<CLL_TYPE_Q6_K> {
+    /* 8 x 16 ql | 8 x 8 qh' | 8 x 2 scales | the 16-byte window holding the super-block's d; pitch
+     * padded 224 -> 240 (240 mod 128 = 112: conflict-free rows) */
+    static constexpr int P = 240, NP = 14;
+    static __device__ __forceinline__ int64_t d_off(int ng, int g0) { return 26 * (int64_t)ng + 2 * (g0 >> 3); }
+    static __device__ __forceinline__ int dpos(int ng, int g0) { return (int)(d_off(ng, g0) & 15); }
+    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
+        return j < 8    ? row + 16 * (g0 + j)
+               : j < 12 ? row + 16 * ng + 8 * g0 + 16 * (j - 8)
+               : j < 13 ? row + 24 * ng + 2 * g0
+                        : row + (d_off(ng, g0) & ~(int64_t)15);
+    }
+    template <int NTT>
+    static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
+                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int dpos) {
+        const uint32_t w0 = lds32(s0 + 16 * gi + 4 * q), w1 = lds32(s1 + 16 * gi + 4 * q);
+        const uint32_t hx0 = lds32(s0 + 128 + 8 * gi), hy0 = lds32(s0 + 132 + 8 * gi);
+        const uint32_t hx1 = lds32(s1 + 128 + 8 * gi), hy1 = lds32(s1 + 132 + 8 * gi);
+        const uint32_t lo0 = cu_vsub4((w0 & 0x0F0F0F0Fu) | (((hx0 >> (2 * q)) & 0x03030303u) << 4), 0x20202020u);
+        const uint32_t lo1 = cu_vsub4((w1 & 0x0F0F0F0Fu) | (((hx1 >> (2 * q)) & 0x03030303u) << 4), 0x20202020u);
+        const uint32_t hi0 = cu_vsub4(((w0 >> 4) & 0x0F0F0F0Fu) | (((hy0 >> (2 * q)) & 0x03030303u) << 4), 0x20202020u);
+        const uint32_t hi1 = cu_vsub4(((w1 >> 4) & 0x0F0F0F0Fu) | (((hy1 >> (2 * q)) & 0x03030303u) << 4), 0x20202020u);
+        const uint32_t scw0 = lds16(s0 + 192 + 2 * gi), scw1 = lds16(s1 + 192 + 2 * gi);
+        const int sa0 = (int)(int8_t)(scw0 & 0xFF), sb0 = (int)(int8_t)(scw0 >> 8);
+        const int sa1 = (int)(int8_t)(scw1 & 0xFF), sb1 = (int)(int8_t)(scw1 >> 8);
+        const float d0 = cll_h2f((uint16_t)lds16(s0 + 208 + dpos)), d1 = cll_h2f((uint16_t)lds16(s1 + 208 + dpos));
+#pragma unroll
+        for (int t = 0; t < NTT; t++) {
+            int cl[4], ch[4];
+            mma_k16(cl, lo0, lo1, x[t].b0);
+            mma_k16(ch, hi0, hi1, x[t].b1);
+            acc[t][0] += (x[t].d0 * d0) * (float)(sa0 * cl[0] + sb0 * ch[0]);
+            acc[t][1] += (x[t].d1 * d0) * (float)(sa0 * cl[1] + sb0 * ch[1]);
+            acc[t][2] += (x[t].d0 * d1) * (float)(sa1 * cl[2] + sb1 * ch[2]);
+            acc[t][3] += (x[t].d1 * d1) * (float)(sa1 * cl[3] + sb1 * ch[3]);
+        }
+    }
+};
+
+/* stage c (chunks 4c..4c+3 of the 16 rows) into buffer b: piece i of the block's 16 x 4 x NP */
+template <class M>
+static __device__ __forceinline__ void mma_stage(uint8_t *buf, const uint8_t *W, int64_t row0, int64_t rows, int64_t rs,
+                                                 int ng, int nchunks, int c) {
+    for (int i = threadIdx.x; i < MMA_ROWS * MMA_WARPS * M::NP; i += MMA_WARPS * 32) {
+        const int j = i % M::NP, rc = i / M::NP, r = rc % MMA_ROWS, w = rc / MMA_ROWS;
+        const int chunk = 4 * c + w;
+        if (chunk >= nchunks) continue;
+        const int64_t row = row0 + r < rows ? row0 + r : rows - 1;
+        mma_cp16(buf + (w * MMA_ROWS + r) * M::P + 16 * j, M::piece(W + row * rs, ng, MMA_G * chunk, j));
+    }
+}
+
+template <class M, int NTT>
+__global__ void __launch_bounds__(MMA_WARPS * 32)
+k_gemv_mma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const cll_block_q8_1 *__restrict__ xq,
+           int64_t xq_stride, float *__restrict__ y, int64_t y_stride, int nt, int early, const void *pfn, size_t pfb) {
+    extern __shared__ __align__(16) uint8_t sm[]; /* MMA_NS stages x 4 warps x 16 rows x P */
+    __shared__ float red[MMA_WARPS][MMA_ROWS][NTT * 8];
+    if (early) cll_pdl_trigger();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
+    const int64_t row0 = (int64_t)blockIdx.x * MMA_ROWS;
+    const int nchunks = ng / MMA_G, nstages = (nchunks + MMA_WARPS - 1) / MMA_WARPS;
+    const size_t stage_bytes = (size_t)MMA_WARPS * MMA_ROWS * M::P;
+    /* weights depend on nothing earlier: the first stages go out before the wait */
+#pragma unroll
+    for (int c = 0; c < MMA_NS - 1; c++) {
+        if (c < nstages) mma_stage<M>(sm + c * stage_bytes, W, row0, rows, rs, ng, nchunks, c);
+        mma_commit();
+    }
+    cll_pdl_wait(); /* the activations' producer */
+    /* this thread's B rows: token r of each tile (past nt: token 0, never written) and its columns' d */
+    const cll_block_q8_1 *xb[NTT], *xd0[NTT], *xd1[NTT];
+#pragma unroll
+    for (int t = 0; t < NTT; t++) {
+        const int tb = 8 * t + r, t0 = 8 * t + 2 * q, t1 = t0 + 1;
+        xb[t] = xq + (int64_t)(tb < nt ? tb : 0) * xq_stride;
+        xd0[t] = xq + (int64_t)(t0 < nt ? t0 : 0) * xq_stride;
+        xd1[t] = xq + (int64_t)(t1 < nt ? t1 : 0) * xq_stride;
+    }
+    float acc[NTT][4];
+#pragma unroll
+    for (int t = 0; t < NTT; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+    for (int c = 0; c < nstages; c++) {
+        mma_wait<MMA_NS - 2>();
+        __syncthreads(); /* stage c landed for every thread; stage c-1's buffer is free */
+        if (c + MMA_NS - 1 < nstages)
+            mma_stage<M>(sm + ((c + MMA_NS - 1) % MMA_NS) * stage_bytes, W, row0, rows, rs, ng, nchunks, c + MMA_NS - 1);
+        mma_commit();
+        const int chunk = 4 * c + warp;
+        if (chunk < nchunks) {
+            const uint8_t *base = sm + (c % MMA_NS) * stage_bytes + warp * MMA_ROWS * M::P;
+            const uint8_t *s0 = base + r * M::P, *s1 = base + (r + 8) * M::P;
+            const int g0 = MMA_G * chunk, dp = M::dpos(ng, g0);
+#pragma unroll 2
+            for (int gi = 0; gi < MMA_G; gi++) {
+                MmaX x[NTT];
+#pragma unroll
+                for (int t = 0; t < NTT; t++) {
+                    const uint32_t *pb = (const uint32_t *)(xb[t] + g0 + gi);
+                    x[t].b0 = __ldg(pb + 1 + q);
+                    x[t].b1 = __ldg(pb + 5 + q);
+                    x[t].d0 = cll_h2f(__ldg((const unsigned short *)(xd0[t] + g0 + gi)));
+                    x[t].d1 = cll_h2f(__ldg((const unsigned short *)(xd1[t] + g0 + gi)));
+                }
+                M::template group<NTT>(s0, s1, gi, q, x, acc, dp);
+            }
+        }
+    }
+    mma_wait<0>();
+    /* the 4 warps' K slices: thread holds rows r, r+8 x columns 2q, 2q+1 of each tile */
+#pragma unroll
+    for (int t = 0; t < NTT; t++) {
+        red[warp][r][8 * t + 2 * q] = acc[t][0];
+        red[warp][r][8 * t + 2 * q + 1] = acc[t][1];
+        red[warp][r + 8][8 * t + 2 * q] = acc[t][2];
+        red[warp][r + 8][8 * t + 2 * q + 1] = acc[t][3];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < MMA_ROWS * nt; i += MMA_WARPS * 32) {
+        const int rr = i % MMA_ROWS, t = i / MMA_ROWS;
+        if (row0 + rr < rows)
+            y[(int64_t)t * y_stride + row0 + rr] = ((red[0][rr][t] + red[1][rr][t]) + red[2][rr][t]) + red[3][rr][t];
+    }
+    cll_l2_prefetch_next(pfn, pfb);
+}
+
+template <class M, int NTT> static size_t mma_smem(void) { return (size_t)MMA_NS * MMA_WARPS * MMA_ROWS * M::P; }
+
+template <class M, int NTT>
+static cudaError_t mma_launch_one(const cll_cu_weight *w, const cll_cu_gemv_args *a, int t0, int nt, cudaStream_t st) {
+    static bool opened = false;
+    const size_t smem = mma_smem<M, NTT>();
+    if (!opened) {
+        CLL_CU_RET(cudaFuncSetAttribute(k_gemv_mma<M, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        opened = true;
+    }
+    const bool last = t0 + nt >= a->nb;
+    return cll_cu_launch(k_gemv_mma<M, NTT>, dim3((unsigned)cll_cdiv(w->rows, MMA_ROWS)), dim3(MMA_WARPS * 32), smem, st,
+                         w->d, w->rows, (int)(w->cols / 32), (int64_t)w->row_stride,
+                         (const cll_block_q8_1 *)a->xq + (int64_t)t0 * a->xq_stride, a->xq_stride,
+                         a->y + (int64_t)t0 * a->y_stride, a->y_stride, nt, cll_cu_gemv_early_trigger(),
+                         last ? a->pf_next : (const void *)NULL, last ? a->pf_bytes : (size_t)0);
+}
+
+template <int T>
+static cudaError_t mma_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
+    typedef CuMma<T> M;
+    if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->layout != CLL_CU_LAYOUT_SPLIT) return cudaErrorInvalidValue;
+    if (a->nb == 1 || a->mat_ids || a->epi.on || w->cols % 256 || ((uintptr_t)w->d & 15) || w->row_stride % 16) {
+        /* independent products, or a shape without whole chunks: the dp4a few row (it passes
+         * what is not a few-token product on to the r4_pt row) */
+        const cll_cu_gemv_fn f = cll_cu_sp_few_gemv((uint32_t)T);
+        return f ? f(w, a, st) : cudaErrorInvalidValue;
+    }
+    const int per = 8 * MMA_MAX_TILES;
+    const int launches = (a->nb + per - 1) / per, each = (a->nb + launches - 1) / launches;
+    for (int t0 = 0; t0 < a->nb; t0 += each) {
+        const int nt = a->nb - t0 < each ? a->nb - t0 : each;
+        cudaError_t e = nt <= 8    ? mma_launch_one<M, 1>(w, a, t0, nt, st)
+                        : nt <= 16 ? mma_launch_one<M, 2>(w, a, t0, nt, st)
+                                   : mma_launch_one<M, 4>(w, a, t0, nt, st);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+
+cll_cu_gemv_fn cll_cu_sp_mma_gemv(uint32_t type) {
+    switch (type) {
+    case CLL_TYPE_Q4_0: return mma_gemv_launch<CLL_TYPE_Q4_0>;
+    case CLL_TYPE_Q8_0: return mma_gemv_launch<CLL_TYPE_Q8_0>;
+    case CLL_TYPE_Q4_K: return mma_gemv_launch<CLL_TYPE_Q4_K>;
+    case CLL_TYPE_Q6_K: return mma_gemv_launch<CLL_TYPE_Q6_K>;
+    default: return NULL;
+    }
+}
