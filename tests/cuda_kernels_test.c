@@ -58,25 +58,53 @@ static void test_gemv_rows(void **state) {
     g_fail = 0;
     const cll_kernel_table *t = table();
     int n_rows = 0;
+    /* CLL_GATE_ONLY=part[,part..]: only the gemv rows whose names hold one of them (a device run
+     * that re-gates new rows; the row count is then not checked) */
+    const char *only = getenv("CLL_GATE_ONLY");
     for (size_t i = 0; i < t->n; i++) {
         const cll_kernel_row *row = &t->rows[i];
         if (!(row->op & CLL_KOP_GEMV)) continue;
         n_rows++;
+        if (only && *only) {
+            bool hit = false;
+            for (const char *p = only; *p && !hit;) {
+                const size_t len = strcspn(p, ",");
+                char part[64];
+                snprintf(part, sizeof part, "%.*s", (int)(len < 63 ? len : 63), p);
+                hit = len && strstr(row->name, part);
+                p += len + (p[len] == ',');
+            }
+            if (!hit) continue;
+        }
         const int64_t qk = cll_type_traits_get(row->wtype)->blck;
         const int64_t u = qk > 1 ? qk : 32; /* one "block" of the shape grid */
         const struct { int64_t rows, cols; int nb; } shapes[] = {
             {13, u, 1}, {4097, 2 * u, 1}, {64, 3 * u, 3}, {37, 3 * u, 8}, {4096, 4096, 1}, {256, 11008, 1}, {33, 14336, 1},
-            {7, 14336, 3}, {37, 37, 1}, {4097, 1003, 8}, {4096, 4096, 2}, {1003, 11008, 5}, {300, 14336, 8},
-            {4096, 4096, 8}, /* few rows: 8 x 4096 of records is 48 KB, past the default smem limit with red[] */
-            {1000, 4096, 17}, {256, 11008, 33}, {64, 14336, 64}, /* mma rows: 3 tiles, two launches of 17 and 16 */
+            {7, 14336, 3}, {37, 37, 1}, {4097, 1003, 8},
         };
+        /* the few-token rows (nb tokens of one matrix) at the token counts they serve; the rows of
+         * the smem bound depend on cols and nb only, so few rows each (the IQ3_S weights of a big
+         * shape take minutes to quantize on the host) */
+        const struct { int64_t rows, cols; int nb; } few_shapes[] = {
+            {200, 4096, 2}, {67, 11008, 5}, {40, 14336, 8},
+            {64, 4096, 8},  /* dp4a few rows: 8 x 4096 of records is 48 KB, past the default smem limit with red[] */
+            {100, 4096, 17}, {48, 11008, 33}, {16, 14336, 64}, /* mma rows: 3 tiles, launches of 17 + 16, 4 tiles x 2 */
+            {1003, 768, 3}, /* ragged rows, one chunk per warp short */
+        };
+        const bool few = strstr(row->name, "_few") || strstr(row->name, "_mma");
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             if (shapes[s].cols % qk) continue; /* ragged cols: float rows only */
             cll_cuda_gate_report r;
             report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].nb, 100 + s, &r));
         }
+        for (size_t s = 0; few && s < sizeof few_shapes / sizeof few_shapes[0]; s++) {
+            if (few_shapes[s].cols % qk) continue;
+            cll_cuda_gate_report r;
+            report(&r, cll_cuda_gate_row(row, few_shapes[s].rows, few_shapes[s].cols, few_shapes[s].nb, 150 + s, &r));
+        }
     }
     assert_int_equal(n_rows, 66); /* 20 layout-0 rows + 7 x 6 split rows (w4u4, r2, r4, r4_pt, tma, few) + 4 mma */
+    if (only && *only) printf("CLL_GATE_ONLY=%s: only those gemv rows were gated\n", only);
     assert_int_equal(g_fail, 0);
 }
 
@@ -267,6 +295,7 @@ static void test_table_shape(void **state) {
 }
 
 int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a log file shows each gate as it finishes */
     if (!cll_cuda_built()) tu_skip("cuda_kernels_test: built without the CUDA driver");
     const struct CMUnitTest host[] = {
         cmocka_unit_test(test_decoders_host),
