@@ -11,6 +11,7 @@
  * without a GPU still checks every format's decoding. SKIPs (exit 77, a visible line) without the
  * CUDA driver; without a GPU only the host part runs (a visible SKIP line for the rest). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
