@@ -89,7 +89,7 @@ static void test_gemv_rows(void **state) {
         const struct { int64_t rows, cols; int nb; } few_shapes[] = {
             {200, 4096, 2}, {67, 11008, 5}, {40, 14336, 8},
             {64, 4096, 8},  /* dp4a few rows: 8 x 4096 of records is 48 KB, past the default smem limit with red[] */
-            {100, 4096, 17}, {48, 11008, 33}, {16, 14336, 64}, /* mma rows: 3 tiles, launches of 17 + 16, 4 tiles x 2 */
+            {100, 4096, 17}, {48, 11008, 33}, {16, 14336, 64}, /* more than 8 tokens: balanced launches */
             {1003, 768, 3}, /* ragged rows, one chunk per warp short */
         };
         const bool few = strstr(row->name, "_few") || strstr(row->name, "_mma");

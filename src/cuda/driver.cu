@@ -59,11 +59,6 @@ static int few_max(void) {
     return v;
 }
 
-/* the few-token row of a part for n tokens (NULL: none) */
-static const cll_cu_gemv_impl *few_row(const cll_cu_part *p, int64_t n) {
-    return n <= CLL_CU_FEW_MAX && p->few ? p->few : n <= CLL_CU_MMA_MAX ? p->few64 : NULL;
-}
-
 static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     cll_cu_form_query q;
     memset(&q, 0, sizeof q);
@@ -75,7 +70,7 @@ static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     q.resident = p->w16.d != NULL;
     q.grouped_row = p->w16.d ? p->moe16 != NULL : p->moe != NULL;
     q.grouped_off = moe_grouped_off();
-    q.few_tokens = p->few64 ? CLL_CU_MMA_MAX : p->few ? CLL_CU_FEW_MAX : 0;
+    q.few_tokens = p->few ? CLL_CU_FEW_MAX : 0;
     q.few_max = few_max();
     return cll_cu_pick_form(&q);
 }
@@ -99,7 +94,7 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
             CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi));
         } else if (part_form(p, n) == CLL_CU_FORM_GEMV_FEW) { /* a few sequences' decode step */
             CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL,
-                            few_row(p, n)));
+                            p->few));
         } else {
             CLL_CU_RET(gemm(s, p, x, ldx, n, y, ldy));
         }
@@ -432,7 +427,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             const int64_t qw = 9 * cll_cu_q8_blocks(d);
             PTRY(CLL_PK_OUTPUT, cll_cu_gather_rows((const float *)s->xq, qw, rows, n_out, qw, (float *)s->xoq, qw, s->st));
             PTRY(CLL_PK_OUTPUT, gemv(&dm->output, (int)n_out, NULL, s->xo, d, s->xoq, cll_cu_q8_blocks(d), s->logits, V, s->st,
-                                     NULL, NULL, fo == CLL_CU_FORM_GEMV_FEW ? few_row(&dm->output, n_out) : NULL));
+                                     NULL, NULL, fo == CLL_CU_FORM_GEMV_FEW ? dm->output.few : NULL));
         } else {
             PTRY(CLL_PK_OUTPUT, gemm(s, &dm->output, s->xo, d, n_out, s->logits, V));
         }
@@ -481,12 +476,12 @@ static bool batch_graph_off(void) {
     return off;
 }
 
-/* a batched decode step of n (2..CLL_CU_MMA_MAX) tokens through its graph: captured on the first
+/* a batched decode step of n (2..CLL_CU_GRAPH_MAX_TOKENS) tokens through its graph: captured on the first
  * step of that count (again when n_want changes). false: no graph for it (capture failed once,
  * e.g. a library call that cannot be captured; said once on stderr): the caller runs eagerly. */
 static bool few_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_status *st) {
     *st = CLL_OK;
-    if (n < 2 || n > CLL_CU_MMA_MAX || batch_graph_off()) return false;
+    if (n < 2 || n > CLL_CU_GRAPH_MAX_TOKENS || batch_graph_off()) return false;
     auto *fg = &s->few_graph[n];
     if (fg->failed) return false;
     if (fg->exec && fg->n_want != n_want) {
@@ -822,7 +817,7 @@ static void cu_state_free(cll_driver_state *s) {
     free(s->prof.ev);
     free(s->prof.kind);
     if (s->exec) cudaGraphExecDestroy(s->exec);
-    for (int i = 0; i <= CLL_CU_MMA_MAX; i++)
+    for (int i = 0; i <= CLL_CU_GRAPH_MAX_TOKENS; i++)
         if (s->few_graph[i].exec) cudaGraphExecDestroy(s->few_graph[i].exec);
     if (s->graph) cudaGraphDestroy(s->graph);
     if (s->blas) cublasDestroy(s->blas);

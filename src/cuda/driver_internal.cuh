@@ -18,8 +18,7 @@ extern "C" {
 typedef struct {
     cll_cu_weight w;
     const cll_cu_gemv_impl *gemv;
-    const cll_cu_gemv_impl *few;   /* dense: the few-token gemv row for 2..8 tokens (a batched decode step) */
-    const cll_cu_gemv_impl *few64; /* ... and for 9..64 tokens (NULL: none, the gemm serves them) */
+    const cll_cu_gemv_impl *few; /* dense: the few-token gemv row for 2..8 tokens (a batched decode step; NULL: none) */
     const cll_cu_gemv_impl *moe; /* expert weights: the grouped prefill row (NULL: none) */
     cll_cu_weight w16;           /* the resident f16 prefill panel of a quantized weight (an F16
                                   * weight over the model's panel arena; d NULL: none) */
@@ -133,13 +132,13 @@ struct cll_driver_state {
     unsigned long long *hkeys; /* pinned (n_out_max) */
     cudaGraph_t graph;
     cudaGraphExec_t exec; /* the decode step, captured on the first one-token forward */
-    /* batched decode steps (2..CLL_CU_MMA_MAX tokens of several sequences, no contiguous prefill):
+    /* batched decode steps (2..CLL_CU_GRAPH_MAX_TOKENS tokens of several sequences, no contiguous prefill):
      * one graph per token count, captured on first use with its n_want; failed: run eagerly */
     struct {
         cudaGraphExec_t exec;
         int32_t n_want;
         bool failed;
-    } few_graph[CLL_CU_MMA_MAX + 1];
+    } few_graph[CLL_CU_GRAPH_MAX_TOKENS + 1];
     bool pf_contig;       /* this forward's rows: positions pf_p0.. of sequence pf_seq */
     int32_t pf_p0, pf_seq;
     cll_driver_counters c;

@@ -89,7 +89,6 @@ static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const
                        cll_type_name(j->type), (long long)j->rows, (long long)j->cols);
     dst->moe = j->n_mat > 1 ? cll_cu_moe_default(j->type, dst->gemv->layout, j->rows, j->cols) : NULL;
     dst->few = j->n_mat == 1 ? cll_cu_gemv_few_default(j->type, dst->gemv->layout, j->rows, j->cols, CLL_CU_FEW_MAX) : NULL;
-    dst->few64 = j->n_mat == 1 ? cll_cu_gemv_few_default(j->type, dst->gemv->layout, j->rows, j->cols, CLL_CU_MMA_MAX) : NULL;
     j->bytes = align_up(cll_cu_weight_bytes(j->type, j->rows, j->cols, j->n_mat));
     j->off = pl->total;
     pl->total += j->bytes;

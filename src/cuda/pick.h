@@ -34,8 +34,8 @@ typedef struct {
     bool resident;         /* the model keeps this weight's f16 panel */
     bool grouped_row;      /* a grouped (moe) row serves the weight as it is read (its panel if resident) */
     bool grouped_off;      /* CLLAMA_CUDA_MOE_GROUPED=0 */
-    int32_t few_tokens;    /* the most tokens the weight's few-token gemv rows serve (0: none; 8: the
-                            * dp4a row, gemv_few.cu; 64: the int8 mma row, gemv_mma.cu) */
+    int32_t few_tokens;    /* the most tokens the weight's few-token gemv rows serve (0: none; 8 for
+                            * the dp4a rows, gemv_few.cu, and the int8 mma rows, gemv_mma.cu) */
     int32_t few_max;       /* the knob CLLAMA_CUDA_FEW_MAX: most tokens a few-token form takes (0: no cap) */
     int32_t device;        /* CLL_KDEVICE_CUDA_SM(major, minor), or 0 = not known */
 } cll_cu_form_query;
@@ -45,8 +45,8 @@ const char *cll_cu_form_name(cll_cu_form f);
  * byte read once for all of them; cuda/matmul/gemv_few.cu): its geometry and the pure choices
  * its launcher makes. Records of the staged q8_1 activations are CLL_CU_FEW_XW words; one launch
  * stages at most CLL_CU_FEW_SMEM_MAX bytes of them. */
-#define CLL_CU_FEW_MAX 8  /* the dp4a few-token rows: 2..8 tokens */
-#define CLL_CU_MMA_MAX 64 /* the int8 mma few-token rows: 2..64 tokens (launches of <= 32) */
+#define CLL_CU_FEW_MAX 8 /* the few-token rows: 2..8 tokens */
+#define CLL_CU_GRAPH_MAX_TOKENS 64 /* batched decode steps up to this many tokens replay graphs */
 #define CLL_CU_FEW_WARPS 8
 #define CLL_CU_FEW_XW 12
 #define CLL_CU_FEW_SMEM_MAX (100 * 1024)

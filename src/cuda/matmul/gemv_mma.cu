@@ -1,31 +1,28 @@
 /* cuda/matmul/gemv_mma: the few-token product on int8 tensor cores (rows gemv_<type>_split_mma):
- * W . x_t for 2..64 tokens of one dense weight (a batched decode step), each weight byte read
- * once per launch of up to 32 tokens, for Q4_0, Q8_0, Q4_K and Q6_K in the split layout.
+ * W . x_t for 2..8 tokens of one dense weight (a batched decode step), each weight byte read once,
+ * for Q4_0, Q8_0, Q4_K and Q6_K in the split layout.
  *
  * Why: the dp4a few-token row (gemv_few.cu) spends ~8 dp4a per 32 weights per token, so its cost
  * grows with the token count (8 tokens: 22% of the bandwidth on the 7B shapes, compute-bound).
  * Here one mma.sync.m16n8k32 (int8 in, int32 out) multiplies a 32-value group of 16 weight rows
- * by the same group of 8 tokens' q8_1 values: the per-token work is one mma per 16 rows plus the
- * float scaling of its 4 results per thread, and the weight decode (nibbles to int8) is shared by
- * every token.
+ * by the same group of 8 tokens' q8_1 values: the per-token work is the float scaling of 4 results
+ * per thread, and the weight decode (nibbles to int8) is shared by every token.
  *
- * Geometry: 128-thread blocks (4 warps), 16 weight rows per block (one m16 tile), K split over the
- * 4 warps in chunks of 8 groups (256 values): warp w takes chunks w, w+4, .. . The weight bytes of
- * a chunk (quants and scales of 16 rows x 8 groups, 144-272 B per row) are copied into shared
- * memory by cp.async (16-byte pieces, every thread of the block, fully coalesced 16-128 B runs per
- * row) through MMA_NS stages, each holding the 4 warps' next chunks, so ~3 stages (~27-50 KB per
- * block) are in flight while the warps multiply. Per group a thread reads its A fragment words
- * (rows r, r+8; bytes 4q..4q+3 of the group, q = lane % 4) with conflict-free 32-bit LDS (row pitch
- * P = 16 mod 128 bytes, or 112), decodes them to int8 (Q4_0: nibble - 8, Q6_K: (ql | qh << 4) - 32,
- * Q8_0: as stored, Q4_K: the nibbles unsigned, with a second mma against ones for the offset term
- * m * sum x), and per 8-token tile loads its B words (token r's q8_1 words q and 4+q) and the two
- * column tokens' d straight from global (L1-resident), issues the mma (Q6_K: two m16n8k16, one per
+ * Geometry: 256-thread blocks (8 warps), 16 weight rows per block (one m16 tile), K split over the
+ * 8 warps in chunks of 8 groups (256 values): warp w takes chunks w, w+8, .. . A stage holds the 8
+ * warps' next chunks: the weight bytes (quants and scales of 16 rows x 8 groups, 144-272 B per row)
+ * and the tokens' q8_1 blocks of the same groups (288 B per token), copied by cp.async in 16-byte
+ * pieces by every thread of the block; MMA_NS stages, the first weights before the PDL wait. Per
+ * group a thread reads its A fragment words (rows r, r+8; bytes 4q..4q+3 of the group, q = lane % 4)
+ * with conflict-free 32-bit LDS (row pitch P = 16 mod 128 bytes, or 112), decodes them to int8
+ * (Q4_0: nibble - 8, Q6_K: (ql | qh << 4) - 32, Q8_0: as stored, Q4_K: the nibbles unsigned, with a
+ * second mma against ones for the offset term m * sum x), reads its B words (token r's q8_1 words q
+ * and 4+q) and the two column tokens' d from the stage, issues the mma (Q6_K: two m16n8k16, one per
  * 16-value scale) and accumulates result * d_w * d_x in float, as the n = 1 rows do per group.
- * Partials of the 4 warps meet in shared memory in a fixed order (deterministic). Tokens past nt
- * read token 0's words and are never written; rows past the end read the last row. Needs
- * cols % 256 == 0 (whole chunks); other shapes go to the dp4a few row. Programmatic dependent
- * launch: the first stages' weight copies go out before the wait (they depend on nothing earlier),
- * the activations are read after it.
+ * Partials of the 8 warps meet in shared memory in a fixed order (deterministic). Tokens past nt
+ * (a launch holds at most 8; more go to balanced further launches) are never staged nor written;
+ * rows past the end read the last row. Needs cols % 256 == 0 (whole chunks) and 16-byte aligned
+ * rows; other calls go to the dp4a few row.
  * Owns nothing. Rule: exact int32 group dots times float scales in the n = 1 rows' order of
  * operations per group, so the gate holds it to the same bar. */
 #include <stdio.h>
@@ -34,11 +31,10 @@
 #include "cuda/matmul/split.cuh"
 #include "cuda/pick.h"
 
-#define MMA_WARPS 4
+#define MMA_WARPS 8
 #define MMA_ROWS 16
 #define MMA_G 8  /* groups per chunk */
-#define MMA_NS 4 /* pipeline stages of 4 chunks (one per warp) */
-#define MMA_MAX_TILES 4 /* 8-token tiles per launch: 32 tokens */
+#define MMA_NS 3 /* pipeline stages of 8 chunks (one per warp) */
 
 static __device__ __forceinline__ void mma_cp16(void *smem, const void *g) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g)
@@ -205,106 +201,118 @@ template <> struct CuMma<CLL_TYPE_Q6_K> {
     }
 };
 
-/* stage c (chunks 4c..4c+3 of the 16 rows) into buffer b: piece i of the block's 16 x 4 x NP */
+/* the weights of stage c into buffer buf: chunks 8c..8c+7 (one per warp) of the block's 16 rows,
+ * NP pieces of 16 B per row and chunk */
 template <class M>
-static __device__ __forceinline__ void mma_stage(uint8_t *buf, const uint8_t *W, int64_t row0, int64_t rows, int64_t rs,
-                                                 int ng, int nchunks, int c) {
+static __device__ __forceinline__ void mma_stage_w(uint8_t *buf, const uint8_t *W, int64_t row0, int64_t rows, int64_t rs,
+                                                   int ng, int nchunks, int c) {
     for (int i = threadIdx.x; i < MMA_ROWS * MMA_WARPS * M::NP; i += MMA_WARPS * 32) {
         const int j = i % M::NP, rc = i / M::NP, r = rc % MMA_ROWS, w = rc / MMA_ROWS;
-        const int chunk = 4 * c + w;
+        const int chunk = MMA_WARPS * c + w;
         if (chunk >= nchunks) continue;
         const int64_t row = row0 + r < rows ? row0 + r : rows - 1;
         mma_cp16(buf + (w * MMA_ROWS + r) * M::P + 16 * j, M::piece(W + row * rs, ng, MMA_G * chunk, j));
     }
 }
+/* ... and the same chunks of the nt tokens' q8_1 rows after them (8 blocks = 288 B = 18 pieces per
+ * token and chunk: 16-byte aligned, since cols % 256 == 0 makes every row a multiple of 288 B) */
+static __device__ __forceinline__ void mma_stage_x(uint8_t *bx, int nchunks, int c, const cll_block_q8_1 *xq,
+                                                   int64_t xq_stride, int nt) {
+    for (int i = threadIdx.x; i < MMA_WARPS * nt * 18; i += MMA_WARPS * 32) {
+        const int j = i % 18, wt = i / 18, t = wt % nt, w = wt / nt;
+        const int chunk = MMA_WARPS * c + w;
+        if (chunk >= nchunks) continue;
+        mma_cp16(bx + (w * 8 + t) * 288 + 16 * j, (const uint8_t *)(xq + t * xq_stride + MMA_G * chunk) + 16 * j);
+    }
+}
 
-template <class M, int NTT>
+template <class M>
 __global__ void __launch_bounds__(MMA_WARPS * 32)
 k_gemv_mma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const cll_block_q8_1 *__restrict__ xq,
            int64_t xq_stride, float *__restrict__ y, int64_t y_stride, int nt, int early, const void *pfn, size_t pfb) {
-    extern __shared__ __align__(16) uint8_t sm[]; /* MMA_NS stages x 4 warps x 16 rows x P */
-    __shared__ float red[MMA_WARPS][MMA_ROWS][NTT * 8];
+    /* MMA_NS stages x (8 warps x 16 rows x P of weights | 8 warps x 8 tokens x 288 B of q8_1) */
+    extern __shared__ __align__(16) uint8_t sm[];
+    __shared__ float red[MMA_WARPS][MMA_ROWS][8];
     if (early) cll_pdl_trigger();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
     const int64_t row0 = (int64_t)blockIdx.x * MMA_ROWS;
     const int nchunks = ng / MMA_G, nstages = (nchunks + MMA_WARPS - 1) / MMA_WARPS;
-    const size_t stage_bytes = (size_t)MMA_WARPS * MMA_ROWS * M::P;
-    /* weights depend on nothing earlier: the first stages go out before the wait */
+    const size_t wbytes = (size_t)MMA_WARPS * MMA_ROWS * M::P, stage_bytes = wbytes + (size_t)MMA_WARPS * 8 * 288;
+    /* the first stages' weights depend on nothing earlier: they go out before the wait; each stage's
+     * commit group then closes with its activations (groups complete in order, so waiting for
+     * group c covers both halves of stage c) */
+#pragma unroll
+    for (int c = 0; c < MMA_NS - 1; c++)
+        if (c < nstages) mma_stage_w<M>(sm + c * stage_bytes, W, row0, rows, rs, ng, nchunks, c);
+    cll_pdl_wait(); /* the activations' producer */
 #pragma unroll
     for (int c = 0; c < MMA_NS - 1; c++) {
-        if (c < nstages) mma_stage<M>(sm + c * stage_bytes, W, row0, rows, rs, ng, nchunks, c);
+        if (c < nstages) mma_stage_x(sm + c * stage_bytes + wbytes, nchunks, c, xq, xq_stride, nt);
         mma_commit();
     }
-    cll_pdl_wait(); /* the activations' producer */
-    /* this thread's B rows: token r of each tile (past nt: token 0, never written) and its columns' d */
-    const cll_block_q8_1 *xb[NTT], *xd0[NTT], *xd1[NTT];
-#pragma unroll
-    for (int t = 0; t < NTT; t++) {
-        const int tb = 8 * t + r, t0 = 8 * t + 2 * q, t1 = t0 + 1;
-        xb[t] = xq + (int64_t)(tb < nt ? tb : 0) * xq_stride;
-        xd0[t] = xq + (int64_t)(t0 < nt ? t0 : 0) * xq_stride;
-        xd1[t] = xq + (int64_t)(t1 < nt ? t1 : 0) * xq_stride;
-    }
-    float acc[NTT][4];
-#pragma unroll
-    for (int t = 0; t < NTT; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+    float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
     for (int c = 0; c < nstages; c++) {
         mma_wait<MMA_NS - 2>();
         __syncthreads(); /* stage c landed for every thread; stage c-1's buffer is free */
-        if (c + MMA_NS - 1 < nstages)
-            mma_stage<M>(sm + ((c + MMA_NS - 1) % MMA_NS) * stage_bytes, W, row0, rows, rs, ng, nchunks, c + MMA_NS - 1);
+        if (c + MMA_NS - 1 < nstages) {
+            uint8_t *nb = sm + ((c + MMA_NS - 1) % MMA_NS) * stage_bytes;
+            mma_stage_w<M>(nb, W, row0, rows, rs, ng, nchunks, c + MMA_NS - 1);
+            mma_stage_x(nb + wbytes, nchunks, c + MMA_NS - 1, xq, xq_stride, nt);
+        }
         mma_commit();
-        const int chunk = 4 * c + warp;
+        const int chunk = MMA_WARPS * c + warp;
         if (chunk < nchunks) {
-            const uint8_t *base = sm + (c % MMA_NS) * stage_bytes + warp * MMA_ROWS * M::P;
-            const uint8_t *s0 = base + r * M::P, *s1 = base + (r + 8) * M::P;
-            const int g0 = MMA_G * chunk, dp = M::dpos(ng, g0);
-#pragma unroll 2
+            const uint8_t *st = sm + (c % MMA_NS) * stage_bytes;
+            const uint8_t *s0 = st + (warp * MMA_ROWS + r) * M::P, *s1 = s0 + 8 * M::P;
+            /* token r's words q and 4 + q, the d of tokens 2q and 2q + 1 (past nt: never written) */
+            const uint8_t *xr = st + wbytes + (warp * 8 + r) * 288 + 4 + 4 * q;
+            const uint8_t *xd0 = st + wbytes + (warp * 8 + 2 * q) * 288, *xd1 = xd0 + 288;
+            const int dp = M::dpos(ng, MMA_G * chunk);
+#pragma unroll 4
             for (int gi = 0; gi < MMA_G; gi++) {
-                MmaX x[NTT];
-#pragma unroll
-                for (int t = 0; t < NTT; t++) {
-                    const uint32_t *pb = (const uint32_t *)(xb[t] + g0 + gi);
-                    x[t].b0 = __ldg(pb + 1 + q);
-                    x[t].b1 = __ldg(pb + 5 + q);
-                    x[t].d0 = cll_h2f(__ldg((const unsigned short *)(xd0[t] + g0 + gi)));
-                    x[t].d1 = cll_h2f(__ldg((const unsigned short *)(xd1[t] + g0 + gi)));
-                }
-                M::template group<NTT>(s0, s1, gi, q, x, acc, dp);
+                MmaX x[1];
+                x[0].b0 = lds32(xr + 36 * gi);
+                x[0].b1 = lds32(xr + 36 * gi + 16);
+                x[0].d0 = cll_h2f((uint16_t)lds16(xd0 + 36 * gi));
+                x[0].d1 = cll_h2f((uint16_t)lds16(xd1 + 36 * gi));
+                M::template group<1>(s0, s1, gi, q, x, acc, dp);
             }
         }
     }
     mma_wait<0>();
-    /* the 4 warps' K slices: thread holds rows r, r+8 x columns 2q, 2q+1 of each tile */
-#pragma unroll
-    for (int t = 0; t < NTT; t++) {
-        red[warp][r][8 * t + 2 * q] = acc[t][0];
-        red[warp][r][8 * t + 2 * q + 1] = acc[t][1];
-        red[warp][r + 8][8 * t + 2 * q] = acc[t][2];
-        red[warp][r + 8][8 * t + 2 * q + 1] = acc[t][3];
-    }
+    /* the 8 warps' K slices: thread holds rows r, r+8 x tokens 2q, 2q+1 */
+    red[warp][r][2 * q] = acc[0][0];
+    red[warp][r][2 * q + 1] = acc[0][1];
+    red[warp][r + 8][2 * q] = acc[0][2];
+    red[warp][r + 8][2 * q + 1] = acc[0][3];
     __syncthreads();
     for (int i = threadIdx.x; i < MMA_ROWS * nt; i += MMA_WARPS * 32) {
         const int rr = i % MMA_ROWS, t = i / MMA_ROWS;
-        if (row0 + rr < rows)
-            y[(int64_t)t * y_stride + row0 + rr] = ((red[0][rr][t] + red[1][rr][t]) + red[2][rr][t]) + red[3][rr][t];
+        if (row0 + rr < rows) {
+            float v = 0.0f;
+#pragma unroll
+            for (int w = 0; w < MMA_WARPS; w++) v += red[w][rr][t];
+            y[(int64_t)t * y_stride + row0 + rr] = v;
+        }
     }
     cll_l2_prefetch_next(pfn, pfb);
 }
 
-template <class M, int NTT> static size_t mma_smem(void) { return (size_t)MMA_NS * MMA_WARPS * MMA_ROWS * M::P; }
+template <class M> static size_t mma_smem(void) {
+    return (size_t)MMA_NS * ((size_t)MMA_WARPS * MMA_ROWS * M::P + (size_t)MMA_WARPS * 8 * 288);
+}
 
-template <class M, int NTT>
+template <class M>
 static cudaError_t mma_launch_one(const cll_cu_weight *w, const cll_cu_gemv_args *a, int t0, int nt, cudaStream_t st) {
     static bool opened = false;
-    const size_t smem = mma_smem<M, NTT>();
+    const size_t smem = mma_smem<M>();
     if (!opened) {
-        CLL_CU_RET(cudaFuncSetAttribute(k_gemv_mma<M, NTT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CLL_CU_RET(cudaFuncSetAttribute(k_gemv_mma<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         opened = true;
     }
     const bool last = t0 + nt >= a->nb;
-    return cll_cu_launch(k_gemv_mma<M, NTT>, dim3((unsigned)cll_cdiv(w->rows, MMA_ROWS)), dim3(MMA_WARPS * 32), smem, st,
-                         w->d, w->rows, (int)(w->cols / 32), (int64_t)w->row_stride,
+    return cll_cu_launch(k_gemv_mma<M>, dim3((unsigned)cll_cdiv(w->rows, MMA_ROWS)), dim3(MMA_WARPS * 32), smem, st, w->d,
+                         w->rows, (int)(w->cols / 32), (int64_t)w->row_stride,
                          (const cll_block_q8_1 *)a->xq + (int64_t)t0 * a->xq_stride, a->xq_stride,
                          a->y + (int64_t)t0 * a->y_stride, a->y_stride, nt, cll_cu_gemv_early_trigger(),
                          last ? a->pf_next : (const void *)NULL, last ? a->pf_bytes : (size_t)0);
@@ -314,20 +322,18 @@ template <int T>
 static cudaError_t mma_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     typedef CuMma<T> M;
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->layout != CLL_CU_LAYOUT_SPLIT) return cudaErrorInvalidValue;
-    if (a->nb == 1 || a->mat_ids || a->epi.on || w->cols % 256 || ((uintptr_t)w->d & 15) || w->row_stride % 16) {
-        /* independent products, or a shape without whole chunks: the dp4a few row (it passes
-         * what is not a few-token product on to the r4_pt row) */
+    if (a->nb == 1 || a->mat_ids || a->epi.on || w->cols % 256 || ((uintptr_t)w->d & 15) || w->row_stride % 16 ||
+        ((uintptr_t)a->xq & 15) || (a->xq_stride * (int64_t)sizeof(cll_block_q8_1)) % 16) {
+        /* independent products, or a shape without whole chunks or aligned rows: the dp4a few
+         * row (it passes what is not a few-token product on to the r4_pt row) */
         const cll_cu_gemv_fn f = cll_cu_sp_few_gemv((uint32_t)T);
         return f ? f(w, a, st) : cudaErrorInvalidValue;
     }
-    const int per = 8 * MMA_MAX_TILES;
-    const int launches = (a->nb + per - 1) / per, each = (a->nb + launches - 1) / launches;
+    /* launches of <= 8 tokens, balanced (9 -> 5 + 4) */
+    const int launches = (a->nb + 7) / 8, each = (a->nb + launches - 1) / launches;
     for (int t0 = 0; t0 < a->nb; t0 += each) {
         const int nt = a->nb - t0 < each ? a->nb - t0 : each;
-        cudaError_t e = nt <= 8    ? mma_launch_one<M, 1>(w, a, t0, nt, st)
-                        : nt <= 16 ? mma_launch_one<M, 2>(w, a, t0, nt, st)
-                                   : mma_launch_one<M, 4>(w, a, t0, nt, st);
-        if (e != cudaSuccess) return e;
+        CLL_CU_RET(mma_launch_one<M>(w, a, t0, nt, st));
     }
     return cudaSuccess;
 }

@@ -169,9 +169,8 @@ bool cll_cu_type_served(uint32_t type);
  * row an override names; NULL: none (the driver then runs the experts token by token) */
 const cll_cu_gemv_impl *cll_cu_moe_default(uint32_t type, int layout, int64_t rows, int64_t cols);
 
-/* the few-token gemv row for n_tokens tokens of one dense product (its class: 2..8 or 9..64) of a
- * weight of this type uploaded in this layout: the default or an override; NULL: none (the batch
- * takes the gemm) */
+/* the few-token gemv row for n_tokens (2..8) tokens of one dense product of a weight of this type
+ * uploaded in this layout: the default or an override; NULL: none (the batch takes the gemm) */
 const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64_t rows, int64_t cols, int n_tokens);
 
 /* the gemv rows: one table (cuda/matmul/rows.cu) */

@@ -131,15 +131,15 @@ static bool cu_few_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     return s->n_tokens >= 2 && s->n_tokens <= CLL_CU_FEW_MAX && cu_row_ok(r, s);
 }
 
-/* the int8 mma few-token rows: 2..64 tokens, whole 256-value chunks, mma.sync int8 (sm_80+) */
+/* the int8 mma few-token rows: 2..8 tokens, whole 256-value chunks, mma.sync int8 (sm_80+) */
 static bool cu_mma_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
-    return s->n_tokens >= 2 && s->n_tokens <= CLL_CU_MMA_MAX && s->cols % 256 == 0 && cu_row_ok(r, s);
+    return s->n_tokens >= 2 && s->n_tokens <= CLL_CU_FEW_MAX && s->cols % 256 == 0 && cu_row_ok(r, s);
 }
 
-/* the split decode rows (one product per activation row) leave the few-token classes (2..64 tokens
- * of one product) to the few-token rows */
+/* the split decode rows (one product per activation row) leave the few-token class (2..8 tokens of
+ * one product) to the few-token rows */
 static bool cu_sp_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
-    return !(s->n_tokens >= 2 && s->n_tokens <= CLL_CU_MMA_MAX) && cu_row_ok(r, s);
+    return !(s->n_tokens >= 2 && s->n_tokens <= CLL_CU_FEW_MAX) && cu_row_ok(r, s);
 }
 
 /* the bulk-copy rows need sm_90 (cp.async.bulk, mbarrier tx counts) */
@@ -186,7 +186,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SPX4P "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape persistent grid (1 wave, tiles looped, activation staged once per block) ld=16B x1 group x4 rows act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_TMA "layout=1(split) 128 threads persistent grid tile=rt rows (~16KB) one cp.async.bulk per tile mbarrier 4 stages in flight (first before the PDL wait) act=q8_1 in smem dp4a nb=1 (else r4_pt)"
 #define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 (t<=4) | 2 (t<=8) tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
-#define CU_GEMV_PARAMS_MMA "layout=1(split) n_tokens 2-64 cols%256 4 warps x 16 rows, K split over the warps in 256-value chunks cp.async 4 stages mma.sync m16n8k32 int8 (Q6_K 2x m16n8k16) tokens/launch<=32 pdl"
+#define CU_GEMV_PARAMS_MMA "layout=1(split) n_tokens 2-8 cols%256 8 warps x 16 rows, K split over the warps in 256-value chunks, weights + q8_1 by cp.async 3 stages, mma.sync m16n8k32 int8 (Q6_K 2x m16n8k16) pdl"
 #define CU_GEMV_PARAMS_FLT "layout=0 warps=4 rows/warp=1 ld=16B x4/lane act=f32"
 #define CU_GEMM_PARAMS "layout=0 panel=f16 slab<=panel_bytes cublasGemmEx fp32-accumulate"
 static const cll_kernel_row k_rows[] = {
@@ -231,7 +231,7 @@ static const cll_kernel_row k_rows[] = {
     CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 3) CU_SP_ROW(q5_1, Q5_1, 2, 3) CU_SP_ROW(q4_K, Q4_K, 3, 3)
     CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 3)
 #undef CU_SP_ROW
-    /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu): the default for 2..64 tokens of
+    /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu): the default for 2..8 tokens of
      * their types; the dp4a few rows stay the default of the others */
 #define CU_MMA_ROW(n, T, i)                                                                                  \
     {"gemv_" #n "_split_mma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_MMA, CLL_CU_LAYOUT_SPLIT, 1, cu_mma_ok, \
@@ -324,7 +324,7 @@ const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64
     sh.wtype = type;
     sh.rows = rows;
     sh.cols = cols;
-    sh.n_tokens = n_tokens; /* its class: n2-8 or n9-64 */
+    sh.n_tokens = n_tokens; /* its class: n2-8 */
     const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, layout, NULL);
     const cll_cu_gemv_impl *impl = r ? (const cll_cu_gemv_impl *)r->impl : NULL;
     return impl && impl->few && impl->gemv ? impl : NULL;
