@@ -91,6 +91,7 @@ static void test_gemv_rows(void **state) {
             {64, 4096, 8},  /* dp4a few rows: 8 x 4096 of records is 48 KB, past the default smem limit with red[] */
             {100, 4096, 17}, {48, 11008, 33}, {16, 14336, 64}, /* more than 8 tokens: balanced launches */
             {1003, 768, 3}, /* ragged rows, one chunk per warp short */
+            {512, 512, 8}, {256, 256, 2}, {128, 512, 5}, {1024, 256, 4}, /* the tiny golden files' shapes */
         };
         const bool few = strstr(row->name, "_few") || strstr(row->name, "_mma");
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {

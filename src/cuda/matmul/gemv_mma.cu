@@ -23,6 +23,8 @@
  * (a launch holds at most 8; more go to balanced further launches) are never staged nor written;
  * rows past the end read the last row. Needs cols % 256 == 0 (whole chunks) and 16-byte aligned
  * rows; other calls go to the dp4a few row.
+ * Not a default row yet: slower than the dp4a row below 4-8 tokens, and an unexplained parity gap on
+ * two tiny golden files (cuda/matmul/rows.cu has the numbers); a pin selects it.
  * Owns nothing. Rule: exact int32 group dots times float scales in the n = 1 rows' order of
  * operations per group, so the gate holds it to the same bar. */
 #include <stdio.h>

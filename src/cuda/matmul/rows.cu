@@ -227,15 +227,19 @@ static const cll_kernel_row k_rows[] = {
     {"gemv_" #n "_split_tma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_TMA, CLL_CU_LAYOUT_SPLIT, 1,      \
      cu_tma_ok, CU_SP_EXACT(D, 4), (D) == 4, &k_tma_impl[i]},                                            \
     {"gemv_" #n "_split_few", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_FEW, CLL_CU_LAYOUT_SPLIT, 1,       \
-     cu_few_ok, false, !cll_cu_sp_mma_gemv(CLL_TYPE_##T), &k_few_impl[i]},
+     cu_few_ok, false, true, &k_few_impl[i]},
     CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 3) CU_SP_ROW(q5_1, Q5_1, 2, 3) CU_SP_ROW(q4_K, Q4_K, 3, 3)
     CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 3)
 #undef CU_SP_ROW
-    /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu): the default for 2..8 tokens of
-     * their types; the dp4a few rows stay the default of the others */
+    /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu), not a default: cuda_kbench on the
+     * H200 (2026-12-02, % of 4300 GB/s over the 7B shapes, weights read once) q4_0 nb=2 41.3 vs the dp4a
+     * few row 59.6, nb=4 38.4 vs 43.7, nb=8 34.4 vs 24.2; q4_K 33.3/44.4, 31.3/29.0, 28.8/16.0; and
+     * golden test_batched_parity on the GPU put two tiny files (Q4_K ffn_down of 512 columns, Q8_0)
+     * 5e-2..8e-2 off their one-sequence logits where the dp4a rows are exact, while every gate shape
+     * passes: not understood yet, so only a pin selects them */
 #define CU_MMA_ROW(n, T, i)                                                                                  \
     {"gemv_" #n "_split_mma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_MMA, CLL_CU_LAYOUT_SPLIT, 1, cu_mma_ok, \
-     false, true, &k_mma_impl[i]},
+     false, false, &k_mma_impl[i]},
     CU_MMA_ROW(q4_0, Q4_0, 0) CU_MMA_ROW(q8_0, Q8_0, 1) CU_MMA_ROW(q4_K, Q4_K, 3) CU_MMA_ROW(q6_K, Q6_K, 4)
 #undef CU_MMA_ROW
     {"gemm_f32_cublas_f32", CLL_KOP_GEMM, CLL_TYPE_F32, 0, "layout=0 cublasGemmEx f32 (no panel)", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
