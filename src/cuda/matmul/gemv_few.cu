@@ -3,7 +3,9 @@
  * weight byte once for all of them, instead of once per token (the n = 1 rows launched nb times)
  * or an f16 panel of twice the bytes (the prefill gemm).
  *
- * k_gemv_few<S, R, NT>: 256-thread blocks (8 warps), R rows per warp, up to NT tokens per launch
+ * k_gemv_few<S, R, NT>: 256-thread blocks (8 warps), R = 4 rows per warp (with 8 tokens, R = 2 made
+ * it LDS-bound: 24 16-byte LDS per 2 rows of 32 groups; 2 blocks of <= 128 registers per SM either
+ * way, no spills), up to NT tokens per launch
  * (nt live, the rest skipped warp-uniformly). The block first issues its first weight loads
  * (before the PDL wait), then stages the nt q8_1 activation rows into dynamic shared memory as
  * 12-word records (d|s, qs[8], the integer sums of the two halves, one pad word: 48 bytes, read
@@ -217,7 +219,7 @@ static cudaError_t few_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
         const int nt = a->nb - t0 < per ? a->nb - t0 : per;
         cudaError_t e = nt <= 2 ? few_launch_one<S, 4, 2>(w, a, t0, nt, st)
                         : nt <= 4 ? few_launch_one<S, 4, 4>(w, a, t0, nt, st)
-                                  : few_launch_one<S, 2, 8>(w, a, t0, nt, st);
+                                  : few_launch_one<S, 4, 8>(w, a, t0, nt, st);
         if (e != cudaSuccess) return e;
     }
     return cudaSuccess;
