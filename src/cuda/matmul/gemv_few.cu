@@ -38,16 +38,8 @@ static __device__ __forceinline__ void few_stage_x(const cll_block_q8_1 *__restr
                                                    int nt, int *sx, int tid, int nthreads) {
     for (int i = tid; i < nt * ng; i += nthreads) {
         const int t = i / ng, g = i - t * ng;
-        const int *src = (const int *)(xq + t * xq_stride + g);
-        int w[9];
-#pragma unroll
-        for (int k = 0; k < 9; k++) w[k] = __ldg(src + k);
-        int a = 0, b = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            a = __dp4a(0x01010101, w[1 + k], a);
-            b = __dp4a(0x01010101, w[5 + k], b);
-        }
+        int w[9], a, b;
+        sp_ldq8_sums(xq + t * xq_stride + g, w, &a, &b);
         int4 *d = (int4 *)(sx + FEW_XW * i);
         d[0] = make_int4(w[0], w[1], w[2], w[3]);
         d[1] = make_int4(w[4], w[5], w[6], w[7]);

@@ -77,6 +77,22 @@ struct MmaX {
     float d0, d1;
 };
 
+/* acc += (rows r, r+8) x (columns 2q, 2q+1) of one k32 mma, each times d_w of its row and d_x of its
+ * column (the Q4_0 and Q8_0 groups: int8 weights with one scale per row and group) */
+template <int NTT>
+static __device__ __forceinline__ void mma_acc_k32(float (&acc)[NTT][4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                                   uint32_t a3, float dw0, float dw1, const MmaX (&x)[NTT]) {
+#pragma unroll
+    for (int t = 0; t < NTT; t++) {
+        int c[4];
+        mma_k32<false>(c, a0, a1, a2, a3, x[t].b0, x[t].b1);
+        acc[t][0] += (dw0 * x[t].d0) * (float)c[0];
+        acc[t][1] += (dw0 * x[t].d1) * (float)c[1];
+        acc[t][2] += (dw1 * x[t].d0) * (float)c[2];
+        acc[t][3] += (dw1 * x[t].d1) * (float)c[3];
+    }
+}
+
 /* ---- per format: the chunk's staged bytes per row (P, its 16-byte pieces) and a group's product ----
  * piece(row, ng, g0, j): source of piece j (16 B) of the chunk of groups [g0, g0 + 8).
  * group(s0, s1, gi, q, x, acc): rows r (s0 = its staged chunk) and r + 8 (s1), group gi of the chunk,
@@ -97,15 +113,7 @@ template <> struct CuMma<CLL_TYPE_Q4_0> {
         const uint32_t a2 = cu_vsub4((w0 >> 4) & 0x0F0F0F0Fu, 0x08080808u),
                        a3 = cu_vsub4((w1 >> 4) & 0x0F0F0F0Fu, 0x08080808u);
         const float dw0 = cll_h2f((uint16_t)lds16(s0 + 128 + 2 * gi)), dw1 = cll_h2f((uint16_t)lds16(s1 + 128 + 2 * gi));
-#pragma unroll
-        for (int t = 0; t < NTT; t++) {
-            int c[4];
-            mma_k32<false>(c, a0, a1, a2, a3, x[t].b0, x[t].b1);
-            acc[t][0] += (dw0 * x[t].d0) * (float)c[0];
-            acc[t][1] += (dw0 * x[t].d1) * (float)c[1];
-            acc[t][2] += (dw1 * x[t].d0) * (float)c[2];
-            acc[t][3] += (dw1 * x[t].d1) * (float)c[3];
-        }
+        mma_acc_k32<NTT>(acc, a0, a1, a2, a3, dw0, dw1, x);
     }
 };
 
@@ -121,15 +129,7 @@ template <> struct CuMma<CLL_TYPE_Q8_0> {
         const uint32_t a0 = lds32(s0 + 32 * gi + 4 * q), a1 = lds32(s1 + 32 * gi + 4 * q);
         const uint32_t a2 = lds32(s0 + 32 * gi + 16 + 4 * q), a3 = lds32(s1 + 32 * gi + 16 + 4 * q);
         const float dw0 = cll_h2f((uint16_t)lds16(s0 + 256 + 2 * gi)), dw1 = cll_h2f((uint16_t)lds16(s1 + 256 + 2 * gi));
-#pragma unroll
-        for (int t = 0; t < NTT; t++) {
-            int c[4];
-            mma_k32<false>(c, a0, a1, a2, a3, x[t].b0, x[t].b1);
-            acc[t][0] += (dw0 * x[t].d0) * (float)c[0];
-            acc[t][1] += (dw0 * x[t].d1) * (float)c[1];
-            acc[t][2] += (dw1 * x[t].d0) * (float)c[2];
-            acc[t][3] += (dw1 * x[t].d1) * (float)c[3];
-        }
+        mma_acc_k32<NTT>(acc, a0, a1, a2, a3, dw0, dw1, x);
     }
 };
 

@@ -181,19 +181,25 @@ static __device__ __forceinline__ CuX sp_ldx_sm(const int *p) {
 }
 /* stage ng q8_1 blocks from global xq into smem sx (SP_XW words each); all nt threads of the
  * block call it (no barrier inside) */
+/* a q8_1 block's 9 words (d|s, qs[8]) and the integer sums of its two 16-value halves */
+static __device__ __forceinline__ void sp_ldq8_sums(const cll_block_q8_1 *__restrict__ blk, int (&w)[9], int *a, int *b) {
+    const int *src = (const int *)blk;
+#pragma unroll
+    for (int k = 0; k < 9; k++) w[k] = __ldg(src + k);
+    int sa = 0, sb = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        sa = __dp4a(0x01010101, w[1 + k], sa);
+        sb = __dp4a(0x01010101, w[5 + k], sb);
+    }
+    *a = sa;
+    *b = sb;
+}
 static __device__ __forceinline__ void sp_stage_x(const cll_block_q8_1 *__restrict__ xq, int ng, int *sx, int tid,
                                                   int nt) {
     for (int g = tid; g < ng; g += nt) {
-        const int *src = (const int *)(xq + g);
-        int w[9];
-#pragma unroll
-        for (int k = 0; k < 9; k++) w[k] = __ldg(src + k);
-        int a = 0, b = 0;
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            a = __dp4a(0x01010101, w[1 + k], a);
-            b = __dp4a(0x01010101, w[5 + k], b);
-        }
+        int w[9], a, b;
+        sp_ldq8_sums(xq + g, w, &a, &b);
         int *d = sx + SP_XW * g;
 #pragma unroll
         for (int k = 0; k < 9; k++) d[k] = w[k];
