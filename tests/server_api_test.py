@@ -375,6 +375,31 @@ def test_batched_equals_alone(s):
     check(together == alone, "greedy token ids decoded in one batch == decoded alone (%d prompts)" % len(prompts))
 
 
+def test_greedy_among_sampled(s):
+    """a greedy reply decoded in steps shared with sampled (temperature 0.8) requests, whose steps copy
+    the logits out, equals it decoded in all-greedy steps, which take the driver's argmax (ids only)"""
+    p = "Once upon a time, there was a little cat who"
+    st, _, j = s.post_json("/v1/completions", {"prompt": p, "max_tokens": 24, "temperature": 0, "return_tokens": True})
+    alone = j["choices"][0]["tokens"] if st == 200 else None
+    m0 = s.metrics().get("cllama_greedy_steps_total", 0)
+    out = [None] * 3
+
+    def one(i):
+        body = {"prompt": p if i == 0 else "The dog ran %d times around the" % i, "max_tokens": 24,
+                "return_tokens": True, "temperature": 0 if i == 0 else 0.8, "seed": i}
+        st, _, j = s.post_json("/v1/completions", body)
+        out[i] = j["choices"][0]["tokens"] if st == 200 else None
+
+    th = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join(300)
+    check(alone is not None and out[0] == alone, "greedy token ids among sampled requests == in all-greedy steps")
+    check(all(o for o in out[1:]), "the sampled requests beside it complete")
+    check(m0 > 0, "metrics: all-greedy steps took the driver's argmax (cllama_greedy_steps_total %s)" % m0)
+
+
 def test_prefix_cache(s):
     p1 = "Lily and Ben were friends. They liked to play in the park with a big red ball."
     st, _, j1 = s.post_json("/v1/completions", {"prompt": p1, "max_tokens": 8, "temperature": 0})
@@ -493,6 +518,7 @@ def main():
         test_stop_and_length(s)
         test_openai_package(s)
         test_concurrent(s)
+        test_greedy_among_sampled(s)
         test_batched_equals_alone(s)
         test_prefix_cache(s)
         test_driver_counters(s)

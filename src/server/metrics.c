@@ -42,10 +42,11 @@ void cll_server_metrics_auth_refused(cll_server_metrics *m) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds) {
+void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy) {
     pthread_mutex_lock(&m->mu);
     m->gen_tokens += (uint64_t)gen_tokens;
     m->decode_steps++;
+    m->greedy_steps += greedy;
     m->decode_seconds += seconds;
     m->win_tokens += (uint64_t)gen_tokens;
     double now = cll_now();
@@ -103,6 +104,9 @@ char *cll_server_metrics_render(cll_server_metrics *m) {
     OUT("cllama_generated_tokens_total %llu\n", (unsigned long long)c.gen_tokens);
     OUT("# HELP cllama_decode_steps_total Batched decode calls.\n# TYPE cllama_decode_steps_total counter\n");
     OUT("cllama_decode_steps_total %llu\n", (unsigned long long)c.decode_steps);
+    OUT("# HELP cllama_greedy_steps_total Decode calls whose every sampling slot was greedy: the driver's argmax, no "
+        "logits copied.\n# TYPE cllama_greedy_steps_total counter\n");
+    OUT("cllama_greedy_steps_total %llu\n", (unsigned long long)c.greedy_steps);
     OUT("# HELP cllama_decode_seconds_total Time spent in batched decode.\n# TYPE cllama_decode_seconds_total counter\n");
     OUT("cllama_decode_seconds_total %.6f\n", c.decode_seconds);
     OUT("# HELP cllama_tokens_per_second Generated tokens per second over the last window.\n"

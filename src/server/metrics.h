@@ -6,6 +6,7 @@
 #define CLL_SERVER_METRICS_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define CLL_SERVER_METRICS_CODES 8
@@ -20,6 +21,7 @@ typedef struct {
     uint64_t prompt_tokens_cached;/* of those, served from the prefix cache */
     uint64_t gen_tokens;          /* sampled tokens */
     uint64_t decode_steps;        /* cllama_decode calls */
+    uint64_t greedy_steps;        /* of those, greedy steps that took the driver's argmax (ids, no logits) */
     double decode_seconds;        /* time inside cllama_decode */
     /* throughput over a sliding window: generated tokens and seconds of the last steps */
     double win_t0;
@@ -35,8 +37,9 @@ void cll_server_metrics_free(cll_server_metrics *m);
 void cll_server_metrics_status(cll_server_metrics *m, int http_status);
 /* a request refused for its API key (the 401 itself is also counted by status) */
 void cll_server_metrics_auth_refused(cll_server_metrics *m);
-/* one engine step: tokens decoded in the batch, of which generated (sampled), its time */
-void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds);
+/* one engine step: tokens decoded in the batch, of which generated (sampled), its time, and whether it
+ * took the driver's argmax (every sampling slot greedy) */
+void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy);
 void cll_server_metrics_admit(cll_server_metrics *m, int prompt_tokens, int cached_tokens);
 void cll_server_metrics_gauges(cll_server_metrics *m, int queue_depth, int active);
 /* malloc'd Prometheus exposition text */

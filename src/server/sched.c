@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "sample/sample.h"
 
 typedef enum { SLOT_FREE = 0, SLOT_PREFILL, SLOT_GEN } slot_state;
 
@@ -33,6 +34,8 @@ struct cll_server_sched {
     cllama_token *b_tok;
     int32_t *b_pos, *b_seq;
     int8_t *b_logits;
+    cllama_token *b_ids;   /* a greedy step's ids, one per token asking for output, in batch order */
+    int32_t *b_rank;       /* batch index -> its place among the tokens asking for output */
     pthread_mutex_t mu;
     pthread_cond_t wake;   /* new job, cancel, or quit */
     cll_server_job *q_head, *q_tail;
@@ -396,8 +399,26 @@ static void on_token(cll_server_sched *s, slot *sl, cllama_token t) {
     pthread_mutex_unlock(&s->mu);
 }
 
-/* after a successful decode: record what the KV now holds, sample where logits were asked */
-static int after_decode(cll_server_sched *s) {
+/* every slot that samples this step does a plain argmax (temperature 0, no penalties): the step
+ * can take the driver's argmax (cllama_decode_greedy: on the GPU only the ids cross the bus instead of
+ * n_vocab floats per slot) and b_rank maps each batch index to its id */
+static bool step_is_greedy(cll_server_sched *s, int32_t n) {
+    int asking = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        const slot *sl = &s->slots[i];
+        if (sl->fed == 0 || !sl->job || sl->batch_idx < 0) continue;
+        if (!cll_sampler_is_plain_greedy((const cll_sampler *)sl->job->sampler)) return false;
+        asking++;
+    }
+    if (!asking) return false;
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++) s->b_rank[i] = s->b_logits[i] ? k++ : -1;
+    return true;
+}
+
+/* after a successful decode: record what the KV now holds, sample where logits were asked (ids:
+ * a greedy step's argmax ids, NULL: sample the logits) */
+static int after_decode(cll_server_sched *s, const cllama_token *ids) {
     int sampled = 0;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
@@ -410,14 +431,19 @@ static int after_decode(cll_server_sched *s) {
             sl->next_prompt += sl->fed;
         }
         if (sl->batch_idx < 0) continue;
-        const float *logits = cllama_get_logits(s->ctx, sl->batch_idx);
-        if (!logits) {
-            pthread_mutex_lock(&s->mu);
-            slot_finish(s, sl, CLL_SERVER_FINISH_ERROR, "the engine returned no logits");
-            pthread_mutex_unlock(&s->mu);
-            continue;
+        cllama_token t;
+        if (ids) {
+            t = ids[s->b_rank[sl->batch_idx]];
+        } else {
+            const float *logits = cllama_get_logits(s->ctx, sl->batch_idx);
+            if (!logits) {
+                pthread_mutex_lock(&s->mu);
+                slot_finish(s, sl, CLL_SERVER_FINISH_ERROR, "the engine returned no logits");
+                pthread_mutex_unlock(&s->mu);
+                continue;
+            }
+            t = cllama_sampler_sample(sl->job->sampler, logits);
         }
-        cllama_token t = cllama_sampler_sample(sl->job->sampler, logits);
         cllama_sampler_accept(sl->job->sampler, t);
         sampled++;
         on_token(s, sl, t);
@@ -445,8 +471,9 @@ static void *engine_main(void *arg) {
 
         int32_t n = build_batch(s);
         cllama_batch b = {n, s->b_tok, s->b_pos, s->b_seq, s->b_logits};
+        const bool greedy = step_is_greedy(s, n);
         double t0 = cll_now();
-        cllama_status st = cllama_decode(s->ctx, &b);
+        cllama_status st = greedy ? cllama_decode_greedy(s->ctx, &b, s->b_ids) : cllama_decode(s->ctx, &b);
         double dt = cll_now() - t0;
         s->step++;
         if (st != CLLAMA_OK) {
@@ -455,8 +482,8 @@ static void *engine_main(void *arg) {
             cll_log(CLL_LOG_ERROR, "server: %s", why);
             fail_batch(s, why);
         } else {
-            int sampled = after_decode(s);
-            cll_server_metrics_step(s->metrics, sampled, dt);
+            int sampled = after_decode(s, greedy ? s->b_ids : NULL);
+            cll_server_metrics_step(s->metrics, sampled, dt, greedy);
         }
         pthread_mutex_lock(&s->mu);
     }
@@ -495,7 +522,9 @@ int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, cll_se
     s->b_pos = calloc((size_t)s->n_batch, sizeof *s->b_pos);
     s->b_seq = calloc((size_t)s->n_batch, sizeof *s->b_seq);
     s->b_logits = calloc((size_t)s->n_batch, sizeof *s->b_logits);
-    bool ok = s->slots && s->b_tok && s->b_pos && s->b_seq && s->b_logits;
+    s->b_ids = calloc((size_t)s->n_batch, sizeof *s->b_ids);
+    s->b_rank = calloc((size_t)s->n_batch, sizeof *s->b_rank);
+    bool ok = s->slots && s->b_tok && s->b_pos && s->b_seq && s->b_logits && s->b_ids && s->b_rank;
     for (int i = 0; ok && i < s->n_slots; i++) {
         s->slots[i].cache = calloc((size_t)s->n_ctx, sizeof(cllama_token));
         ok = s->slots[i].cache != NULL;
@@ -532,6 +561,8 @@ void cll_server_sched_stop(cll_server_sched *s) {
     free(s->b_pos);
     free(s->b_seq);
     free(s->b_logits);
+    free(s->b_ids);
+    free(s->b_rank);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->wake);
     free(s);
