@@ -476,19 +476,24 @@ static bool batch_graph_off(void) {
     return off;
 }
 
-/* a batched decode step of n (2..CLL_CU_GRAPH_MAX_TOKENS) tokens through its graph: captured on the first
- * step of that count (again when n_want changes). false: no graph for it (capture failed once,
- * e.g. a library call that cannot be captured; said once on stderr): the caller runs eagerly. */
+/* a batched decode step of n (2..CLL_CU_GRAPH_MAX_TOKENS) tokens through its graph: captured on the
+ * second consecutive step of that count and n_want (a server's steps change shape while prompts are
+ * chunked in: a one-off shape runs eagerly rather than pay a capture), replayed while they repeat.
+ * false: run eagerly (first sight of the shape, or a capture that failed once, e.g. a library call
+ * that cannot be captured; said once on stderr). */
 static bool few_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_status *st) {
     *st = CLL_OK;
     if (n < 2 || n > CLL_CU_GRAPH_MAX_TOKENS || batch_graph_off()) return false;
     auto *fg = &s->few_graph[n];
     if (fg->failed) return false;
-    if (fg->exec && fg->n_want != n_want) {
-        cudaGraphExecDestroy(fg->exec);
+    if (!(fg->exec && fg->n_want == n_want)) {
+        if (fg->pending_want != n_want) { /* first sight of this shape */
+            fg->pending_want = (int32_t)n_want;
+            return false;
+        }
+        if (fg->exec) cudaGraphExecDestroy(fg->exec);
         fg->exec = NULL;
-    }
-    if (!fg->exec) {
+        fg->pending_want = 0;
         cudaGraph_t g = NULL;
         cll_status cs = capture_pass(s, n, n_want, &g, &fg->exec);
         if (cs != CLL_OK) {

@@ -133,10 +133,11 @@ struct cll_driver_state {
     cudaGraph_t graph;
     cudaGraphExec_t exec; /* the decode step, captured on the first one-token forward */
     /* batched decode steps (2..CLL_CU_GRAPH_MAX_TOKENS tokens of several sequences, no contiguous prefill):
-     * one graph per token count, captured on first use with its n_want; failed: run eagerly */
+     * one graph per token count, captured when a (count, n_want) repeats; failed: run eagerly */
     struct {
         cudaGraphExec_t exec;
-        int32_t n_want;
+        int32_t n_want;       /* the output rows exec was captured with */
+        int32_t pending_want; /* the n_want of the last eager step of this count (captured if it repeats) */
         bool failed;
     } few_graph[CLL_CU_GRAPH_MAX_TOKENS + 1];
     bool pf_contig;       /* this forward's rows: positions pf_p0.. of sequence pf_seq */
