@@ -46,7 +46,6 @@ static bool moe_grouped_off(void) {
     return off != 0;
 }
 
-/* the form that serves part p for a batch of n tokens (cuda/matmul/pick.cu) */
 /* CLLAMA_CUDA_FEW_MAX=N: the most tokens a batch runs through a few-token gemv (1: never; unset
  * or 0: what the weight's rows serve) */
 static int few_max(void) {
@@ -59,6 +58,7 @@ static int few_max(void) {
     return v;
 }
 
+/* the form that serves part p for a batch of n tokens (cuda/matmul/pick.cu) */
 static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     cll_cu_form_query q;
     memset(&q, 0, sizeof q);
@@ -481,10 +481,10 @@ static bool batch_graph_off(void) {
  * chunked in: a one-off shape runs eagerly rather than pay a capture), replayed while they repeat.
  * false: run eagerly (first sight of the shape, or a capture that failed once, e.g. a library call
  * that cannot be captured; said once on stderr). */
-static bool few_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_status *st) {
+static bool batch_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_status *st) {
     *st = CLL_OK;
     if (n < 2 || n > CLL_CU_GRAPH_MAX_TOKENS || batch_graph_off()) return false;
-    auto *fg = &s->few_graph[n];
+    auto *fg = &s->batch_graph[n];
     if (fg->failed) return false;
     if (!(fg->exec && fg->n_want == n_want)) {
         if (fg->pending_want != n_want) { /* first sight of this shape */
@@ -603,7 +603,7 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
         cll_status st = CLL_OK;
         /* a few sequences' decode step (not one contiguous prompt: its attention reads host-side
          * positions): the graph of its token count, which runs the argmax too */
-        if (!(!s->pf_contig && n_want > 0 && few_graph_run(s, n, n_want, &st))) st = run_pass(s, n, n_want, argmax);
+        if (!(!s->pf_contig && n_want > 0 && batch_graph_run(s, n, n_want, &st))) st = run_pass(s, n, n_want, argmax);
         if (st != CLL_OK) return st;
     }
     if (n_want > 0) {
@@ -823,7 +823,7 @@ static void cu_state_free(cll_driver_state *s) {
     free(s->prof.kind);
     if (s->exec) cudaGraphExecDestroy(s->exec);
     for (int i = 0; i <= CLL_CU_GRAPH_MAX_TOKENS; i++)
-        if (s->few_graph[i].exec) cudaGraphExecDestroy(s->few_graph[i].exec);
+        if (s->batch_graph[i].exec) cudaGraphExecDestroy(s->batch_graph[i].exec);
     if (s->graph) cudaGraphDestroy(s->graph);
     if (s->blas) cublasDestroy(s->blas);
     if (s->st) cudaStreamDestroy(s->st);

@@ -139,7 +139,7 @@ struct cll_driver_state {
         int32_t n_want;       /* the output rows exec was captured with */
         int32_t pending_want; /* the n_want of the last eager step of this count (captured if it repeats) */
         bool failed;
-    } few_graph[CLL_CU_GRAPH_MAX_TOKENS + 1];
+    } batch_graph[CLL_CU_GRAPH_MAX_TOKENS + 1];
     bool pf_contig;       /* this forward's rows: positions pf_p0.. of sequence pf_seq */
     int32_t pf_p0, pf_seq;
     cll_driver_counters c;
