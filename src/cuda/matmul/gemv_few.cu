@@ -1,23 +1,25 @@
-/* cuda/matmul/gemv_few: the few-token split gemv (rows gemv_<type>_split_few): one product W . x_t for
- * 2..8 activation rows (the tokens of a batched decode step: one per sequence) that reads every
- * weight byte once for all of them, instead of once per token (the n = 1 rows launched nb times)
- * or an f16 panel of twice the bytes (the prefill gemm).
+/* cuda/matmul/gemv_few: the few-token split gemv (rows gemv_<type>_split_few): one product W . x_t
+ * for 2..8 activation rows (the tokens of a batched decode step: one per sequence) that reads every
+ * weight byte once for all of them, instead of once per token (the n = 1 rows launched nb times) or
+ * an f16 panel of twice the bytes (the prefill gemm).
  *
  * k_gemv_few<S, R, NT>: 256-thread blocks (8 warps), R = 4 rows per warp (with 8 tokens, R = 2 made
  * it LDS-bound: 24 16-byte LDS per 2 rows of 32 groups; 2 blocks of <= 128 registers per SM either
- * way, no spills), up to NT tokens per launch
- * (nt live, the rest skipped warp-uniformly). The block first issues its first weight loads
- * (before the PDL wait), then stages the nt q8_1 activation rows into dynamic shared memory as
- * 12-word records (d|s, qs[8], the integer sums of the two halves, one pad word: 48 bytes, read
- * back as three 16-byte LDS, conflict-free: 8 lanes of a phase hit 8 disjoint 4-bank quads),
- * syncs, then streams its rows: per 32-value group a lane decodes the R rows' weights once and
- * dots them with every token's record (S::dot, the same dot as the n = 1 rows; the decode is
- * shared across tokens by the compiler, the activation read across rows). Split-K over ks warps
- * (1, 2 or 4, cll_cu_few_pick_ks_log2 in cuda/pick.h) as the n = 1 r2/r4 rows; partial sums meet in shared memory in a fixed
- * order (deterministic). Persistent grid: min(tiles, SMs x resident blocks) blocks walk the tiles.
- * Tokens beyond what one launch stages (CLL_CU_FEW_SMEM_MAX of records: cll_cu_few_tokens_per_launch, 5-8 on 7B/8B shapes) go
- * to further launches of equal size. Other calls (nb 1, mat_ids, the fused residual tail) go on to
- * the type's r4_pt row, which is what they are.
+ * way, no spills), up to NT tokens per launch (nt live, the rest skipped warp-uniformly). The block
+ * first issues its first weight loads (before the PDL wait), then stages the nt q8_1 activation rows
+ * into dynamic shared memory as 12-word records (d|s, qs[8], the integer sums of the two halves, one
+ * pad word: 48 bytes, read back as three 16-byte LDS, conflict-free: the 8 lanes of a phase hit 8
+ * disjoint 4-bank quads), syncs, then streams its rows: per 32-value group a lane decodes the R
+ * rows' weights once and dots them with every token's record (S::dot, the same dot as the n = 1
+ * rows; the decode is shared across tokens by the compiler, the activation read across rows).
+ * Split-K over ks warps (1, 2 or 4: cll_cu_few_pick_ks_log2, cuda/pick.h) as the n = 1 r2/r4 rows;
+ * partial sums meet in shared memory in a fixed order (deterministic), and each row sums its groups
+ * in the n = 1 rows' order, so a batched step's logits equal each sequence's alone. Persistent grid:
+ * min(tiles, SMs x resident blocks) blocks walk the tiles. Tokens beyond what one launch stages
+ * (CLL_CU_FEW_SMEM_MAX of records: cll_cu_few_tokens_per_launch, 5-8 on 7B/8B shapes) go to further
+ * launches of equal size. Other calls (nb 1, mat_ids, the fused residual tail) go on to the type's
+ * r4_pt row, which is what they are. H200 (cuda_kbench -n, the 7B shapes, weight bytes once per
+ * launch): q4_0 60% of 4.3 TB/s at 2 tokens, 44% at 4, 26% at 8 (compute-bound); q4_K 44/29/16%.
  * Owns nothing. Rule: the same dots as the register rows on the same records, so the gate holds it
  * to the same bar, token by token. */
 #include <stdio.h>
