@@ -236,6 +236,26 @@ static void test_pick_form(void **state) {
         q.device = CLL_KDEVICE_CUDA_SM(7, 5);
         assert_int_equal(cll_cu_pick_form(&q), CLL_CU_FORM_GEMM_RESIDENT);
     }
+    /* the int8 tensor-core row from the measured crossover on (Q4_0 6, Q4_K 4), the dp4a row below it */
+    assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q4_0), 6);
+    assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q4_K), 4);
+    assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q6_K), 0);
+    assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q8_0), 0);
+    for (int64_t n = 1; n <= 10; n++) {
+        cll_cu_form_query q = {.wtype = CLL_TYPE_Q4_0, .rows = 4096, .cols = 4096, .n_mat = 1, .n_tokens = n,
+                               .resident = true, .few_tokens = 8, .mma_min = 6, .device = h};
+        const cll_cu_form want = n == 1   ? CLL_CU_FORM_GEMV
+                                 : n > 8  ? CLL_CU_FORM_GEMM_RESIDENT
+                                 : n >= 6 ? CLL_CU_FORM_GEMV_FEW_MMA
+                                          : CLL_CU_FORM_GEMV_FEW;
+        assert_int_equal(cll_cu_pick_form(&q), want);
+        q.few_max = 7; /* the knob caps both few-token forms */
+        assert_int_equal(cll_cu_pick_form(&q), n > 7 && n > 1 ? CLL_CU_FORM_GEMM_RESIDENT : want);
+        q.few_max = 0;
+        q.mma_min = 0; /* no mma row (a pin, CLLAMA_CUDA_FEW_MMA=0, a type without one) */
+        assert_int_equal(cll_cu_pick_form(&q),
+                         want == CLL_CU_FORM_GEMV_FEW_MMA ? CLL_CU_FORM_GEMV_FEW : want);
+    }
     /* its launch geometry: tokens per launch (records <= CLL_CU_FEW_SMEM_MAX, balanced) and split-K */
     assert_int_equal(cll_cu_few_tokens_per_launch(128, 8), 8);   /* 4096 cols: 8 x 6 KB */
     assert_int_equal(cll_cu_few_tokens_per_launch(128, 3), 3);

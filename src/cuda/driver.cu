@@ -72,7 +72,14 @@ static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     q.grouped_off = moe_grouped_off();
     q.few_tokens = p->few ? CLL_CU_FEW_MAX : 0;
     q.few_max = few_max();
+    q.mma_min = p->mma ? cll_cu_mma_min_tokens(p->w.type) : 0;
     return cll_cu_pick_form(&q);
+}
+
+/* the few-token row the pick gives part p for n tokens (NULL: not a few-token form) */
+static const cll_cu_gemv_impl *few_form_row(const cll_cu_part *p, int64_t n) {
+    const cll_cu_form f = part_form(p, n);
+    return f == CLL_CU_FORM_GEMV_FEW_MMA ? p->mma : f == CLL_CU_FORM_GEMV_FEW ? p->few : NULL;
 }
 
 static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
@@ -92,9 +99,8 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
             CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi));
-        } else if (part_form(p, n) == CLL_CU_FORM_GEMV_FEW) { /* a few sequences' decode step */
-            CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL,
-                            p->few));
+        } else if (const cll_cu_gemv_impl *fr = few_form_row(p, n)) { /* a few sequences' decode step */
+            CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr));
         } else {
             CLL_CU_RET(gemm(s, p, x, ldx, n, y, ldy));
         }
@@ -421,13 +427,13 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         PTRY(CLL_PK_OUTPUT, gemv(&dm->output, 1, NULL, s->xn, 0, s->xq, 0, s->logits, 0, s->st));
     } else {
         PTRY(CLL_PK_OUTPUT, cll_cu_gather_rows(s->xn, d, rows, n_out, d, s->xo, d, s->st));
-        const cll_cu_form fo = n_out == 1 ? CLL_CU_FORM_GEMV : part_form(&dm->output, n_out);
-        if (fo == CLL_CU_FORM_GEMV || fo == CLL_CU_FORM_GEMV_FEW) {
+        const cll_cu_gemv_impl *fo = n_out == 1 ? dm->output.gemv : few_form_row(&dm->output, n_out);
+        if (fo) {
             /* their q8_1 rows too (copied as 4-byte words: 9 per 36-byte block) for the gemv forms */
             const int64_t qw = 9 * cll_cu_q8_blocks(d);
             PTRY(CLL_PK_OUTPUT, cll_cu_gather_rows((const float *)s->xq, qw, rows, n_out, qw, (float *)s->xoq, qw, s->st));
             PTRY(CLL_PK_OUTPUT, gemv(&dm->output, (int)n_out, NULL, s->xo, d, s->xoq, cll_cu_q8_blocks(d), s->logits, V, s->st,
-                                     NULL, NULL, fo == CLL_CU_FORM_GEMV_FEW ? dm->output.few : NULL));
+                                     NULL, NULL, fo));
         } else {
             PTRY(CLL_PK_OUTPUT, gemm(s, &dm->output, s->xo, d, n_out, s->logits, V));
         }

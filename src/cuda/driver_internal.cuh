@@ -19,6 +19,8 @@ typedef struct {
     cll_cu_weight w;
     const cll_cu_gemv_impl *gemv;
     const cll_cu_gemv_impl *few; /* dense: the few-token gemv row for 2..8 tokens (a batched decode step; NULL: none) */
+    const cll_cu_gemv_impl *mma; /* dense: the int8 tensor-core few-token row the pick takes from
+                                  * cll_cu_mma_min_tokens on (NULL: none, a pin, or CLLAMA_CUDA_FEW_MMA=0) */
     const cll_cu_gemv_impl *moe; /* expert weights: the grouped prefill row (NULL: none) */
     cll_cu_weight w16;           /* the resident f16 prefill panel of a quantized weight (an F16
                                   * weight over the model's panel arena; d NULL: none) */

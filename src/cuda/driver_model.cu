@@ -88,7 +88,16 @@ static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const
         return cll_err(CLL_ERR_UNSUPPORTED, "cuda: tensor %s: type %s (%lld x %lld) has no CUDA gemv", nm,
                        cll_type_name(j->type), (long long)j->rows, (long long)j->cols);
     dst->moe = j->n_mat > 1 ? cll_cu_moe_default(j->type, dst->gemv->layout, j->rows, j->cols) : NULL;
-    dst->few = j->n_mat == 1 ? cll_cu_gemv_few_default(j->type, dst->gemv->layout, j->rows, j->cols, CLL_CU_FEW_MAX) : NULL;
+    bool few_forced = false;
+    dst->few = j->n_mat == 1 ? cll_cu_gemv_few_default(j->type, dst->gemv->layout, j->rows, j->cols, CLL_CU_FEW_MAX,
+                                                       &few_forced)
+                             : NULL;
+    /* the int8 tensor-core row for the larger few-token batches, unless a pin chose the class's row
+     * or CLLAMA_CUDA_FEW_MMA=0 (read at each load) */
+    const char *fm = getenv("CLLAMA_CUDA_FEW_MMA");
+    dst->mma = dst->few && !few_forced && !(fm && fm[0] == '0')
+                   ? cll_cu_gemv_mma_row(j->type, dst->gemv->layout, j->rows, j->cols)
+                   : NULL;
     j->bytes = align_up(cll_cu_weight_bytes(j->type, j->rows, j->cols, j->n_mat));
     j->off = pl->total;
     pl->total += j->bytes;

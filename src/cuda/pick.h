@@ -20,6 +20,7 @@ extern "C" {
 typedef enum {
     CLL_CU_FORM_GEMV,
     CLL_CU_FORM_GEMV_FEW,
+    CLL_CU_FORM_GEMV_FEW_MMA,
     CLL_CU_FORM_GEMM_DIRECT,
     CLL_CU_FORM_GEMM_PANEL,
     CLL_CU_FORM_GEMM_RESIDENT,
@@ -37,6 +38,8 @@ typedef struct {
     int32_t few_tokens;    /* the most tokens the weight's few-token gemv rows serve (0: none; 8 for
                             * the dp4a rows, gemv_few.cu, and the int8 mma rows, gemv_mma.cu) */
     int32_t few_max;       /* the knob CLLAMA_CUDA_FEW_MAX: most tokens a few-token form takes (0: no cap) */
+    int32_t mma_min;       /* the int8 tensor-core few-token row serves this weight from this many tokens
+                            * on (cll_cu_mma_min_tokens; 0: it does not) */
     int32_t device;        /* CLL_KDEVICE_CUDA_SM(major, minor), or 0 = not known */
 } cll_cu_form_query;
 cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q);
@@ -50,6 +53,9 @@ const char *cll_cu_form_name(cll_cu_form f);
 #define CLL_CU_FEW_WARPS 8
 #define CLL_CU_FEW_XW 12
 #define CLL_CU_FEW_SMEM_MAX (100 * 1024)
+/* from how many tokens the int8 tensor-core few-token row (gemv_mma.cu) beats the dp4a row
+ * (gemv_few.cu) on a weight of this type: the crossover of cuda_kbench on the H200; 0: never */
+int32_t cll_cu_mma_min_tokens(uint32_t wtype);
 /* tokens per launch for rows of ng 32-value groups and nb tokens: the most that fit (at most 8),
  * balanced over the launches nb needs (8 where 5 fit -> 4 + 4); 0 when not even 2 fit */
 int cll_cu_few_tokens_per_launch(int64_t ng, int nb);

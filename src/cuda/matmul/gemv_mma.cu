@@ -23,8 +23,10 @@
  * (a launch holds at most 8; more go to balanced further launches) are never staged nor written;
  * rows past the end read the last row. Needs cols % 256 == 0 (whole chunks) and 16-byte aligned
  * rows; other calls go to the dp4a few row.
- * Not a default row yet: slower than the dp4a row below 4-8 tokens, and an unexplained parity gap on
- * two tiny golden files (cuda/matmul/rows.cu has the numbers); a pin selects it.
+ * Slower than the dp4a row at 2-4 tokens: the pick takes it from cll_cu_mma_min_tokens on (Q4_0 6,
+ * Q4_K 4; cuda/matmul/pick.cu has the H200 numbers). Its group sums meet in another order than the
+ * one-token rows', so a batched step is not bit-identical to each sequence alone (golden
+ * test_batched_parity holds it to the reassociation bar).
  * Owns nothing. Rule: exact int32 group dots times float scales in the n = 1 rows' order of
  * operations per group, so the gate holds it to the same bar. */
 #include <stdio.h>

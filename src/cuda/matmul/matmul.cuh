@@ -171,7 +171,11 @@ const cll_cu_gemv_impl *cll_cu_moe_default(uint32_t type, int layout, int64_t ro
 
 /* the few-token gemv row for n_tokens (2..8) tokens of one dense product of a weight of this type
  * uploaded in this layout: the default or an override; NULL: none (the batch takes the gemm) */
-const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64_t rows, int64_t cols, int n_tokens);
+const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64_t rows, int64_t cols, int n_tokens,
+                                                bool *forced);
+/* the int8 tensor-core few-token row of a weight of this type in this layout (cuda/matmul/gemv_mma.cu),
+ * NULL when the type or shape has none */
+const cll_cu_gemv_impl *cll_cu_gemv_mma_row(uint32_t type, int layout, int64_t rows, int64_t cols);
 
 /* the gemv rows: one table (cuda/matmul/rows.cu) */
 typedef struct cll_kernel_table cll_kernel_table;

@@ -16,8 +16,8 @@ cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q) {
     if (q->n_tokens <= 1) return CLL_CU_FORM_GEMV; /* decode (experts: the gemv over mat_ids) */
     const int64_t few_max = q->few_max > 0 && q->few_max < q->few_tokens ? q->few_max : q->few_tokens;
     if (q->n_mat <= 1 && q->n_tokens <= few_max &&
-        (q->device == CLL_KDEVICE_CPU || q->device >= CLL_KDEVICE_CUDA_SM(8, 0)))
-        return CLL_CU_FORM_GEMV_FEW; /* a few sequences' decode: the weight read once */
+        (q->device == CLL_KDEVICE_CPU || q->device >= CLL_KDEVICE_CUDA_SM(8, 0))) /* the weight read once */
+        return q->mma_min > 0 && q->n_tokens >= q->mma_min ? CLL_CU_FORM_GEMV_FEW_MMA : CLL_CU_FORM_GEMV_FEW;
     if (q->n_mat > 1) {
         if (q->grouped_off || !q->grouped_row || (q->device != CLL_KDEVICE_CPU && q->device < CLL_KDEVICE_CUDA_SM(8, 0)))
             return CLL_CU_FORM_MOE_TOKENS;
@@ -31,6 +31,7 @@ const char *cll_cu_form_name(cll_cu_form f) {
     switch (f) {
     case CLL_CU_FORM_GEMV: return "gemv";
     case CLL_CU_FORM_GEMV_FEW: return "gemv few tokens";
+    case CLL_CU_FORM_GEMV_FEW_MMA: return "gemv few tokens, int8 tensor cores";
     case CLL_CU_FORM_GEMM_DIRECT: return "gemm direct";
     case CLL_CU_FORM_GEMM_PANEL: return "gemm streamed f16 panel";
     case CLL_CU_FORM_GEMM_RESIDENT: return "gemm resident f16 panel";
@@ -72,4 +73,17 @@ int cll_cu_few_pick_ks_log2(int64_t rows, int64_t ng, int R, int64_t slots) {
         }
     }
     return best;
+}
+
+/* cuda_kbench on the H200 (2026-12-02, % of 4.3 TB/s over the 7B shapes, weights read once per
+ * launch), dp4a row vs mma row: q4_0 2 tokens 59.6 vs 41.3, 4: 43.7 vs 38.4, 8: 26.1 vs 34.4 (the
+ * l2-7b Q4_0 file at 8 sequences: 1797 vs 2177 tok/s); q4_K 44.4 vs 33.3, 29.0 vs 31.3, 16.3 vs 28.8;
+ * q6_K at 8 tokens 24.9 vs 20.1 (the dp4a row throughout). Q8_0: the dp4a row was not measured beside
+ * it, so it stays on the dp4a row. */
+int32_t cll_cu_mma_min_tokens(uint32_t wtype) {
+    switch (wtype) {
+    case CLL_TYPE_Q4_0: return 6;
+    case CLL_TYPE_Q4_K: return 4;
+    default: return 0;
+    }
 }

@@ -231,12 +231,14 @@ static const cll_kernel_row k_rows[] = {
     CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 3) CU_SP_ROW(q5_1, Q5_1, 2, 3) CU_SP_ROW(q4_K, Q4_K, 3, 3)
     CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 3)
 #undef CU_SP_ROW
-    /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu), not a default: cuda_kbench on the
-     * H200 (2026-12-02, % of 4300 GB/s over the 7B shapes, weights read once) q4_0 nb=2 41.3 vs the dp4a
-     * few row 59.6, nb=4 38.4 vs 43.7, nb=8 34.4 vs 24.2; q4_K 33.3/44.4, 31.3/29.0, 28.8/16.0; and
-     * golden test_batched_parity on the GPU put two tiny files (Q4_K ffn_down of 512 columns, Q8_0)
-     * 5e-2..8e-2 off their one-sequence logits where the dp4a rows are exact, while every gate shape
-     * passes: not understood yet, so only a pin selects them */
+    /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu): not the registry default of the
+     * n2-8 class (the dp4a row is), but the pick (cll_cu_pick_form) takes them from the token count
+     * where they measured faster on the H200 (cll_cu_mma_min_tokens, cuda/matmul/pick.cu: Q4_0 from 6,
+     * Q4_K from 4), unless a pin names the class's row or CLLAMA_CUDA_FEW_MMA=0. They sum a row's
+     * groups in another order than the one-token rows, so a batched step's logits differ from each
+     * sequence's alone by float reassociation, which the q8_1 rounding of the next activations can
+     * amplify: on two tiny random golden files 5e-2..8e-2 on the GPU, the size a 1-ulp nudge of every
+     * batched product gives on the CPU (6.4e-2) */
 #define CU_MMA_ROW(n, T, i)                                                                                  \
     {"gemv_" #n "_split_mma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_MMA, CLL_CU_LAYOUT_SPLIT, 1, cu_mma_ok, \
      false, false, &k_mma_impl[i]},
@@ -322,16 +324,34 @@ const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t
     return r ? (const cll_cu_gemv_impl *)r->impl : NULL;
 }
 
-const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64_t rows, int64_t cols, int n_tokens) {
+const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64_t rows, int64_t cols, int n_tokens,
+                                                bool *forced) {
     const cll_kernel_table *t = cll_cu_kernel_table();
     cll_kernel_shape sh = {};
     sh.wtype = type;
     sh.rows = rows;
     sh.cols = cols;
     sh.n_tokens = n_tokens; /* its class: n2-8 */
-    const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, layout, NULL);
+    const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, layout, forced);
     const cll_cu_gemv_impl *impl = r ? (const cll_cu_gemv_impl *)r->impl : NULL;
     return impl && impl->few && impl->gemv ? impl : NULL;
+}
+
+const cll_cu_gemv_impl *cll_cu_gemv_mma_row(uint32_t type, int layout, int64_t rows, int64_t cols) {
+    const cll_kernel_table *t = cll_cu_kernel_table();
+    cll_kernel_shape sh = {};
+    sh.wtype = type;
+    sh.rows = rows;
+    sh.cols = cols;
+    sh.n_tokens = CLL_CU_FEW_MAX;
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)r->impl;
+        if (r->wtype == type && r->layout == layout && (r->op & CLL_KOP_GEMV) && impl && impl->few && impl->gemv &&
+            impl->gemv == cll_cu_sp_mma_gemv(type) && cll_kernel_row_supported(r, &sh))
+            return impl;
+    }
+    return NULL;
 }
 
 const cll_cu_gemv_impl *cll_cu_moe_default(uint32_t type, int layout, int64_t rows, int64_t cols) {
