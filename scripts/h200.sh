@@ -114,6 +114,16 @@ synth_one() { # name shape[:layers] type
     { echo "synth $1 failed"; return 1; }
 }
 
+synth_anchor() { # NAME: the ANCHORS entry of that name, synthesized unless already on disk
+  local want=$1 a
+  for a in "${ANCHORS[@]}"; do
+    set -- $a
+    if [ "$1" = "$want" ]; then synth_one "$@"; return; fi
+  done
+  echo "no anchor $want"
+  return 1
+}
+
 build_ref() {
   [ -x /tmp/llama/build/bin/llama-bench ] && return 0
   local src
@@ -159,11 +169,9 @@ for l in sys.stdin:
 # AB_ARGS replaces the bench arguments (default "-p 0 -n 128 -r 3"; e.g. "-p 512 -n 0 -r 3")
 ab() {
   dev_env
-  local name=$1 spec=
+  local name=$1
   shift
-  for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
-  [ -n "$spec" ] || { echo "ab: no anchor $name"; return 1; }
-  synth_one $spec || return 1
+  synth_anchor "$name" || return 1
   for e in "${AB_ENVS[@]}"; do
     local t0=$SECONDS bin=.gpu/bin/cllama
     local -a envs=() kept=()
@@ -179,10 +187,8 @@ ab() {
 # sidecar to $OUT/tune-NAME.json), then tg128 untuned and tuned side by side (issue 12's check)
 tune() {
   dev_env
-  local name=$1 budget=${2:-180} spec=
-  for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
-  [ -n "$spec" ] || { echo "tune: no anchor $name"; return 1; }
-  synth_one $spec || return 1
+  local name=$1 budget=${2:-180}
+  synth_anchor "$name" || return 1
   local t0=$SECONDS
   .gpu/bin/cllama tune --backend cuda -m "$MODELS/$name.gguf" --budget "$budget" --tune "$OUT/tune-$name.json" 2>&1 |
     tee "$OUT/tune-$name.log" | grep -vE "chat template"
@@ -203,9 +209,7 @@ long() {
   [ "${1:-}" = "--ref" ] && { ref=1; build_ref || ref=0; }
   [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
   for name in l2-7b-Q4_K_M l2-7b-Q4_0; do
-    local spec=
-    for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
-    synth_one $spec || continue
+    synth_anchor "$name" || continue
     CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512,4096 -n 128 -d 0,8192 -r 3 -o jsonl --record \
       --records "$OUT" -m "$MODELS/$name.gguf" 2>&1 | tee -a "$OUT/long.log" | python3 -c 'import sys,json
 for l in sys.stdin:
@@ -235,9 +239,7 @@ for l in sys.stdin:
     if l.startswith("{"):
         r=json.loads(l); print("%-9s %-18s pl %2d  speed_pp %8.1f  speed_tg %8.1f t/s" % (sys.argv[1], sys.argv[2], r["pl"], r["speed_pp"], r["speed_tg"]))'
   for name in ${BATCHED:-l2-7b-Q4_K_M l2-7b-Q4_0}; do
-    local spec=
-    for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
-    synth_one $spec || continue
+    synth_anchor "$name" || continue
     CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -m "$MODELS/$name.gguf" -npp 128 -ntg 128 \
       -npl "${NPL:-1,2,4,8,16,32,64}" -b 2048 -o jsonl --record --records "$OUT" 2>&1 | tee -a "$OUT/batched.log" |
       python3 -c "$show" cllama "$name"
@@ -256,10 +258,8 @@ for l in sys.stdin:
 # lengths (128 new tokens each) and a 4096-token prompt 2 s in; numbers to $OUT/load-NAME.json
 serve() {
   dev_env
-  local name=${1:-l2-7b-Q4_K_M} par=${2:-32} ctx=${3:-4608} spec=
-  for a in "${ANCHORS[@]}"; do set -- $a; [ "$1" = "$name" ] && spec=$a; done
-  [ -n "$spec" ] || { echo "serve: no anchor $name"; return 1; }
-  synth_one $spec || return 1
+  local name=${1:-l2-7b-Q4_K_M} par=${2:-32} ctx=${3:-4608}
+  synth_anchor "$name" || return 1
   timeout 400 python3 scripts/load_test.py --spawn .gpu/bin/cllama -m "$MODELS/$name.gguf" --serve-args "--backend cuda" \
     --parallel "$par" --ctx "$ctx" -n 64 --max-tokens 128 --mixed --long-prompt 4096 --long-at 2 --check \
     --json "$OUT/load-$name.json" 2>&1 | grep -vE "^  stream [0-9]+:" | tail -30

@@ -73,6 +73,27 @@ static __device__ __forceinline__ void cll_moe_tile(int32_t yt, const int32_t *o
     *nt = min(CLL_CU_MOE_BN, off[lo + 1] - *t0);
 }
 
+/* a warp's 32 x 32 output tile += A rows [wr, wr+32) . B rows [wc, wc+32)^T over BK staged columns
+ * (f16 in shared memory, LD halves per row; 2 x 2 WMMA 16x16x16 fragments, f32 accumulate): the
+ * inner step of both grouped kernels */
+template <int BK, int LD>
+static __device__ __forceinline__ void cll_moe_mma32(
+    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> (&acc)[2][2], const __half *a, const __half *b, int wr, int wc) {
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+        nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, __half, nvcuda::wmma::row_major> fa[2];
+        nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, __half, nvcuda::wmma::col_major> fb[2];
+#pragma unroll
+        for (int i = 0; i < 2; i++) nvcuda::wmma::load_matrix_sync(fa[i], a + (wr + 16 * i) * LD + kk, LD);
+#pragma unroll
+        for (int j = 0; j < 2; j++) nvcuda::wmma::load_matrix_sync(fb[j], b + (wc + 16 * j) * LD + kk, LD);
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) nvcuda::wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+}
+
 template <class D>
 __global__ void __launch_bounds__(128) k_moe_gemm(const uint8_t *__restrict__ W, size_t mat_stride, size_t row_stride,
                                                   int32_t rows, int32_t cols, const float *__restrict__ x, int64_t ldx,
@@ -135,19 +156,7 @@ __global__ void __launch_bounds__(128) k_moe_gemm(const uint8_t *__restrict__ W,
         }
         cll_store32_half(v, false, xs + lr * CLL_MOE_LD + lc);
         __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < CLL_MOE_BK; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b[2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(a[i], ws + (wr + 16 * i) * CLL_MOE_LD + kk, CLL_MOE_LD);
-#pragma unroll
-            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(b[j], xs + (wc + 16 * j) * CLL_MOE_LD + kk, CLL_MOE_LD);
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
-        }
+        cll_moe_mma32<CLL_MOE_BK, CLL_MOE_LD>(acc, ws, xs, wr, wc);
         __syncthreads();
     }
 #pragma unroll
@@ -240,19 +249,7 @@ __global__ static void __launch_bounds__(256) k_moe_gemm_f16(const uint8_t *__re
         }
         __syncthreads();
         const __half *a = as + st * A_ST, *b = bs + st * B_ST;
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb[2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) wmma::load_matrix_sync(fa[i], a + (wr + 16 * i) * LD + kk, LD);
-#pragma unroll
-            for (int j = 0; j < 2; j++) wmma::load_matrix_sync(fb[j], b + (wc + 16 * j) * LD + kk, LD);
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 2; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-        }
+        cll_moe_mma32<BK, LD>(acc, a, b, wr, wc);
         __syncthreads(); /* the stage is free for the load two steps on (and, last, for cs) */
     }
 #pragma unroll
