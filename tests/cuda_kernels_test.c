@@ -91,6 +91,9 @@ static void test_gemv_rows(void **state) {
             {64, 4096, 8},  /* dp4a few rows: 8 x 4096 of records is 48 KB, past the default smem limit with red[] */
             {100, 4096, 17}, {48, 11008, 33}, {16, 14336, 64}, /* more than 8 tokens: balanced launches */
             {1003, 768, 3}, /* ragged rows, one chunk per warp short */
+            /* the mma tile (9..64 tokens): ragged last row tile and split-K over blocks (300 x 4096: 3 tiles x
+             * 5 splits), 2 splits, an unsplit K of 4 chunks with one token in its second tile, a ragged tile */
+            {300, 4096, 64}, {1000, 2048, 40}, {129, 1024, 9}, {256, 3072, 23},
             {512, 512, 8}, {256, 256, 2}, {128, 512, 5}, {1024, 256, 4}, /* the tiny golden files' shapes */
         };
         const bool few = strstr(row->name, "_few") || strstr(row->name, "_mma");
@@ -239,8 +242,42 @@ static void test_pick_form(void **state) {
     /* the int8 tensor-core row from the measured crossover on (Q4_0 6, Q4_K 4), the dp4a row below it */
     assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q4_0), 6);
     assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q4_K), 4);
-    assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q6_K), 0);
-    assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q8_0), 0);
+    assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q6_K), 9); /* the tile beyond the dp4a rows */
+    assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q8_0), 9);
+    assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q5_1), 0);
+    /* with the tile (mma_max 64): the int8 rows from mma_min to 64 tokens, the panels above */
+    for (int64_t n = 2; n <= 80; n++) {
+        cll_cu_form_query q = {.wtype = CLL_TYPE_Q6_K, .rows = 4096, .cols = 4096, .n_mat = 1, .n_tokens = n,
+                               .resident = true, .few_tokens = 8, .mma_min = 9, .mma_max = 64, .device = h};
+        const cll_cu_form want = n <= 8 ? CLL_CU_FORM_GEMV_FEW : n <= 64 ? CLL_CU_FORM_GEMV_FEW_MMA
+                                                                        : CLL_CU_FORM_GEMM_RESIDENT;
+        assert_int_equal(cll_cu_pick_form(&q), want);
+        q.few_max = 8; /* CLLAMA_CUDA_FEW_MAX=8: the dp4a rows only */
+        assert_int_equal(cll_cu_pick_form(&q), n <= 8 ? CLL_CU_FORM_GEMV_FEW : CLL_CU_FORM_GEMM_RESIDENT);
+        q.few_max = 32;
+        assert_int_equal(cll_cu_pick_form(&q), n <= 32 ? want : CLL_CU_FORM_GEMM_RESIDENT);
+        q.few_max = 0;
+        q.n_mat = 8; /* experts keep their forms */
+        assert_true(cll_cu_pick_form(&q) != CLL_CU_FORM_GEMV_FEW_MMA);
+    }
+    /* the tile's split-K: the 7B o/down products (32 row tiles of 128) split 4 ways on 132 slots; qkv
+     * (96 tiles) and gate|up (172) fill the slots unsplit; no scratch, too few tickets, too few chunks
+     * per split, or partials past the scratch cap it */
+    const int64_t wsf = CLL_CU_SPLITK_FLOATS(132);
+    assert_int_equal(cll_cu_mma_tile_ks(32, 16, 132, 64, 4096, wsf, 1024), 4);
+    assert_int_equal(cll_cu_mma_tile_ks(32, 43, 132, 64, 4096, wsf, 1024), 4);
+    assert_int_equal(cll_cu_mma_tile_ks(96, 16, 132, 64, 12288, wsf, 1024), 1);
+    assert_int_equal(cll_cu_mma_tile_ks(172, 16, 132, 64, 22016, wsf, 1024), 1);
+    assert_int_equal(cll_cu_mma_tile_ks(32, 16, 132, 64, 4096, 0, 1024), 1);
+    assert_int_equal(cll_cu_mma_tile_ks(32, 16, 132, 64, 4096, wsf, 16), 1);
+    assert_int_equal(cll_cu_mma_tile_ks(32, 5, 132, 64, 4096, wsf, 1024), 1);   /* 5 chunks: one split of >= 3 */
+    assert_int_equal(cll_cu_mma_tile_ks(2, 64, 132, 64, 256, 3 * 64 * 256, 1024), 3);
+    for (int64_t tiles = 1; tiles <= 300; tiles += 7)
+        for (int nt = 9; nt <= 64; nt += 11) {
+            const int ks = cll_cu_mma_tile_ks(tiles, 43, 264, nt, tiles * 128, wsf, 1024);
+            assert_true(ks >= 1 && ks <= 14 && (ks == 1 || ks * tiles <= 264));
+            assert_true(ks == 1 || (int64_t)ks * nt * tiles * 128 <= wsf);
+        }
     for (int64_t n = 1; n <= 10; n++) {
         cll_cu_form_query q = {.wtype = CLL_TYPE_Q4_0, .rows = 4096, .cols = 4096, .n_mat = 1, .n_tokens = n,
                                .resident = true, .few_tokens = 8, .mma_min = 6, .device = h};

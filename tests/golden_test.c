@@ -451,17 +451,22 @@ static void test_batched_parity(void **state) {
      * tensor-core rows, which sum in another order: float reassociation, which the q8_1 rounding of the
      * next activations amplifies on these tiny random files (H200: 8.4e-2 on tiny-llama-Q4_K_M; the
      * CPU, every batched product nudged by one ulp: 6.4e-2 there, 1.8e-2 on Q6_K), so a looser bar that
-     * still catches a token fed to the wrong sequence (logits off by their whole spread) */
-    const struct { const char *file; int S; double tol, tol_mma; bool graph; } cases[] = {
-        {"tiny-llama-Q4_0", 5, 2e-3, 2e-3, true},      {"tiny-llama-Q4_0", 6, 2e-3, 0.25, true},
-        {"tiny-llama-Q4_K_M", 8, 2e-3, 0.25, true},    {"tiny-llama-Q6_K", 3, 2e-3, 2e-3, true},
-        {"tiny-gemma3-Q4_K_M", 4, 2e-3, 0.25, true},   {"tiny-qwen2-Q8_0", 2, 2e-3, 2e-3, true},
-        {"tiny-llama-F16", 5, 2e-2, 2e-2, false},      {"tiny-qwen3moe-Q4_K_M", 6, 0.3, 0.3, false},
+     * still catches a token fed to the wrong sequence (logits off by their whole spread).
+     * Past 8 sequences (the 12- and 16-sequence cases) the GPU's first pass takes the f16 panels (cuBLAS on
+     * f16-rounded activations, as the F16 file) and its defaults the int8 tensor-core tile, so both get the
+     * looser bar there (tol_gpu); the CPU keeps the exact one. */
+    const struct { const char *file; int S; double tol, tol_gpu, tol_mma; bool graph; } cases[] = {
+        {"tiny-llama-Q4_0", 5, 2e-3, 2e-3, 2e-3, true},      {"tiny-llama-Q4_0", 6, 2e-3, 2e-3, 0.25, true},
+        {"tiny-llama-Q4_K_M", 8, 2e-3, 2e-3, 0.25, true},    {"tiny-llama-Q6_K", 3, 2e-3, 2e-3, 2e-3, true},
+        {"tiny-gemma3-Q4_K_M", 4, 2e-3, 2e-3, 0.25, true},   {"tiny-qwen2-Q8_0", 2, 2e-3, 2e-3, 2e-3, true},
+        {"tiny-llama-F16", 5, 2e-2, 2e-2, 2e-2, false},      {"tiny-qwen3moe-Q4_K_M", 6, 0.3, 0.3, 0.3, false},
+        {"tiny-llama-Q4_K_M", 12, 2e-3, 0.25, 0.25, true},   {"tiny-qwen2-Q8_0", 16, 2e-3, 0.25, 0.25, true},
     };
     const size_t nc = sizeof cases / sizeof cases[0];
     int failed = 0;
     if (g_gpu) setenv("CLLAMA_CUDA_FEW_MMA", "0", 1); /* first the dp4a rows alone (read at each load) */
-    for (size_t i = 0; i < nc; i++) failed += !batched_vs_alone(cases[i].file, cases[i].S, 6, cases[i].tol, cases[i].graph);
+    for (size_t i = 0; i < nc; i++)
+        failed += !batched_vs_alone(cases[i].file, cases[i].S, 6, g_gpu ? cases[i].tol_gpu : cases[i].tol, cases[i].graph);
     if (g_gpu) {
         unsetenv("CLLAMA_CUDA_FEW_MMA");
         printf("batched: the GPU's defaults (the int8 tensor-core rows where the pick takes them)\n");

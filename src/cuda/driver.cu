@@ -16,10 +16,12 @@
 
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
                         int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
-                        const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL) {
+                        const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL,
+                        const cll_cu_splitk *sk = NULL) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
     if (epi) a.epi = *epi;
+    if (sk) a.sk = *sk;
     if (next && !ids) { /* the step's next product: its first bytes into L2 as this one drains */
         const size_t nb_ = next->w.mat_stride, cap = cll_cu_l2next_bytes();
         a.pf_next = next->w.d;
@@ -58,6 +60,19 @@ static int few_max(void) {
     return v;
 }
 
+/* CLLAMA_CUDA_MMA_MAX=N: the most tokens of a product the int8 tensor-core rows take (2..64; default
+ * 8: the tile of 9..64 tokens measured slower than the f16 panels on the H200, see pick.cu) */
+static int mma_max(void) {
+    static int v = -1; /* process-wide setting read once; not state */
+    if (v < 0) {
+        const char *e = getenv("CLLAMA_CUDA_MMA_MAX");
+        v = e && *e ? atoi(e) : CLL_CU_MMA_DEFAULT_MAX;
+        if (v < 2) v = 2;
+        if (v > CLL_CU_MMA_MAX) v = CLL_CU_MMA_MAX;
+    }
+    return v;
+}
+
 /* the form that serves part p for a batch of n tokens (cuda/matmul/pick.cu) */
 static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     cll_cu_form_query q;
@@ -73,6 +88,7 @@ static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     q.few_tokens = p->few ? CLL_CU_FEW_MAX : 0;
     q.few_max = few_max();
     q.mma_min = p->mma ? cll_cu_mma_min_tokens(p->w.type) : 0;
+    q.mma_max = p->mma ? mma_max() : 0;
     return cll_cu_pick_form(&q);
 }
 
@@ -100,7 +116,7 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
         if (n == 1) {
             CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi));
         } else if (const cll_cu_gemv_impl *fr = few_form_row(p, n)) { /* a few sequences' decode step */
-            CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr));
+            CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr, &s->sk));
         } else {
             CLL_CU_RET(gemm(s, p, x, ldx, n, y, ldy));
         }
@@ -433,7 +449,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             const int64_t qw = 9 * cll_cu_q8_blocks(d);
             PTRY(CLL_PK_OUTPUT, cll_cu_gather_rows((const float *)s->xq, qw, rows, n_out, qw, (float *)s->xoq, qw, s->st));
             PTRY(CLL_PK_OUTPUT, gemv(&dm->output, (int)n_out, NULL, s->xo, d, s->xoq, cll_cu_q8_blocks(d), s->logits, V, s->st,
-                                     NULL, NULL, fo));
+                                     NULL, NULL, fo, &s->sk));
         } else {
             PTRY(CLL_PK_OUTPUT, gemm(s, &dm->output, s->xo, d, n_out, s->logits, V));
         }
@@ -693,6 +709,8 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->t, nb * d * F},
         {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
         {(void **)&s->rticket, sizeof(int)},
+        {(void **)&s->sk.ws, (size_t)CLL_CU_SPLITK_FLOATS(cll_cu_sm_count()) * F},
+        {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},
         {(void **)&s->gu, gu_f * F},
         {(void **)&s->act, act_f * F},
         {&s->actq, actq_b * Q8},
@@ -770,6 +788,9 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     STRY(cudaMemset(kv, 0, (size_t)L * cells * (size_t)(s->kv_k + s->kv_v) * esz));
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaMemset(s->rticket, 0, sizeof(int)));
+    STRY(cudaMemset(s->sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
+    s->sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());
+    s->sk.n_tickets = CLL_CU_SPLITK_TICKETS;
     STRY(cudaMemset(s->amax_count, 0, no * sizeof(int)));
     STRY(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking));
     {

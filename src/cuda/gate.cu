@@ -381,10 +381,30 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     a.xq_stride = moe ? 0 : nqb;
     a.y = dy;
     a.y_stride = y_stride;
+    if (impl->few) { /* the split-K scratch a step gives the few-token rows (cll_cu_splitk) */
+        a.sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());
+        a.sk.n_tickets = CLL_CU_SPLITK_TICKETS;
+        GATE_CU(dev.alloc((void **)&a.sk.ws, (size_t)a.sk.ws_floats * sizeof(float)));
+        GATE_CU(dev.alloc((void **)&a.sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)));
+        GATE_CU(cudaMemset(a.sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
+    }
     GATE_CU(impl->gemv(&w, &a, 0));
     GATE_CU(cudaDeviceSynchronize());
     std::vector<float> y((size_t)(nb * y_stride));
     GATE_CU(cudaMemcpy(y.data(), dy, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    int64_t n_unstable = 0;
+    if (impl->few) {
+        /* a second launch on the same scratch gives the same bits: the split-K tickets were left at
+         * zero and the partials meet in a fixed order */
+        GATE_CU(cudaMemset(dy, 0xFF, (size_t)(nb * y_stride) * sizeof(float)));
+        GATE_CU(impl->gemv(&w, &a, 0));
+        GATE_CU(cudaDeviceSynchronize());
+        std::vector<float> y2((size_t)(nb * y_stride));
+        GATE_CU(cudaMemcpy(y2.data(), dy, y2.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int b = 0; b < nb; b++)
+            for (int64_t r = 0; r < rows; r++)
+                n_unstable += memcmp(&y[(size_t)(b * y_stride + r)], &y2[(size_t)(b * y_stride + r)], sizeof(float)) != 0;
+    }
 
     /* expectation */
     const size_t rb = (size_t)cll_row_bytes(t, (uint64_t)cols);
@@ -435,6 +455,11 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     fill_report(rep, c, tol);
     rep->n_clobbered = count_clobbered(y, nb, rows, y_stride);
     rep->control_failed = control_fails(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
+    if (n_unstable) {
+        fprintf(stderr, "gate %s (%lldx%lld nb=%d): a second launch changed %lld outputs\n", row->name, (long long)rows,
+                (long long)cols, nb, (long long)n_unstable);
+        rep->n_bad += n_unstable;
+    }
     if (nb == 1) {
         cll_status st = gate_tail(impl, &w, a, y, rows, rng, dev, rep);
         if (st != CLL_OK) return st;
@@ -1055,6 +1080,13 @@ extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t r
     a.xq_stride = cols / 32;
     a.y = dy;
     a.y_stride = rows;
+    if (impl->few) { /* the split-K scratch a step gives the few-token rows */
+        a.sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());
+        a.sk.n_tickets = CLL_CU_SPLITK_TICKETS;
+        GATE_CU(dev.alloc((void **)&a.sk.ws, (size_t)a.sk.ws_floats * sizeof(float)));
+        GATE_CU(dev.alloc((void **)&a.sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)));
+        GATE_CU(cudaMemset(a.sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
+    }
     cudaEvent_t e0, e1;
     GATE_CU(cudaEventCreate(&e0));
     GATE_CU(cudaEventCreate(&e1));

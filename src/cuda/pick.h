@@ -40,6 +40,7 @@ typedef struct {
     int32_t few_max;       /* the knob CLLAMA_CUDA_FEW_MAX: most tokens a few-token form takes (0: no cap) */
     int32_t mma_min;       /* the int8 tensor-core few-token row serves this weight from this many tokens
                             * on (cll_cu_mma_min_tokens; 0: it does not) */
+    int32_t mma_max;       /* ... up to this many (CLL_CU_MMA_MAX; 0: mma_min's few-token range only) */
     int32_t device;        /* CLL_KDEVICE_CUDA_SM(major, minor), or 0 = not known */
 } cll_cu_form_query;
 cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q);
@@ -63,6 +64,25 @@ int cll_cu_few_tokens_per_launch(int64_t ng, int nb);
  * grid of slots blocks: the ks whose tile count leaves the least idle tail (ties: smaller ks),
  * every K slice >= 2 groups per lane */
 int cll_cu_few_pick_ks_log2(int64_t rows, int64_t ng, int R, int64_t slots);
+/* the int8 tensor-core tile (9..64 tokens of one dense product, gemv_mma.cu): the split-K factor for
+ * a launch of tiles row tiles (128 rows each) over nchunks chunks of 256 values, on a machine of
+ * slots resident blocks, nt tokens of rows outputs each: 1 when the tiles fill at least 3/4 of the
+ * slots or no scratch is given; else the most splits that still fit the slots (slots / tiles), each
+ * split >= 3 chunks (the pipeline's depth), the partials (ks x nt x rows floats) within ws_floats
+ * and a ticket per tile within n_tickets */
+int cll_cu_mma_tile_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, int64_t rows, int64_t ws_floats,
+                       int n_tickets);
+/* the split-K scratch a state gives the tile (cll_cu_splitk): partials of < 2 x sms row tiles of 128
+ * rows x 64 tokens, and a ticket per row tile */
+#define CLL_CU_SPLITK_FLOATS(sms) ((int64_t)2 * (sms) * 128 * 64)
+#define CLL_CU_SPLITK_TICKETS 1024
+#define CLL_CU_MMA_MAX 64 /* the most tokens of one product the int8 tensor-core rows serve per call */
+/* ... and the most the driver gives them by default (CLLAMA_CUDA_MMA_MAX): the K-split kernel's 8. The
+ * tile of 9..64 tokens is a row the tuner can race, not the default: on the H200 (l2-7b, 16/32/64
+ * sequences, speed_tg) it ran Q4_0 2727/3660/4494 tok/s against the f16 panels' 2644/4455/7307, and
+ * Q4_K_M 2044/2694/3251 against 2512/4318/7212 (cuda_kbench: 23/16/10% of 4.3 TB/s for q4_0 at
+ * 16/32/64 tokens; it scales with the token count, so per-tile work, not the weight stream, bounds it) */
+#define CLL_CU_MMA_DEFAULT_MAX 8
 /* the resident-panel policy: mode 0 off, 1 auto (total <= a quarter of free_after), 2 on (fits
  * with 1 GiB left) */
 bool cll_cu_panels_fit(size_t total, size_t free_after, int mode);

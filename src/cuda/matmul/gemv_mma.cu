@@ -79,19 +79,27 @@ struct MmaX {
     float d0, d1;
 };
 
+/* an int32 |v| < 2^22 to float, exactly: one integer add and one float add (both full rate) instead
+ * of an I2F (a quarter-rate conversion on sm_90, which bounded the tile at 64 tokens: one per mma
+ * result). 0x4B400000 is 1.5 * 2^23, where the float's last mantissa bit is worth 1. Every mma
+ * result here fits: Q8_0 32 x 128 x 127, Q4_K 63 x 32 x 15 x 127 = 3.84M after its scale, Q6_K half
+ * sums 16 x 32 x 127 before theirs. */
+static __device__ __forceinline__ float mma_i2f(int v) { return __int_as_float(v + 0x4B400000) - 12582912.0f; }
+
 /* acc += (rows r, r+8) x (columns 2q, 2q+1) of one k32 mma, each times d_w of its row and d_x of its
  * column (the Q4_0 and Q8_0 groups: int8 weights with one scale per row and group) */
 template <int NTT>
 static __device__ __forceinline__ void mma_acc_k32(float (&acc)[NTT][4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                                   uint32_t a3, float dw0, float dw1, const MmaX (&x)[NTT]) {
+                                                   uint32_t a3, float dw0, float dw1, const MmaX (&x)[NTT], int ntl) {
 #pragma unroll
     for (int t = 0; t < NTT; t++) {
+        if (NTT > 1 && t >= ntl) break;
         int c[4];
         mma_k32<false>(c, a0, a1, a2, a3, x[t].b0, x[t].b1);
-        acc[t][0] += (dw0 * x[t].d0) * (float)c[0];
-        acc[t][1] += (dw0 * x[t].d1) * (float)c[1];
-        acc[t][2] += (dw1 * x[t].d0) * (float)c[2];
-        acc[t][3] += (dw1 * x[t].d1) * (float)c[3];
+        acc[t][0] += (dw0 * x[t].d0) * mma_i2f(c[0]);
+        acc[t][1] += (dw0 * x[t].d1) * mma_i2f(c[1]);
+        acc[t][2] += (dw1 * x[t].d0) * mma_i2f(c[2]);
+        acc[t][3] += (dw1 * x[t].d1) * mma_i2f(c[3]);
     }
 }
 
@@ -109,13 +117,13 @@ template <> struct CuMma<CLL_TYPE_Q4_0> {
     }
     template <int NTT>
     static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
-                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int) {
+                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int, int ntl) {
         const uint32_t w0 = lds32(s0 + 16 * gi + 4 * q), w1 = lds32(s1 + 16 * gi + 4 * q);
         const uint32_t a0 = cu_vsub4(w0 & 0x0F0F0F0Fu, 0x08080808u), a1 = cu_vsub4(w1 & 0x0F0F0F0Fu, 0x08080808u);
         const uint32_t a2 = cu_vsub4((w0 >> 4) & 0x0F0F0F0Fu, 0x08080808u),
                        a3 = cu_vsub4((w1 >> 4) & 0x0F0F0F0Fu, 0x08080808u);
         const float dw0 = cll_h2f((uint16_t)lds16(s0 + 128 + 2 * gi)), dw1 = cll_h2f((uint16_t)lds16(s1 + 128 + 2 * gi));
-        mma_acc_k32<NTT>(acc, a0, a1, a2, a3, dw0, dw1, x);
+        mma_acc_k32<NTT>(acc, a0, a1, a2, a3, dw0, dw1, x, ntl);
     }
 };
 
@@ -127,11 +135,11 @@ template <> struct CuMma<CLL_TYPE_Q8_0> {
     }
     template <int NTT>
     static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
-                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int) {
+                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int, int ntl) {
         const uint32_t a0 = lds32(s0 + 32 * gi + 4 * q), a1 = lds32(s1 + 32 * gi + 4 * q);
         const uint32_t a2 = lds32(s0 + 32 * gi + 16 + 4 * q), a3 = lds32(s1 + 32 * gi + 16 + 4 * q);
         const float dw0 = cll_h2f((uint16_t)lds16(s0 + 256 + 2 * gi)), dw1 = cll_h2f((uint16_t)lds16(s1 + 256 + 2 * gi));
-        mma_acc_k32<NTT>(acc, a0, a1, a2, a3, dw0, dw1, x);
+        mma_acc_k32<NTT>(acc, a0, a1, a2, a3, dw0, dw1, x, ntl);
     }
 };
 
@@ -143,7 +151,7 @@ template <> struct CuMma<CLL_TYPE_Q4_K> {
     }
     template <int NTT>
     static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
-                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int) {
+                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int, int ntl) {
         const uint32_t w0 = lds32(s0 + 16 * gi + 4 * q), w1 = lds32(s1 + 16 * gi + 4 * q);
         const uint32_t a0 = w0 & 0x0F0F0F0Fu, a1 = w1 & 0x0F0F0F0Fu;
         const uint32_t a2 = (w0 >> 4) & 0x0F0F0F0Fu, a3 = (w1 >> 4) & 0x0F0F0F0Fu;
@@ -155,13 +163,14 @@ template <> struct CuMma<CLL_TYPE_Q4_K> {
         const float d1 = cll_h2f((uint16_t)(h1 & 0xFFFF)), dm1 = cll_h2f((uint16_t)(h1 >> 16));
 #pragma unroll
         for (int t = 0; t < NTT; t++) {
-            int c[4], s[4]; /* the nibble dots, and sum x per column (a = ones) */
+            if (NTT > 1 && t >= ntl) break;
+            int c[4], s[4]; /* the nibble dots, and sum x per column (a = ones: rows r and r + 8 alike) */
             mma_k32<true>(c, a0, a1, a2, a3, x[t].b0, x[t].b1);
             mma_k32<true>(s, 0x01010101u, 0x01010101u, 0x01010101u, 0x01010101u, x[t].b0, x[t].b1);
-            acc[t][0] += x[t].d0 * (d0 * (float)(sc0 * c[0]) - dm0 * (float)(m0 * s[0]));
-            acc[t][1] += x[t].d1 * (d0 * (float)(sc0 * c[1]) - dm0 * (float)(m0 * s[1]));
-            acc[t][2] += x[t].d0 * (d1 * (float)(sc1 * c[2]) - dm1 * (float)(m1 * s[2]));
-            acc[t][3] += x[t].d1 * (d1 * (float)(sc1 * c[3]) - dm1 * (float)(m1 * s[3]));
+            acc[t][0] += x[t].d0 * (d0 * mma_i2f(sc0 * c[0]) - dm0 * mma_i2f(m0 * s[0]));
+            acc[t][1] += x[t].d1 * (d0 * mma_i2f(sc0 * c[1]) - dm0 * mma_i2f(m0 * s[1]));
+            acc[t][2] += x[t].d0 * (d1 * mma_i2f(sc1 * c[2]) - dm1 * mma_i2f(m1 * s[0]));
+            acc[t][3] += x[t].d1 * (d1 * mma_i2f(sc1 * c[3]) - dm1 * mma_i2f(m1 * s[1]));
         }
     }
 };
@@ -180,7 +189,7 @@ template <> struct CuMma<CLL_TYPE_Q6_K> {
     }
     template <int NTT>
     static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
-                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int dpos) {
+                                                 const MmaX (&x)[NTT], float (&acc)[NTT][4], int dpos, int ntl) {
         const uint32_t w0 = lds32(s0 + 16 * gi + 4 * q), w1 = lds32(s1 + 16 * gi + 4 * q);
         const uint32_t hx0 = lds32(s0 + 128 + 8 * gi), hy0 = lds32(s0 + 132 + 8 * gi);
         const uint32_t hx1 = lds32(s1 + 128 + 8 * gi), hy1 = lds32(s1 + 132 + 8 * gi);
@@ -189,18 +198,20 @@ template <> struct CuMma<CLL_TYPE_Q6_K> {
         const uint32_t hi0 = cu_vsub4(((w0 >> 4) & 0x0F0F0F0Fu) | (((hy0 >> (2 * q)) & 0x03030303u) << 4), 0x20202020u);
         const uint32_t hi1 = cu_vsub4(((w1 >> 4) & 0x0F0F0F0Fu) | (((hy1 >> (2 * q)) & 0x03030303u) << 4), 0x20202020u);
         const uint32_t scw0 = lds16(s0 + 192 + 2 * gi), scw1 = lds16(s1 + 192 + 2 * gi);
-        const int sa0 = (int)(int8_t)(scw0 & 0xFF), sb0 = (int)(int8_t)(scw0 >> 8);
-        const int sa1 = (int)(int8_t)(scw1 & 0xFF), sb1 = (int)(int8_t)(scw1 >> 8);
+        /* the 16-value scales as floats: sa * cl + sb * ch is an integer < 2^24 either way (exact) */
+        const float sa0 = (float)(int8_t)(scw0 & 0xFF), sb0 = (float)(int8_t)(scw0 >> 8);
+        const float sa1 = (float)(int8_t)(scw1 & 0xFF), sb1 = (float)(int8_t)(scw1 >> 8);
         const float d0 = cll_h2f((uint16_t)lds16(s0 + 208 + dpos)), d1 = cll_h2f((uint16_t)lds16(s1 + 208 + dpos));
 #pragma unroll
         for (int t = 0; t < NTT; t++) {
+            if (NTT > 1 && t >= ntl) break;
             int cl[4], ch[4];
             mma_k16(cl, lo0, lo1, x[t].b0);
             mma_k16(ch, hi0, hi1, x[t].b1);
-            acc[t][0] += (x[t].d0 * d0) * (float)(sa0 * cl[0] + sb0 * ch[0]);
-            acc[t][1] += (x[t].d1 * d0) * (float)(sa0 * cl[1] + sb0 * ch[1]);
-            acc[t][2] += (x[t].d0 * d1) * (float)(sa1 * cl[2] + sb1 * ch[2]);
-            acc[t][3] += (x[t].d1 * d1) * (float)(sa1 * cl[3] + sb1 * ch[3]);
+            acc[t][0] += (x[t].d0 * d0) * fmaf(sa0, mma_i2f(cl[0]), sb0 * mma_i2f(ch[0]));
+            acc[t][1] += (x[t].d1 * d0) * fmaf(sa0, mma_i2f(cl[1]), sb0 * mma_i2f(ch[1]));
+            acc[t][2] += (x[t].d0 * d1) * fmaf(sa1, mma_i2f(cl[2]), sb1 * mma_i2f(ch[2]));
+            acc[t][3] += (x[t].d1 * d1) * fmaf(sa1, mma_i2f(cl[3]), sb1 * mma_i2f(ch[3]));
         }
     }
 };
@@ -279,7 +290,7 @@ k_gemv_mma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, cons
                 x[0].b1 = lds32(xr + 36 * gi + 16);
                 x[0].d0 = cll_h2f((uint16_t)lds16(xd0 + 36 * gi));
                 x[0].d1 = cll_h2f((uint16_t)lds16(xd1 + 36 * gi));
-                M::template group<1>(s0, s1, gi, q, x, acc, dp);
+                M::template group<1>(s0, s1, gi, q, x, acc, dp, 1);
             }
         }
     }
@@ -322,6 +333,167 @@ static cudaError_t mma_launch_one(const cll_cu_weight *w, const cll_cu_gemv_args
                          last ? a->pf_next : (const void *)NULL, last ? a->pf_bytes : (size_t)0);
 }
 
+/* ---- the tile of 9..64 tokens (k_mma_tile) ----
+ * One block: 8 warps x 16 rows = 128 weight rows x up to 64 tokens (8 tiles of 8), every warp over
+ * all of K for its own 16 rows, so a stage is one chunk (256 values) of the 128 rows' weights and
+ * of the nt tokens' q8_1 blocks, shared by the 8 warps (the few-token kernel's K split would stage
+ * the tokens 8 times). A warp decodes its A fragments once per group and issues one mma per tile
+ * of 8 tokens (Q4_K: two, Q6_K: two k16): the weight decode is amortized over up to 64 tokens.
+ * Token records are padded to MT_XP bytes (304 mod 128 = 48: the B reads of a warp hit 32 distinct
+ * banks). When the row tiles do not fill the machine (the o and down products of a 7B: 32 tiles),
+ * K is split over ks blocks (gridDim.y) of contiguous chunk ranges: each writes its partial sums
+ * to the split-K scratch, and the last to finish (an atomic ticket per row tile, reset by that
+ * block) adds the ks partials in a fixed order (deterministic). */
+#define MT_WARPS 8
+#define MT_BM (MT_WARPS * MMA_ROWS) /* 128 rows per block */
+#define MT_TILES 8                  /* tokens per launch: 8 tiles of 8 */
+#define MT_NS 3                     /* pipeline stages of one chunk */
+#define MT_XP 304                   /* bytes per token and chunk: 288 of q8_1, padded */
+
+template <class M>
+static __device__ __forceinline__ void mt_stage(uint8_t *buf, const uint8_t *W, int64_t row0, int64_t rows, int64_t rs,
+                                                int ng, int chunk, const cll_block_q8_1 *xq, int64_t xq_stride, int nt,
+                                                bool want_w, bool want_x) {
+    if (want_w)
+        for (int i = threadIdx.x; i < MT_BM * M::NP; i += MT_WARPS * 32) {
+            const int j = i % M::NP, r = i / M::NP;
+            const int64_t row = row0 + r < rows ? row0 + r : rows - 1;
+            mma_cp16(buf + r * M::P + 16 * j, M::piece(W + row * rs, ng, MMA_G * chunk, j));
+        }
+    if (want_x) {
+        uint8_t *bx = buf + MT_BM * M::P;
+        for (int i = threadIdx.x; i < nt * 18; i += MT_WARPS * 32) {
+            const int j = i % 18, t = i / 18;
+            mma_cp16(bx + t * MT_XP + 16 * j, (const uint8_t *)(xq + t * xq_stride + MMA_G * chunk) + 16 * j);
+        }
+    }
+}
+
+template <class M>
+__global__ void __launch_bounds__(MT_WARPS * 32, 1)
+k_mma_tile(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const cll_block_q8_1 *__restrict__ xq,
+           int64_t xq_stride, float *__restrict__ y, int64_t y_stride, int nt, float *ws, int *tickets, int early,
+           const void *pfn, size_t pfb) {
+    /* MT_NS stages x (128 rows x P of weights | ntl x 8 tokens x MT_XP of q8_1) */
+    extern __shared__ __align__(16) uint8_t sm[];
+    __shared__ int last;
+    if (early) cll_pdl_trigger();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
+    const int64_t row0 = (int64_t)blockIdx.x * MT_BM;
+    const int ks = (int)gridDim.y, nchunks = ng / MMA_G;
+    const int c0 = (int)((int64_t)blockIdx.y * nchunks / ks), n = (int)((int64_t)(blockIdx.y + 1) * nchunks / ks) - c0;
+    const int ntl = (nt + 7) >> 3;
+    const size_t wbytes = (size_t)MT_BM * M::P, stage_bytes = wbytes + (size_t)ntl * 8 * MT_XP;
+#pragma unroll
+    for (int c = 0; c < MT_NS - 1; c++)
+        if (c < n) mt_stage<M>(sm + c * stage_bytes, W, row0, rows, rs, ng, c0 + c, xq, xq_stride, nt, true, false);
+    cll_pdl_wait(); /* the activations' producer */
+#pragma unroll
+    for (int c = 0; c < MT_NS - 1; c++) {
+        if (c < n) mt_stage<M>(sm + c * stage_bytes, W, row0, rows, rs, ng, c0 + c, xq, xq_stride, nt, false, true);
+        mma_commit();
+    }
+    float acc[MT_TILES][4];
+#pragma unroll
+    for (int t = 0; t < MT_TILES; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+    for (int c = 0; c < n; c++) {
+        mma_wait<MT_NS - 2>();
+        __syncthreads(); /* stage c landed for every thread; stage c-1's buffer is free */
+        if (c + MT_NS - 1 < n)
+            mt_stage<M>(sm + ((c + MT_NS - 1) % MT_NS) * stage_bytes, W, row0, rows, rs, ng, c0 + c + MT_NS - 1, xq,
+                        xq_stride, nt, true, true);
+        mma_commit();
+        const uint8_t *st = sm + (c % MT_NS) * stage_bytes;
+        const uint8_t *s0 = st + (warp * MMA_ROWS + r) * M::P, *s1 = s0 + 8 * M::P;
+        const uint8_t *xb = st + wbytes;
+        const int dp = M::dpos(ng, MMA_G * (c0 + c));
+#pragma unroll 1
+        for (int gi = 0; gi < MMA_G; gi++) {
+            /* per tile t: token 8t + r's words q and 4 + q, the d of tokens 8t + 2q and 8t + 2q + 1 (tokens past
+             * nt read unstaged bytes: their columns are never written) */
+            MmaX x[MT_TILES];
+#pragma unroll
+            for (int t = 0; t < MT_TILES; t++) {
+                if (t >= ntl) break;
+                const uint8_t *xr = xb + (8 * t + r) * MT_XP + 36 * gi + 4 + 4 * q;
+                const uint8_t *xd = xb + (8 * t + 2 * q) * MT_XP + 36 * gi;
+                x[t].b0 = lds32(xr);
+                x[t].b1 = lds32(xr + 16);
+                x[t].d0 = cll_h2f((uint16_t)lds16(xd));
+                x[t].d1 = cll_h2f((uint16_t)lds16(xd + MT_XP));
+            }
+            M::template group<MT_TILES>(s0, s1, gi, q, x, acc, dp, ntl);
+        }
+    }
+    mma_wait<0>();
+    /* thread: rows r, r + 8 of its warp's 16 x tokens 8t + 2q, 8t + 2q + 1 */
+    const int64_t ra = row0 + warp * MMA_ROWS + r, rb = ra + 8;
+    float *dst = ks == 1 ? y : ws + (int64_t)blockIdx.y * nt * rows;
+    const int64_t dstr = ks == 1 ? y_stride : rows;
+#pragma unroll
+    for (int t = 0; t < MT_TILES; t++) {
+        if (t >= ntl) break;
+        const int ca = 8 * t + 2 * q, cb = ca + 1;
+        if (ca < nt) {
+            if (ra < rows) dst[ca * dstr + ra] = acc[t][0];
+            if (rb < rows) dst[ca * dstr + rb] = acc[t][2];
+        }
+        if (cb < nt) {
+            if (ra < rows) dst[cb * dstr + ra] = acc[t][1];
+            if (rb < rows) dst[cb * dstr + rb] = acc[t][3];
+        }
+    }
+    if (ks > 1) {
+        __threadfence(); /* this block's partials before its ticket */
+        __syncthreads();
+        if (threadIdx.x == 0) last = atomicAdd(&tickets[blockIdx.x], 1) == ks - 1;
+        __syncthreads();
+        if (last) { /* every split's partials are out: add them in split order */
+            __threadfence();
+            for (int i = threadIdx.x; i < MT_BM * nt; i += MT_WARPS * 32) {
+                const int rr = i % MT_BM, t = i / MT_BM;
+                const int64_t row = row0 + rr;
+                if (row >= rows) continue;
+                float v = 0.0f;
+                for (int k = 0; k < ks; k++) v += __ldcg(ws + ((int64_t)k * nt + t) * rows + row);
+                y[(int64_t)t * y_stride + row] = v;
+            }
+            if (threadIdx.x == 0) tickets[blockIdx.x] = 0;
+        }
+    }
+    cll_l2_prefetch_next(pfn, pfb);
+}
+
+template <class M> static size_t mt_smem(int nt) {
+    return (size_t)MT_NS * ((size_t)MT_BM * M::P + (size_t)((nt + 7) / 8) * 8 * MT_XP);
+}
+
+template <class M>
+static cudaError_t mt_launch_one(const cll_cu_weight *w, const cll_cu_gemv_args *a, int t0, int nt, cudaStream_t st) {
+    static bool opened = false;
+    const size_t smem = mt_smem<M>(nt), smax = mt_smem<M>(64);
+    if (!opened) {
+        CLL_CU_RET(cudaFuncSetAttribute(k_mma_tile<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smax));
+        opened = true;
+    }
+    static int bps_of[MT_TILES + 1]; /* resident blocks per SM by tile count (smem), asked once */
+    const int ntl = (nt + 7) / 8;
+    if (!bps_of[ntl])
+        CLL_CU_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps_of[ntl], k_mma_tile<M>, MT_WARPS * 32, smem));
+    const int bps = bps_of[ntl];
+    if (bps < 1) return cudaErrorInvalidConfiguration;
+    const int64_t tiles = cll_cdiv(w->rows, MT_BM);
+    const int ks = cll_cu_mma_tile_ks(tiles, w->cols / 256, (int64_t)cll_cu_sm_count() * bps, nt, w->rows,
+                                      a->sk.ws ? a->sk.ws_floats : 0, a->sk.tickets ? a->sk.n_tickets : 0);
+    const bool last = t0 + nt >= a->nb;
+    return cll_cu_launch(k_mma_tile<M>, dim3((unsigned)tiles, (unsigned)ks), dim3(MT_WARPS * 32), smem, st, w->d,
+                         w->rows, (int)(w->cols / 32), (int64_t)w->row_stride,
+                         (const cll_block_q8_1 *)a->xq + (int64_t)t0 * a->xq_stride, a->xq_stride,
+                         a->y + (int64_t)t0 * a->y_stride, a->y_stride, nt, a->sk.ws, a->sk.tickets,
+                         cll_cu_gemv_early_trigger(), last ? a->pf_next : (const void *)NULL,
+                         last ? a->pf_bytes : (size_t)0);
+}
+
 template <int T>
 static cudaError_t mma_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     typedef CuMma<T> M;
@@ -333,11 +505,13 @@ static cudaError_t mma_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
         const cll_cu_gemv_fn f = cll_cu_sp_few_gemv((uint32_t)T);
         return f ? f(w, a, st) : cudaErrorInvalidValue;
     }
-    /* launches of <= 8 tokens, balanced (9 -> 5 + 4) */
-    const int launches = (a->nb + 7) / 8, each = (a->nb + launches - 1) / launches;
+    /* up to 8 tokens: the K-split few-token kernel; more: tiles of up to 64 tokens, launches balanced
+     * (65 -> 33 + 32) */
+    const int cap = a->nb <= 8 ? 8 : 8 * MT_TILES;
+    const int launches = (a->nb + cap - 1) / cap, each = (a->nb + launches - 1) / launches;
     for (int t0 = 0; t0 < a->nb; t0 += each) {
         const int nt = a->nb - t0 < each ? a->nb - t0 : each;
-        CLL_CU_RET(mma_launch_one<M>(w, a, t0, nt, st));
+        CLL_CU_RET(a->nb <= 8 ? mma_launch_one<M>(w, a, t0, nt, st) : mt_launch_one<M>(w, a, t0, nt, st));
     }
     return cudaSuccess;
 }

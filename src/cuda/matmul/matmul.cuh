@@ -49,6 +49,17 @@ typedef struct {
     void *xq;              /* q8_1 blocks of xn, or NULL */
 } cll_cu_resid_epi;
 
+/* Scratch of the split-K products (the int8 tensor-core tile of 9..64 tokens, gemv_mma.cu):
+ * room for ws_floats float partial sums and n_tickets ints, zero between launches (each launch
+ * leaves its tickets at zero). ws NULL: a row runs unsplit. Sizes: CLL_CU_SPLITK_FLOATS and
+ * CLL_CU_SPLITK_TICKETS (cuda/pick.h); a launch that would need more runs less split. */
+typedef struct {
+    float *ws;
+    int64_t ws_floats;
+    int *tickets;
+    int n_tickets;
+} cll_cu_splitk;
+
 /* nb independent products y_b = W[mat_b] . x_b (b < nb), each of one activation row.
  * Inputs: f32 x_b at x + b*x_stride floats (x_stride 0: one shared row), and its q8_1 form at
  * xq + b*xq_stride blocks (rows that need it; quantized once per layer input by the caller).
@@ -69,6 +80,7 @@ typedef struct {
     const void *pf_next;
     size_t pf_bytes;
     cll_cu_resid_epi epi;  /* nb == 1, no mat_ids; every gemv row honours it */
+    cll_cu_splitk sk;      /* split-K scratch for the rows that split K over blocks (zeros: none) */
 } cll_cu_gemv_args;
 
 /* launcher of one gemv row; returns the launch's cudaError_t */

@@ -14,10 +14,15 @@ static bool is_float(uint32_t t) { return t == CLL_TYPE_F32 || t == CLL_TYPE_F16
 
 cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q) {
     if (q->n_tokens <= 1) return CLL_CU_FORM_GEMV; /* decode (experts: the gemv over mat_ids) */
+    /* the weight read once for all tokens: the int8 tensor-core rows from mma_min to mma_max tokens,
+     * the dp4a rows up to few_tokens; the knob few_max caps both */
     const int64_t few_max = q->few_max > 0 && q->few_max < q->few_tokens ? q->few_max : q->few_tokens;
-    if (q->n_mat <= 1 && q->n_tokens <= few_max &&
-        (q->device == CLL_KDEVICE_CPU || q->device >= CLL_KDEVICE_CUDA_SM(8, 0))) /* the weight read once */
-        return q->mma_min > 0 && q->n_tokens >= q->mma_min ? CLL_CU_FORM_GEMV_FEW_MMA : CLL_CU_FORM_GEMV_FEW;
+    int64_t mma_max = q->mma_max > q->few_tokens ? q->mma_max : q->few_tokens;
+    if (q->few_max > 0 && q->few_max < mma_max) mma_max = q->few_max;
+    if (q->n_mat <= 1 && (q->device == CLL_KDEVICE_CPU || q->device >= CLL_KDEVICE_CUDA_SM(8, 0))) {
+        if (q->mma_min > 0 && q->n_tokens >= q->mma_min && q->n_tokens <= mma_max) return CLL_CU_FORM_GEMV_FEW_MMA;
+        if (q->n_tokens <= few_max) return CLL_CU_FORM_GEMV_FEW;
+    }
     if (q->n_mat > 1) {
         if (q->grouped_off || !q->grouped_row || (q->device != CLL_KDEVICE_CPU && q->device < CLL_KDEVICE_CUDA_SM(8, 0)))
             return CLL_CU_FORM_MOE_TOKENS;
@@ -84,6 +89,17 @@ int32_t cll_cu_mma_min_tokens(uint32_t wtype) {
     switch (wtype) {
     case CLL_TYPE_Q4_0: return 6;
     case CLL_TYPE_Q4_K: return 4;
+    case CLL_TYPE_Q8_0:
+    case CLL_TYPE_Q6_K: return CLL_CU_FEW_MAX + 1; /* the tile beyond the dp4a rows' 8 tokens */
     default: return 0;
     }
+}
+
+int cll_cu_mma_tile_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, int64_t rows, int64_t ws_floats,
+                       int n_tickets) {
+    if (tiles < 1 || nt < 1 || rows < 1 || ws_floats <= 0 || tiles > n_tickets || 4 * tiles >= 3 * slots) return 1;
+    int64_t ks = slots / tiles;
+    if (ks > nchunks / 3) ks = nchunks / 3;
+    while (ks > 1 && ks * nt * rows > ws_floats) ks--;
+    return ks < 2 ? 1 : (int)ks;
 }

@@ -131,9 +131,9 @@ static bool cu_few_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     return s->n_tokens >= 2 && s->n_tokens <= CLL_CU_FEW_MAX && cu_row_ok(r, s);
 }
 
-/* the int8 mma few-token rows: 2..8 tokens, whole 256-value chunks, mma.sync int8 (sm_80+) */
+/* the int8 mma rows: 2..64 tokens, whole 256-value chunks, mma.sync int8 (sm_80+) */
 static bool cu_mma_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
-    return s->n_tokens >= 2 && s->n_tokens <= CLL_CU_FEW_MAX && s->cols % 256 == 0 && cu_row_ok(r, s);
+    return s->n_tokens >= 2 && s->n_tokens <= CLL_CU_MMA_MAX && s->cols % 256 == 0 && cu_row_ok(r, s);
 }
 
 /* the split decode rows (one product per activation row) leave the few-token class (2..8 tokens of
@@ -186,7 +186,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SPX4P "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape persistent grid (1 wave, tiles looped, activation staged once per block) ld=16B x1 group x4 rows act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_TMA "layout=1(split) 128 threads persistent grid tile=rt rows (~16KB) one cp.async.bulk per tile mbarrier 4 stages in flight (first before the PDL wait) act=q8_1 in smem dp4a nb=1 (else r4_pt)"
 #define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
-#define CU_GEMV_PARAMS_MMA "layout=1(split) n_tokens 2-8 cols%256 8 warps x 16 rows, K split over the warps in 256-value chunks, weights + q8_1 by cp.async 3 stages, mma.sync m16n8k32 int8 (Q6_K 2x m16n8k16) pdl"
+#define CU_GEMV_PARAMS_MMA "layout=1(split) n_tokens 2-64 cols%256 mma.sync m16n8k32 int8 (Q6_K 2x m16n8k16), weights + q8_1 by cp.async 3 stages, pdl; 2-8 tokens: 8 warps x 16 rows, K split over the warps in 256-value chunks; 9-64: 128 rows x 64 tokens per block, split-K over blocks (last-block ticket)"
 #define CU_GEMV_PARAMS_FLT "layout=0 warps=4 rows/warp=1 ld=16B x4/lane act=f32"
 #define CU_GEMM_PARAMS "layout=0 panel=f16 slab<=panel_bytes cublasGemmEx fp32-accumulate"
 static const cll_kernel_row k_rows[] = {
