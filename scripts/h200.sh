@@ -4,7 +4,8 @@
 #   here (no GPU):  bash scripts/h200.sh pack [--models SET]
 #       builds the CUDA build (build-h200/, sm_90a only: the device is an H200) and stages what a
 #       run needs into .gpu/ (git-ignored; name it in the call's carry): the cllama binary, the
-#       GPU test programs, libcmocka, and the oracle models of SET (all|core|none).
+#       GPU test programs, libcmocka, the oracle models of SET (all|core|none), and the openai
+#       package's wheels for the server tests (.gpu/wheels: carry it with bin, lib and shared).
 #   there (the device's repo root):  bash scripts/h200.sh gate|kbench|bench|ref [args]
 #       gate [--quick]  GPU unit tests: device probe, every CUDA kernel row's gate, golden on the GPU
 #               (then the server API suite on the GPU unless --quick)
@@ -71,7 +72,24 @@ pack() {
   esac
   rm -rf .gpu/pshared && mkdir -p .gpu/pshared/models .gpu/pshared/oracle/golden
   cp "$sh/models/stories260K.gguf" .gpu/pshared/models/ && cp "$sh/oracle/golden/stories260K.json" .gpu/pshared/oracle/golden/
+  pack_wheels
   du -sh .gpu
+}
+
+# the openai package and its dependencies as wheels for the device's python (Ubuntu 24.04: CPython
+# 3.12, x86_64, no network) in .gpu/wheels (carry it); the server tests install them offline into a
+# private dir (CLLAMA_WHEELS). Kept while it holds an openai wheel; a failed download only warns.
+pack_wheels() {
+  local w=.gpu/wheels
+  if ! ls "$w"/openai-*.whl >/dev/null 2>&1; then
+    rm -rf "$w" && mkdir -p "$w"
+    python3 -m pip download -q --disable-pip-version-check openai -d "$w" --only-binary=:all: \
+      --python-version 3.12 --implementation cp --abi cp312 --platform manylinux2014_x86_64 \
+      --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 --platform any >"$w.log" 2>&1 ||
+      { echo "WARNING: pip download of the openai wheels failed (the device's openai client parts will SKIP):"
+        tail -3 "$w.log"; rm -rf "$w"; return 0; }
+  fi
+  echo "wheels: $(ls "$w"/*.whl | wc -l) in $w, $(du -sh "$w" | cut -f1) (carry .gpu/wheels)"
 }
 
 dev_env() {
@@ -81,6 +99,7 @@ dev_env() {
   export CLLAMA_SHARED="$sh" CLLAMA_SRC="$ROOT" CLLAMA_BIN="$ROOT/.gpu/bin/cllama"
   export CLLAMA_MODEL="$MODELS/gemma-3-270m-q4_k_m.gguf"
   [ -f .gpu/bin/GIT_SHA ] && export CLLAMA_GIT_SHA="$(cat .gpu/bin/GIT_SHA)"
+  [ -d "$ROOT/.gpu/wheels" ] && export CLLAMA_WHEELS="$ROOT/.gpu/wheels" # openai for the server tests, offline
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used,memory.total --format=csv,noheader
 }
 

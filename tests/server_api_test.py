@@ -265,16 +265,76 @@ def test_stop_and_length(s):
         check(text_of(chunks, chat=False) == full[:full.find(stop)], "stop string honoured in a stream too")
 
 
-def test_openai_package(s):
+def openai_from_wheels():
+    """openai from $CLLAMA_WHEELS (the wheels scripts/h200.sh pack stages for an offline box) in a
+    private dir put first on sys.path (the system site-packages are left alone): pip install
+    --no-index --target, else (no pip there) the wheels unzipped, a wheel being a zip laid out for
+    site-packages. None when the variable is unset or the package still does not import."""
+    wheels = os.environ.get("CLLAMA_WHEELS", "")
+    if not wheels or not os.path.isdir(wheels):
+        return None
+    import atexit
+    import glob
+    import importlib
+    import shutil
+    import tempfile
+    import zipfile
+    target = tempfile.mkdtemp(prefix="cllama-openai-")
+    atexit.register(shutil.rmtree, target, True)
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
+                        "--find-links", wheels, "--target", target, "openai"], capture_output=True, text=True)
+    how = "pip install --no-index --target"
+    if r.returncode != 0:
+        errs = [ln for ln in r.stderr.splitlines() if ln.startswith("ERROR")] or ["exit %d" % r.returncode]
+        how = "unzipped (pip: %s)" % errs[0][:160]
+        shutil.rmtree(target, True)
+        os.makedirs(target)
+        for w in sorted(glob.glob(os.path.join(wheels, "*.whl"))):
+            with zipfile.ZipFile(w) as z:
+                z.extractall(target)
+    sys.path.insert(0, target)
+    importlib.invalidate_caches()
     try:
         import openai
+    except ImportError as e:  # e.g. wheels for another python: forget what loaded from them
+        sys.path.remove(target)
+        for name, mod in list(sys.modules.items()):
+            if (getattr(mod, "__file__", None) or "").startswith(target + os.sep):
+                del sys.modules[name]
+        print("note: openai from the wheels in %s did not import (%s; %s)" % (wheels, e, how))
+        return None
+    print("note: openai %s from the wheels in %s (%s)" % (openai.__version__, wheels, how))
+    return openai
+
+
+def import_openai(skipped="openai client part skipped"):
+    """the openai module: installed, else from $CLLAMA_WHEELS, else pip-installed from the index;
+    None after a visible SKIP line naming what is skipped"""
+    try:
+        import openai
+        return openai
     except ImportError:
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "openai"], capture_output=True)
+        pass
+    openai = openai_from_wheels()
+    if openai is not None:
+        return openai
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "openai"], capture_output=True)
+    if r.returncode == 0:
         try:
+            import importlib
+            importlib.invalidate_caches()
             import openai  # noqa: F811
+            return openai
         except ImportError:
-            print("SKIP: the openai package is not installed and could not be installed: openai client part skipped")
-            return
+            pass
+    print("SKIP: the openai package is not installed and could not be installed: " + skipped)
+    return None
+
+
+def test_openai_package(s):
+    openai = import_openai()
+    if openai is None:
+        return
     client = openai.OpenAI(base_url=s.base + "/v1", api_key="none")
     st = client.completions.create(model="stories260K", prompt="Once upon", max_tokens=10, temperature=0, stream=True)
     parts = [ev.choices[0].text for ev in st if ev.choices]

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_api_test import BIN, STORIES, FAILS, Server, check, skip  # noqa: E402
+from server_api_test import BIN, STORIES, FAILS, Server, check, import_openai, skip  # noqa: E402
 
 KEY = "sk-cllama-Test-9f3a7c21e5"
 ERR_TYPE, ERR_CODE = "invalid_request_error", "invalid_api_key"
@@ -144,19 +144,6 @@ def test_right_key_curl(s):
     out = curl([s.base + "/v1/models", "-H", "Authorization: bearer " + KEY, "-o", "/dev/null", "-w", "%{http_code}"])
     check(out.stdout == "200", "the scheme name is case-insensitive ('bearer KEY' passes)")
     return text
-
-
-def import_openai():
-    try:
-        import openai
-        return openai
-    except ImportError:
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "openai"], capture_output=True)
-        if r.returncode == 0:
-            import openai  # noqa: F811
-            return openai
-    print("SKIP: the openai package is not installed and could not be installed: openai client part skipped")
-    return None
 
 
 def test_right_key_openai(s, want_text):

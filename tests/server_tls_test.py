@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_api_test import BIN, STORIES, FAILS, Server, check, skip  # noqa: E402
+from server_api_test import BIN, STORIES, FAILS, Server, check, import_openai, skip  # noqa: E402
 
 KEY = "tls-test-key-5d1e"
 CHAT = {"messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 8, "temperature": 0}
@@ -160,14 +160,9 @@ def run(tmp):
 
 def test_openai(s, cert, want_text):
     """the openai client over https; returns the refusals it caused (0 when the package is missing)"""
-    try:
-        import openai
-    except ImportError:
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "openai"], capture_output=True)
-        if r.returncode != 0:
-            print("SKIP: the openai package is not installed and could not be installed: openai over TLS skipped")
-            return 0
-        import openai  # noqa: F811
+    openai = import_openai("openai over TLS skipped")
+    if openai is None:
+        return 0
     for verify, what in ((cert, "verify=<the certificate>"), (False, "verify=False")):
         hc = openai.DefaultHttpxClient(verify=verify)
         client = openai.OpenAI(base_url=s.base + "/v1", api_key=KEY, http_client=hc, max_retries=0)
