@@ -32,6 +32,7 @@ typedef enum {
     CLLAMA_ERR_RANGE = 6,
     CLLAMA_ERR_DEVICE = 7,
     CLLAMA_ERR_INTERNAL = 8,
+    CLLAMA_ERR_KV_FULL = 9, /* the context's paged KV pool has no room for a sequence's next cells: retry later */
 } cllama_status;
 
 typedef int32_t cllama_token;
@@ -138,7 +139,16 @@ typedef struct {
     int n_threads;         /* 0 = physical cores */
     cllama_backend backend; /* DEFAULT (the model's); anything else must equal the model's */
     cllama_kv_type kv_type; /* default CLLAMA_KV_F16 */
+    /* > 0: a paged KV cache, one pool of this many cells (rounded up to whole blocks of
+     * CLLAMA_KV_BLOCK) shared by every sequence, each still limited to n_ctx; a sequence takes
+     * blocks as it grows and gives them back on cllama_seq_truncate, so n_seq_max sequences of
+     * different lengths fit without n_ctx cells each. A decode that finds no free block fails
+     * with CLLAMA_ERR_KV_FULL and changes nothing. On the CUDA backend only the pool is
+     * allocated; the CPU keeps n_ctx cells per sequence and the pool only bounds what may be
+     * held. 0 (default): every sequence owns n_ctx cells. */
+    uint32_t n_kv_cells;
 } cllama_context_params;
+#define CLLAMA_KV_BLOCK 64 /* cells per block of a paged KV cache */
 
 cllama_context_params cllama_context_default_params(void);
 cllama_status cllama_context_create(cllama_model *m, const cllama_context_params *p, cllama_context **out);
@@ -168,6 +178,13 @@ const float *cllama_get_logits(cllama_context *c, int32_t i);
 /* forget a sequence's cache from position p0 on (p0 = 0 clears it) */
 cllama_status cllama_seq_truncate(cllama_context *c, int32_t seq_id, int32_t p0);
 int32_t cllama_seq_len(const cllama_context *c, int32_t seq_id);
+/* The KV cache's cells: paged, the pool's total and those in no sequence's blocks (block_cells
+ * per block); unpaged, n_seq_max x n_ctx and those past every sequence's length. */
+typedef struct {
+    bool paged;
+    uint32_t total_cells, free_cells, block_cells;
+} cllama_kv_info;
+cllama_status cllama_kv_info_get(const cllama_context *c, cllama_kv_info *out);
 
 /* What the context's driver did: proof of where the work ran (a silent fallback shows). */
 typedef struct {

@@ -271,15 +271,18 @@ for l in sys.stdin:
   done
 }
 
-# serve [NAME] [PARALLEL] [CTX]: issue 11's serving run on the GPU: `cllama serve --backend cuda` on one
-# anchor file (default l2-7b-Q4_K_M) with PARALLEL slots of CTX tokens each (default 32 x 4608: the KV of
-# 64 x 8192 would not fit without a paged cache), scripts/load_test.py with 64 streams of mixed prompt
-# lengths (128 new tokens each) and a 4096-token prompt 2 s in; numbers to $OUT/load-NAME.json
+# serve [NAME] [PARALLEL] [CTX] [KV_CELLS]: issue 11's serving run on the GPU: `cllama serve --backend cuda`
+# on one anchor file (default l2-7b-Q4_K_M) with PARALLEL slots (default 72: the 64 streams and the long
+# prompt all hold one at once) of up to CTX tokens each sharing a paged KV
+# pool of KV_CELLS cells (default 8192 per slot over 65536 cells: 32 GiB of l2-7b KV instead of 288; KV_CELLS 0:
+# CTX cells per slot), scripts/load_test.py with 64 streams of mixed prompt lengths (128 new tokens each)
+# and a 4096-token prompt 2 s in; numbers to $OUT/load-NAME.json
 serve() {
   dev_env
-  local name=${1:-l2-7b-Q4_K_M} par=${2:-32} ctx=${3:-4608}
+  local name=${1:-l2-7b-Q4_K_M} par=${2:-72} ctx=${3:-8192} kv=${4:-65536}
   synth_anchor "$name" || return 1
-  timeout 400 python3 scripts/load_test.py --spawn .gpu/bin/cllama -m "$MODELS/$name.gguf" --serve-args "--backend cuda" \
+  timeout 400 python3 scripts/load_test.py --spawn .gpu/bin/cllama -m "$MODELS/$name.gguf" \
+    --serve-args "--backend cuda --kv-cells $kv" \
     --parallel "$par" --ctx "$ctx" -n 64 --max-tokens 128 --mixed --long-prompt 4096 --long-at 2 --check \
     --json "$OUT/load-$name.json" 2>&1 | grep -vE "^  stream [0-9]+:" | tail -30
 }

@@ -476,6 +476,217 @@ static void test_batched_parity(void **state) {
     assert_int_equal(failed, 0);
 }
 
+/* ---- paged KV == a cache of n_ctx per sequence ---------------------------------------------------------- */
+
+/* one decode of (seq, token) pairs continuing each sequence, on both contexts; every row asks for
+ * logits, and both contexts' logits must agree bit for bit (paging only moves cells) */
+static bool paged_step(cllama_context *flat, cllama_context *paged, const int32_t *seq, const int32_t *tok, int32_t n,
+                       double *worst) {
+    int32_t pos[64];
+    int8_t want[64];
+    cllama_context *cs[2] = {flat, paged};
+    for (int k = 0; k < 2; k++) {
+        for (int32_t i = 0; i < n; i++) {
+            int32_t p = cllama_seq_len(cs[k], seq[i]);
+            for (int32_t j = 0; j < i; j++) p += seq[j] == seq[i];
+            pos[i] = p;
+            want[i] = 1;
+        }
+        cllama_batch b = {n, tok, pos, seq, want};
+        if (cllama_decode(cs[k], &b) != CLLAMA_OK) {
+            print_message("paged parity: decode (%s): %s\n", k ? "paged" : "flat", cllama_last_error());
+            return false;
+        }
+    }
+    const int32_t nv = cllama_model_n_vocab(cllama_context_model(flat));
+    for (int32_t i = 0; i < n; i++) {
+        const float *a = cllama_get_logits(flat, i), *b = cllama_get_logits(paged, i);
+        if (!a || !b) return false;
+        for (int32_t v = 0; v < nv; v++) {
+            const double d = fabs((double)a[v] - (double)b[v]);
+            if (!(d <= *worst)) *worst = d;
+        }
+    }
+    return true;
+}
+
+/* The same decodes on a context whose sequences own n_ctx cells each and on one whose sequences share
+ * a pool of 64-cell blocks: prompts fed in alternating chunks (the sequences' blocks interleave; each
+ * chunk is one sequence's contiguous prefill, so the GPU's tensor-core prefill attention reads across
+ * blocks), a sequence truncated mid-block that grows again into new blocks, then batched steps over
+ * every sequence (decode attention). Logits must be identical. */
+static bool paged_vs_flat(const char *file) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "oracle/models/%s.gguf", file);
+    cllama_model *m = NULL;
+    if (cllama_model_load(tu_shared(rel), NULL, &m) != CLLAMA_OK) {
+        print_message("load %s: %s\n", file, cllama_last_error());
+        return false;
+    }
+    const int32_t nv = cllama_model_n_vocab(m);
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_seq_max = 3;
+    cp.n_batch = 64;
+    cp.n_threads = 2;
+    cllama_context *flat = NULL, *paged = NULL;
+    bool ok = cllama_context_create(m, &cp, &flat) == CLLAMA_OK;
+    cp.n_kv_cells = 6 * CLLAMA_KV_BLOCK; /* less than 3 x 256 */
+    ok = ok && cllama_context_create(m, &cp, &paged) == CLLAMA_OK;
+    if (!ok) print_message("%s: %s\n", file, cllama_last_error());
+    double worst = 0.0;
+    int32_t seq[64], tok[64];
+    const int32_t len[2] = {150, 90};
+    for (int32_t done0 = 0, done1 = 0; ok && (done0 < len[0] || done1 < len[1]);) {
+        for (int q = 0; q < 2 && ok; q++) {
+            int32_t *done = q ? &done1 : &done0;
+            const int32_t k = len[q] - *done < 40 ? len[q] - *done : 40;
+            if (k <= 0) continue;
+            for (int32_t i = 0; i < k; i++) {
+                seq[i] = q;
+                tok[i] = 1 + (int32_t)(((q + 1) * 7919 + (*done + i) * 104729) % (nv - 1));
+            }
+            ok = paged_step(flat, paged, seq, tok, k, &worst);
+            *done += k;
+        }
+    }
+    /* sequence 0 keeps 100 cells (mid-block) and grows again */
+    ok = ok && cllama_seq_truncate(flat, 0, 100) == CLLAMA_OK && cllama_seq_truncate(paged, 0, 100) == CLLAMA_OK;
+    for (int32_t i = 0; i < 50; i++) {
+        seq[i] = 0;
+        tok[i] = 1 + (int32_t)((31337 + i * 7919) % (nv - 1));
+    }
+    ok = ok && paged_step(flat, paged, seq, tok, 50, &worst);
+    /* batched steps over the three sequences (the third starts empty) */
+    for (int t = 0; ok && t < 6; t++) {
+        for (int q = 0; q < 3; q++) {
+            seq[q] = q;
+            tok[q] = 1 + (int32_t)((q * 131 + t * 977) % (nv - 1));
+        }
+        ok = paged_step(flat, paged, seq, tok, 3, &worst);
+    }
+    cllama_kv_info ki;
+    ok = ok && cllama_kv_info_get(paged, &ki) == CLLAMA_OK;
+    printf("paged kv %-22s max|d| vs flat %.2e, pool %u cells, %u free\n", file, worst, ok ? ki.total_cells : 0,
+           ok ? ki.free_cells : 0);
+    cllama_context_free(flat);
+    cllama_context_free(paged);
+    cllama_model_free(m);
+    /* the pool at the end: sequence 0 holds 156 cells (3 blocks), 1 96 (2), 2 6 (1): all 6 blocks */
+    return ok && worst == 0.0 && ki.paged && ki.total_cells == 6 * CLLAMA_KV_BLOCK && ki.free_cells == 0;
+}
+
+/* A server step: decode tokens of two sequences beside a 40-token prompt chunk of a third (on the GPU
+ * the chunk is a run that takes the prefill attention, the decode rows the decode kernel) equals the
+ * same tokens in two decodes (the two decode tokens, then the prompt alone). Paged, so the run reads
+ * its keys through the block tables too. tol: the CPU is exact; on the GPU the 42-row batch takes the
+ * f16 panels where the 2-row decode took the few-token rows (batched parity's tol_gpu). */
+static bool mixed_vs_split(const char *file, double tol) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "oracle/models/%s.gguf", file);
+    cllama_model *m = NULL;
+    if (cllama_model_load(tu_shared(rel), NULL, &m) != CLLAMA_OK) return false;
+    const int32_t nv = cllama_model_n_vocab(m);
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_seq_max = 3;
+    cp.n_batch = 64;
+    cp.n_threads = 2;
+    cp.n_kv_cells = 8 * CLLAMA_KV_BLOCK;
+    cllama_context *a = NULL, *b = NULL;
+    bool ok = cllama_context_create(m, &cp, &a) == CLLAMA_OK && cllama_context_create(m, &cp, &b) == CLLAMA_OK;
+    int32_t tok[64], pos[64], seq[64];
+    int8_t want[64];
+    for (int q = 0; ok && q < 2; q++) { /* two sequences with 10-token prompts, on both contexts */
+        for (int i = 0; i < 10; i++) {
+            tok[i] = 1 + (int32_t)((q * 7919 + i * 104729) % (nv - 1));
+            pos[i] = i;
+            seq[i] = q;
+        }
+        cllama_batch pb = {10, tok, pos, seq, NULL};
+        ok = cllama_decode(a, &pb) == CLLAMA_OK && cllama_decode(b, &pb) == CLLAMA_OK;
+    }
+    /* the mixed step on a: rows 0, 1 decode sequences 0 and 1; rows 2..41 sequence 2's prompt */
+    for (int i = 0; i < 42; i++) {
+        tok[i] = 1 + (int32_t)((i * 31337 + 17) % (nv - 1));
+        seq[i] = i < 2 ? i : 2;
+        pos[i] = i < 2 ? 10 : i - 2;
+        want[i] = 1;
+    }
+    cllama_batch mb = {42, tok, pos, seq, want};
+    ok = ok && cllama_decode(a, &mb) == CLLAMA_OK;
+    float *la = ok ? (float *)malloc(sizeof(float) * 42 * (size_t)nv) : NULL;
+    for (int i = 0; ok && la && i < 42; i++) {
+        const float *l = cllama_get_logits(a, i);
+        ok = l != NULL;
+        if (ok) memcpy(la + (size_t)i * nv, l, sizeof(float) * (size_t)nv);
+    }
+    double worst = 0.0;
+    /* the same on b in two decodes */
+    cllama_batch db = {2, tok, pos, seq, want}, rb = {40, tok + 2, pos + 2, seq + 2, want + 2};
+    for (int part = 0; ok && la && part < 2; part++) {
+        ok = cllama_decode(b, part ? &rb : &db) == CLLAMA_OK;
+        for (int i = 0; ok && i < (part ? 40 : 2); i++) {
+            const float *l = cllama_get_logits(b, i), *r = la + (size_t)(part ? i + 2 : i) * nv;
+            ok = l != NULL;
+            for (int32_t v = 0; ok && v < nv; v++) {
+                const double d = fabs((double)l[v] - (double)r[v]);
+                if (!(d <= worst)) worst = d;
+            }
+        }
+    }
+    printf("mixed step %-22s 2 decode rows + a 40-token prompt run vs apart: max|d| %.2e (tol %.0e)\n", file, worst, tol);
+    if (!ok) print_message("%s: %s\n", file, cllama_last_error());
+    free(la);
+    cllama_context_free(a);
+    cllama_context_free(b);
+    cllama_model_free(m);
+    return ok && worst <= tol;
+}
+
+static void test_paged_kv(void **state) {
+    (void)state;
+    int failed = 0;
+    const char *files[] = {"tiny-llama-Q4_K_M", "tiny-qwen2-Q8_0", "tiny-gemma3-Q4_K_M", "tiny-llama-F16"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) failed += !paged_vs_flat(files[i]);
+    failed += !mixed_vs_split("tiny-llama-Q4_K_M", g_gpu ? 0.25 : 2e-3);
+    failed += !mixed_vs_split("tiny-qwen2-Q8_0", g_gpu ? 0.25 : 2e-3);
+    assert_int_equal(failed, 0);
+
+    /* a full pool: the decode fails with CLLAMA_ERR_KV_FULL and changes nothing; a truncation frees room */
+    cllama_model *m = NULL;
+    assert_int_equal(cllama_model_load(tu_shared("oracle/models/tiny-llama-Q4_0.gguf"), NULL, &m), CLLAMA_OK);
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 256;
+    cp.n_seq_max = 2;
+    cp.n_batch = 128;
+    cp.n_threads = 2;
+    cp.n_kv_cells = 2 * CLLAMA_KV_BLOCK;
+    cllama_context *c = NULL;
+    assert_int_equal(cllama_context_create(m, &cp, &c), CLLAMA_OK);
+    int32_t tok[128], pos[128], seq[128];
+    for (int i = 0; i < 128; i++) {
+        tok[i] = 1 + i;
+        pos[i] = i;
+        seq[i] = 0;
+    }
+    cllama_batch b = {100, tok, pos, seq, NULL};
+    assert_int_equal(cllama_decode(c, &b), CLLAMA_OK); /* 2 blocks */
+    seq[0] = 1;
+    cllama_batch b1 = {1, tok, pos, seq, NULL};
+    assert_int_equal(cllama_decode(c, &b1), CLLAMA_ERR_KV_FULL);
+    assert_non_null(strstr(cllama_last_error(), "kv pages full"));
+    assert_int_equal(cllama_seq_len(c, 1), 0);
+    cllama_kv_info ki;
+    assert_int_equal(cllama_kv_info_get(c, &ki), CLLAMA_OK);
+    assert_int_equal(ki.free_cells, 0);
+    assert_int_equal(cllama_seq_truncate(c, 0, 10), CLLAMA_OK); /* gives its second block back */
+    assert_int_equal(cllama_decode(c, &b1), CLLAMA_OK);
+    assert_int_equal(cllama_seq_len(c, 1), 1);
+    cllama_context_free(c);
+    cllama_model_free(m);
+}
+
 /* ---- Gemma-3-270M vs llama.cpp (tests/golden/gemma3-270m.json) --------------------------------------------- */
 
 static void test_gemma270m(void **state) {
@@ -653,6 +864,7 @@ int main(void) {
             cmocka_unit_test(test_stories),
             cmocka_unit_test(test_synthetic),
             cmocka_unit_test(test_batched_parity),
+            cmocka_unit_test(test_paged_kv),
             cmocka_unit_test(test_gemma270m_gpu),
         };
         return cmocka_run_group_tests_name("golden_cuda", tests, NULL, NULL);
@@ -661,6 +873,7 @@ int main(void) {
         cmocka_unit_test(test_stories),
         cmocka_unit_test(test_synthetic),
         cmocka_unit_test(test_batched_parity),
+        cmocka_unit_test(test_paged_kv),
         cmocka_unit_test(test_gemma270m),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

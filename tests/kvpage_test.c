@@ -30,7 +30,7 @@ static void test_reserve_and_cells(void **state) {
     for (int32_t a = 0; a < 20; a++)
         for (int32_t b = 0; b < 33; b++) assert_true(cll_kvpage_cell(p, 0, a) != cll_kvpage_cell(p, 1, b));
     /* full pool: all or nothing, with a message naming the pool */
-    assert_int_equal(cll_kvpage_reserve(p, 2, 16 * 4), CLL_ERR_RANGE);
+    assert_int_equal(cll_kvpage_reserve(p, 2, 16 * 4), CLL_ERR_KV_FULL);
     assert_non_null(strstr(cll_last_error(), "kv pages full"));
     assert_int_equal(cll_kvpage_n_cells(p, 2), 0);
     check_invariant(p);
@@ -123,7 +123,7 @@ static void test_eviction_lru(void **state) {
     assert_int_equal(cll_kvpage_adopt(p, 3, b, 17), 16); /* still there */
     check_invariant(p);
     /* nothing left to evict: live blocks are never taken */
-    assert_int_equal(cll_kvpage_reserve(p, 2, 17), CLL_ERR_RANGE);
+    assert_int_equal(cll_kvpage_reserve(p, 2, 17), CLL_ERR_KV_FULL);
     cll_kvpage_free(p);
 }
 
@@ -180,12 +180,49 @@ static void test_twins_and_random(void **state) {
     cll_kvpage_free(p);
 }
 
+/* a slot that keeps its prefix: blocks past it go back to the pool, the block it writes on stays
+ * (unhashed), a shared block is given up rather than written, and the cells map as before */
+static void test_truncate(void **state) {
+    (void)state;
+    cll_kvpage *p;
+    assert_int_equal(cll_kvpage_create(8, 16, 3, 128, &p), CLL_OK);
+    int32_t toks[64];
+    for (int i = 0; i < 64; i++) toks[i] = 100 + i;
+    assert_int_equal(cll_kvpage_reserve(p, 0, 40), CLL_OK); /* 3 blocks */
+    const int64_t c17 = cll_kvpage_cell(p, 0, 17);
+    assert_int_equal(cll_kvpage_truncate(p, 0, 20), 20);    /* keeps 2 blocks */
+    cll_kvpage_stats st;
+    cll_kvpage_get_stats(p, &st);
+    assert_int_equal(st.live_blocks, 2);
+    assert_int_equal(st.free_blocks, 6);
+    assert_int_equal(cll_kvpage_n_cells(p, 0), 20);
+    assert_int_equal(cll_kvpage_cell(p, 0, 17), c17);      /* the kept cells did not move */
+    assert_int_equal(cll_kvpage_cell(p, 0, 20), -1);
+    assert_int_equal(cll_kvpage_truncate(p, 0, 30), 20);    /* not below: nothing changes */
+    assert_int_equal(cll_kvpage_truncate(p, 0, 0), 0);
+    cll_kvpage_get_stats(p, &st);
+    assert_int_equal(st.live_blocks, 0);
+    check_invariant(p);
+    /* a hashed full block the sequence goes on writing in loses its hash: no one adopts it later */
+    assert_int_equal(cll_kvpage_reserve(p, 0, 33), CLL_OK);
+    assert_int_equal(cll_kvpage_commit(p, 0, toks, 33), CLL_OK); /* blocks 0 and 1 full and findable */
+    assert_int_equal(cll_kvpage_truncate(p, 0, 24), 24);
+    assert_int_equal(cll_kvpage_adopt(p, 1, toks, 40), 16);      /* only block 0 is still findable */
+    /* a shared block is never written: truncating into it gives it up */
+    assert_int_equal(cll_kvpage_truncate(p, 0, 8), 0);
+    assert_int_equal(cll_kvpage_n_cells(p, 0), 0);
+    assert_int_equal(cll_kvpage_n_cells(p, 1), 16);
+    check_invariant(p);
+    cll_kvpage_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reserve_and_cells),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_eviction_lru),
         cmocka_unit_test(test_twins_and_random),
+        cmocka_unit_test(test_truncate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

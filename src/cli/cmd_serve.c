@@ -16,6 +16,10 @@ static void usage(FILE *f) {
             "      --port N           port (default 8080; 0 = any free port)\n"
             "  -np, --parallel N      sequences decoded together (default 4)\n"
             "  -c, --ctx N            tokens of context per sequence (default: engine default)\n"
+            "      --kv-cells N       a paged KV cache: one pool of N cells (blocks of 64) shared by the\n"
+            "                         slots, each still up to --ctx; slots hold only the blocks they use,\n"
+            "                         idle prefixes are dropped when room runs out, and a request that\n"
+            "                         finds the pool full gets a 503 (default 0: --ctx cells per slot)\n"
             "      --backend cpu|cuda (default $CLLAMA_BACKEND, else cpu)\n"
             "  -t, --threads N        CPU threads (default: physical cores)\n"
             "      --max-body BYTES   request body limit, 413 beyond (default 1048576)\n"
@@ -86,6 +90,9 @@ static int serve(int argc, char **argv, cll_server_keys *keys) {
         } else if (FLAG("-c", "--ctx")) {
             if (int_arg(a, v, 0, 1 << 22, &x)) return 2;
             cfg.n_ctx = (int)x;
+        } else if (!strcmp(a, "--kv-cells")) {
+            if (int_arg(a, v, 0, 1L << 30, &x)) return 2;
+            cfg.kv_cells = x;
         } else if (FLAG("-t", "--threads")) {
             if (int_arg(a, v, 0, 1024, &x)) return 2;
             cfg.threads = (int)x;

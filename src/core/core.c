@@ -24,6 +24,7 @@ const char *cll_status_str(cll_status st) {
     case CLL_ERR_RANGE: return "out of range";
     case CLL_ERR_DEVICE: return "device error";
     case CLL_ERR_INTERNAL: return "internal error";
+    case CLL_ERR_KV_FULL: return "kv cache full";
     }
     return "unknown status";
 }

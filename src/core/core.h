@@ -21,6 +21,7 @@ typedef enum {
     CLL_ERR_RANGE = 6,       /* buffer too small / index out of range / context full */
     CLL_ERR_DEVICE = 7,      /* GPU / driver failure */
     CLL_ERR_INTERNAL = 8,
+    CLL_ERR_KV_FULL = 9,     /* a paged KV pool has no free block for a sequence (retry later) */
 } cll_status;
 
 const char *cll_status_str(cll_status st);

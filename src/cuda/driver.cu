@@ -124,6 +124,16 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
     return cudaSuccess;
 }
 
+/* key chunks per token for an attention launch over n rows: decode (n = 1) splits n_ctx in
+ * CLL_CU_ATTN_CHUNK chunks; a batch takes as many as the partials buffer holds. Any count is exact
+ * (a chunk covers max(min_chunk, len / n_chunks) keys). */
+static int32_t attn_chunks(const cll_driver_state *s, int64_t n) {
+    const int64_t max_chunks = cll_cdiv(s->p.n_ctx, CLL_CU_ATTN_CHUNK);
+    if (n <= 1) return (int32_t)max_chunks;
+    const int64_t fit = s->part_cap / (n * s->dm->m->hp.n_head);
+    return (int32_t)(fit < 1 ? 1 : fit < max_chunks ? fit : max_chunks);
+}
+
 /* the fused residual tail for a decode product into the residual width (NULL: run the residual
  * kernel instead): n == 1, no post norm, CLLAMA_CUDA_FUSE_RESID=1. Off by default: measured
  * slower on the H200 than the separate one-block kernel behind PDL (l2-7b tg128: Q4_0 509 vs
@@ -340,12 +350,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, s->xn, s->xq, s->st));
     /* attention split: decode grids cover n_ctx in fixed chunks; a batch takes as many chunks as
      * the partial buffer holds */
-    const int32_t max_chunks = (int32_t)cll_cdiv(s->p.n_ctx, CLL_CU_ATTN_CHUNK);
-    int32_t n_chunks = max_chunks;
-    if (n > 1) {
-        int64_t fit = s->part_cap / (n * hp->n_head);
-        n_chunks = (int32_t)(fit < 1 ? 1 : fit < max_chunks ? fit : max_chunks);
-    }
+    const int32_t n_chunks = attn_chunks(s, n);
     const int32_t chunk = (int32_t)cll_cdiv(s->p.n_ctx, n_chunks);
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const cll_layer *L = &m->layers[il];
@@ -374,6 +379,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         ra.hd_v = hp->head_dim_v;
         ra.n_rot = hp->n_rot;
         ra.n_ctx = s->p.n_ctx;
+        ra.map = s->kvmap;
         ra.neox = m->recipe.rope == CLL_ROPE_NEOX;
         ra.rope_base = L->rope_base;
         ra.freq_scale = L->rope_freq_scale;
@@ -393,6 +399,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.hd_k = hp->head_dim_k;
         aa.hd_v = hp->head_dim_v;
         aa.n_ctx = s->p.n_ctx;
+        aa.map = s->kvmap;
         aa.n_swa = L->swa ? hp->n_swa : 0;
         aa.scale = m->recipe.q_prescale ? 1.0f : hp->attn_scale;
         aa.chunk = chunk;
@@ -407,7 +414,26 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.prefill_seq = s->pf_seq;
         aa.fuse_rope = cll_cu_attention_fuses_rope(&aa, n); /* decode: the attention blocks rope and store k/v */
         if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
-        PTRY(CLL_PK_ATTN, cll_cu_attention(&aa, n, s->st));
+        if (!s->n_seg) {
+            PTRY(CLL_PK_ATTN, cll_cu_attention(&aa, n, s->st));
+        } else { /* per segment: the prompt runs on the prefill kernel, the rows between on decode's */
+            const int64_t orow = (int64_t)hp->n_head * hp->head_dim_v;
+            for (int32_t g = 0; g < s->n_seg; g++) {
+                cll_cu_attn_args sa = aa;
+                const int64_t r0 = s->seg[g].start, ng = s->seg[g].n;
+                sa.q = aa.q + r0 * aa.ld_q;
+                sa.pos = pos + r0;
+                sa.seq = seq + r0;
+                sa.out = aa.out + r0 * orow;
+                sa.outq = aa.outq ? (void *)((cll_block_q8_1 *)aa.outq + r0 * cll_cu_q8_blocks(orow)) : NULL;
+                sa.prefill_contig = s->seg[g].run;
+                sa.prefill_p0 = s->seg[g].p0;
+                sa.prefill_seq = s->seg[g].seq;
+                sa.n_chunks = attn_chunks(s, ng);
+                sa.chunk = (int32_t)cll_cdiv(s->p.n_ctx, sa.n_chunks);
+                PTRY(CLL_PK_ATTN, cll_cu_attention(&sa, ng, s->st));
+            }
+        }
         cll_cu_resid_epi ep;
         const cll_cu_resid_epi *e1 = resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
         PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1));
@@ -599,10 +625,42 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
     s->pf_p0 = b->pos[0];
     s->pf_seq = b->seq[0];
     for (int64_t i = 1; i < n && s->pf_contig; i++) s->pf_contig = b->seq[i] == b->seq[0] && b->pos[i] == b->pos[0] + i;
+    /* a mixed batch (decode tokens beside prompt chunks): its runs of consecutive positions of one
+     * sequence take the prefill attention, the rows between them the decode kernel */
+    s->n_seg = 0;
+    bool has_run = false;
+    for (int64_t i = 0; !s->pf_contig && n > 1 && i < n;) {
+        int64_t j = i + 1;
+        while (j < n && b->seq[j] == b->seq[i] && b->pos[j] == b->pos[j - 1] + 1) j++;
+        const bool run = j - i >= CLL_CU_RUN_MIN;
+        if (!run && s->n_seg > 0 && !s->seg[s->n_seg - 1].run) {
+            s->seg[s->n_seg - 1].n += (int32_t)(j - i); /* rows between runs: one decode launch */
+        } else if (s->n_seg == CLL_CU_MAX_SEGS) {
+            s->n_seg = 0; /* too fragmented: one decode launch over the batch */
+            has_run = false;
+            break;
+        } else {
+            s->seg[s->n_seg].start = (int32_t)i;
+            s->seg[s->n_seg].n = (int32_t)(j - i);
+            s->seg[s->n_seg].p0 = b->pos[i];
+            s->seg[s->n_seg].seq = b->seq[i];
+            s->seg[s->n_seg].run = run;
+            s->n_seg++;
+            has_run |= run;
+        }
+        i = j;
+    }
+    if (!has_run) s->n_seg = 0;
     if (n_want > s->p.n_out_max)
         return cll_err(CLL_ERR_RANGE, "cuda forward: %lld tokens want output, the state holds %d rows", (long long)n_want,
                        s->p.n_out_max);
+    if (s->kvmap.blk && (!b->blocks || b->blocks_stride != s->kvmap.stride))
+        return cll_err(CLL_ERR_ARG, "cuda forward: the state's KV is paged (%d blocks per sequence) but the batch carries %s",
+                       s->kvmap.stride, b->blocks ? "tables of another stride" : "no block tables");
     TRY(cudaSetDevice(s->dm->device));
+    if (s->kvmap.blk && b->blocks_dirty) /* the tables the kernels read (stream order: before them) */
+        TRY(cudaMemcpyAsync(s->kvblk, b->blocks, sizeof(int32_t) * (size_t)s->p.n_seq * (size_t)s->kvmap.stride,
+                            cudaMemcpyHostToDevice, s->st));
     TRY(cudaMemcpyAsync(s->io, h, sizeof(int32_t) * (size_t)(3 * n + n_want), cudaMemcpyHostToDevice, s->st));
     const bool argmax = kind == CLL_OUT_ARGMAX;
     if (s->prof.mode == 1) { /* profiled: eager launches, timed per kind */
@@ -625,7 +683,9 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
         cll_status st = CLL_OK;
         /* a few sequences' decode step (not one contiguous prompt: its attention reads host-side
          * positions): the graph of its token count, which runs the argmax too */
-        if (!(!s->pf_contig && n_want > 0 && batch_graph_run(s, n, n_want, &st))) st = run_pass(s, n, n_want, argmax);
+        /* (a step with prompt runs, whose attention launches depend on where they lie, runs eagerly) */
+        if (!(!s->pf_contig && !s->n_seg && n_want > 0 && batch_graph_run(s, n, n_want, &st)))
+            st = run_pass(s, n, n_want, argmax);
         if (st != CLL_OK) return st;
     }
     if (n_want > 0) {
@@ -658,6 +718,15 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     if (p->n_ctx <= 0 || p->n_seq <= 0 || p->n_batch <= 0 || p->n_out_max <= 0)
         return cll_err(CLL_ERR_ARG, "cuda state: n_ctx %d, n_seq %d, n_batch %d, n_out_max %d must be positive", p->n_ctx,
                        p->n_seq, p->n_batch, p->n_out_max);
+    /* the KV cells: a paged pool (blocks of block_cells, a power of two) or n_ctx per sequence */
+    int32_t blk_shift = 0, blk_stride = 0;
+    if (p->n_cells > 0) {
+        while ((1 << blk_shift) < p->block_cells && blk_shift < 30) blk_shift++;
+        if (p->block_cells <= 0 || (1 << blk_shift) != p->block_cells || p->n_cells % p->block_cells)
+            return cll_err(CLL_ERR_ARG, "cuda state: a paged KV needs whole blocks of a power-of-two size (%d cells, blocks of %d)",
+                           p->n_cells, p->block_cells);
+        blk_stride = (int32_t)cll_cdiv(p->n_ctx, p->block_cells);
+    }
     TRY(cudaSetDevice(dm->device));
     cll_driver_state *s = (cll_driver_state *)calloc(1, sizeof *s);
     if (!s) return cll_err(CLL_ERR_NOMEM, "cuda state: out of memory");
@@ -685,7 +754,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     const int64_t dec_part = (int64_t)H * cll_cdiv(p->n_ctx, CLL_CU_ATTN_CHUNK);
     s->part_cap = dec_part > (int64_t)nb * H ? dec_part : (int64_t)nb * H;
     const size_t esz = p->kv_f32 ? sizeof(float) : sizeof(uint16_t);
-    const size_t cells = (size_t)p->n_seq * (size_t)p->n_ctx;
+    const size_t cells = p->n_cells > 0 ? (size_t)p->n_cells : (size_t)p->n_seq * (size_t)p->n_ctx;
     const size_t Q8 = sizeof(cll_block_q8_1);
     s->kc = (void **)calloc((size_t)L, sizeof(void *));
     s->vc = (void **)calloc((size_t)L, sizeof(void *));
@@ -710,6 +779,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
         {(void **)&s->rticket, sizeof(int)},
         {(void **)&s->sk.ws, (size_t)CLL_CU_SPLITK_FLOATS(cll_cu_sm_count()) * F},
+        {(void **)&s->kvblk, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)},
         {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},
         {(void **)&s->gu, gu_f * F},
         {(void **)&s->act, act_f * F},
@@ -747,8 +817,9 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     }
     if (total > fr) {
         st = cll_err(CLL_ERR_NOMEM,
-                     "cuda state: KV cache (%d x %d cells) and activations need %.1f MiB of device memory, %.1f MiB free%s",
-                     p->n_seq, p->n_ctx, total / 1048576.0, fr / 1048576.0,
+                     "cuda state: KV cache (%lld cells: %s) and activations need %.1f MiB of device memory, %.1f MiB free%s",
+                     (long long)cells, p->n_cells > 0 ? "a paged pool" : "n_ctx per sequence", total / 1048576.0,
+                     fr / 1048576.0,
                      dm->panel_bytes ? " (the model's resident prefill panels hold some: CLLAMA_CUDA_PANELS=off frees "
                                        "them, at the cost of prefill speed)" : "");
         goto fail;
@@ -771,6 +842,12 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         }
     }
     s->gemm.panel_bytes = panel;
+    s->cells = (int64_t)cells;
+    if (p->n_cells > 0) {
+        s->kvmap.blk = s->kvblk;
+        s->kvmap.stride = blk_stride;
+        s->kvmap.shift = blk_shift;
+    }
     s->mxh_bytes = mxh_bytes;
     s->gemm.xh_bytes = xh;
     for (int32_t il = 0; il < L; il++) {
@@ -789,6 +866,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaMemset(s->rticket, 0, sizeof(int)));
     STRY(cudaMemset(s->sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
+    if (s->kvblk) STRY(cudaMemset(s->kvblk, 0, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)));
     s->sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());
     s->sk.n_tickets = CLL_CU_SPLITK_TICKETS;
     STRY(cudaMemset(s->amax_count, 0, no * sizeof(int)));

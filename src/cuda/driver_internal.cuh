@@ -62,6 +62,12 @@ struct cll_driver_model {
 
 /* decode attention: keys per chunk of the split-K pass (grid sized for n_ctx / this) */
 #define CLL_CU_ATTN_CHUNK 128
+/* a run of at least this many consecutive positions of one sequence inside a batch (a prompt
+ * chunk a server step carries beside decode tokens) takes the tensor-core prefill attention, which
+ * reads each key tile once per 64 queries, instead of the decode kernel, which reads a token's
+ * whole history per token */
+#define CLL_CU_RUN_MIN 16
+#define CLL_CU_MAX_SEGS 16
 
 /* CLLAMA_CUDA_PROFILE=1: decode steps run eagerly with events around each launch, timed per
  * kind, and batch passes (prefill) are timed the same way (two tables on stderr at state free);
@@ -98,6 +104,16 @@ struct cll_driver_state {
     void *arena;          /* every buffer below, one allocation */
     size_t bytes;
     int64_t kv_k, kv_v;   /* cache elements per cell: n_kv*hd_k, n_kv*hd_v */
+    int64_t cells;        /* cells per layer: the paged pool (p.n_cells), else n_seq * n_ctx */
+    cll_cu_kvmap kvmap;   /* paged KV: the device block tables (blk NULL: not paged) */
+    int32_t *kvblk;       /* (n_seq x kvmap.stride) the block tables, copied in when a batch's change */
+    /* this step's attention segments (n_seg 0: one launch over the batch): runs of >= CLL_CU_RUN_MIN
+     * consecutive positions of one sequence (run: the prefill kernel) and the rows between them */
+    int32_t n_seg;
+    struct {
+        int32_t start, n, p0, seq;
+        bool run;
+    } seg[CLL_CU_MAX_SEGS];
     int64_t nq, nqkv, nao, ff, ffe;
     void **kc, **vc;      /* (n_layer) host array of device pointers: (n_seq*n_ctx, kv_k|kv_v) */
     float *x;             /* (n_batch, n_embd) residual stream */

@@ -27,6 +27,12 @@ typedef struct {
     int n_threads;      /* CPU: worker threads; 0 = physical cores */
     bool kv_f32;        /* F32 KV cache (goldens); default F16 like llama.cpp */
     bool ggml_numerics; /* CPU reference attention; the caller feeds one token per forward */
+    /* paged KV (the session's cll_kvpage, model/kvpage.h): n_cells > 0 sizes the cache as a pool of
+     * n_cells cells in blocks of block_cells (a power of two) shared by every sequence, addressed
+     * through the block tables each forward carries (cll_driver_batch.blocks). The CUDA driver
+     * allocates only the pool; the CPU driver keeps n_seq x n_ctx cells and ignores the tables
+     * (there the pool only bounds admission). 0: every sequence owns n_ctx cells. */
+    int32_t n_cells, block_cells;
 } cll_driver_state_params;
 
 typedef struct {
@@ -35,6 +41,13 @@ typedef struct {
     const int32_t *pos;    /* (n) position of each token in its sequence */
     const int32_t *seq;    /* (n) sequence id < n_seq */
     const int8_t *want;    /* (n) nonzero: output for this token; NULL = last token only */
+    /* paged KV: the block table of every sequence (n_seq x blocks_stride block ids; the cell of
+     * (seq, pos) is blocks[seq * blocks_stride + pos / block_cells] * block_cells + pos % block_cells),
+     * covering every (seq, pos) of the batch; blocks_dirty: changed since the last forward. NULL when
+     * the state is not paged. */
+    const int32_t *blocks;
+    int32_t blocks_stride;
+    bool blocks_dirty;
 } cll_driver_batch;
 
 /* what a forward hands back for the tokens that want output (in batch order) */

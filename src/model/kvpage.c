@@ -198,7 +198,7 @@ cll_status cll_kvpage_reserve(cll_kvpage *p, int32_t seq, int32_t n_cells) {
         return CLL_OK;
     }
     if (more > p->n_free + p->n_cached)
-        return cll_err(CLL_ERR_RANGE,
+        return cll_err(CLL_ERR_KV_FULL,
                        "kv pages full: sequence %d needs %d more block(s) of %d cells; %d of %d blocks are in use by live "
                        "sequences",
                        seq, more, p->B, p->n_live, p->n_blocks);
@@ -263,6 +263,32 @@ void cll_kvpage_release(cll_kvpage *p, int32_t seq) {
     kv_seq *s = &p->seqs[seq];
     for (int32_t i = s->n_blocks - 1; i >= 0; i--) drop_ref(p, s->table[i]); /* the prefix ends up most recent */
     s->n_blocks = s->n_cells = s->committed = 0;
+}
+
+int32_t cll_kvpage_truncate(cll_kvpage *p, int32_t seq, int32_t n_cells) {
+    if (!seq_ok(p, seq)) return 0;
+    kv_seq *s = &p->seqs[seq];
+    if (n_cells < 0) n_cells = 0;
+    if (n_cells >= s->n_cells) return s->n_cells;
+    int32_t keep = (n_cells + p->B - 1) / p->B;
+    if (n_cells % p->B && keep > 0) {
+        /* the block the sequence goes on writing in: private and unhashed, or it is given up too */
+        const int32_t b = s->table[keep - 1];
+        if (p->ref[b] > 1) {
+            keep--;
+            n_cells = keep * p->B;
+        } else if (p->findable[b]) {
+            index_del(p, b);
+            p->findable[b] = 0;
+            p->hash[b] = 0;
+        } else {
+            p->hash[b] = 0;
+        }
+    }
+    while (s->n_blocks > keep) drop_ref(p, s->table[--s->n_blocks]);
+    s->n_cells = n_cells;
+    if (s->committed > n_cells) s->committed = n_cells;
+    return n_cells;
 }
 
 int32_t cll_kvpage_n_cells(const cll_kvpage *p, int32_t seq) { return seq_ok(p, seq) ? p->seqs[seq].n_cells : 0; }

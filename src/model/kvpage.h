@@ -5,7 +5,7 @@
  *   cell of (seq, pos) = table(seq)[pos / B] * B + pos % B   (B = block_cells)
  *   - a sequence's cells are reserved block by block (cll_kvpage_reserve); when the free list is
  *     empty, the least recently released cached block is evicted; when nothing can be evicted
- *     the reservation fails with CLL_ERR_RANGE and changes nothing (the server answers 503/429);
+ *     the reservation fails with CLL_ERR_KV_FULL and changes nothing (the server answers 503);
  *   - the tokens whose K/V a sequence has stored are committed (cll_kvpage_commit); every block
  *     that becomes full gets a chain hash (its tokens and every token before it) and is findable;
  *   - a new sequence adopts the longest chain of full cached or live blocks matching its prompt
@@ -38,8 +38,8 @@ cll_status cll_kvpage_create(int32_t n_blocks, int32_t block_cells, int32_t max_
                              cll_kvpage **out);
 void cll_kvpage_free(cll_kvpage *p);
 
-/* make sequence seq hold at least n_cells cells; all or nothing (CLL_ERR_RANGE: pool full, or
- * over max_cells) */
+/* make sequence seq hold at least n_cells cells; all or nothing (CLL_ERR_KV_FULL: pool full;
+ * CLL_ERR_RANGE: over max_cells) */
 cll_status cll_kvpage_reserve(cll_kvpage *p, int32_t seq, int32_t n_cells);
 /* record the tokens of cells [committed, committed + n) of seq (their K/V are stored); returns
  * CLL_ERR_RANGE past the reserved cells */
@@ -48,6 +48,11 @@ cll_status cll_kvpage_commit(cll_kvpage *p, int32_t seq, const int32_t *tokens, 
  * at most n - 1 tokens so the last prompt token is always computed); returns the cells adopted
  * (their K/V are valid), committed already */
 int32_t cll_kvpage_adopt(cll_kvpage *p, int32_t seq, const int32_t *tokens, int32_t n);
+/* the sequence keeps its first n_cells cells (a server slot reusing its own prefix): blocks past
+ * them are released; the block it goes on writing in loses its hash (it will be rewritten), and is
+ * given up too when another sequence shares it. Returns the cells kept (n_cells, or the whole blocks
+ * before a shared one; the current count when n_cells is not below it) */
+int32_t cll_kvpage_truncate(cll_kvpage *p, int32_t seq, int32_t n_cells);
 /* the sequence ends: its blocks are released (full ones stay cached, others freed) */
 void cll_kvpage_release(cll_kvpage *p, int32_t seq);
 

@@ -376,6 +376,7 @@ int cll_server_run(const cll_server_config *cfg) {
     cllama_context_params cp = cllama_context_default_params();
     cp.n_ctx = cfg->n_ctx > 0 ? (uint32_t)cfg->n_ctx : 0;
     cp.n_seq_max = (uint32_t)srv->cfg.parallel;
+    cp.n_kv_cells = cfg->kv_cells > 0 ? (uint32_t)cfg->kv_cells : 0;
     cp.n_threads = cfg->threads;
     cp.backend = CLLAMA_BACKEND_DEFAULT; /* the model's */
     /* one step carries a token per sequence plus one prompt chunk */
@@ -438,6 +439,16 @@ int cll_server_run(const cll_server_config *cfg) {
             cllama_model_desc(srv->model) ? cllama_model_desc(srv->model) : "?",
             cllama_chat_template_name(srv->model) ? cllama_chat_template_name(srv->model) : "?", srv->cfg.parallel,
             srv->n_ctx, srv->cfg.queue);
+    cllama_kv_info ki;
+    if (cllama_kv_info_get(srv->ctx, &ki) == CLLAMA_OK && ki.paged) {
+        fprintf(stderr, "cllama serve: paged KV: a pool of %u cells in blocks of %u shared by the slots%s\n", ki.total_cells,
+                ki.block_cells,
+                cllama_context_backend(srv->ctx) == CLLAMA_BACKEND_CPU
+                    ? " (on the CPU the pool bounds what the slots hold; each slot's cells stay reserved)"
+                    : "");
+        srv->kv_pool = ki.total_cells;
+    }
+    if (cllama_kv_info_get(srv->ctx, &ki) == CLLAMA_OK) cll_server_metrics_kv(&srv->metrics, ki.total_cells, ki.free_cells, 0, 0);
     fprintf(stderr, "cllama serve: backend %s%s%s\n", cllama_backend_name(cllama_context_backend(srv->ctx)),
             *cllama_model_driver_desc(srv->model) ? ": " : "", cllama_model_driver_desc(srv->model));
     if (cfg->api_keys && cfg->api_keys->n)

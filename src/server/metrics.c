@@ -42,6 +42,15 @@ void cll_server_metrics_auth_refused(cll_server_metrics *m) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void cll_server_metrics_kv(cll_server_metrics *m, uint32_t total, uint32_t free_cells, int reclaimed, int preempted) {
+    pthread_mutex_lock(&m->mu);
+    m->kv_total = total;
+    m->kv_free = free_cells;
+    m->kv_reclaimed += (uint64_t)reclaimed;
+    m->kv_preempted += (uint64_t)preempted;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy) {
     pthread_mutex_lock(&m->mu);
     m->gen_tokens += (uint64_t)gen_tokens;
@@ -107,6 +116,18 @@ char *cll_server_metrics_render(cll_server_metrics *m) {
     OUT("# HELP cllama_greedy_steps_total Decode calls whose every sampling slot was greedy: the driver's argmax, no "
         "logits copied.\n# TYPE cllama_greedy_steps_total counter\n");
     OUT("cllama_greedy_steps_total %llu\n", (unsigned long long)c.greedy_steps);
+    OUT("# HELP cllama_kv_cells KV cache cells (a paged pool: all of its blocks; else n_ctx per slot).\n"
+        "# TYPE cllama_kv_cells gauge\n");
+    OUT("cllama_kv_cells %u\n", c.kv_total);
+    OUT("# HELP cllama_kv_cells_free KV cells in no sequence's blocks (unpaged: past every slot's length).\n"
+        "# TYPE cllama_kv_cells_free gauge\n");
+    OUT("cllama_kv_cells_free %u\n", c.kv_free);
+    OUT("# HELP cllama_kv_reclaimed_total Idle slots whose cached prefix was dropped to make KV room.\n"
+        "# TYPE cllama_kv_reclaimed_total counter\n");
+    OUT("cllama_kv_reclaimed_total %llu\n", (unsigned long long)c.kv_reclaimed);
+    OUT("# HELP cllama_kv_preempted_total Requests answered 503 because the KV pool was full.\n"
+        "# TYPE cllama_kv_preempted_total counter\n");
+    OUT("cllama_kv_preempted_total %llu\n", (unsigned long long)c.kv_preempted);
     OUT("# HELP cllama_decode_seconds_total Time spent in batched decode.\n# TYPE cllama_decode_seconds_total counter\n");
     OUT("cllama_decode_seconds_total %.6f\n", c.decode_seconds);
     OUT("# HELP cllama_tokens_per_second Generated tokens per second over the last window.\n"

@@ -113,6 +113,15 @@ static cll_server_job *make_job(cll_server *srv, cll_server_req *r, cll_server_e
                            n, srv->n_ctx);
         return NULL;
     }
+    if (srv->kv_pool && (uint32_t)n + 1 > srv->kv_pool) {
+        free(toks);
+        cll_server_err_set(e, 400, "invalid_request_error", r->kind == CLL_SERVER_REQ_CHAT ? "messages" : "prompt",
+                           "context_length_exceeded",
+                           "the prompt has %d tokens but the paged KV pool holds %u cells in all; shorten the prompt "
+                           "or restart with a larger --kv-cells",
+                           n, srv->kv_pool);
+        return NULL;
+    }
     cllama_sampler_params sp = r->sp;
     if (!r->sp_seed_set) sp.seed = ((uint64_t)time(NULL) << 20) ^ (uint64_t)(uintptr_t)r ^ (uint64_t)(cll_now() * 1e9);
     cllama_sampler *smp = NULL;
@@ -183,8 +192,10 @@ static enum MHD_Result reply_whole(cll_server *srv, struct MHD_Connection *c, cl
         cll_server_err e;
         char why[256] = "";
         cll_server_job_result(srv->sched, j, NULL, NULL, NULL, why, sizeof why);
-        cll_server_err_set(&e, 500, "server_error", NULL, NULL, "generation failed: %s",
-                           why[0] ? why : "cancelled");
+        if (cll_server_job_busy(srv->sched, j)) /* no KV room: a 503 with Retry-After, as a full queue */
+            cll_server_err_set(&e, 503, "server_error", NULL, "server_busy", "%s", why);
+        else
+            cll_server_err_set(&e, 500, "server_error", NULL, NULL, "generation failed: %s", why[0] ? why : "cancelled");
         cll_server_job_release(srv->sched, j);
         free(all);
         return cll_server_respond_error(srv, c, &e);
@@ -271,7 +282,10 @@ static bool stream_produce(stream *st) {
         cll_server_err e;
         char why[256] = "";
         cll_server_job_result(st->srv->sched, st->job, NULL, NULL, NULL, why, sizeof why);
-        cll_server_err_set(&e, 500, "server_error", NULL, NULL, "generation failed: %s", why[0] ? why : "cancelled");
+        if (cll_server_job_busy(st->srv->sched, st->job))
+            cll_server_err_set(&e, 503, "server_error", NULL, "server_busy", "%s", why);
+        else
+            cll_server_err_set(&e, 500, "server_error", NULL, NULL, "generation failed: %s", why[0] ? why : "cancelled");
         char *ej = cll_server_err_json(&e);
         if (ej) {
             size_t m = strlen(ej);

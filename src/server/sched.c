@@ -44,6 +44,7 @@ struct cll_server_sched {
     pthread_t thread;
     bool started;
     uint64_t step;
+    double step_min_s;     /* CLLAMA_SERVER_STEP_MS: every step lasts at least this (tests; 0: off) */
 };
 
 static void cond_init_mono(pthread_cond_t *c) {
@@ -176,6 +177,13 @@ void cll_server_job_result(cll_server_sched *s, cll_server_job *j, int32_t *n_pr
     pthread_mutex_unlock(&s->mu);
 }
 
+bool cll_server_job_busy(cll_server_sched *s, cll_server_job *j) {
+    pthread_mutex_lock(&s->mu);
+    const bool b = j->busy;
+    pthread_mutex_unlock(&s->mu);
+    return b;
+}
+
 double cll_server_job_ttft(cll_server_sched *s, cll_server_job *j) {
     pthread_mutex_lock(&s->mu);
     double t = j->t_first > 0 ? j->t_first - j->t_submit : -1;
@@ -226,6 +234,38 @@ static void slot_finish(cll_server_sched *s, slot *sl, cll_server_finish f, cons
     sl->last_used = s->step;
 }
 
+static int count_active(const cll_server_sched *s);
+
+/* ---- paged KV room (cllama_context_params.n_kv_cells) ---- */
+
+static bool kv_paged(const cll_server_sched *s, uint32_t *free_cells, uint32_t *total) {
+    cllama_kv_info ki;
+    if (cllama_kv_info_get(s->ctx, &ki) != CLLAMA_OK || !ki.paged) return false;
+    if (free_cells) *free_cells = ki.free_cells;
+    if (total) *total = ki.total_cells;
+    return true;
+}
+
+/* engine thread: drop the cached prefixes of idle slots (least recently used first, never slot
+ * `except`) until want cells are free; returns the slots dropped */
+static int kv_reclaim_idle(cll_server_sched *s, int except, uint32_t want) {
+    int n = 0;
+    uint32_t fr = 0;
+    while (kv_paged(s, &fr, NULL) && fr < want) {
+        int lru = -1;
+        for (int i = 0; i < s->n_slots; i++) {
+            const slot *sl = &s->slots[i];
+            if (i == except || sl->state != SLOT_FREE || sl->n_cache == 0) continue;
+            if (lru < 0 || sl->last_used < s->slots[lru].last_used) lru = i;
+        }
+        if (lru < 0) break;
+        cllama_seq_truncate(s->ctx, lru, 0);
+        s->slots[lru].n_cache = 0;
+        n++;
+    }
+    return n;
+}
+
 static int32_t common_prefix(const cllama_token *a, int32_t na, const cllama_token *b, int32_t nb) {
     int32_t n = na < nb ? na : nb, i = 0;
     while (i < n && a[i] == b[i]) i++;
@@ -266,12 +306,38 @@ static void admit(cll_server_sched *s) {
             best_lcp = common_prefix(s->slots[lru].cache, s->slots[lru].n_cache, j->prompt, j->n_prompt);
         }
         if (best < 0) return;
+        /* at least one prompt token must be decoded to get logits for the first sample */
+        int32_t keep = best_lcp < j->n_prompt ? best_lcp : j->n_prompt - 1;
+        uint32_t fr = 0, total = 0;
+        if (kv_paged(s, &fr, &total)) {
+            /* a paged KV: the prompt's cells (and the first reply token's) must be free, after what the
+             * slot keeps; idle slots' prefixes go first, else the job waits for running ones to end */
+            cllama_seq_truncate(s->ctx, best, keep);
+            s->slots[best].n_cache = keep;
+            const uint32_t need = (uint32_t)(j->n_prompt - keep) + 1;
+            int reclaimed = fr < need ? kv_reclaim_idle(s, best, need) : 0;
+            kv_paged(s, &fr, NULL);
+            cll_server_metrics_kv(s->metrics, total, fr, reclaimed, 0);
+            if (fr < need) {
+                if (count_active(s) > 0) return; /* FIFO: it goes first when room frees up */
+                if ((uint32_t)j->n_prompt + 1 > total) { /* it could never fit: say so instead of waiting */
+                    s->q_head = j->next;
+                    if (!s->q_head) s->q_tail = NULL;
+                    s->q_len--;
+                    j->queued = false;
+                    snprintf(j->error, sizeof j->error, "the prompt (%d tokens) does not fit the KV pool (%u cells)",
+                             j->n_prompt, total);
+                    j->finish = CLL_SERVER_FINISH_ERROR;
+                    pthread_cond_broadcast(&j->cond);
+                    job_unref(j);
+                    continue;
+                }
+            }
+        }
         s->q_head = j->next;
         if (!s->q_head) s->q_tail = NULL;
         s->q_len--;
         slot *sl = &s->slots[best];
-        /* at least one prompt token must be decoded to get logits for the first sample */
-        int32_t keep = best_lcp < j->n_prompt ? best_lcp : j->n_prompt - 1;
         if (cllama_seq_truncate(s->ctx, best, keep) != CLLAMA_OK) {
             cllama_seq_truncate(s->ctx, best, 0);
             keep = 0;
@@ -347,6 +413,53 @@ static void fail_batch(cll_server_sched *s, const char *why) {
         slot_finish(s, sl, CLL_SERVER_FINISH_ERROR, why);
     }
     pthread_mutex_unlock(&s->mu);
+}
+
+/* under mu, engine thread: a step found the KV pool full. Idle slots' prefixes are dropped if any
+ * hold cells; else the request that loses least ends with a 503 (busy: retry later) and gives its
+ * cells back: a slot still reading its prompt (nothing streamed yet; the one with the most prompt
+ * left), else the generating slot admitted last. Never every job of the step, never a crash. */
+static void kv_preempt(cll_server_sched *s) {
+    uint32_t fr = 0, total = 0;
+    kv_paged(s, &fr, &total);
+    int reclaimed = kv_reclaim_idle(s, -1, fr + 1);
+    int victim = -1;
+    if (!reclaimed) {
+        int32_t most_left = -1;
+        for (int i = 0; i < s->n_slots; i++) {
+            const slot *sl = &s->slots[i];
+            if (sl->state != SLOT_PREFILL || !sl->job) continue;
+            const int32_t left = sl->job->n_prompt - sl->next_prompt;
+            if (left > most_left) {
+                most_left = left;
+                victim = i;
+            }
+        }
+        double newest = -1.0;
+        for (int i = 0; most_left < 0 && i < s->n_slots; i++) {
+            const slot *sl = &s->slots[i];
+            if (sl->state == SLOT_GEN && sl->job && sl->job->t_submit > newest) {
+                newest = sl->job->t_submit;
+                victim = i;
+            }
+        }
+        if (victim >= 0 && count_active(s) == 1 && s->slots[victim].state == SLOT_GEN) {
+            /* alone and still out of room: the pool is this reply's context; it ends as at n_ctx */
+            slot_finish(s, &s->slots[victim], CLL_SERVER_FINISH_LENGTH, NULL);
+            victim = -1;
+        } else if (victim >= 0) {
+            slot *sl = &s->slots[victim];
+            sl->job->busy = true;
+            cll_log(CLL_LOG_INFO, "server: the KV pool (%u cells) is full: a request ends with 503 (slot %d, %s)", total,
+                    victim, sl->state == SLOT_PREFILL ? "reading its prompt" : "generating");
+            slot_finish(s, sl, CLL_SERVER_FINISH_ERROR,
+                        "the KV cache is full (every cell of the pool is held by running requests); retry shortly");
+            cllama_seq_truncate(s->ctx, victim, 0);
+            sl->n_cache = 0;
+        }
+    }
+    kv_paged(s, &fr, NULL);
+    cll_server_metrics_kv(s->metrics, total, fr, reclaimed, victim >= 0);
 }
 
 /* one token sampled for the slot: stream it, or end the job */
@@ -476,7 +589,18 @@ static void *engine_main(void *arg) {
         cllama_status st = greedy ? cllama_decode_greedy(s->ctx, &b, s->b_ids) : cllama_decode(s->ctx, &b);
         double dt = cll_now() - t0;
         s->step++;
-        if (st != CLLAMA_OK) {
+        if (s->step_min_s > dt) { /* CLLAMA_SERVER_STEP_MS: tests that need steps to overlap */
+            const double w = s->step_min_s - dt;
+            struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        if (st == CLLAMA_ERR_KV_FULL) {
+            /* the paged pool had no block for some sequence: nothing ran. Idle prefixes go first;
+             * else one request of the step ends with a 503 and the step is rebuilt without it */
+            pthread_mutex_lock(&s->mu);
+            kv_preempt(s);
+            pthread_mutex_unlock(&s->mu);
+        } else if (st != CLLAMA_OK) {
             char why[256];
             snprintf(why, sizeof why, "decode failed: %s", cllama_last_error());
             cll_log(CLL_LOG_ERROR, "server: %s", why);
@@ -484,6 +608,9 @@ static void *engine_main(void *arg) {
         } else {
             int sampled = after_decode(s, greedy ? s->b_ids : NULL);
             cll_server_metrics_step(s->metrics, sampled, dt, greedy);
+            cllama_kv_info ki;
+            if (cllama_kv_info_get(s->ctx, &ki) == CLLAMA_OK)
+                cll_server_metrics_kv(s->metrics, ki.total_cells, ki.free_cells, 0, 0);
         }
         pthread_mutex_lock(&s->mu);
     }
@@ -514,6 +641,9 @@ int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, cll_se
     s->n_slots = (int)cllama_n_seq_max(ctx);
     s->n_ctx = (int)cllama_n_ctx(ctx);
     s->chunk = chunk > 0 ? chunk : 64;
+    const char *sm = getenv("CLLAMA_SERVER_STEP_MS");
+    s->step_min_s = sm && *sm ? atof(sm) / 1000.0 : 0.0;
+    if (!(s->step_min_s > 0.0 && s->step_min_s < 10.0)) s->step_min_s = 0.0;
     s->queue_max = queue_max > 0 ? queue_max : 0;
     /* every generating sequence gets its token, plus room for at least one prompt chunk */
     s->n_batch = s->n_slots + s->chunk;

@@ -42,6 +42,7 @@ typedef struct cll_server_job {
     int32_t n_cached;            /* prompt tokens served from the prefix cache */
     cll_server_finish finish;
     char error[256];
+    bool busy;                   /* finish ERROR because the KV cache had no room: answer 503, retry later */
     bool cancel;                 /* set by the HTTP side; the engine frees the slot at once */
     bool queued, running;
     int refs;                    /* 1 for the HTTP side + 1 while the scheduler holds it */
@@ -81,6 +82,8 @@ void cll_server_job_release(cll_server_sched *s, cll_server_job *j);
 void cll_server_job_result(cll_server_sched *s, cll_server_job *j, int32_t *n_prompt, int32_t *n_gen,
                            int32_t *n_cached, char *error, size_t error_cap);
 /* time to first token (s), or -1 if none yet */
+/* the job ended for want of KV room (a 503 to retry, not a 500) */
+bool cll_server_job_busy(cll_server_sched *s, cll_server_job *j);
 double cll_server_job_ttft(cll_server_sched *s, cll_server_job *j);
 
 #endif

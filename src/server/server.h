@@ -16,6 +16,7 @@ typedef struct {
     int port;                /* 0 = any free port (the log line says which) */
     int parallel;            /* sequence slots decoded together */
     int n_ctx;               /* tokens of KV per sequence; 0 = engine default */
+    long kv_cells;           /* > 0: a paged KV pool of this many cells shared by the slots */
     cllama_backend backend;
     int threads;             /* 0 = engine default */
     size_t max_body;         /* request body limit in bytes (413 beyond) */

@@ -22,7 +22,8 @@ typedef struct {
     char model_id[256];      /* the id /v1/models lists and replies carry */
     char file_id[256];       /* the file name, also accepted as a model name */
     long created;            /* model "created" time: when the server loaded it */
-    int n_ctx;               /* per sequence */
+    int n_ctx;
+    uint32_t kv_pool;        /* paged KV: the pool's cells (0: not paged) */               /* per sequence */
     cllama_sampler_params sp_default;
 } cll_server;
 

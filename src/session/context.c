@@ -47,14 +47,36 @@ cllama_status cllama_context_create(cllama_model *m, const cllama_context_params
     if (rows > (int64_t)p.n_batch) rows = p.n_batch;
     if (rows < 1) rows = 1;
     c->n_out_max = (int32_t)rows;
+    cll_status st = CLL_OK;
+    int32_t kv_cells = 0;
+    if (p.n_kv_cells > 0) {
+        /* the pool: whole blocks, each sequence up to n_ctx cells (whole blocks too) */
+        const int64_t B = CLLAMA_KV_BLOCK, nb = ((int64_t)p.n_kv_cells + B - 1) / B;
+        if (p.n_kv_cells > (1u << 30)) {
+            st = cll_err(CLL_ERR_ARG, "context: n_kv_cells %u is too large (at most 2^30)", p.n_kv_cells);
+            goto fail;
+        }
+        kv_cells = (int32_t)(nb * B);
+        c->kv_stride = (int32_t)(((int64_t)p.n_ctx + B - 1) / B);
+        st = cll_kvpage_create((int32_t)nb, (int32_t)B, (int32_t)p.n_seq_max, c->kv_stride * (int32_t)B, &c->kv);
+        if (st != CLL_OK) goto fail;
+        c->kv_tab = calloc((size_t)p.n_seq_max * (size_t)c->kv_stride, sizeof *c->kv_tab);
+        if (!c->kv_tab) {
+            st = cll_err(CLL_ERR_NOMEM, "context: out of memory");
+            goto fail;
+        }
+        c->kv_dirty = true;
+    }
     const cll_driver_state_params sp = {.n_ctx = (int32_t)p.n_ctx,
                                         .n_seq = (int32_t)p.n_seq_max,
                                         .n_batch = (int32_t)p.n_batch,
                                         .n_out_max = c->n_out_max,
                                         .n_threads = p.n_threads,
                                         .kv_f32 = p.kv_type == CLLAMA_KV_F32,
-                                        .ggml_numerics = m->numerics == CLLAMA_NUMERICS_GGML};
-    cll_status st = m->drv->state_create(m->dm, &sp, &c->ds);
+                                        .ggml_numerics = m->numerics == CLLAMA_NUMERICS_GGML,
+                                        .n_cells = kv_cells,
+                                        .block_cells = CLLAMA_KV_BLOCK};
+    st = m->drv->state_create(m->dm, &sp, &c->ds);
     if (st != CLL_OK) goto fail;
     c->seq_len = calloc(p.n_seq_max, sizeof *c->seq_len);
     c->logits = cll_aalloc((size_t)rows * (size_t)hp->n_vocab * sizeof(float));
@@ -78,6 +100,8 @@ void cllama_context_free(cllama_context *c) {
     if (!c) return;
     if (c->ds) c->model->drv->state_free(c->ds);
     free(c->seq_len);
+    cll_kvpage_free(c->kv);
+    free(c->kv_tab);
     cll_afree(c->logits);
     free(c->logit_row);
     free(c->g_tok);
@@ -127,6 +151,26 @@ static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver
     }
     c->last_n = 0;
     cll_status st = CLL_OK;
+    if (c->kv) {
+        /* every sequence of the batch holds its cells before the driver writes them: a sequence's
+         * tokens are consecutive positions from its length, so its need is length + count. A
+         * sequence that finds no block fails the decode (CLL_ERR_KV_FULL, nothing run); blocks other
+         * sequences took stay theirs (they are next to be written anyway) */
+        for (int32_t i = 0; i < n; i++) {
+            const int32_t s = b->seq_id[i];
+            int32_t need = c->seq_len[s];
+            for (int32_t j = 0; j < n; j++) need += b->seq_id[j] == s;
+            int32_t had = 0, now = 0;
+            cll_kvpage_table(c->kv, s, &had);
+            st = cll_kvpage_reserve(c->kv, s, need);
+            if (st != CLL_OK) return (cllama_status)st;
+            const int32_t *t = cll_kvpage_table(c->kv, s, &now);
+            if (now != had) {
+                memcpy(c->kv_tab + (size_t)s * (size_t)c->kv_stride, t, (size_t)now * sizeof *t);
+                c->kv_dirty = true;
+            }
+        }
+    }
     const cll_driver *drv = c->model->drv;
     if (c->model->numerics == CLLAMA_NUMERICS_GGML) {
         /* the reference feeds one token per llama_decode: every matmul is then a single-row
@@ -135,13 +179,28 @@ static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver
         const size_t row = kind == CLL_OUT_ARGMAX ? sizeof(int32_t) : (size_t)c->n_vocab * sizeof(float);
         for (int32_t i = 0; i < n && st == CLL_OK; i++) {
             const int8_t want = b->logits ? b->logits[i] : (int8_t)(i == n - 1);
-            const cll_driver_batch one = {
-                .n = 1, .tokens = b->tokens + i, .pos = b->pos + i, .seq = b->seq_id + i, .want = &want};
+            const cll_driver_batch one = {.n = 1,
+                                          .tokens = b->tokens + i,
+                                          .pos = b->pos + i,
+                                          .seq = b->seq_id + i,
+                                          .want = &want,
+                                          .blocks = c->kv_tab,
+                                          .blocks_stride = c->kv_stride,
+                                          .blocks_dirty = c->kv_dirty};
+            c->kv_dirty = false;
             st = drv->forward(c->ds, &one, kind, o);
             if (want) o += row;
         }
     } else {
-        const cll_driver_batch db = {.n = n, .tokens = b->tokens, .pos = b->pos, .seq = b->seq_id, .want = b->logits};
+        const cll_driver_batch db = {.n = n,
+                                     .tokens = b->tokens,
+                                     .pos = b->pos,
+                                     .seq = b->seq_id,
+                                     .want = b->logits,
+                                     .blocks = c->kv_tab,
+                                     .blocks_stride = c->kv_stride,
+                                     .blocks_dirty = c->kv_dirty};
+        c->kv_dirty = false;
         st = drv->forward(c->ds, &db, kind, out);
     }
     if (st != CLL_OK) return (cllama_status)st;
@@ -187,6 +246,34 @@ cllama_status cllama_seq_truncate(cllama_context *c, int32_t seq_id, int32_t p0)
     if (p0 < 0) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_seq_truncate: p0 %d < 0", p0);
     /* the cache rows past the length are simply overwritten by later decodes */
     if (p0 < c->seq_len[seq_id]) c->seq_len[seq_id] = p0;
+    if (c->kv) { /* paged: the blocks past the kept cells go back to the pool */
+        const int32_t kept = cll_kvpage_truncate(c->kv, seq_id, p0);
+        if (kept < c->seq_len[seq_id]) c->seq_len[seq_id] = kept; /* (never: the session shares no block) */
+        int32_t nb = 0;
+        const int32_t *t = cll_kvpage_table(c->kv, seq_id, &nb);
+        memcpy(c->kv_tab + (size_t)seq_id * (size_t)c->kv_stride, t, (size_t)nb * sizeof *t);
+        c->kv_dirty = true;
+    }
+    return CLLAMA_OK;
+}
+
+cllama_status cllama_kv_info_get(const cllama_context *c, cllama_kv_info *out) {
+    if (!c || !out) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_kv_info_get: NULL context or out");
+    memset(out, 0, sizeof *out);
+    if (c->kv) {
+        cll_kvpage_stats st;
+        cll_kvpage_get_stats(c->kv, &st);
+        out->paged = true;
+        out->block_cells = (uint32_t)st.block_cells;
+        out->total_cells = (uint32_t)st.n_blocks * (uint32_t)st.block_cells;
+        out->free_cells = (uint32_t)(st.free_blocks + st.cached_blocks) * (uint32_t)st.block_cells;
+        return CLLAMA_OK;
+    }
+    uint64_t used = 0;
+    for (uint32_t s = 0; s < c->p.n_seq_max; s++) used += (uint64_t)c->seq_len[s];
+    out->block_cells = 1;
+    out->total_cells = c->p.n_seq_max * c->p.n_ctx;
+    out->free_cells = (uint32_t)(out->total_cells - used);
     return CLLAMA_OK;
 }
 

@@ -11,6 +11,7 @@
 #include "cllama.h"
 #include "gguf/gguf.h"
 #include "model/driver.h"
+#include "model/kvpage.h"
 #include "model/model.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
@@ -35,6 +36,12 @@ struct cllama_context {
     int32_t n_vocab;
     int32_t n_out_max;     /* logits rows one decode may ask for */
     int32_t *seq_len;      /* (n_seq_max) tokens in each sequence's cache */
+    /* paged KV (p.n_kv_cells > 0): the pool's bookkeeping and the block tables handed to the
+     * driver (n_seq_max x kv_stride block ids), rewritten for a sequence when its blocks change */
+    cll_kvpage *kv;
+    int32_t *kv_tab;
+    int32_t kv_stride;
+    bool kv_dirty;
     float *logits;         /* (n_out_max, n_vocab) logits of the last decode */
     int32_t *logit_row;    /* (n_batch) row of batch token i in logits, -1 if none */
     int32_t last_n;        /* tokens in the last decode */

@@ -3,6 +3,7 @@
 #include "core/core.h"
 
 _Static_assert((int)CLLAMA_ERR_INTERNAL == (int)CLL_ERR_INTERNAL, "public and internal status codes must agree");
+_Static_assert((int)CLLAMA_ERR_KV_FULL == (int)CLL_ERR_KV_FULL, "public and internal status codes must agree");
 _Static_assert((int)CLLAMA_ERR_FORMAT == (int)CLL_ERR_FORMAT, "public and internal status codes must agree");
 
 const char *cllama_last_error(void) { return cll_last_error(); }

@@ -67,7 +67,7 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int hk = a.hd_k, hv = a.hd_v;
     const int kvh = h / (a.n_head / a.n_kv);
-    const int64_t base = (int64_t)a.seq[r] * a.n_ctx;
+    const int32_t seq = a.seq[r];
     const int64_t ks = (int64_t)a.n_kv * a.hd_k, vs = (int64_t)a.n_kv * a.hd_v;
     const float *q = a.q + r * a.ld_q + (int64_t)h * a.hd_k;
     float qr[ATTN_MAX_T], acc[ATTN_MAX_T];
@@ -86,7 +86,7 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
             const int32_t j = j0 + u;
             float dot = 0.0f;
             if (j < c1) {
-                const int64_t ko = (base + j) * ks + (int64_t)kvh * a.hd_k;
+                const int64_t ko = cll_cu_kv_cell(a.map, a.n_ctx, seq, j) * ks + (int64_t)kvh * a.hd_k;
 #pragma unroll
                 for (int t = 0; t < ATTN_MAX_T; t++)
                     if (lane + 32 * t < hk) dot += qr[t] * kv_load<F16>(a.kc, ko + lane + 32 * t);
@@ -104,7 +104,7 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
             if (j >= c1) continue;
             const float p = expf(sc[u] - mn);
             l += p;
-            const int64_t vo = (base + j) * vs + (int64_t)kvh * a.hd_v;
+            const int64_t vo = cll_cu_kv_cell(a.map, a.n_ctx, seq, j) * vs + (int64_t)kvh * a.hd_v;
 #pragma unroll
             for (int t = 0; t < ATTN_MAX_T; t++)
                 if (lane + 32 * t < hv) acc[t] += p * kv_load<F16>(a.vc, vo + lane + 32 * t);
@@ -290,7 +290,7 @@ static __device__ void fa_rope(const cll_cu_rope_args &R, float *buf, int hd, in
         b[i1] = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c));
     }
     __syncthreads();
-    const int64_t slot = (int64_t)R.seq[r] * R.n_ctx + pos;
+    const int64_t slot = cll_cu_kv_cell(R.map, R.n_ctx, R.seq[r], pos);
     const int64_t ko = slot * ((int64_t)KV * hd) + (int64_t)kvh * hd;
     for (int idx = threadIdx.x; idx < nrows * hd; idx += blockDim.x) {
         const int row = idx / hd, i = idx % hd;
@@ -319,7 +319,10 @@ bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n) {
            a->n_head % a->n_kv == 0 && a->rope.n_rot <= hd;
 }
 
-template <bool F16, int HD, int HG>
+/* PG: the cache is paged (a.map.blk): every key's row comes from the block table; else the rows of
+ * a sequence are consecutive from seq * n_ctx (the address arithmetic of the unpaged kernel stays
+ * what it was: a per-key table lookup there cost the l2-7b decode step ~10% on the H200) */
+template <bool F16, int HD, int HG, bool PG>
 __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_attn_args a) {
     constexpr int LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, U = 4;
     __shared__ float S[HG][FA_CS];
@@ -340,15 +343,18 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
     const int32_t eff = max(a.min_chunk, (len + a.n_chunks - 1) / a.n_chunks);
     const int32_t nc = (len + eff - 1) / eff;
     const int32_t c0 = lo + c * eff, c1 = min(c0 + eff, hi);
-    const int64_t base = (int64_t)a.seq[r] * a.n_ctx;
+    const int32_t seq = a.seq[r];
+    const int64_t base = (int64_t)seq * a.n_ctx;
     const int64_t ks = (int64_t)a.n_kv * HD; /* hd_k == hd_v == HD */
+    /* the cache row of the key at position p */
+    auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, seq, p) : base + p; };
     constexpr int ESZ = F16 ? 2 : 4;
     if (c < nc) { /* K and V rows of the first sub-chunk to L2, 128 B lines */
         constexpr int LINES = (HD * ESZ + 127) / 128;
         const int nk = min(c1 - c0, FA_CS);
         for (int i = threadIdx.x; i < 2 * nk * LINES; i += blockDim.x) {
             const int which = i / (nk * LINES), rem = i % (nk * LINES), j = rem / LINES, ln = rem % LINES;
-            const char *row = (const char *)(which ? a.vc : a.kc) + ((base + c0 + j) * ks + (int64_t)kvh * HD) * ESZ;
+            const char *row = (const char *)(which ? a.vc : a.kc) + (krow(c0 + j) * ks + (int64_t)kvh * HD) * ESZ;
             prefetch_l2(row + ln * 128);
         }
     }
@@ -386,14 +392,15 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
     const int64_t kvo = (int64_t)kvh * HD;
     for (int32_t s0 = c0; s0 < c1; s0 += FA_CS) {
         const int cs = min(FA_CS, c1 - s0);
-        const int64_t rb = (base + s0) * ks + kvo;
+        const int64_t rb = (base + s0) * ks + kvo; /* unpaged: the sub-chunk's first row */
         /* A: scores */
         for (int jb = 0; jb < cs; jb += FA_WARPS * KPW * U) {
             float kv[U][8];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + (u * FA_WARPS + warp) * KPW + sub;
-                if (jj < cs) kv_ld<F16, 8>(a.kc, rb + (int64_t)jj * ks + 8 * l, kv[u]);
+                if (jj < cs)
+                    kv_ld<F16, 8>(a.kc, (PG ? krow(s0 + jj) * ks + kvo : rb + (int64_t)jj * ks) + 8 * l, kv[u]);
                 else
 #pragma unroll
                     for (int e = 0; e < 8; e++) kv[u][e] = 0.0f;
@@ -447,7 +454,8 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + u * FA_WARPS + warp;
-                if (jj < cs) kv_ld<F16, NV>(a.vc, rb + (int64_t)jj * ks + NV * lane, vv[u]);
+                if (jj < cs)
+                    kv_ld<F16, NV>(a.vc, (PG ? krow(s0 + jj) * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
             }
 #pragma unroll
             for (int u = 0; u < U; u++) {
@@ -578,7 +586,9 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int n_sub = (G + HG - 1) / HG;
         dim3 g((unsigned)(a->n_kv * n_sub), (unsigned)a->n_chunks, (unsigned)n);
         dim3 b(32 * FA_WARPS);
-#define FA_LAUNCH(F, D, HGV) CLL_CU_RET(cll_cu_launch(attn_gqa_kernel<F, D, HGV>, g, b, 0, s, *a))
+#define FA_LAUNCH(F, D, HGV)                                                                                \
+    CLL_CU_RET(a->map.blk ? cll_cu_launch(attn_gqa_kernel<F, D, HGV, true>, g, b, 0, s, *a)                  \
+                          : cll_cu_launch(attn_gqa_kernel<F, D, HGV, false>, g, b, 0, s, *a))
 #define FA_HG(F, D)                                                                                          \
     do {                                                                                                     \
         if (HG == 1) FA_LAUNCH(F, D, 1);                                                                     \

@@ -30,7 +30,7 @@ static __device__ __forceinline__ void pf_mma(float (&c)[4], const uint32_t (&a)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <int HD>
+template <int HD, bool PG> /* PG: a paged cache (rows from the block table), else rows seq * n_ctx + p */
 __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_args a, int32_t n) {
     constexpr int KLD = HD + 8, VLD = PF_BK + 8, KT = HD / 16, OT = HD / 8;
     __shared__ __align__(16) __half ks[PF_BK * KLD];
@@ -71,8 +71,10 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
     if (a.n_swa > 0) lo = max(0, p0 + q0 - a.n_swa + 1);
     lo -= lo % PF_BK;
     const int64_t ks_ = (int64_t)a.n_kv * HD; /* cache row stride (hd_k == hd_v) */
-    const __half *kc = (const __half *)a.kc + (int64_t)a.prefill_seq * a.n_ctx * ks_ + (int64_t)kvh * HD;
-    const __half *vc = (const __half *)a.vc + (int64_t)a.prefill_seq * a.n_ctx * ks_ + (int64_t)kvh * HD;
+    const int64_t sbase = PG ? 0 : (int64_t)a.prefill_seq * a.n_ctx; /* unpaged: the sequence's first row */
+    const __half *kc = (const __half *)a.kc + sbase * ks_ + (int64_t)kvh * HD;
+    const __half *vc = (const __half *)a.vc + sbase * ks_ + (int64_t)kvh * HD;
+    auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, a.prefill_seq, p) : p; };
     const float sc = a.scale;
     for (int32_t k0 = lo; k0 <= last; k0 += PF_BK) {
         __syncthreads(); /* the previous tile's readers are done */
@@ -81,7 +83,7 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
             const int kr = i / CH, c = (i % CH) * 8;
             const int32_t kp = k0 + kr;
             uint4 kv = make_uint4(0, 0, 0, 0);
-            if (kp <= last && kp < a.n_ctx) kv = *(const uint4 *)(kc + (int64_t)kp * ks_ + c);
+            if (kp <= last && kp < a.n_ctx) kv = *(const uint4 *)(kc + krow(kp) * ks_ + c);
             *(uint4 *)(ks + kr * KLD + c) = kv;
         }
         for (int i = threadIdx.x; i < PF_BK * CH; i += 128) { /* V: cells side by side (the transposed
@@ -89,7 +91,7 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
             const int kr = i % PF_BK, c = (i / PF_BK) * 8;
             const int32_t kp = k0 + kr;
             uint4 vv = make_uint4(0, 0, 0, 0);
-            if (kp <= last && kp < a.n_ctx) vv = *(const uint4 *)(vc + (int64_t)kp * ks_ + c);
+            if (kp <= last && kp < a.n_ctx) vv = *(const uint4 *)(vc + krow(kp) * ks_ + c);
             const __half *vh = (const __half *)&vv;
 #pragma unroll
             for (int e = 0; e < 8; e++) vt[(c + e) * VLD + kr] = vh[e];
@@ -190,8 +192,13 @@ bool cll_cu_attention_prefill_ok(const cll_cu_attn_args *a, int64_t n) {
 cudaError_t cll_cu_attention_prefill(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
     if (!cll_cu_attention_prefill_ok(a, n)) return cudaErrorInvalidValue;
     const dim3 g((unsigned)cll_cdiv(n, PF_BQ), (unsigned)a->n_head);
-    if (a->hd_k == 64) CLL_CU_RET(cll_cu_launch(attn_prefill_kernel<64>, g, dim3(128), 0, s, *a, (int32_t)n));
-    else CLL_CU_RET(cll_cu_launch(attn_prefill_kernel<128>, g, dim3(128), 0, s, *a, (int32_t)n));
+    const bool pg = a->map.blk != NULL;
+    if (a->hd_k == 64)
+        CLL_CU_RET(pg ? cll_cu_launch(attn_prefill_kernel<64, true>, g, dim3(128), 0, s, *a, (int32_t)n)
+                      : cll_cu_launch(attn_prefill_kernel<64, false>, g, dim3(128), 0, s, *a, (int32_t)n));
+    else
+        CLL_CU_RET(pg ? cll_cu_launch(attn_prefill_kernel<128, true>, g, dim3(128), 0, s, *a, (int32_t)n)
+                      : cll_cu_launch(attn_prefill_kernel<128, false>, g, dim3(128), 0, s, *a, (int32_t)n));
     if (a->outq) {
         const int64_t row = (int64_t)a->n_head * a->hd_v;
         return cll_cu_quantize_rows_q8(a->out, row, n, row, a->outq, s);

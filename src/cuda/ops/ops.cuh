@@ -100,9 +100,22 @@ cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t 
 cudaError_t cll_cu_act_q8(const float *gu, int64_t ld_gu, int64_t n, int64_t f, bool gelu, float *y, void *yq,
                           cudaStream_t s);
 
+/* Where the cell of (seq, pos) lies in a layer's cache (rows of n_kv*hd): with a paged KV (blk
+ * non-NULL) the block table of the step (stride block ids per sequence, blocks of 1 << shift
+ * cells: model/kvpage.h), else seq * n_ctx + pos. The table is written by a copy before the
+ * step's kernels and only read by them. */
+typedef struct {
+    const int32_t *blk;
+    int32_t stride, shift;
+} cll_cu_kvmap;
+static __device__ __forceinline__ int64_t cll_cu_kv_cell(const cll_cu_kvmap &m, int32_t n_ctx, int32_t seq, int32_t pos) {
+    if (!m.blk) return (int64_t)seq * n_ctx + pos;
+    return ((int64_t)__ldg(m.blk + (int64_t)seq * m.stride + (pos >> m.shift)) << m.shift) + (pos & ((1 << m.shift) - 1));
+}
+
 /* Per token row i < n of qkv (row stride ld, q | k | v): add biases, per-head q/k RMS norm,
  * rope at pos[i], q *= q_scale (1 = none), q rounded to fp16 when the cache is F16 (in place),
- * then k and v stored to the cache at row seq[i]*n_ctx + pos[i]. */
+ * then k and v stored to the cache at the cell of (seq[i], pos[i]) (cll_cu_kv_cell). */
 typedef struct {
     float *qkv;            /* (n, ld) */
     int64_t ld;
@@ -110,9 +123,10 @@ typedef struct {
     const float *bq, *bk, *bv;          /* biases or NULL */
     const float *q_norm, *k_norm;       /* (hd_k) or NULL */
     const float *rope_ff;               /* (n_rot/2) frequency factors or NULL */
-    void *kc, *vc;                      /* this layer's cache: (n_seq*n_ctx, n_kv*hd) */
+    void *kc, *vc;                      /* this layer's cache: (cells, n_kv*hd) */
     bool kv_f16;
     int32_t n_head, n_kv, hd_k, hd_v, n_rot, n_ctx;
+    cll_cu_kvmap map;                   /* paged KV: the block tables (blk NULL: seq * n_ctx + pos) */
     bool neox;
     float rope_base, freq_scale, q_scale, eps;
 } cll_cu_rope_args;
@@ -131,6 +145,7 @@ typedef struct {
     bool kv_f16;
     const int32_t *pos, *seq;
     int32_t n_head, n_kv, hd_k, hd_v, n_ctx, n_swa; /* n_swa 0: full */
+    cll_cu_kvmap map;      /* paged KV (cll_cu_kv_cell) */
     float scale;
     int32_t chunk, n_chunks;
     int32_t min_chunk;     /* GQA kernel: fewest keys per chunk (0: CLLAMA_CUDA_ATTN_MIN_CHUNK, default 32) */

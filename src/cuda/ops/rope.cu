@@ -27,7 +27,7 @@ __global__ static void qkv_rope_store_kernel(cll_cu_rope_args a) {
                                         : (int64_t)(H + KV) * a.hd_k + (int64_t)hh * a.hd_v);
     const float *bias = kind == 0 ? a.bq : kind == 1 ? a.bk : a.bv;
     const int32_t pos = a.pos[r];
-    const int64_t slot = (int64_t)a.seq[r] * a.n_ctx + pos;
+    const int64_t slot = cll_cu_kv_cell(a.map, a.n_ctx, a.seq[r], pos);
     for (int i = threadIdx.x; i < hd; i += blockDim.x) buf[i] = bias ? src[i] + bias[(int64_t)hh * hd + i] : src[i];
     if (kind == 2) {
         const int64_t off = slot * ((int64_t)KV * a.hd_v) + (int64_t)hh * a.hd_v;
