@@ -173,6 +173,13 @@ cllama_status cllama_decode(cllama_context *c, const cllama_batch *b);
  * lowest id on ties) in ids (batch order, one per asking token) instead of logits: on the
  * GPU only the ids cross the bus. cllama_get_logits then returns NULL for this decode. */
 cllama_status cllama_decode_greedy(cllama_context *c, const cllama_batch *b, cllama_token *ids);
+/* The same, but each token that asks for output gets its k best candidates (k <= CLLAMA_TOPK_MAX):
+ * ids (n_asking x k) and their logits (n_asking x k), descending logit, ties to the lower id — what
+ * cllama_sampler_sample_topk draws from. On the GPU only the candidates cross the bus (a sampling
+ * step of 64 sequences copies 64 x k pairs instead of 64 x n_vocab floats); elsewhere they are taken
+ * from the logits. cllama_get_logits then returns NULL for this decode. */
+#define CLLAMA_TOPK_MAX 256
+cllama_status cllama_decode_topk(cllama_context *c, const cllama_batch *b, int32_t k, cllama_token *ids, float *logits);
 /* logits after batch token i of the last decode (n_vocab floats); NULL if not requested */
 const float *cllama_get_logits(cllama_context *c, int32_t i);
 /* forget a sequence's cache from position p0 on (p0 = 0 clears it) */
@@ -216,6 +223,13 @@ void cllama_sampler_free(cllama_sampler *s);
 void cllama_sampler_reset(cllama_sampler *s);               /* clears history, reseeds */
 void cllama_sampler_accept(cllama_sampler *s, cllama_token t); /* feed history (prompt + generated) */
 cllama_token cllama_sampler_sample(cllama_sampler *s, const float *logits);
+/* How many best candidates (cllama_decode_topk) this sampler needs to draw exactly the token
+ * cllama_sampler_sample would: 1 for greedy, top_k when sampling without penalties, 0 when it needs
+ * every logit (penalties on, top_k off or over CLLAMA_TOPK_MAX). */
+int32_t cllama_sampler_topk_need(const cllama_sampler *s);
+/* the draw from one row's k candidates (k >= the need; -1 when short): the same token and RNG
+ * stream as cllama_sampler_sample on the full logits */
+cllama_token cllama_sampler_sample_topk(cllama_sampler *s, const cllama_token *ids, const float *logits, int32_t k);
 
 /* ---- generation --------------------------------------------------------------------------------- */
 /* Called for each generated token with its piece (bytes of text, possibly partial UTF-8).

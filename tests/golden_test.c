@@ -644,6 +644,68 @@ static bool mixed_vs_split(const char *file, double tol) {
     return ok && worst <= tol;
 }
 
+/* cllama_decode_topk (the GPU's top-k kernel; on the CPU the host selection) returns each asking row's
+ * k best ids and logits in the sampler's order, equal to the ones taken from cllama_decode's logits
+ * of the same step on a twin context; with k 1, 40 and the cap */
+static int32_t *g_order_base;
+static const float *g_order_logits;
+static int order_cmp(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (g_order_logits[x] != g_order_logits[y]) return g_order_logits[x] > g_order_logits[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+static bool topk_vs_logits(const char *file) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "oracle/models/%s.gguf", file);
+    cllama_model *m = NULL;
+    if (cllama_model_load(tu_shared(rel), NULL, &m) != CLLAMA_OK) return false;
+    const int32_t nv = cllama_model_n_vocab(m);
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_seq_max = 3;
+    cp.n_batch = 16;
+    cp.n_threads = 2;
+    cllama_context *a = NULL, *b = NULL;
+    bool ok = cllama_context_create(m, &cp, &a) == CLLAMA_OK && cllama_context_create(m, &cp, &b) == CLLAMA_OK;
+    int32_t *order = malloc(sizeof(int32_t) * (size_t)nv);
+    int32_t *ids = malloc(sizeof(int32_t) * 3 * CLLAMA_TOPK_MAX);
+    float *vals = malloc(sizeof(float) * 3 * CLLAMA_TOPK_MAX);
+    int bad = 0;
+    const int32_t ks[3] = {1, 40, CLLAMA_TOPK_MAX < nv ? CLLAMA_TOPK_MAX : nv};
+    for (int step = 0; ok && order && ids && vals && step < 3; step++) {
+        int32_t tok[3], pos[3], seq[3];
+        int8_t want[3] = {1, 0, 1}; /* the middle row asks for nothing */
+        for (int q = 0; q < 3; q++) {
+            tok[q] = 1 + (int32_t)((q * 7919 + step * 104729) % (nv - 1));
+            pos[q] = step;
+            seq[q] = q;
+        }
+        cllama_batch bt = {3, tok, pos, seq, want};
+        ok = cllama_decode(a, &bt) == CLLAMA_OK && cllama_decode_topk(b, &bt, ks[step], ids, vals) == CLLAMA_OK;
+        for (int r = 0; ok && r < 2; r++) {
+            const float *l = cllama_get_logits(a, r ? 2 : 0);
+            ok = l != NULL;
+            if (!ok) break;
+            g_order_logits = l;
+            g_order_base = order;
+            for (int32_t i = 0; i < nv; i++) order[i] = i;
+            qsort(order, (size_t)nv, sizeof *order, order_cmp);
+            for (int32_t j = 0; j < ks[step]; j++)
+                bad += ids[r * ks[step] + j] != order[j] || memcmp(&vals[r * ks[step] + j], &l[order[j]], sizeof(float));
+        }
+    }
+    ok = ok && cllama_get_logits(b, 0) == NULL; /* a top-k decode hands out no logits rows */
+    printf("top-k %-22s k 1/40/%d, 2 of 3 rows asking: %d mismatches vs the logits' order\n", file, ks[2], bad);
+    if (!ok) print_message("%s: %s\n", file, cllama_last_error());
+    free(order);
+    free(ids);
+    free(vals);
+    cllama_context_free(a);
+    cllama_context_free(b);
+    cllama_model_free(m);
+    return ok && bad == 0;
+}
+
 static void test_paged_kv(void **state) {
     (void)state;
     int failed = 0;
@@ -651,6 +713,8 @@ static void test_paged_kv(void **state) {
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) failed += !paged_vs_flat(files[i]);
     failed += !mixed_vs_split("tiny-llama-Q4_K_M", g_gpu ? 0.25 : 2e-3);
     failed += !mixed_vs_split("tiny-qwen2-Q8_0", g_gpu ? 0.25 : 2e-3);
+    failed += !topk_vs_logits("tiny-llama-Q4_K_M");
+    failed += !topk_vs_logits("tiny-gemma3-Q4_K_M");
     assert_int_equal(failed, 0);
 
     /* a full pool: the decode fails with CLLAMA_ERR_KV_FULL and changes nothing; a truncation frees room */

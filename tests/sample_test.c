@@ -163,6 +163,76 @@ static void test_penalties_change_the_token(void **st) {
     cllama_sampler_free(s);
 }
 
+static const float *g_sort_logits;
+static int by_logit_then_id(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    const float lx = g_sort_logits[x], ly = g_sort_logits[y];
+    if (lx != ly) return lx > ly ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* the draw from a row's best candidates (what a GPU sampling step returns) is the draw from all the
+ * logits: same tokens, same RNG stream, for every mix of top-k / top-p / min-p / temperature, with
+ * tied logits (the lower id first); penalties, top-k off or over the cap need the logits (need 0) */
+static void test_topk_draw_equals_full(void **st) {
+    (void)st;
+    const int32_t V = 3000;
+    float *l = malloc(sizeof(float) * V);
+    int32_t *order = malloc(sizeof(int32_t) * V);
+    int32_t ids[CLLAMA_TOPK_MAX];
+    float vals[CLLAMA_TOPK_MAX];
+    uint64_t x = 12345;
+    const struct { float t; int k; float p, mp; } cfg[] = {
+        {0.8f, 40, 0.95f, 0.05f}, {1.3f, 5, 1.0f, 0.0f}, {0.2f, 256, 0.5f, 0.0f}, {1.0f, 1, 1.0f, 0.0f},
+        {0.0f, 40, 0.95f, 0.05f}, {2.0f, 100, 0.99f, 0.2f},
+    };
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        cllama_sampler *a = mk(cfg[c].t, cfg[c].k, cfg[c].p, cfg[c].mp, 77 + c, V);
+        cllama_sampler *b = mk(cfg[c].t, cfg[c].k, cfg[c].p, cfg[c].mp, 77 + c, V);
+        const int32_t need = cllama_sampler_topk_need(b);
+        assert_int_equal(need, cfg[c].t <= 0.0f ? 1 : cfg[c].k);
+        for (int draw = 0; draw < 200; draw++) {
+            for (int32_t i = 0; i < V; i++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                l[i] = (float)((int)(x >> 40) % 512) / 64.0f; /* coarse: many ties */
+            }
+            /* the k best, descending, ties to the lower id (what cllama_decode_topk returns) */
+            const int32_t k = need;
+            g_sort_logits = l;
+            for (int32_t i = 0; i < V; i++) order[i] = i;
+            qsort(order, (size_t)V, sizeof *order, by_logit_then_id);
+            for (int32_t j = 0; j < k; j++) {
+                ids[j] = order[j];
+                vals[j] = l[order[j]];
+            }
+            const cllama_token ta = cllama_sampler_sample(a, l), tb = cllama_sampler_sample_topk(b, ids, vals, k);
+            assert_int_equal(ta, tb);
+            cllama_sampler_accept(a, ta);
+            cllama_sampler_accept(b, tb);
+        }
+        assert_int_equal(cllama_sampler_sample_topk(b, ids, vals, need - 1 > 0 ? need - 1 : 0), -1); /* short */
+        cllama_sampler_free(a);
+        cllama_sampler_free(b);
+    }
+    cllama_sampler_params p = cllama_sampler_default_params();
+    cllama_sampler *s = NULL;
+    p.repeat_penalty = 1.1f;
+    assert_int_equal(cllama_sampler_create(&p, V, &s), CLLAMA_OK);
+    assert_int_equal(cllama_sampler_topk_need(s), 0);
+    cllama_sampler_free(s);
+    p = cllama_sampler_default_params();
+    p.top_k = 0;
+    assert_int_equal(cllama_sampler_create(&p, V, &s), CLLAMA_OK);
+    assert_int_equal(cllama_sampler_topk_need(s), 0);
+    cllama_sampler_free(s);
+    p.top_k = CLLAMA_TOPK_MAX + 1;
+    assert_int_equal(cllama_sampler_create(&p, V, &s), CLLAMA_OK);
+    assert_int_equal(cllama_sampler_topk_need(s), 0);
+    cllama_sampler_free(s);
+    free(l);
+    free(order);
+}
+
 static void test_bad_params(void **st) {
     (void)st;
     cllama_sampler_params p = cllama_sampler_default_params();
@@ -182,6 +252,7 @@ int main(void) {
         cmocka_unit_test(test_distribution_follows_softmax),
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_penalties_change_the_token),
+        cmocka_unit_test(test_topk_draw_equals_full),
         cmocka_unit_test(test_bad_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -325,8 +325,8 @@ static void test_metrics(void **st) {
     cll_server_metrics_status(&m, 200);
     cll_server_metrics_status(&m, 413);
     cll_server_metrics_admit(&m, 10, 4);
-    cll_server_metrics_step(&m, 3, 0.01, true);
-    cll_server_metrics_step(&m, 1, 0.01, false);
+    cll_server_metrics_step(&m, 3, 0.01, true, false);
+    cll_server_metrics_step(&m, 1, 0.01, false, true);
     cll_server_metrics_gauges(&m, 2, 5);
     char *s = cll_server_metrics_render(&m);
     assert_non_null(strstr(s, "cllama_requests_total{code=\"200\"} 2\n"));
@@ -335,6 +335,7 @@ static void test_metrics(void **st) {
     assert_non_null(strstr(s, "cllama_generated_tokens_total 4\n"));
     assert_non_null(strstr(s, "cllama_decode_steps_total 2\n"));
     assert_non_null(strstr(s, "cllama_greedy_steps_total 1\n"));
+    assert_non_null(strstr(s, "cllama_topk_steps_total 1\n"));
     assert_non_null(strstr(s, "cllama_queue_depth 2\n"));
     assert_non_null(strstr(s, "cllama_active_sequences 5\n"));
     assert_non_null(strstr(s, "cllama_auth_refused_total 0\n"));

@@ -663,6 +663,9 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
                             cudaMemcpyHostToDevice, s->st));
     TRY(cudaMemcpyAsync(s->io, h, sizeof(int32_t) * (size_t)(3 * n + n_want), cudaMemcpyHostToDevice, s->st));
     const bool argmax = kind == CLL_OUT_ARGMAX;
+    if (kind == CLL_OUT_TOPK && (b->top_k < 1 || b->top_k > CLL_CU_TOPK_MAX || b->top_k > V))
+        return cll_err(CLL_ERR_ARG, "cuda forward: top_k %d outside [1, %d]", b->top_k,
+                       (int)(V < CLL_CU_TOPK_MAX ? V : CLL_CU_TOPK_MAX));
     if (s->prof.mode == 1) { /* profiled: eager launches, timed per kind */
         s->prof.on = true;
         s->prof.which = n > 1;
@@ -689,7 +692,13 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
         if (st != CLL_OK) return st;
     }
     if (n_want > 0) {
-        if (argmax)
+        if (kind == CLL_OUT_TOPK) { /* the candidates of each row, not its n_vocab logits */
+            const int k = b->top_k;
+            TRY(cll_cu_topk(s->logits, n_want, V, k, s->tk_ids, s->tk_vals, s->st));
+            TRY(cudaMemcpyAsync(out, s->tk_ids, sizeof(int32_t) * (size_t)(n_want * k), cudaMemcpyDeviceToHost, s->st));
+            TRY(cudaMemcpyAsync((int32_t *)out + n_want * k, s->tk_vals, sizeof(float) * (size_t)(n_want * k),
+                                cudaMemcpyDeviceToHost, s->st));
+        } else if (argmax)
             TRY(cudaMemcpyAsync(s->hkeys, s->keys, sizeof(unsigned long long) * (size_t)n_want, cudaMemcpyDeviceToHost,
                                 s->st));
         else
@@ -798,6 +807,8 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->keys, no * sizeof(unsigned long long)},
         {(void **)&s->amax_part, no * (size_t)cll_cu_argmax_blocks(hp->n_vocab) * sizeof(unsigned long long)},
         {(void **)&s->amax_count, no * sizeof(int)},
+        {(void **)&s->tk_ids, no * CLL_CU_TOPK_MAX * sizeof(int32_t)},
+        {(void **)&s->tk_vals, no * CLL_CU_TOPK_MAX * sizeof(float)},
         {(void **)&s->io, (3 * nb + no) * sizeof(int32_t)},
         {&s->gemm.panel, panel},
         {&s->gemm.xh, xh},
@@ -948,5 +959,5 @@ static const char *cu_model_desc(const cll_driver_model *dm) { return dm->desc; 
 
 extern "C" const cll_driver cll_cuda_driver = {
     "cuda", cll_cu_model_create, cll_cu_model_free, cu_model_desc, cu_state_create,
-    cu_state_free, cu_state_bytes, cu_forward, cu_counters,
+    cu_state_free, cu_state_bytes, cu_forward, cu_counters, CLL_CU_TOPK_MAX,
 };

@@ -107,6 +107,8 @@ struct cll_driver_state {
     int64_t cells;        /* cells per layer: the paged pool (p.n_cells), else n_seq * n_ctx */
     cll_cu_kvmap kvmap;   /* paged KV: the device block tables (blk NULL: not paged) */
     int32_t *kvblk;       /* (n_seq x kvmap.stride) the block tables, copied in when a batch's change */
+    int32_t *tk_ids;      /* (n_out_max x CLL_CU_TOPK_MAX) a sampling step's candidates */
+    float *tk_vals;
     /* this step's attention segments (n_seg 0: one launch over the batch): runs of >= CLL_CU_RUN_MIN
      * consecutive positions of one sequence (run: the prefill kernel) and the rows between them */
     int32_t n_seg;

@@ -48,12 +48,16 @@ typedef struct {
     const int32_t *blocks;
     int32_t blocks_stride;
     bool blocks_dirty;
+    int32_t top_k; /* CLL_OUT_TOPK: candidates per row */
 } cll_driver_batch;
 
 /* what a forward hands back for the tokens that want output (in batch order) */
 typedef enum {
     CLL_OUT_LOGITS = 0, /* logits (n_want, n_vocab) f32 */
     CLL_OUT_ARGMAX = 1, /* ids (n_want) int32: greedy argmax, lowest id on ties */
+    CLL_OUT_TOPK = 2,   /* the top_k best candidates of each row (cll_driver_batch.top_k <= the
+                         * driver's topk_max): ids (n_want, top_k) int32, then their logits
+                         * (n_want, top_k) f32, descending logit, ties to the lower id */
 } cll_driver_out;
 
 /* counters that prove where the work ran (tests read them; a silent fallback must show) */
@@ -80,6 +84,7 @@ typedef struct cll_driver {
      * positions and capacity; the driver re-checks the cheap bounds. */
     cll_status (*forward)(cll_driver_state *s, const cll_driver_batch *b, cll_driver_out kind, void *out);
     void (*counters)(const cll_driver_state *s, cll_driver_counters *out);
+    int32_t topk_max; /* the most candidates CLL_OUT_TOPK returns per row (0: not served) */
 } cll_driver;
 
 extern const cll_driver cll_cpu_driver;

@@ -135,6 +135,8 @@ static void top_k_select(cand *c, int32_t n, int32_t k) {
     qsort(c, (size_t)k, sizeof *c, cand_cmp);
 }
 
+static int32_t finish(cll_sampler *s, int32_t k);
+
 int32_t cll_sampler_sample(cll_sampler *s, const float *logits) {
     const int32_t n = s->n_vocab;
     for (int32_t i = 0; i < n; i++) s->c[i] = (cand){i, logits[i]};
@@ -164,6 +166,42 @@ int32_t cll_sampler_sample(cll_sampler *s, const float *logits) {
         top_k_select(s->c, n, k);
     else
         qsort(s->c, (size_t)n, sizeof *s->c, cand_cmp);
+    return finish(s, k);
+}
+
+cll_status cll_sample_topk(const float *logits, int32_t n, int32_t k, int32_t *ids, float *vals) {
+    if (!logits || !ids || !vals || k < 1 || k > n) return cll_err(CLL_ERR_ARG, "top-k: k %d outside [1, %d]", k, n);
+    cand *c = malloc(sizeof *c * (size_t)n);
+    if (!c) return cll_err(CLL_ERR_NOMEM, "top-k: out of memory");
+    for (int32_t i = 0; i < n; i++) c[i] = (cand){i, logits[i]};
+    top_k_select(c, n, k);
+    for (int32_t i = 0; i < k; i++) {
+        ids[i] = c[i].id;
+        vals[i] = c[i].logit;
+    }
+    free(c);
+    return CLL_OK;
+}
+
+int32_t cll_sampler_topk_need(const cll_sampler *s, int32_t k_max) {
+    if (!s) return 0;
+    const bool pen = s->p.repeat_last_n != 0 && (s->p.repeat_penalty != 1.0f || s->p.presence_penalty != 0.0f ||
+                                                 s->p.frequency_penalty != 0.0f);
+    if (pen) return 0; /* penalties move logits before the top-k cut: the sampler needs them all */
+    if (s->p.temperature <= 0.0f) return 1;
+    return s->p.top_k > 0 && s->p.top_k <= k_max && s->p.top_k < s->n_vocab ? s->p.top_k : 0;
+}
+
+int32_t cll_sampler_sample_topk(cll_sampler *s, const int32_t *ids, const float *logits, int32_t k) {
+    const int32_t need = cll_sampler_topk_need(s, k);
+    if (need <= 0 || need > k) return -1;
+    if (s->p.temperature <= 0.0f) return ids[0];
+    for (int32_t i = 0; i < need; i++) s->c[i] = (cand){ids[i], logits[i]};
+    return finish(s, need);
+}
+
+/* the draw after the top-k cut, on s->c[0, k) sorted by cand_cmp: top-p, min-p, temperature */
+static int32_t finish(cll_sampler *s, int32_t k) {
     /* top-p on the untempered distribution: smallest prefix with mass >= top_p */
     if (s->p.top_p < 1.0f) {
         const float mx = s->c[0].logit;

@@ -51,11 +51,12 @@ void cll_server_metrics_kv(cll_server_metrics *m, uint32_t total, uint32_t free_
     pthread_mutex_unlock(&m->mu);
 }
 
-void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy) {
+void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy, bool topk) {
     pthread_mutex_lock(&m->mu);
     m->gen_tokens += (uint64_t)gen_tokens;
     m->decode_steps++;
     m->greedy_steps += greedy;
+    m->topk_steps += topk;
     m->decode_seconds += seconds;
     m->win_tokens += (uint64_t)gen_tokens;
     double now = cll_now();
@@ -116,6 +117,9 @@ char *cll_server_metrics_render(cll_server_metrics *m) {
     OUT("# HELP cllama_greedy_steps_total Decode calls whose every sampling slot was greedy: the driver's argmax, no "
         "logits copied.\n# TYPE cllama_greedy_steps_total counter\n");
     OUT("cllama_greedy_steps_total %llu\n", (unsigned long long)c.greedy_steps);
+    OUT("# HELP cllama_topk_steps_total Sampling steps that took each slot's best candidates (cllama_decode_topk), no "
+        "logits copied.\n# TYPE cllama_topk_steps_total counter\n");
+    OUT("cllama_topk_steps_total %llu\n", (unsigned long long)c.topk_steps);
     OUT("# HELP cllama_kv_cells KV cache cells (a paged pool: all of its blocks; else n_ctx per slot).\n"
         "# TYPE cllama_kv_cells gauge\n");
     OUT("cllama_kv_cells %u\n", c.kv_total);

@@ -22,6 +22,7 @@ typedef struct {
     uint64_t gen_tokens;          /* sampled tokens */
     uint64_t decode_steps;        /* cllama_decode calls */
     uint64_t greedy_steps;        /* of those, greedy steps that took the driver's argmax (ids, no logits) */
+    uint64_t topk_steps;          /* of those, sampling steps that took the best candidates only (no logits) */
     uint64_t kv_reclaimed;        /* paged KV: idle slots' cached prefixes dropped to make room */
     uint64_t kv_preempted;        /* paged KV: requests ended with 503 because the pool was full */
     uint32_t kv_total, kv_free;   /* paged KV: the pool's cells, and those in no sequence's blocks */
@@ -44,7 +45,7 @@ void cll_server_metrics_auth_refused(cll_server_metrics *m);
  * took the driver's argmax (every sampling slot greedy) */
 /* paged KV: the pool's state after a step, and the reclaims / preemptions it took */
 void cll_server_metrics_kv(cll_server_metrics *m, uint32_t total, uint32_t free_cells, int reclaimed, int preempted);
-void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy);
+void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy, bool topk);
 void cll_server_metrics_admit(cll_server_metrics *m, int prompt_tokens, int cached_tokens);
 void cll_server_metrics_gauges(cll_server_metrics *m, int queue_depth, int active);
 /* malloc'd Prometheus exposition text */

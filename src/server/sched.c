@@ -35,6 +35,8 @@ struct cll_server_sched {
     int32_t *b_pos, *b_seq;
     int8_t *b_logits;
     cllama_token *b_ids;   /* a greedy step's ids, one per token asking for output, in batch order */
+    cllama_token *tk_ids;  /* a sampling step's candidates: (asking tokens x CLLAMA_TOPK_MAX) ids */
+    float *tk_vals;        /* ... and their logits */
     int32_t *b_rank;       /* batch index -> its place among the tokens asking for output */
     pthread_mutex_t mu;
     pthread_cond_t wake;   /* new job, cancel, or quit */
@@ -515,6 +517,24 @@ static void on_token(cll_server_sched *s, slot *sl, cllama_token t) {
 /* every slot that samples this step does a plain argmax (temperature 0, no penalties): the step
  * can take the driver's argmax (cllama_decode_greedy: on the GPU only the ids cross the bus instead of
  * n_vocab floats per slot) and b_rank maps each batch index to its id */
+/* every slot that samples this step needs only its best candidates (no penalties, top_k <=
+ * CLLAMA_TOPK_MAX): the step can take cllama_decode_topk with the largest need (on the GPU only
+ * those cross the bus, instead of n_vocab floats per slot, and the host draws from k instead of
+ * sorting a vocab); returns that k (0: the step needs the logits); b_rank as above */
+static int32_t step_topk(cll_server_sched *s, int32_t n) {
+    int32_t k = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        const slot *sl = &s->slots[i];
+        if (sl->fed == 0 || !sl->job || sl->batch_idx < 0) continue;
+        const int32_t need = cllama_sampler_topk_need(sl->job->sampler);
+        if (need <= 0) return 0;
+        if (need > k) k = need;
+    }
+    int32_t r = 0;
+    for (int32_t i = 0; i < n; i++) s->b_rank[i] = s->b_logits[i] ? r++ : -1;
+    return k;
+}
+
 static bool step_is_greedy(cll_server_sched *s, int32_t n) {
     int asking = 0;
     for (int i = 0; i < s->n_slots; i++) {
@@ -531,7 +551,7 @@ static bool step_is_greedy(cll_server_sched *s, int32_t n) {
 
 /* after a successful decode: record what the KV now holds, sample where logits were asked (ids:
  * a greedy step's argmax ids, NULL: sample the logits) */
-static int after_decode(cll_server_sched *s, const cllama_token *ids) {
+static int after_decode(cll_server_sched *s, const cllama_token *ids, int32_t topk) {
     int sampled = 0;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
@@ -547,6 +567,15 @@ static int after_decode(cll_server_sched *s, const cllama_token *ids) {
         cllama_token t;
         if (ids) {
             t = ids[s->b_rank[sl->batch_idx]];
+        } else if (topk > 0) {
+            const size_t at = (size_t)s->b_rank[sl->batch_idx] * (size_t)topk;
+            t = cllama_sampler_sample_topk(sl->job->sampler, s->tk_ids + at, s->tk_vals + at, topk);
+            if (t < 0) {
+                pthread_mutex_lock(&s->mu);
+                slot_finish(s, sl, CLL_SERVER_FINISH_ERROR, "the step returned too few candidates");
+                pthread_mutex_unlock(&s->mu);
+                continue;
+            }
         } else {
             const float *logits = cllama_get_logits(s->ctx, sl->batch_idx);
             if (!logits) {
@@ -585,8 +614,11 @@ static void *engine_main(void *arg) {
         int32_t n = build_batch(s);
         cllama_batch b = {n, s->b_tok, s->b_pos, s->b_seq, s->b_logits};
         const bool greedy = step_is_greedy(s, n);
+        const int32_t topk = greedy ? 0 : step_topk(s, n);
         double t0 = cll_now();
-        cllama_status st = greedy ? cllama_decode_greedy(s->ctx, &b, s->b_ids) : cllama_decode(s->ctx, &b);
+        cllama_status st = greedy     ? cllama_decode_greedy(s->ctx, &b, s->b_ids)
+                           : topk > 0 ? cllama_decode_topk(s->ctx, &b, topk, s->tk_ids, s->tk_vals)
+                                      : cllama_decode(s->ctx, &b);
         double dt = cll_now() - t0;
         s->step++;
         if (s->step_min_s > dt) { /* CLLAMA_SERVER_STEP_MS: tests that need steps to overlap */
@@ -606,8 +638,8 @@ static void *engine_main(void *arg) {
             cll_log(CLL_LOG_ERROR, "server: %s", why);
             fail_batch(s, why);
         } else {
-            int sampled = after_decode(s, greedy ? s->b_ids : NULL);
-            cll_server_metrics_step(s->metrics, sampled, dt, greedy);
+            int sampled = after_decode(s, greedy ? s->b_ids : NULL, topk);
+            cll_server_metrics_step(s->metrics, sampled, dt, greedy, topk > 0);
             cllama_kv_info ki;
             if (cllama_kv_info_get(s->ctx, &ki) == CLLAMA_OK)
                 cll_server_metrics_kv(s->metrics, ki.total_cells, ki.free_cells, 0, 0);
@@ -654,7 +686,10 @@ int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, cll_se
     s->b_logits = calloc((size_t)s->n_batch, sizeof *s->b_logits);
     s->b_ids = calloc((size_t)s->n_batch, sizeof *s->b_ids);
     s->b_rank = calloc((size_t)s->n_batch, sizeof *s->b_rank);
-    bool ok = s->slots && s->b_tok && s->b_pos && s->b_seq && s->b_logits && s->b_ids && s->b_rank;
+    s->tk_ids = calloc((size_t)s->n_batch * CLLAMA_TOPK_MAX, sizeof *s->tk_ids);
+    s->tk_vals = calloc((size_t)s->n_batch * CLLAMA_TOPK_MAX, sizeof *s->tk_vals);
+    bool ok = s->slots && s->b_tok && s->b_pos && s->b_seq && s->b_logits && s->b_ids && s->b_rank && s->tk_ids &&
+              s->tk_vals;
     for (int i = 0; ok && i < s->n_slots; i++) {
         s->slots[i].cache = calloc((size_t)s->n_ctx, sizeof(cllama_token));
         ok = s->slots[i].cache != NULL;
@@ -693,6 +728,8 @@ void cll_server_sched_stop(cll_server_sched *s) {
     free(s->b_logits);
     free(s->b_ids);
     free(s->b_rank);
+    free(s->tk_ids);
+    free(s->tk_vals);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->wake);
     free(s);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample/sample.h"
 #include "session/session.h"
 
 /* logits rows are n_vocab floats each; cap what one decode may ask for so a 256k vocab
@@ -102,6 +103,7 @@ void cllama_context_free(cllama_context *c) {
     free(c->seq_len);
     cll_kvpage_free(c->kv);
     free(c->kv_tab);
+    free(c->tk_buf);
     cll_afree(c->logits);
     free(c->logit_row);
     free(c->g_tok);
@@ -186,7 +188,8 @@ static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver
                                           .want = &want,
                                           .blocks = c->kv_tab,
                                           .blocks_stride = c->kv_stride,
-                                          .blocks_dirty = c->kv_dirty};
+                                          .blocks_dirty = c->kv_dirty,
+                                          .top_k = c->topk};
             c->kv_dirty = false;
             st = drv->forward(c->ds, &one, kind, o);
             if (want) o += row;
@@ -199,7 +202,8 @@ static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver
                                      .want = b->logits,
                                      .blocks = c->kv_tab,
                                      .blocks_stride = c->kv_stride,
-                                     .blocks_dirty = c->kv_dirty};
+                                     .blocks_dirty = c->kv_dirty,
+                                     .top_k = c->topk};
         c->kv_dirty = false;
         st = drv->forward(c->ds, &db, kind, out);
     }
@@ -222,6 +226,42 @@ cllama_status cllama_decode(cllama_context *c, const cllama_batch *b) {
 cllama_status cllama_decode_greedy(cllama_context *c, const cllama_batch *b, cllama_token *ids) {
     if (!ids) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode_greedy: ids is NULL");
     return decode(c, b, CLL_OUT_ARGMAX, ids);
+}
+
+cllama_status cllama_decode_topk(cllama_context *c, const cllama_batch *b, int32_t k, cllama_token *ids, float *logits) {
+    if (!c || !ids || !logits) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode_topk: NULL context or output");
+    if (k < 1 || k > CLLAMA_TOPK_MAX || k > c->n_vocab)
+        return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode_topk: k %d outside [1, %d]", k,
+                                      c->n_vocab < CLLAMA_TOPK_MAX ? c->n_vocab : CLLAMA_TOPK_MAX);
+    const cll_driver *drv = c->model->drv;
+    if (drv->topk_max >= k && c->model->numerics != CLLAMA_NUMERICS_GGML) {
+        if (!c->tk_buf) {
+            c->tk_buf = malloc((size_t)c->n_out_max * CLLAMA_TOPK_MAX * (sizeof(int32_t) + sizeof(float)));
+            if (!c->tk_buf) return (cllama_status)cll_err(CLL_ERR_NOMEM, "cllama_decode_topk: out of memory");
+        }
+        c->topk = k;
+        cllama_status st = decode(c, b, CLL_OUT_TOPK, c->tk_buf);
+        c->topk = 0;
+        if (st != CLLAMA_OK) return st;
+        int32_t na = 0;
+        for (int32_t i = 0; i < c->last_n; i++) na += c->logit_row[i] >= 0;
+        memcpy(ids, c->tk_buf, sizeof(int32_t) * (size_t)na * (size_t)k);
+        memcpy(logits, (const int32_t *)c->tk_buf + (size_t)na * (size_t)k, sizeof(float) * (size_t)na * (size_t)k);
+        c->last_greedy = true; /* no logits rows to hand out */
+        return CLLAMA_OK;
+    }
+    /* a driver without candidates: the logits, then the same selection on the host */
+    cllama_status st = decode(c, b, CLL_OUT_LOGITS, c->logits);
+    if (st != CLLAMA_OK) return st;
+    for (int32_t i = 0; i < c->last_n; i++) {
+        const int32_t r = c->logit_row[i];
+        if (r < 0) continue;
+        cll_status e = cll_sample_topk(c->logits + (size_t)r * (size_t)c->n_vocab, c->n_vocab, k, ids + (size_t)r * k,
+                                       logits + (size_t)r * k);
+        if (e != CLL_OK) return (cllama_status)e;
+    }
+    c->last_greedy = true; /* as on the device: this decode hands out candidates, not logits rows */
+    return CLLAMA_OK;
 }
 
 const float *cllama_get_logits(cllama_context *c, int32_t i) {

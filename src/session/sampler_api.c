@@ -50,3 +50,11 @@ cllama_token cllama_sampler_sample(cllama_sampler *s, const float *logits) {
     if (!s || !logits) return -1;
     return cll_sampler_sample((cll_sampler *)s, logits);
 }
+
+int32_t cllama_sampler_topk_need(const cllama_sampler *s) {
+    return cll_sampler_topk_need((const cll_sampler *)s, CLLAMA_TOPK_MAX);
+}
+cllama_token cllama_sampler_sample_topk(cllama_sampler *s, const cllama_token *ids, const float *logits, int32_t k) {
+    if (!s || !ids || !logits || k < 1) return -1;
+    return cll_sampler_sample_topk((cll_sampler *)s, ids, logits, k);
+}

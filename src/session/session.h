@@ -42,6 +42,8 @@ struct cllama_context {
     int32_t *kv_tab;
     int32_t kv_stride;
     bool kv_dirty;
+    int32_t topk;          /* the k of a cllama_decode_topk in progress (the driver batch's top_k) */
+    void *tk_buf;          /* (n_out_max x CLLAMA_TOPK_MAX) ids then logits from the driver */
     float *logits;         /* (n_out_max, n_vocab) logits of the last decode */
     int32_t *logit_row;    /* (n_batch) row of batch token i in logits, -1 if none */
     int32_t last_n;        /* tokens in the last decode */

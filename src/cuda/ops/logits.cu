@@ -109,3 +109,94 @@ cudaError_t cll_cu_argmax(const float *logits, int64_t n, int64_t n_vocab, unsig
     CLL_CU_RET(cll_cu_launch(argmax_kernel, dim3(grid), dim3(256), 0, s, logits, n_vocab, keys, part, count));
     return cudaGetLastError();
 }
+
+/* ---- top-k candidates (a sampling step: the host finishes top-p / min-p / temperature / the draw
+ * on them) ----
+ * One 1024-thread block per row. Keys are argmax_key's (ordered logit bits << 32 | ~id: distinct,
+ * larger = higher logit, then lower id), so the k best candidates are exactly the k largest keys.
+ * The k-th largest key is found by an 8-pass radix select (8 bits per pass from the top, a 256-bin
+ * shared histogram of the keys that match the bits decided so far), the keys >= it are gathered (k
+ * of them) and bitonic-sorted descending; the row's ids and logits go out in that order: the order
+ * of the CPU sampler's top_k_select (descending logit, ties to the lower id). */
+#define TOPK_THREADS 1024
+
+__global__ static void __launch_bounds__(TOPK_THREADS) topk_kernel(const float *logits, int64_t V, int k, int32_t *ids,
+                                                                   float *vals) {
+    cll_pdl_wait();
+    cll_pdl_trigger();
+    __shared__ unsigned hist[256];
+    __shared__ unsigned long long cand[CLL_CU_TOPK_MAX];
+    __shared__ unsigned long long prefix_s;
+    __shared__ int left_s, n_s;
+    const int64_t r = blockIdx.x;
+    const float *x = logits + r * V;
+    unsigned long long prefix = 0, mask = 0;
+    int left = k;
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        for (int i = threadIdx.x; i < 256; i += TOPK_THREADS) hist[i] = 0;
+        __syncthreads();
+        for (int64_t i = threadIdx.x; i < V; i += TOPK_THREADS) {
+            const unsigned long long key = argmax_key(x[i], i);
+            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) { /* the bin holding the left-th largest of the matching keys */
+            unsigned cum = 0;
+            int b = 255;
+            for (; b > 0; b--) {
+                if (cum + hist[b] >= (unsigned)left) break;
+                cum += hist[b];
+            }
+            left_s = left - (int)cum;
+            prefix_s = prefix | ((unsigned long long)b << shift);
+        }
+        __syncthreads();
+        left = left_s;
+        prefix = prefix_s;
+        mask |= 255ull << shift;
+        __syncthreads();
+    }
+    /* prefix is the k-th largest key: gather the keys >= it (exactly k: keys are distinct) */
+    if (threadIdx.x == 0) n_s = 0;
+    int kp = 1;
+    while (kp < k) kp <<= 1;
+    for (int i = threadIdx.x; i < kp; i += TOPK_THREADS) cand[i] = 0;
+    __syncthreads();
+    for (int64_t i = threadIdx.x; i < V; i += TOPK_THREADS) {
+        const unsigned long long key = argmax_key(x[i], i);
+        if (key >= prefix) {
+            const int at = atomicAdd(&n_s, 1);
+            if (at < k) cand[at] = key;
+        }
+    }
+    __syncthreads();
+    /* bitonic sort of kp keys, descending */
+    for (int size = 2; size <= kp; size <<= 1)
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            for (int i = threadIdx.x; i < kp; i += TOPK_THREADS) {
+                const int j = i ^ stride;
+                if (j > i) {
+                    const bool desc = (i & size) == 0;
+                    const unsigned long long a = cand[i], b = cand[j];
+                    if (desc ? a < b : a > b) {
+                        cand[i] = b;
+                        cand[j] = a;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    for (int i = threadIdx.x; i < k; i += TOPK_THREADS) {
+        const int32_t id = cll_cu_argmax_id(cand[i]);
+        ids[r * k + i] = id;
+        vals[r * k + i] = x[id];
+    }
+}
+
+cudaError_t cll_cu_topk(const float *logits, int64_t n, int64_t n_vocab, int k, int32_t *ids, float *vals,
+                        cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (k < 1 || k > CLL_CU_TOPK_MAX || k > n_vocab) return cudaErrorInvalidValue;
+    CLL_CU_RET(cll_cu_launch(topk_kernel, dim3((unsigned)n), dim3(TOPK_THREADS), 0, s, logits, n_vocab, k, ids, vals));
+    return cudaGetLastError();
+}

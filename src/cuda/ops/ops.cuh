@@ -198,6 +198,13 @@ cudaError_t cll_cu_softcap(float *x, int64_t n, float c, cudaStream_t s);
 int64_t cll_cu_argmax_blocks(int64_t n_vocab);
 cudaError_t cll_cu_argmax(const float *logits, int64_t n, int64_t n_vocab, unsigned long long *keys,
                           unsigned long long *part, int *count, cudaStream_t s);
-static inline int32_t cll_cu_argmax_id(unsigned long long key) { return (int32_t)(0xffffffffu - (uint32_t)key); }
+static inline __host__ __device__ int32_t cll_cu_argmax_id(unsigned long long key) {
+    return (int32_t)(0xffffffffu - (uint32_t)key);
+}
+/* the k best candidates of each of n rows (k <= CLL_CU_TOPK_MAX), in the CPU sampler's order
+ * (descending logit, ties to the lower id): ids (n, k) and their logits vals (n, k) */
+#define CLL_CU_TOPK_MAX 256
+cudaError_t cll_cu_topk(const float *logits, int64_t n, int64_t n_vocab, int k, int32_t *ids, float *vals,
+                        cudaStream_t s);
 
 #endif
