@@ -276,15 +276,15 @@ for l in sys.stdin:
 # prompt all hold one at once) of up to CTX tokens each sharing a paged KV
 # pool of KV_CELLS cells (default 8192 per slot over 65536 cells: 32 GiB of l2-7b KV instead of 288; KV_CELLS 0:
 # CTX cells per slot), scripts/load_test.py with 64 streams of mixed prompt lengths (128 new tokens each)
-# and a 4096-token prompt 2 s in; numbers to $OUT/load-NAME.json
+# and a 4096-token prompt 2 s in; numbers to $OUT/load-NAME.json (SERVE_EXTRA: more serve flags, e.g. --chunk 256)
 serve() {
   dev_env
   local name=${1:-l2-7b-Q4_K_M} par=${2:-72} ctx=${3:-8192} kv=${4:-65536}
   synth_anchor "$name" || return 1
   timeout 400 python3 scripts/load_test.py --spawn .gpu/bin/cllama -m "$MODELS/$name.gguf" \
-    --serve-args "--backend cuda --kv-cells $kv" \
+    --serve-args "--backend cuda --kv-cells $kv ${SERVE_EXTRA:-}" \
     --parallel "$par" --ctx "$ctx" -n 64 --max-tokens 128 --mixed --long-prompt 4096 --long-at 2 --check \
-    --json "$OUT/load-$name.json" 2>&1 | grep -vE "^  stream [0-9]+:" | tail -30
+    --json "$OUT/load-$name${SERVE_TAG:-}.json" 2>&1 | grep -vE "^  stream [0-9]+:" | tail -30
 }
 
 # final [DEADLINE_S]: the board in one call: llama.cpp builds in the background (-j12) while every
