@@ -342,6 +342,28 @@ static void test_synthetic(void **state) {
     assert_int_equal(failed, 0);
 }
 
+/* an oracle model (shared/oracle/models/FILE.gguf), NULL with a message when it does not load */
+static cllama_model *load_oracle(const char *file) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "oracle/models/%s.gguf", file);
+    cllama_model *m = NULL;
+    if (cllama_model_load(tu_shared(rel), NULL, &m) != CLLAMA_OK) {
+        print_message("load %s: %s\n", file, cllama_last_error());
+        return NULL;
+    }
+    return m;
+}
+
+/* context parameters of the parity tests: n_ctx, sequences, batch, 2 threads */
+static cllama_context_params test_cp(uint32_t n_ctx, uint32_t n_seq, uint32_t n_batch) {
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_seq_max = n_seq;
+    cp.n_batch = n_batch;
+    cp.n_threads = 2;
+    return cp;
+}
+
 /* ---- batched decode of several sequences == each sequence alone ------------------------------- */
 
 /* S sequences of ragged prompts, then T steps that feed one token to every sequence in one batch
@@ -351,18 +373,10 @@ static void test_synthetic(void **state) {
  * and its per-count graphs; the counters show the batched steps after the first replayed graphs where
  * every product of the model has a few-token row (quantized dense files). */
 static bool batched_vs_alone(const char *file, int S, int T, double tol, bool want_graph) {
-    char rel[256];
-    snprintf(rel, sizeof rel, "oracle/models/%s.gguf", file);
-    cllama_model *m = NULL;
-    if (cllama_model_load(tu_shared(rel), NULL, &m) != CLLAMA_OK) {
-        print_message("load %s: %s\n", file, cllama_last_error());
-        return false;
-    }
+    cllama_model *m = load_oracle(file);
+    if (!m) return false;
     const int32_t nv = cllama_model_n_vocab(m);
-    cllama_context_params cp = cllama_context_default_params();
-    cp.n_ctx = 128;
-    cp.n_batch = 64;
-    cp.n_threads = 2;
+    cllama_context_params cp = test_cp(128, 1, 64);
     cllama_context *one = NULL, *many = NULL;
     bool ok = cllama_context_create(m, &cp, &one) == CLLAMA_OK;
     cp.n_seq_max = (uint32_t)S;
@@ -516,19 +530,10 @@ static bool paged_step(cllama_context *flat, cllama_context *paged, const int32_
  * blocks), a sequence truncated mid-block that grows again into new blocks, then batched steps over
  * every sequence (decode attention). Logits must be identical. */
 static bool paged_vs_flat(const char *file) {
-    char rel[256];
-    snprintf(rel, sizeof rel, "oracle/models/%s.gguf", file);
-    cllama_model *m = NULL;
-    if (cllama_model_load(tu_shared(rel), NULL, &m) != CLLAMA_OK) {
-        print_message("load %s: %s\n", file, cllama_last_error());
-        return false;
-    }
+    cllama_model *m = load_oracle(file);
+    if (!m) return false;
     const int32_t nv = cllama_model_n_vocab(m);
-    cllama_context_params cp = cllama_context_default_params();
-    cp.n_ctx = 256;
-    cp.n_seq_max = 3;
-    cp.n_batch = 64;
-    cp.n_threads = 2;
+    cllama_context_params cp = test_cp(256, 3, 64);
     cllama_context *flat = NULL, *paged = NULL;
     bool ok = cllama_context_create(m, &cp, &flat) == CLLAMA_OK;
     cp.n_kv_cells = 6 * CLLAMA_KV_BLOCK; /* less than 3 x 256 */
@@ -582,16 +587,10 @@ static bool paged_vs_flat(const char *file) {
  * its keys through the block tables too. tol: the CPU is exact; on the GPU the 42-row batch takes the
  * f16 panels where the 2-row decode took the few-token rows (batched parity's tol_gpu). */
 static bool mixed_vs_split(const char *file, double tol) {
-    char rel[256];
-    snprintf(rel, sizeof rel, "oracle/models/%s.gguf", file);
-    cllama_model *m = NULL;
-    if (cllama_model_load(tu_shared(rel), NULL, &m) != CLLAMA_OK) return false;
+    cllama_model *m = load_oracle(file);
+    if (!m) return false;
     const int32_t nv = cllama_model_n_vocab(m);
-    cllama_context_params cp = cllama_context_default_params();
-    cp.n_ctx = 256;
-    cp.n_seq_max = 3;
-    cp.n_batch = 64;
-    cp.n_threads = 2;
+    cllama_context_params cp = test_cp(256, 3, 64);
     cp.n_kv_cells = 8 * CLLAMA_KV_BLOCK;
     cllama_context *a = NULL, *b = NULL;
     bool ok = cllama_context_create(m, &cp, &a) == CLLAMA_OK && cllama_context_create(m, &cp, &b) == CLLAMA_OK;
@@ -655,16 +654,10 @@ static int order_cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 static bool topk_vs_logits(const char *file) {
-    char rel[256];
-    snprintf(rel, sizeof rel, "oracle/models/%s.gguf", file);
-    cllama_model *m = NULL;
-    if (cllama_model_load(tu_shared(rel), NULL, &m) != CLLAMA_OK) return false;
+    cllama_model *m = load_oracle(file);
+    if (!m) return false;
     const int32_t nv = cllama_model_n_vocab(m);
-    cllama_context_params cp = cllama_context_default_params();
-    cp.n_ctx = 64;
-    cp.n_seq_max = 3;
-    cp.n_batch = 16;
-    cp.n_threads = 2;
+    cllama_context_params cp = test_cp(64, 3, 16);
     cllama_context *a = NULL, *b = NULL;
     bool ok = cllama_context_create(m, &cp, &a) == CLLAMA_OK && cllama_context_create(m, &cp, &b) == CLLAMA_OK;
     int32_t *order = malloc(sizeof(int32_t) * (size_t)nv);
@@ -720,11 +713,7 @@ static void test_paged_kv(void **state) {
     /* a full pool: the decode fails with CLLAMA_ERR_KV_FULL and changes nothing; a truncation frees room */
     cllama_model *m = NULL;
     assert_int_equal(cllama_model_load(tu_shared("oracle/models/tiny-llama-Q4_0.gguf"), NULL, &m), CLLAMA_OK);
-    cllama_context_params cp = cllama_context_default_params();
-    cp.n_ctx = 256;
-    cp.n_seq_max = 2;
-    cp.n_batch = 128;
-    cp.n_threads = 2;
+    cllama_context_params cp = test_cp(256, 2, 128);
     cp.n_kv_cells = 2 * CLLAMA_KV_BLOCK;
     cllama_context *c = NULL;
     assert_int_equal(cllama_context_create(m, &cp, &c), CLLAMA_OK);

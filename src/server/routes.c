@@ -104,22 +104,16 @@ static cll_server_job *make_job(cll_server *srv, cll_server_req *r, cll_server_e
         cll_server_err_set(e, 400, "invalid_request_error", "prompt", NULL, "the prompt is empty");
         return NULL;
     }
-    if (n >= srv->n_ctx) {
+    /* prompt + at least one generated token must fit a sequence's context, and the paged pool */
+    const bool over_ctx = n >= srv->n_ctx, over_pool = srv->kv_pool && (uint32_t)n + 1 > srv->kv_pool;
+    if (over_ctx || over_pool) {
         free(toks);
         cll_server_err_set(e, 400, "invalid_request_error", r->kind == CLL_SERVER_REQ_CHAT ? "messages" : "prompt",
                            "context_length_exceeded",
-                           "the prompt has %d tokens but a sequence's context holds %d (prompt + at least one "
-                           "generated token must fit); shorten the prompt or restart with a larger --ctx",
-                           n, srv->n_ctx);
-        return NULL;
-    }
-    if (srv->kv_pool && (uint32_t)n + 1 > srv->kv_pool) {
-        free(toks);
-        cll_server_err_set(e, 400, "invalid_request_error", r->kind == CLL_SERVER_REQ_CHAT ? "messages" : "prompt",
-                           "context_length_exceeded",
-                           "the prompt has %d tokens but the paged KV pool holds %u cells in all; shorten the prompt "
-                           "or restart with a larger --kv-cells",
-                           n, srv->kv_pool);
+                           "the prompt has %d tokens but %s holds %u (prompt + at least one generated token must "
+                           "fit); shorten the prompt or restart with a larger %s",
+                           n, over_ctx ? "a sequence's context" : "the paged KV pool",
+                           over_ctx ? (unsigned)srv->n_ctx : srv->kv_pool, over_ctx ? "--ctx" : "--kv-cells");
         return NULL;
     }
     cllama_sampler_params sp = r->sp;
