@@ -155,6 +155,7 @@ cllama_status cllama_context_create(cllama_model *m, const cllama_context_params
 void cllama_context_free(cllama_context *c);
 uint32_t cllama_n_ctx(const cllama_context *c);
 uint32_t cllama_n_seq_max(const cllama_context *c);
+uint32_t cllama_n_batch(const cllama_context *c); /* the most tokens one cllama_decode takes */
 const cllama_model *cllama_context_model(const cllama_context *c);
 
 /* A batch: n_tokens tokens, each with its position and sequence id; logits[i] != 0 asks

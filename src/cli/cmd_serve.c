@@ -27,6 +27,8 @@ static void usage(FILE *f) {
             "      --model-alias NAME model id to serve (default: file name without .gguf)\n"
             "      --timeout S        idle seconds allowed while a request is being received (default 30)\n"
             "      --chunk N          prompt tokens per sequence per batched step (default 128)\n"
+            "      --step-tokens N    most tokens one step carries: a token per generating slot plus prompt\n"
+            "                         chunks of several slots (default: parallel + chunk)\n"
             "      --api-key KEY      require 'Authorization: Bearer KEY' on every endpoint but /health,\n"
             "                         the chat page at / and CORS preflights, else 401 (repeatable).\n"
             "                         Also $CLLAMA_API_KEY. A key on the command line shows in ps:\n"
@@ -108,6 +110,9 @@ static int serve(int argc, char **argv, cll_server_keys *keys) {
         } else if (!strcmp(a, "--chunk")) {
             if (int_arg(a, v, 1, 4096, &x)) return 2;
             cfg.chunk = (int)x;
+        } else if (!strcmp(a, "--step-tokens")) {
+            if (int_arg(a, v, 1, 1 << 16, &x)) return 2;
+            cfg.step_tokens = (int)x;
         } else if (!strcmp(a, "--api-key") && v) {
             if (cll_server_keys_add(keys, v, err, sizeof err)) {
                 fprintf(stderr, "cllama serve: %s\n", err);

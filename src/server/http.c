@@ -379,9 +379,14 @@ int cll_server_run(const cll_server_config *cfg) {
     cp.n_kv_cells = cfg->kv_cells > 0 ? (uint32_t)cfg->kv_cells : 0;
     cp.n_threads = cfg->threads;
     cp.backend = CLLAMA_BACKEND_DEFAULT; /* the model's */
-    /* one step carries a token per sequence plus one prompt chunk */
-    uint32_t need_batch = (uint32_t)(srv->cfg.parallel + (cfg->chunk > 0 ? cfg->chunk : 128));
-    if (cp.n_batch < need_batch) cp.n_batch = need_batch;
+    /* one step carries a token per sequence plus prompt chunks (each <= --chunk) up to --step-tokens
+     * (default: one chunk's worth). On the GPU a step reads the weights once however many tokens it
+     * carries, so a larger budget reads a burst of new prompts faster while a lone long prompt still
+     * adds one chunk per step; not measured on the H200 yet, so it is not the default there */
+    const int chunk = cfg->chunk > 0 ? cfg->chunk : 128;
+    int step = cfg->step_tokens > 0 ? cfg->step_tokens : srv->cfg.parallel + chunk;
+    if (step < srv->cfg.parallel + 1) step = srv->cfg.parallel + 1;
+    if (cp.n_batch < (uint32_t)step) cp.n_batch = (uint32_t)step;
     if (cllama_context_create(srv->model, &cp, &srv->ctx) != CLLAMA_OK) {
         fprintf(stderr, "cllama serve: cannot create the context: %s\n", cllama_last_error());
         goto out;
@@ -397,7 +402,7 @@ int cll_server_run(const cll_server_config *cfg) {
         size_t n = strlen(srv->model_id);
         if (n > 5 && !strcmp(srv->model_id + n - 5, ".gguf")) srv->model_id[n - 5] = 0;
     }
-    if (cll_server_sched_start(srv->ctx, srv->cfg.queue, cfg->chunk, &srv->metrics, &srv->sched)) {
+    if (cll_server_sched_start(srv->ctx, srv->cfg.queue, chunk, step, &srv->metrics, &srv->sched)) {
         fprintf(stderr, "cllama serve: cannot start the scheduler\n");
         goto out;
     }

@@ -662,7 +662,7 @@ static void *engine_main(void *arg) {
     return NULL;
 }
 
-int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, cll_server_metrics *metrics,
+int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, int step_tokens, cll_server_metrics *metrics,
                            cll_server_sched **out) {
     *out = NULL;
     cll_server_sched *s = calloc(1, sizeof *s);
@@ -677,8 +677,10 @@ int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, cll_se
     s->step_min_s = sm && *sm ? atof(sm) / 1000.0 : 0.0;
     if (!(s->step_min_s > 0.0 && s->step_min_s < 10.0)) s->step_min_s = 0.0;
     s->queue_max = queue_max > 0 ? queue_max : 0;
-    /* every generating sequence gets its token, plus room for at least one prompt chunk */
+    /* every generating sequence gets its token, plus room for at least one prompt chunk, up to
+     * step_tokens (the context's n_batch holds it) */
     s->n_batch = s->n_slots + s->chunk;
+    if (step_tokens > s->n_batch && step_tokens <= (int)cllama_n_batch(ctx)) s->n_batch = step_tokens;
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->b_tok = calloc((size_t)s->n_batch, sizeof *s->b_tok);
     s->b_pos = calloc((size_t)s->n_batch, sizeof *s->b_pos);

@@ -54,8 +54,10 @@ typedef struct cll_server_job {
 
 typedef struct cll_server_sched cll_server_sched;
 
-/* Start the engine thread. queue_max: jobs allowed to wait while every slot is busy; chunk: prompt tokens per sequence per step. */
-int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, cll_server_metrics *metrics,
+/* Start the engine thread. queue_max: jobs allowed to wait while every slot is busy; chunk: prompt
+ * tokens per sequence per step; step_tokens: most tokens per step (at least slots + chunk; at most
+ * the context's n_batch). */
+int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, int step_tokens, cll_server_metrics *metrics,
                            cll_server_sched **out);
 /* Stop the engine thread: running and queued jobs finish as cancelled, submit refuses.
  * HTTP threads may still wait on and release their jobs afterwards. */

@@ -24,6 +24,7 @@ typedef struct {
     const char *alias;       /* model id served; NULL = file name without .gguf */
     int timeout_s;           /* idle connection timeout while a request is being received */
     int chunk;               /* prompt tokens per sequence per step */
+    int step_tokens;         /* most tokens one step carries (0: parallel + chunk) */
     const cll_server_keys *api_keys; /* NULL or none: no auth; else every endpoint but /health,
                                       * the page and CORS preflights needs Bearer one-of-these */
     const char *ssl_cert_file;       /* PEM certificate (chain); with ssl_key_file: HTTPS */

@@ -115,6 +115,7 @@ void cllama_context_free(cllama_context *c) {
 
 uint32_t cllama_n_ctx(const cllama_context *c) { return c ? c->p.n_ctx : 0; }
 uint32_t cllama_n_seq_max(const cllama_context *c) { return c ? c->p.n_seq_max : 0; }
+uint32_t cllama_n_batch(const cllama_context *c) { return c ? c->p.n_batch : 0; }
 const cllama_model *cllama_context_model(const cllama_context *c) { return c ? c->model : NULL; }
 
 static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver_out kind, void *out) {
