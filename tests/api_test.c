@@ -223,6 +223,15 @@ static void test_context_errors(void **st) {
     cllama_batch bt = {1, &huge, &p0, &s1, NULL};
     assert_int_equal(cllama_decode(c, &bt), CLLAMA_ERR_ARG);
     assert_int_equal(cllama_seq_len(c, 1), 0);
+    /* a batch refused half way (its third token of seq 1 is out of order) leaves no count behind:
+     * the same sequence's good batch then decodes */
+    int32_t s3[3] = {1, 1, 1}, p3[3] = {0, 1, 5};
+    cllama_batch b3 = {3, t, p3, s3, NULL};
+    assert_int_equal(cllama_decode(c, &b3), CLLAMA_ERR_ARG);
+    assert_non_null(strstr(cllama_last_error(), "continues at 2"));
+    p3[2] = 2;
+    assert_int_equal(cllama_decode(c, &b3), CLLAMA_OK);
+    assert_int_equal(cllama_seq_len(c, 1), 3);
     cllama_context_free(c);
 
     /* a context cannot switch the backend its model was prepared for */

@@ -80,13 +80,14 @@ cllama_status cllama_context_create(cllama_model *m, const cllama_context_params
     st = m->drv->state_create(m->dm, &sp, &c->ds);
     if (st != CLL_OK) goto fail;
     c->seq_len = calloc(p.n_seq_max, sizeof *c->seq_len);
+    c->seq_cnt = calloc(p.n_seq_max, sizeof *c->seq_cnt);
     c->logits = cll_aalloc((size_t)rows * (size_t)hp->n_vocab * sizeof(float));
     c->logit_row = malloc(p.n_batch * sizeof *c->logit_row);
     c->g_tok = malloc(p.n_batch * sizeof *c->g_tok);
     c->g_pos = malloc(p.n_batch * sizeof *c->g_pos);
     c->g_seq = malloc(p.n_batch * sizeof *c->g_seq);
     c->g_want = malloc(p.n_batch * sizeof *c->g_want);
-    if (!c->seq_len || !c->logits || !c->logit_row || !c->g_tok || !c->g_pos || !c->g_seq || !c->g_want) {
+    if (!c->seq_len || !c->seq_cnt || !c->logits || !c->logit_row || !c->g_tok || !c->g_pos || !c->g_seq || !c->g_want) {
         st = cll_err(CLL_ERR_NOMEM, "context: out of memory");
         goto fail;
     }
@@ -101,6 +102,7 @@ void cllama_context_free(cllama_context *c) {
     if (!c) return;
     if (c->ds) c->model->drv->state_free(c->ds);
     free(c->seq_len);
+    free(c->seq_cnt);
     cll_kvpage_free(c->kv);
     free(c->kv_tab);
     free(c->tk_buf);
@@ -140,32 +142,33 @@ static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver
     if (n_out > c->n_out_max)
         return (cllama_status)cll_err(CLL_ERR_RANGE, "cllama_decode: %d tokens ask for logits; this context holds %d rows",
                                       n_out, c->n_out_max);
-    for (int32_t i = 0; i < n; i++) {
+    /* a running count per sequence (c->seq_cnt, zero between calls): one pass, not one per token */
+    cllama_status bad = CLLAMA_OK;
+    for (int32_t i = 0; i < n && bad == CLLAMA_OK; i++) {
         const int32_t s = b->seq_id[i];
-        int32_t expect = c->seq_len[s];
-        for (int32_t j = 0; j < i; j++) expect += b->seq_id[j] == s;
+        const int32_t expect = c->seq_len[s] + c->seq_cnt[s]++;
         if (b->pos[i] != expect)
-            return (cllama_status)cll_err(CLL_ERR_ARG,
-                                          "cllama_decode: token %d of sequence %d has pos %d; the sequence continues at %d",
-                                          i, s, b->pos[i], expect);
-        if ((uint32_t)expect >= c->p.n_ctx)
-            return (cllama_status)cll_err(CLL_ERR_RANGE, "cllama_decode: context full: sequence %d has %u of n_ctx %u tokens",
-                                          s, (uint32_t)expect, c->p.n_ctx);
+            bad = (cllama_status)cll_err(CLL_ERR_ARG,
+                                         "cllama_decode: token %d of sequence %d has pos %d; the sequence continues at %d",
+                                         i, s, b->pos[i], expect);
+        else if ((uint32_t)expect >= c->p.n_ctx)
+            bad = (cllama_status)cll_err(CLL_ERR_RANGE, "cllama_decode: context full: sequence %d has %u of n_ctx %u tokens",
+                                         s, (uint32_t)expect, c->p.n_ctx);
     }
+    for (int32_t i = 0; i < n; i++) c->seq_cnt[b->seq_id[i]] = 0;
+    if (bad != CLLAMA_OK) return bad;
     c->last_n = 0;
     cll_status st = CLL_OK;
     if (c->kv) {
-        /* every sequence of the batch holds its cells before the driver writes them: a sequence's
-         * tokens are consecutive positions from its length, so its need is length + count. A
-         * sequence that finds no block fails the decode (CLL_ERR_KV_FULL, nothing run); blocks other
-         * sequences took stay theirs (they are next to be written anyway) */
+        /* every sequence of the batch holds its cells before the driver writes them (a token at pos
+         * needs pos + 1; reserving an already held count costs nothing). A sequence that finds no
+         * block fails the decode (CLL_ERR_KV_FULL, nothing run); blocks other sequences took stay
+         * theirs (they are next to be written anyway) */
         for (int32_t i = 0; i < n; i++) {
             const int32_t s = b->seq_id[i];
-            int32_t need = c->seq_len[s];
-            for (int32_t j = 0; j < n; j++) need += b->seq_id[j] == s;
             int32_t had = 0, now = 0;
             cll_kvpage_table(c->kv, s, &had);
-            st = cll_kvpage_reserve(c->kv, s, need);
+            st = cll_kvpage_reserve(c->kv, s, b->pos[i] + 1);
             if (st != CLL_OK) return (cllama_status)st;
             const int32_t *t = cll_kvpage_table(c->kv, s, &now);
             if (now != had) {

@@ -36,6 +36,7 @@ struct cllama_context {
     int32_t n_vocab;
     int32_t n_out_max;     /* logits rows one decode may ask for */
     int32_t *seq_len;      /* (n_seq_max) tokens in each sequence's cache */
+    int32_t *seq_cnt;      /* (n_seq_max) decode's running count of a batch's tokens per sequence (zero between) */
     /* paged KV (p.n_kv_cells > 0): the pool's bookkeeping and the block tables handed to the
      * driver (n_seq_max x kv_stride block ids), rewritten for a sequence when its blocks change */
     cll_kvpage *kv;
