@@ -562,6 +562,13 @@ static bool paged_vs_flat(const char *file) {
         tok[i] = 1 + (int32_t)((31337 + i * 7919) % (nv - 1));
     }
     ok = ok && paged_step(flat, paged, seq, tok, 50, &worst);
+    /* one-token steps of sequence 1 (the GPU's decode graph, rope fused into the attention blocks,
+     * keys through the tables) */
+    for (int t = 0; ok && t < 4; t++) {
+        seq[0] = 1;
+        tok[0] = 1 + (int32_t)((t * 7331 + 5) % (nv - 1));
+        ok = paged_step(flat, paged, seq, tok, 1, &worst);
+    }
     /* batched steps over the three sequences (the third starts empty) */
     for (int t = 0; ok && t < 6; t++) {
         for (int q = 0; q < 3; q++) {
@@ -577,7 +584,7 @@ static bool paged_vs_flat(const char *file) {
     cllama_context_free(flat);
     cllama_context_free(paged);
     cllama_model_free(m);
-    /* the pool at the end: sequence 0 holds 156 cells (3 blocks), 1 96 (2), 2 6 (1): all 6 blocks */
+    /* the pool at the end: sequence 0 holds 156 cells (3 blocks), 1 100 (2), 2 6 (1): all 6 blocks */
     return ok && worst == 0.0 && ki.paged && ki.total_cells == 6 * CLLAMA_KV_BLOCK && ki.free_cells == 0;
 }
 
