@@ -143,9 +143,9 @@ typedef struct {
      * CLLAMA_KV_BLOCK) shared by every sequence, each still limited to n_ctx; a sequence takes
      * blocks as it grows and gives them back on cllama_seq_truncate, so n_seq_max sequences of
      * different lengths fit without n_ctx cells each. A decode that finds no free block fails
-     * with CLLAMA_ERR_KV_FULL and changes nothing. On the CUDA backend only the pool is
-     * allocated; the CPU keeps n_ctx cells per sequence and the pool only bounds what may be
-     * held. 0 (default): every sequence owns n_ctx cells. */
+     * with CLLAMA_ERR_KV_FULL and changes nothing. Both backends allocate only the pool and read
+     * keys through the sequences' block tables (logits equal the unpaged cache's bit for bit).
+     * 0 (default): every sequence owns n_ctx cells. */
     uint32_t n_kv_cells;
 } cllama_context_params;
 #define CLLAMA_KV_BLOCK 64 /* cells per block of a paged KV cache */

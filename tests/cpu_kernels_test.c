@@ -607,14 +607,39 @@ static void check_attn_tile(int L) {
                 for (int64_t i = 0; i < 16 * hd; i++) out[i] = NAN;
                 const void *k = f16 ? (const void *)kh : (const void *)kf, *v = f16 ? (const void *)vh : (const void *)vf;
                 const float scale = 0.125f;
-                if (L == 16) cll_ops_attn_tile16(qs, outs, lo, hi, nl, k, v, ks, vs, f16, hd, hd, scale, scr);
-                else cll_ops_attn_tile8(qs, outs, lo, hi, nl, k, v, ks, vs, f16, hd, hd, scale, scr);
+                if (L == 16) cll_ops_attn_tile16(qs, outs, lo, hi, nl, k, v, ks, vs, f16, hd, hd, scale, scr, NULL);
+                else cll_ops_attn_tile8(qs, outs, lo, hi, nl, k, v, ks, vs, f16, hd, hd, scale, scr, NULL);
+                /* a paged cache: the same rows in blocks of 8 cells, the blocks in reverse order in the pool
+                 * (every tile of 8 keys that does not start on a block boundary spans two blocks): the
+                 * same bits as the contiguous rows */
+                {
+                    const int32_t nb = (nk_max + 7) / 8, blk[16] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 10, 11, 12, 13, 14, 15};
+                    const cll_kv_rows rows = {blk, 3};
+                    const size_t es = f16 ? 2 : 4;
+                    uint8_t *kp = calloc((size_t)nb * 8 * ks, es), *vp = calloc((size_t)nb * 8 * vs, es);
+                    for (int32_t p = 0; p < nk_max; p++) {
+                        memcpy(kp + (size_t)cll_kv_row(&rows, p) * ks * es, (const uint8_t *)k + (size_t)p * ks * es, ks * es);
+                        memcpy(vp + (size_t)cll_kv_row(&rows, p) * vs * es, (const uint8_t *)v + (size_t)p * vs * es, vs * es);
+                    }
+                    float *out2 = malloc(sizeof(float) * 16 * hd), *ref2 = malloc(sizeof(float) * hd);
+                    float *outs2[16];
+                    for (int l = 0; l < 16; l++) outs2[l] = out2 + l * hd;
+                    if (L == 16) cll_ops_attn_tile16(qs, outs2, lo, hi, nl, kp, vp, ks, vs, f16, hd, hd, scale, scr, &rows);
+                    else cll_ops_attn_tile8(qs, outs2, lo, hi, nl, kp, vp, ks, vs, f16, hd, hd, scale, scr, &rows);
+                    for (int l = 0; l < nl; l++) {
+                        assert_memory_equal(outs2[l], outs[l], sizeof(float) * hd);
+                        cll_ops_attn_head(qs[l], k, v, ks, vs, f16, lo[l], hi[l], hd, hd, scale, sc, ref, NULL);
+                        cll_ops_attn_head(qs[l], kp, vp, ks, vs, f16, lo[l], hi[l], hd, hd, scale, sc, ref2, &rows);
+                        assert_memory_equal(ref2, ref, sizeof(float) * hd);
+                    }
+                    free(kp), free(vp), free(out2), free(ref2);
+                }
                 for (int l = 0; l < 16; l++) {
                     if (l >= nl) { /* lanes past nl are not written */
                         for (int32_t d = 0; d < hd; d++) assert_true(isnan(outs[l][d]));
                         continue;
                     }
-                    cll_ops_attn_head(qs[l], k, v, ks, vs, f16, lo[l], hi[l], hd, hd, scale, sc, ref);
+                    cll_ops_attn_head(qs[l], k, v, ks, vs, f16, lo[l], hi[l], hd, hd, scale, sc, ref, NULL);
                     double worst = 0;
                     int32_t wd = 0;
                     for (int32_t d = 0; d < hd; d++) {

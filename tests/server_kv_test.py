@@ -5,8 +5,8 @@ A pool of 4 blocks (256 cells) and 2 slots: two requests whose prompt + reply ne
 run together until the pool is full; then one of them (the one admitted last) must end with a 503
 (code server_busy, Retry-After) while the other completes all its tokens; the metrics count the
 preemption; the server stays up and serves the next request; a prompt longer than the whole pool is
-a 400 (context_length_exceeded). On the CPU the pool bounds what the slots may hold (the CUDA
-backend also allocates only the pool): the scheduling and the answers are the same.
+a 400 (context_length_exceeded). Both backends allocate only the pool: the scheduling and the
+answers are the same.
 Env: CLLAMA_BIN, CLLAMA_SHARED, CLLAMA_BACKEND (default cpu). Exit 77 = SKIP."""
 import os
 import sys

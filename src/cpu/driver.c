@@ -69,7 +69,9 @@ static cll_status cpu_state_create(cll_driver_model *dm, const cll_driver_state_
                                    .n_batch = p->n_batch,
                                    .n_out_max = p->n_out_max,
                                    .kv_f32 = p->kv_f32,
-                                   .ggml_numerics = p->ggml_numerics};
+                                   .ggml_numerics = p->ggml_numerics,
+                                   .n_cells = p->n_cells,
+                                   .block_cells = p->block_cells};
         st = cll_cpu_state_create(dm->cm, &sp, s->pool, &s->st);
     }
     if (st == CLL_OK) {
@@ -87,7 +89,13 @@ static cll_status cpu_state_create(cll_driver_model *dm, const cll_driver_state_
 static size_t cpu_state_bytes(const cll_driver_state *s) { return s ? cll_cpu_state_bytes(s->st) : 0; }
 
 static cll_status cpu_forward(cll_driver_state *s, const cll_driver_batch *b, cll_driver_out kind, void *out) {
-    const cll_cpu_batch cb = {.n = b->n, .tokens = b->tokens, .pos = b->pos, .seq = b->seq, .want = b->want};
+    const cll_cpu_batch cb = {.n = b->n,
+                              .tokens = b->tokens,
+                              .pos = b->pos,
+                              .seq = b->seq,
+                              .want = b->want,
+                              .blocks = b->blocks,
+                              .blocks_stride = b->blocks_stride};
     float *logits = kind == CLL_OUT_ARGMAX ? s->scratch : (float *)out;
     cll_status st = cll_cpu_forward(s->st, &cb, logits);
     if (st != CLL_OK) return st;

@@ -65,6 +65,19 @@ static void run_norm(cll_cpu_state *s, const float *src, float *dst, const float
 }
 
 /* biases, q/k norms, rope, q prescale; then K/V into the cache at (seq, pos) */
+/* where sequence seq's keys lie: paged, the layer's whole region (base 0) and the sequence's block
+ * table (*rp = rows); else the sequence's own region and rows by position (*rp = NULL) */
+static int64_t kv_base(const cll_cpu_state *s, int32_t seq, cll_kv_rows *rows, const cll_kv_rows **rp) {
+    if (!s->kv_paged) {
+        *rp = NULL;
+        return cll_kv_cell(seq, 0, s->p.n_ctx);
+    }
+    rows->blk = s->b->blocks + (int64_t)seq * s->b->blocks_stride;
+    rows->shift = s->kv_shift;
+    *rp = rows;
+    return 0;
+}
+
 static void task_qkv(void *arg, int ith, int nth) {
     cll_cpu_state *s = arg;
     const cll_cpu_model *cm = s->cm;
@@ -104,7 +117,9 @@ static void task_qkv(void *arg, int ith, int nth) {
             for (int64_t j = 0; j < nq; j++) q[j] *= hp->attn_scale;
         if (f16) /* llama.cpp rounds q to fp16 to dot it with an F16 cache */
             for (int64_t j = 0; j < nq; j++) q[j] = cll_fp16_to_f32(cll_f32_to_fp16(q[j]));
-        const int64_t slot = cll_kv_cell(s->b->seq[i], pos, s->p.n_ctx);
+        cll_kv_rows rows;
+        const cll_kv_rows *rp;
+        const int64_t slot = kv_base(s, s->b->seq[i], &rows, &rp) + cll_kv_row(rp, pos);
         if (f16) {
             cll_ops_to_f16((uint16_t *)s->kc[s->il] + slot * s->kv_k, k, s->kv_k);
             cll_ops_to_f16((uint16_t *)s->vc[s->il] + slot * s->kv_v, v, s->kv_v);
@@ -125,7 +140,8 @@ static void task_qkv(void *arg, int ith, int nth) {
  * times consecutive tokens; tiles are dealt round-robin. A token block that mixes sequences
  * runs its rows one at a time. */
 typedef void (*attn_tile_fn)(const float *const *, float *const *, const int32_t *, const int32_t *, int,
-                             const void *, const void *, int64_t, int64_t, bool, int32_t, int32_t, float, float *);
+                             const void *, const void *, int64_t, int64_t, bool, int32_t, int32_t, float, float *,
+                             const cll_kv_rows *);
 static void task_attn_tiles(void *arg, int ith, int nth) {
     cll_cpu_state *s = arg;
     const cll_model *m = s->cm->m;
@@ -152,7 +168,9 @@ static void task_attn_tiles(void *arg, int ith, int nth) {
          * step's tokens) or of mixed sequences takes the per-row path of a lone decode step */
         bool one_seq = i1 - i0 > 1;
         for (int64_t i = i0 + 1; i < i1; i++) one_seq &= s->b->seq[i] == seq;
-        const int64_t base = cll_kv_cell(seq, 0, s->p.n_ctx);
+        cll_kv_rows rows;
+        const cll_kv_rows *rp;
+        const int64_t base = kv_base(s, seq, &rows, &rp);
         const uint8_t *kb = (const uint8_t *)s->kc[s->il] + ((size_t)base * s->kv_k + (size_t)kvh * hk) * esz;
         const uint8_t *vb = (const uint8_t *)s->vc[s->il] + ((size_t)base * s->kv_v + (size_t)kvh * hv) * esz;
         const float *qs[16];
@@ -171,16 +189,19 @@ static void task_attn_tiles(void *arg, int ith, int nth) {
                     /* rows of mixed sequences (a batched decode step): one at a time from their own
                      * region, on the per-row path a lone decode step takes (a one-lane tile wastes the
                      * other lanes; and a sequence's tokens do not depend on its batch-mates) */
-                    const int64_t bi = cll_kv_cell(s->b->seq[i], 0, s->p.n_ctx);
+                    cll_kv_rows ri;
+                    const cll_kv_rows *rip;
+                    const int64_t bi = kv_base(s, s->b->seq[i], &ri, &rip);
                     const uint8_t *ki = (const uint8_t *)s->kc[s->il] + ((size_t)bi * s->kv_k + (size_t)kvh * hk) * esz;
                     const uint8_t *vi = (const uint8_t *)s->vc[s->il] + ((size_t)bi * s->kv_v + (size_t)kvh * hv) * esz;
-                    cll_ops_attn_head(qs[nl], ki, vi, s->kv_k, s->kv_v, f16, lo[nl], hi[nl], hk, hv, scale, scr, outs[nl]);
+                    cll_ops_attn_head(qs[nl], ki, vi, s->kv_k, s->kv_v, f16, lo[nl], hi[nl], hk, hv, scale, scr, outs[nl],
+                                      rip);
                     continue;
                 }
                 nl++;
             }
         }
-        if (nl) tile(qs, outs, lo, hi, nl, kb, vb, s->kv_k, s->kv_v, f16, hk, hv, scale, scr);
+        if (nl) tile(qs, outs, lo, hi, nl, kb, vb, s->kv_k, s->kv_v, f16, hk, hv, scale, scr, rp);
     }
 }
 
@@ -208,7 +229,9 @@ static void task_attn(void *arg, int ith, int nth) {
         const int64_t i = it / H;
         const int32_t h = (int32_t)(it % H), kvh = h / gqa;
         const int32_t pos = s->b->pos[i];
-        const int64_t base = cll_kv_cell(s->b->seq[i], 0, s->p.n_ctx); /* the sequence's first cell */
+        cll_kv_rows rows;
+        const cll_kv_rows *rp;
+        const int64_t base = kv_base(s, s->b->seq[i], &rows, &rp); /* the sequence's first cell, or the pool's */
         const uint8_t *kb = (const uint8_t *)s->kc[s->il] + ((size_t)base * s->kv_k + (size_t)kvh * hk) * esz;
         const uint8_t *vb = (const uint8_t *)s->vc[s->il] + ((size_t)base * s->kv_v + (size_t)kvh * hv) * esz;
         int32_t lo = 0;
@@ -217,9 +240,9 @@ static void task_attn(void *arg, int ith, int nth) {
         float *out = s->ao + i * (int64_t)H * hv + (int64_t)h * hv;
         if (f16 && s->p.ggml_numerics) /* the 1-thread reference: no split-KV chunks */
             cll_ops_attn_head_fa16(q, (const uint16_t *)kb, (const uint16_t *)vb, s->kv_k, s->kv_v, lo, pos + 1, hk,
-                                   hv, scale, (uint16_t *)scores, out);
+                                   hv, scale, (uint16_t *)scores, out, rp);
         else
-            cll_ops_attn_head(q, kb, vb, s->kv_k, s->kv_v, f16, lo, pos + 1, hk, hv, scale, scores, out);
+            cll_ops_attn_head(q, kb, vb, s->kv_k, s->kv_v, f16, lo, pos + 1, hk, hv, scale, scores, out, rp);
     }
 }
 
@@ -377,6 +400,8 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
         if (b->tokens[i] < 0 || b->tokens[i] >= hp->n_vocab)
             return cll_err(CLL_ERR_ARG, "forward: token %d at batch index %lld is outside the vocab (%d)",
                            b->tokens[i], (long long)i, hp->n_vocab);
+        if (s->kv_paged && !b->blocks)
+            return cll_err(CLL_ERR_ARG, "forward: the state's KV is paged but the batch carries no block tables");
         if (b->seq[i] < 0 || b->seq[i] >= s->p.n_seq || b->pos[i] < 0 || b->pos[i] >= s->p.n_ctx)
             return cll_err(CLL_ERR_RANGE, "forward: batch index %lld has seq %d pos %d outside (%d seqs, n_ctx %d)",
                            (long long)i, b->seq[i], b->pos[i], s->p.n_seq, s->p.n_ctx);

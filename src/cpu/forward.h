@@ -26,6 +26,9 @@ typedef struct {
     bool kv_f32;       /* F32 KV cache (goldens); default F16 like llama.cpp */
     bool ggml_numerics;/* CLLAMA_NUMERICS_GGML: attention is llama.cpp's 1-thread flash attention
                         * (no split-KV merge); the caller feeds one token per forward */
+    int32_t n_cells;   /* > 0: a paged KV pool of this many cells (blocks of block_cells, a power of
+                        * two) addressed through each batch's block tables; 0: n_seq x n_ctx */
+    int32_t block_cells;
 } cll_cpu_state_params;
 
 cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_params *p, cll_pool *pool,
@@ -39,6 +42,8 @@ typedef struct {
     const int32_t *pos;    /* (n) position of each token in its sequence */
     const int32_t *seq;    /* (n) sequence id < n_seq */
     const int8_t *want;    /* (n) nonzero: write logits for this token; NULL = last token only */
+    const int32_t *blocks; /* paged: n_seq x blocks_stride block ids (model/driver.h) */
+    int32_t blocks_stride;
 } cll_cpu_batch;
 
 /* Run the batch; K/V of every token land in the cache at (seq, pos) first, so a token sees

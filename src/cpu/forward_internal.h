@@ -35,6 +35,8 @@ struct cll_cpu_state {
     int32_t nth;
     cll_cpu_state_params p;
     int64_t kv_k, kv_v;      /* floats per position: n_kv*hd_k, n_kv*hd_v */
+    bool kv_paged;           /* the cache is a pool of p.n_cells cells in blocks of 1 << kv_shift */
+    int32_t kv_shift;
     void **kc, **vc;         /* (n_layer) each (n_seq, n_ctx, kv_k|kv_v) f16 or f32, cell
                               * cll_kv_cell(seq, pos, n_ctx) (model/plan.h) */
     /* Activations: sub-buffers of one 64-byte-aligned block (act_block), laid out by the

@@ -241,7 +241,18 @@ cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_par
     s->kc = calloc((size_t)hp->n_layer, sizeof *s->kc);
     s->vc = calloc((size_t)hp->n_layer, sizeof *s->vc);
     if (!s->kc || !s->vc) goto nomem;
-    const size_t cells = (size_t)cll_kv_cell(p->n_seq, 0, p->n_ctx); /* n_seq regions of n_ctx cells */
+    /* n_seq regions of n_ctx cells, or a paged pool of n_cells (rows through the batches' block tables) */
+    size_t cells = (size_t)cll_kv_cell(p->n_seq, 0, p->n_ctx);
+    if (p->n_cells > 0) {
+        while ((1 << s->kv_shift) < p->block_cells && s->kv_shift < 30) s->kv_shift++;
+        if (p->block_cells <= 0 || (1 << s->kv_shift) != p->block_cells || p->n_cells % p->block_cells) {
+            cll_cpu_state_free(s);
+            return cll_err(CLL_ERR_ARG, "cpu state: a paged KV needs whole blocks of a power-of-two size (%d cells, blocks of %d)",
+                           p->n_cells, p->block_cells);
+        }
+        s->kv_paged = true;
+        cells = (size_t)p->n_cells;
+    }
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const size_t kb = cells * (size_t)s->kv_k * esz, vb = cells * (size_t)s->kv_v * esz;
         if (!(s->kc[il] = cll_aalloc(kb)) || !(s->vc[il] = cll_aalloc(vb))) goto nomem;

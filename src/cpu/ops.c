@@ -118,20 +118,21 @@ void cll_ops_to_f16(uint16_t *dst, const float *src, int64_t n) {
 }
 
 void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16,
-                       int32_t lo, int32_t hi, int32_t hd_k, int32_t hd_v, float scale, float *scores, float *out) {
+                       int32_t lo, int32_t hi, int32_t hd_k, int32_t hd_v, float scale, float *scores, float *out,
+                       const cll_kv_rows *rows) {
     const int32_t nk = hi - lo;
     const bool simd = have_avx2();
     float mx = -INFINITY;
     for (int32_t j = 0; j < nk; j++) {
         float s = 0.0f;
         if (kv_f16) {
-            const uint16_t *kr = (const uint16_t *)k + (int64_t)(lo + j) * ks;
+            const uint16_t *kr = (const uint16_t *)k + cll_kv_row(rows, lo + j) * ks;
             if (simd)
                 s = cll_ops_dot_f16_avx2(q, kr, hd_k);
             else
                 for (int32_t d = 0; d < hd_k; d++) s += q[d] * cll_fp16_to_f32(kr[d]);
         } else {
-            const float *kr = (const float *)k + (int64_t)(lo + j) * ks;
+            const float *kr = (const float *)k + cll_kv_row(rows, lo + j) * ks;
             if (simd)
                 s = cll_ops_dot_f32_avx2(q, kr, hd_k);
             else
@@ -154,13 +155,13 @@ void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks,
         const float w = scores[j] * inv;
         if (w == 0.0f) continue; /* out += 0 * v leaves out (never -0, v finite) unchanged */
         if (kv_f16) {
-            const uint16_t *vr = (const uint16_t *)v + (int64_t)(lo + j) * vs;
+            const uint16_t *vr = (const uint16_t *)v + cll_kv_row(rows, lo + j) * vs;
             if (simd)
                 cll_ops_axpy_f16_avx2(out, w, vr, hd_v);
             else
                 for (int32_t d = 0; d < hd_v; d++) out[d] += w * cll_fp16_to_f32(vr[d]);
         } else {
-            const float *vr = (const float *)v + (int64_t)(lo + j) * vs;
+            const float *vr = (const float *)v + cll_kv_row(rows, lo + j) * vs;
             if (simd)
                 cll_ops_axpy_f32_avx2(out, w, vr, hd_v);
             else
@@ -204,11 +205,12 @@ static void fa16_step(uint16_t *acc, const uint16_t *v, bool rescale, float ms, 
 /* online softmax over keys [b, e): acc (hd_v fp16) = unnormalized sum, *M max, *S sum */
 static void fa16_chunk(const float *q, const uint16_t *k, const uint16_t *v, int64_t ks, int64_t vstr, int32_t b,
                        int32_t e, int32_t hd_k, int32_t hd_v, float scale, bool simd, uint16_t *acc, float *M_out,
-                       float *S_out) {
+                       float *S_out, const cll_kv_rows *rows) {
     memset(acc, 0, sizeof(uint16_t) * (size_t)hd_v);
     float M = -INFINITY, S = 0.0f;
     for (int32_t ic = b; ic < e; ic++) {
-        const uint16_t *kr = k + (int64_t)ic * ks, *vr = v + (int64_t)ic * vstr;
+        const int64_t row = cll_kv_row(rows, ic);
+        const uint16_t *kr = k + row * ks, *vr = v + row * vstr;
         const float s = (simd ? cll_ops_dot_f16_ggml_avx2(q, kr, hd_k) : dot_f16_ggml(q, kr, hd_k)) * scale;
         float ms = 1.0f, vs = 1.0f;
         const bool moved = s > M;
@@ -230,9 +232,10 @@ static void fa16_chunk(const float *q, const uint16_t *k, const uint16_t *v, int
 }
 
 void cll_ops_attn_head_fa16(const float *q, const uint16_t *k, const uint16_t *v, int64_t ks, int64_t vs, int32_t lo,
-                            int32_t hi, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc, float *out) {
+                            int32_t hi, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc, float *out,
+                            const cll_kv_rows *rows) {
     float M, S;
-    fa16_chunk(q, k, v, ks, vs, lo, hi, hd_k, hd_v, scale, have_avx2(), acc, &M, &S);
+    fa16_chunk(q, k, v, ks, vs, lo, hi, hd_k, hd_v, scale, have_avx2(), acc, &M, &S, rows);
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
     for (int32_t d = 0; d < hd_v; d++) out[d] = cll_fp16_to_f32(acc[d]) * inv;
 }

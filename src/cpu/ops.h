@@ -29,19 +29,32 @@ void cll_ops_silu_mul(float *g, const float *u, int64_t n);
 void cll_ops_gelu_mul(float *g, const float *u, int64_t n, const uint16_t *gelu_tab);
 void cll_ops_gelu_table_init(uint16_t *tab);
 
-/* One query head against keys/values [lo, hi) of a cache region.
+/* Where the key at position pos lies in a cache region: rows of a paged cache come from the
+ * sequence's block table (blk, blocks of 1 << shift cells; the region is the layer's whole cache);
+ * NULL: row = pos (the region starts at the sequence's first cell). */
+typedef struct {
+    const int32_t *blk;
+    int32_t shift;
+} cll_kv_rows;
+static inline int64_t cll_kv_row(const cll_kv_rows *r, int32_t pos) {
+    return r ? ((int64_t)r->blk[pos >> r->shift] << r->shift) + (pos & ((1 << r->shift) - 1)) : pos;
+}
+
+/* One query head against keys/values [lo, hi) of a cache region (rows: cll_kv_row).
  * q (hd_k); k rows of hd_k at stride ks elements, v rows of hd_v at stride vs elements, both
  * F32 (kv_f16 false) or F16 (true); scores (hi - lo) scratch; out (hd_v).
  * softmax(scale * q·k) · v with the max-subtracted exp summed in double. */
 void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16,
-                       int32_t lo, int32_t hi, int32_t hd_k, int32_t hd_v, float scale, float *scores, float *out);
+                       int32_t lo, int32_t hi, int32_t hd_k, int32_t hd_v, float scale, float *scores, float *out,
+                       const cll_kv_rows *rows);
 
 /* One query head against an F16 cache with llama.cpp's CPU flash-attention numerics (ops.c
  * says which), as its 1-thread run does it (one pass, no split-KV chunks): q (hd_k) holds
  * fp16 values; keys/values [lo, hi) at strides ks/vs elements; acc scratch (hd_v fp16);
  * out (hd_v). */
 void cll_ops_attn_head_fa16(const float *q, const uint16_t *k, const uint16_t *v, int64_t ks, int64_t vs, int32_t lo,
-                            int32_t hi, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc, float *out);
+                            int32_t hi, int32_t hd_k, int32_t hd_v, float scale, uint16_t *acc, float *out,
+                            const cll_kv_rows *rows);
 
 /* Up to 16 query rows (nl) of one cache region as one AVX-512 tile (ops_attn_avx512.c): row l
  * is q[l] (hd_k) against keys [lo[l], hi[l]) into out[l] (hd_v), softmax(scale * q·k) · v in
@@ -49,12 +62,12 @@ void cll_ops_attn_head_fa16(const float *q, const uint16_t *k, const uint16_t *v
  * aligned, cll_ops_attn_tile_scratch(hd_k, hd_v) floats. */
 void cll_ops_attn_tile16(const float *const *q, float *const *out, const int32_t *lo, const int32_t *hi, int nl,
                          const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16, int32_t hd_k, int32_t hd_v,
-                         float scale, float *scr);
+                         float scale, float *scr, const cll_kv_rows *rows);
 /* The same with up to 8 rows on AVX2 + FMA (ops_attn_avx2.c); hd_k, hd_v multiples of 8; the
  * same scratch (sized for 16 lanes). */
 void cll_ops_attn_tile8(const float *const *q, float *const *out, const int32_t *lo, const int32_t *hi, int nl,
                         const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16, int32_t hd_k, int32_t hd_v,
-                        float scale, float *scr);
+                        float scale, float *scr, const cll_kv_rows *rows);
 size_t cll_ops_attn_tile_scratch(int32_t hd_k, int32_t hd_v);
 
 /* g = SiLU(g) * u with AVX-512 (ops_act_avx512.c): bit for bit cll_ops_silu_mul (glibc's

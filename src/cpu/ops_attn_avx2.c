@@ -39,7 +39,7 @@ static inline __m256 exp256(__m256 x) {
 }
 
 /* rows [j, j + AT_K) of a cache region widened to f32 (rows past nk zero) */
-static inline void widen_rows8(float *dst, const void *src, int64_t stride, bool f16, int32_t j, int32_t nk,
+static inline void widen_rows8(float *dst, const void *src, int64_t stride, const cll_kv_rows *rows, bool f16, int32_t j, int32_t nk,
                                int32_t hd) {
     for (int32_t r = 0; r < AT_K; r++) {
         float *o = dst + (size_t)r * hd;
@@ -48,11 +48,11 @@ static inline void widen_rows8(float *dst, const void *src, int64_t stride, bool
             continue;
         }
         if (f16) {
-            const uint16_t *s = (const uint16_t *)src + (int64_t)(j + r) * stride;
+            const uint16_t *s = (const uint16_t *)src + cll_kv_row(rows, j + r) * stride;
             for (int32_t d = 0; d < hd; d += 8)
                 _mm256_store_ps(o + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + d))));
         } else {
-            const float *s = (const float *)src + (int64_t)(j + r) * stride;
+            const float *s = (const float *)src + cll_kv_row(rows, j + r) * stride;
             for (int32_t d = 0; d < hd; d += 8) _mm256_store_ps(o + d, _mm256_loadu_ps(s + d));
         }
     }
@@ -60,7 +60,7 @@ static inline void widen_rows8(float *dst, const void *src, int64_t stride, bool
 
 void cll_ops_attn_tile8(const float *const *q, float *const *out, const int32_t *lo, const int32_t *hi, int nl,
                         const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16, int32_t hd_k, int32_t hd_v,
-                        float scale, float *scr) {
+                        float scale, float *scr, const cll_kv_rows *rows) {
     float *QT = scr;                      /* (hd_k, 8) q * scale, lanes past nl zero */
     float *OT = QT + (size_t)AT_L * hd_k; /* (hd_v, 8) running P·V */
     float *KF = OT + (size_t)AT_L * hd_v; /* (8, hd_k) widened keys */
@@ -71,7 +71,7 @@ void cll_ops_attn_tile8(const float *const *q, float *const *out, const int32_t 
     __m256 m = _mm256_set1_ps(-1e30f), lsum = _mm256_setzero_ps();
     for (int32_t jb = j0; jb < j1; jb += AT_K) {
         const int32_t nk = j1 - jb < AT_K ? j1 - jb : AT_K;
-        widen_rows8(KF, k, ks, kv_f16, jb, nk, hd_k);
+        widen_rows8(KF, k, ks, rows, kv_f16, jb, nk, hd_k);
         __m256 S[AT_K];
 #pragma GCC unroll 8
         for (int j = 0; j < AT_K; j++) S[j] = _mm256_setzero_ps();
@@ -98,7 +98,7 @@ void cll_ops_attn_tile8(const float *const *q, float *const *out, const int32_t 
             ps = _mm256_add_ps(ps, P[j]);
         }
         lsum = _mm256_fmadd_ps(lsum, alpha, ps);
-        widen_rows8(VF, v, vs, kv_f16, jb, nk, hd_v);
+        widen_rows8(VF, v, vs, rows, kv_f16, jb, nk, hd_v);
         for (int32_t d = 0; d < hd_v; d++) {
             __m256 o = _mm256_mul_ps(_mm256_load_ps(OT + d * AT_L), alpha);
 #pragma GCC unroll 8

@@ -29,9 +29,8 @@ typedef struct {
     bool ggml_numerics; /* CPU reference attention; the caller feeds one token per forward */
     /* paged KV (the session's cll_kvpage, model/kvpage.h): n_cells > 0 sizes the cache as a pool of
      * n_cells cells in blocks of block_cells (a power of two) shared by every sequence, addressed
-     * through the block tables each forward carries (cll_driver_batch.blocks). The CUDA driver
-     * allocates only the pool; the CPU driver keeps n_seq x n_ctx cells and ignores the tables
-     * (there the pool only bounds admission). 0: every sequence owns n_ctx cells. */
+     * through the block tables each forward carries (cll_driver_batch.blocks); both drivers
+     * allocate only the pool. 0: every sequence owns n_ctx cells. */
     int32_t n_cells, block_cells;
 } cll_driver_state_params;
 

@@ -446,11 +446,8 @@ int cll_server_run(const cll_server_config *cfg) {
             srv->n_ctx, srv->cfg.queue);
     cllama_kv_info ki;
     if (cllama_kv_info_get(srv->ctx, &ki) == CLLAMA_OK && ki.paged) {
-        fprintf(stderr, "cllama serve: paged KV: a pool of %u cells in blocks of %u shared by the slots%s\n", ki.total_cells,
-                ki.block_cells,
-                cllama_context_backend(srv->ctx) == CLLAMA_BACKEND_CPU
-                    ? " (on the CPU the pool bounds what the slots hold; each slot's cells stay reserved)"
-                    : "");
+        fprintf(stderr, "cllama serve: paged KV: a pool of %u cells in blocks of %u shared by the slots\n", ki.total_cells,
+                ki.block_cells);
         srv->kv_pool = ki.total_cells;
     }
     if (cllama_kv_info_get(srv->ctx, &ki) == CLLAMA_OK) cll_server_metrics_kv(&srv->metrics, ki.total_cells, ki.free_cells, 0, 0);
