@@ -74,6 +74,12 @@ pack() {
   cp "$sh/models/stories260K.gguf" .gpu/pshared/models/ && cp "$sh/oracle/golden/stories260K.json" .gpu/pshared/oracle/golden/
   pack_wheels
   du -sh .gpu
+  # a device call carries the tracked tree plus the named paths, 64 MiB in all: say what fits
+  local carry tree
+  carry=$(du -scb .gpu/bin .gpu/lib .gpu/shared .gpu/wheels 2>/dev/null | tail -1 | cut -f1)
+  tree=$(git ls-files -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+  echo "carry: bin+lib+shared+wheels $((carry >> 20)) MiB + tracked tree $((tree >> 20)) MiB of 64" \
+    "$([ $((carry + tree)) -gt $((63 << 20)) ] && echo '(too much: leave .gpu/wheels or move test binaries to .gpu/bin_tests for calls that do not need them)')"
 }
 
 # the openai package and its dependencies as wheels for the device's python (Ubuntu 24.04: CPython
