@@ -186,6 +186,15 @@ const float *cllama_get_logits(cllama_context *c, int32_t i);
 /* forget a sequence's cache from position p0 on (p0 = 0 clears it) */
 cllama_status cllama_seq_truncate(cllama_context *c, int32_t seq_id, int32_t p0);
 int32_t cllama_seq_len(const cllama_context *c, int32_t seq_id);
+/* Prefix sharing across sequences (a paged context; 0 elsewhere). Every decoded token is recorded
+ * with its cell; a block of CLLAMA_KV_BLOCK cells that fills up becomes findable by its tokens and
+ * every token before it, and stays cached (evictable) after its sequence lets it go.
+ * cllama_kv_prefix_cached: how many leading tokens of t[0, n) an empty sequence could take over
+ * (whole blocks, at most n - 1 so the last token is always decoded). cllama_seq_adopt: an empty
+ * sequence takes them over (the blocks are shared, never written again; the sequence continues
+ * in blocks of its own) and its length becomes that count, which it returns. */
+int32_t cllama_kv_prefix_cached(const cllama_context *c, const cllama_token *t, int32_t n);
+int32_t cllama_seq_adopt(cllama_context *c, int32_t seq_id, const cllama_token *t, int32_t n);
 /* The KV cache's cells: paged, the pool's total and those in no sequence's blocks (block_cells
  * per block); unpaged, n_seq_max x n_ctx and those past every sequence's length. */
 typedef struct {

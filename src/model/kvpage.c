@@ -258,6 +258,20 @@ int32_t cll_kvpage_adopt(cll_kvpage *p, int32_t seq, const int32_t *tokens, int3
     return got * p->B;
 }
 
+int32_t cll_kvpage_probe(const cll_kvpage *p, const int32_t *tokens, int32_t n) {
+    if (!p || !tokens || n < 2) return 0;
+    uint64_t prev = 0;
+    int32_t got = 0;
+    while ((got + 1) * p->B <= n - 1 && got < p->max_blocks) {
+        const int32_t *t = tokens + (size_t)got * p->B;
+        const uint64_t h = chain(prev, t, p->B);
+        if (index_find(p, h, t) < 0) break;
+        prev = h;
+        got++;
+    }
+    return got * p->B;
+}
+
 void cll_kvpage_release(cll_kvpage *p, int32_t seq) {
     if (!seq_ok(p, seq)) return;
     kv_seq *s = &p->seqs[seq];

@@ -53,6 +53,8 @@ int32_t cll_kvpage_adopt(cll_kvpage *p, int32_t seq, const int32_t *tokens, int3
  * given up too when another sequence shares it. Returns the cells kept (n_cells, or the whole blocks
  * before a shared one; the current count when n_cells is not below it) */
 int32_t cll_kvpage_truncate(cll_kvpage *p, int32_t seq, int32_t n_cells);
+/* what cll_kvpage_adopt would give an empty sequence for tokens[0, n), changing nothing */
+int32_t cll_kvpage_probe(const cll_kvpage *p, const int32_t *tokens, int32_t n);
 /* the sequence ends: its blocks are released (full ones stay cached, others freed) */
 void cll_kvpage_release(cll_kvpage *p, int32_t seq);
 

@@ -314,7 +314,17 @@ static void admit(cll_server_sched *s) {
         if (kv_paged(s, &fr, &total)) {
             /* a paged KV: the prompt's cells (and the first reply token's) must be free, after what the
              * slot keeps; idle slots' prefixes go first, else the job waits for running ones to end */
-            cllama_seq_truncate(s->ctx, best, keep);
+            /* blocks any sequence filled with the same leading tokens (a shared system prompt, a
+             * conversation another slot holds) are taken over when they reach further than what this
+             * slot keeps: the prefix cache across slots */
+            const int32_t shared = cllama_kv_prefix_cached(s->ctx, j->prompt, j->n_prompt);
+            if (shared > keep) {
+                cllama_seq_truncate(s->ctx, best, 0);
+                keep = cllama_seq_adopt(s->ctx, best, j->prompt, j->n_prompt);
+                memcpy(s->slots[best].cache, j->prompt, (size_t)keep * sizeof *j->prompt);
+            } else {
+                cllama_seq_truncate(s->ctx, best, keep);
+            }
             s->slots[best].n_cache = keep;
             const uint32_t need = (uint32_t)(j->n_prompt - keep) + 1;
             int reclaimed = fr < need ? kv_reclaim_idle(s, best, need) : 0;

@@ -212,6 +212,8 @@ static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver
         st = drv->forward(c->ds, &db, kind, out);
     }
     if (st != CLL_OK) return (cllama_status)st;
+    if (c->kv) /* the tokens whose K/V are now stored: full blocks become findable for other sequences */
+        for (int32_t i = 0; i < n; i++) cll_kvpage_commit(c->kv, b->seq_id[i], b->tokens + i, 1);
     int32_t r = 0;
     for (int32_t i = 0; i < n; i++) {
         const bool want = b->logits ? b->logits[i] != 0 : i == n - 1;
@@ -299,6 +301,24 @@ cllama_status cllama_seq_truncate(cllama_context *c, int32_t seq_id, int32_t p0)
         c->kv_dirty = true;
     }
     return CLLAMA_OK;
+}
+
+int32_t cllama_kv_prefix_cached(const cllama_context *c, const cllama_token *t, int32_t n) {
+    return c && c->kv && t ? cll_kvpage_probe(c->kv, t, n) : 0;
+}
+
+int32_t cllama_seq_adopt(cllama_context *c, int32_t seq_id, const cllama_token *t, int32_t n) {
+    if (!c || !c->kv || !t || seq_id < 0 || (uint32_t)seq_id >= c->p.n_seq_max || c->seq_len[seq_id] != 0) return 0;
+    if (cll_kvpage_n_cells(c->kv, seq_id) != 0) cll_kvpage_truncate(c->kv, seq_id, 0);
+    const int32_t got = cll_kvpage_adopt(c->kv, seq_id, t, n);
+    if (got > 0) {
+        int32_t nb = 0;
+        const int32_t *tab = cll_kvpage_table(c->kv, seq_id, &nb);
+        memcpy(c->kv_tab + (size_t)seq_id * (size_t)c->kv_stride, tab, (size_t)nb * sizeof *tab);
+        c->kv_dirty = true;
+        c->seq_len[seq_id] = got;
+    }
+    return got;
 }
 
 cllama_status cllama_kv_info_get(const cllama_context *c, cllama_kv_info *out) {
