@@ -260,6 +260,16 @@ static void test_pick_form(void **state) {
         q.n_mat = 8; /* experts keep their forms */
         assert_true(cll_cu_pick_form(&q) != CLL_CU_FORM_GEMV_FEW_MMA);
     }
+    /* a pin of the n9-64 class naming the type's mma row hands the tile 9..64 tokens (the driver reads
+     * it at load); a pin of another row, of the plain site's class, or none does not */
+    assert_false(cll_cuda_gemv_tile_pinned(CLL_TYPE_Q4_K, 1, 4096, 4096));
+    assert_int_equal(cll_kernels_set_override("cuda/gemv/q4_K/n9-64", "gemv_q4_K_split_mma"), CLL_OK);
+    assert_true(cll_cuda_gemv_tile_pinned(CLL_TYPE_Q4_K, 1, 4096, 4096));
+    assert_false(cll_cuda_gemv_tile_pinned(CLL_TYPE_Q4_0, 1, 4096, 4096));
+    assert_false(cll_cuda_gemv_tile_pinned(CLL_TYPE_Q4_K, 1, 4096, 4000)); /* cols % 256: the row refuses */
+    assert_int_equal(cll_kernels_set_override("cuda/gemv/q4_K/n9-64", "gemv_q4_K_split_r4"), CLL_OK);
+    assert_false(cll_cuda_gemv_tile_pinned(CLL_TYPE_Q4_K, 1, 4096, 4096));
+    cll_kernels_clear_overrides();
     /* the tile's split-K: the 7B o/down products (32 row tiles of 128) split 4 ways on 132 slots; qkv
      * (96 tiles) and gate|up (172) fill the slots unsplit; no scratch, too few tickets, too few chunks
      * per split, or partials past the scratch cap it */

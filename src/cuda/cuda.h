@@ -33,5 +33,8 @@ cll_status cll_cuda_selftest(int dev);
  * without the CUDA driver */
 struct cll_kernel_table;
 const struct cll_kernel_table *cll_cuda_kernel_table(void);
+/* an override names the type's int8 tensor-core row for the n9-64 class (cuda/matmul/matmul.cuh
+ * cll_cu_gemv_tile_pinned); false without the CUDA driver */
+bool cll_cuda_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t cols);
 
 #endif

@@ -87,8 +87,8 @@ static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     q.grouped_off = moe_grouped_off();
     q.few_tokens = p->few ? CLL_CU_FEW_MAX : 0;
     q.few_max = few_max();
-    q.mma_min = p->mma ? cll_cu_mma_min_tokens(p->w.type) : 0;
-    q.mma_max = p->mma ? mma_max() : 0;
+    q.mma_min = !p->mma ? 0 : p->mma_tile_only ? CLL_CU_FEW_MAX + 1 : cll_cu_mma_min_tokens(p->w.type);
+    q.mma_max = !p->mma ? 0 : p->mma_tile ? CLL_CU_MMA_MAX : mma_max();
     return cll_cu_pick_form(&q);
 }
 

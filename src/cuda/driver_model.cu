@@ -98,6 +98,12 @@ static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const
     dst->mma = dst->few && !few_forced && !(fm && fm[0] == '0')
                    ? cll_cu_gemv_mma_row(j->type, dst->gemv->layout, j->rows, j->cols)
                    : NULL;
+    /* a pin of the n9-64 class naming that row: the tile serves 9..64 tokens of this weight */
+    if (j->n_mat == 1 && cll_cu_gemv_tile_pinned(j->type, dst->gemv->layout, j->rows, j->cols)) {
+        dst->mma_tile_only = !dst->mma; /* the 2..8 class keeps what it had (a pin, or the knob) */
+        dst->mma = cll_cu_gemv_mma_row(j->type, dst->gemv->layout, j->rows, j->cols);
+        dst->mma_tile = dst->mma != NULL;
+    }
     j->bytes = align_up(cll_cu_weight_bytes(j->type, j->rows, j->cols, j->n_mat));
     j->off = pl->total;
     pl->total += j->bytes;

@@ -22,6 +22,10 @@ cll_status cll_cuda_selftest(int dev) {
     return cll_err(CLL_ERR_UNSUPPORTED, NOT_BUILT);
 }
 const struct cll_kernel_table *cll_cuda_kernel_table(void) { return NULL; }
+bool cll_cuda_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t cols) {
+    (void)type, (void)layout, (void)rows, (void)cols;
+    return false;
+}
 
 static cll_status nc_model_create(const cll_model *m, const cll_driver_model_params *p, cll_driver_model **out) {
     (void)m;

@@ -189,6 +189,11 @@ const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64
  * NULL when the type or shape has none */
 const cll_cu_gemv_impl *cll_cu_gemv_mma_row(uint32_t type, int layout, int64_t rows, int64_t cols);
 
+/* true when an override (a pin, a tune sidecar) names the type's int8 tensor-core row for the
+ * n9-64 class ("cuda/gemv/q4_K/n9-64=gemv_q4_K_split_mma"): the driver then hands it batches of
+ * 9..64 tokens (the tile) whatever CLLAMA_CUDA_MMA_MAX says */
+bool cll_cu_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t cols);
+
 /* the gemv rows: one table (cuda/matmul/rows.cu) */
 typedef struct cll_kernel_table cll_kernel_table;
 const cll_kernel_table *cll_cu_kernel_table(void);

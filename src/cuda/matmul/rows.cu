@@ -312,6 +312,9 @@ const cll_kernel_table *cll_cu_kernel_table(void) {
 }
 
 extern "C" const struct cll_kernel_table *cll_cuda_kernel_table(void) { return cll_cu_kernel_table(); }
+extern "C" bool cll_cuda_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t cols) {
+    return cll_cu_gemv_tile_pinned(type, layout, rows, cols);
+}
 
 const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols) {
     const cll_kernel_table *t = cll_cu_kernel_table();
@@ -335,6 +338,19 @@ const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64
     const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, layout, forced);
     const cll_cu_gemv_impl *impl = r ? (const cll_cu_gemv_impl *)r->impl : NULL;
     return impl && impl->few && impl->gemv ? impl : NULL;
+}
+
+bool cll_cu_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t cols) {
+    const cll_kernel_table *t = cll_cu_kernel_table();
+    cll_kernel_shape sh = {};
+    sh.wtype = type;
+    sh.rows = rows;
+    sh.cols = cols;
+    sh.n_tokens = CLL_CU_FEW_MAX + 1; /* its class: n9-64 */
+    bool forced = false;
+    const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, layout, &forced);
+    const cll_cu_gemv_impl *impl = r ? (const cll_cu_gemv_impl *)r->impl : NULL;
+    return forced && impl && impl->gemv && impl->gemv == cll_cu_sp_mma_gemv(type);
 }
 
 const cll_cu_gemv_impl *cll_cu_gemv_mma_row(uint32_t type, int layout, int64_t rows, int64_t cols) {
