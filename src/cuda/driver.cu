@@ -853,7 +853,6 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         }
     }
     s->gemm.panel_bytes = panel;
-    s->cells = (int64_t)cells;
     if (p->n_cells > 0) {
         s->kvmap.blk = s->kvblk;
         s->kvmap.stride = blk_stride;

@@ -106,7 +106,6 @@ struct cll_driver_state {
     void *arena;          /* every buffer below, one allocation */
     size_t bytes;
     int64_t kv_k, kv_v;   /* cache elements per cell: n_kv*hd_k, n_kv*hd_v */
-    int64_t cells;        /* cells per layer: the paged pool (p.n_cells), else n_seq * n_ctx */
     cll_cu_kvmap kvmap;   /* paged KV: the device block tables (blk NULL: not paged) */
     int32_t *kvblk;       /* (n_seq x kvmap.stride) the block tables, copied in when a batch's change */
     int32_t *tk_ids;      /* (n_out_max x CLL_CU_TOPK_MAX) a sampling step's candidates */

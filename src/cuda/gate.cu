@@ -47,6 +47,16 @@ struct Dev {
     }
 };
 
+/* the split-K scratch a decode step gives the few-token rows (cll_cu_splitk): partials and zeroed
+ * tickets, owned by dev */
+static cudaError_t splitk_scratch(Dev &dev, cll_cu_splitk *sk) {
+    sk->ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());
+    sk->n_tickets = CLL_CU_SPLITK_TICKETS;
+    cudaError_t e = dev.alloc((void **)&sk->ws, (size_t)sk->ws_floats * sizeof(float));
+    if (e == cudaSuccess) e = dev.alloc((void **)&sk->tickets, CLL_CU_SPLITK_TICKETS * sizeof(int));
+    return e == cudaSuccess ? cudaMemset(sk->tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)) : e;
+}
+
 #define GATE_CU(call)                                                                                       \
     do {                                                                                                    \
         cudaError_t e_ = (call);                                                                            \
@@ -381,13 +391,7 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     a.xq_stride = moe ? 0 : nqb;
     a.y = dy;
     a.y_stride = y_stride;
-    if (impl->few) { /* the split-K scratch a step gives the few-token rows (cll_cu_splitk) */
-        a.sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());
-        a.sk.n_tickets = CLL_CU_SPLITK_TICKETS;
-        GATE_CU(dev.alloc((void **)&a.sk.ws, (size_t)a.sk.ws_floats * sizeof(float)));
-        GATE_CU(dev.alloc((void **)&a.sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)));
-        GATE_CU(cudaMemset(a.sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
-    }
+    if (impl->few) GATE_CU(splitk_scratch(dev, &a.sk)); /* what a step gives the few-token rows */
     GATE_CU(impl->gemv(&w, &a, 0));
     GATE_CU(cudaDeviceSynchronize());
     std::vector<float> y((size_t)(nb * y_stride));
@@ -1080,13 +1084,7 @@ extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t r
     a.xq_stride = cols / 32;
     a.y = dy;
     a.y_stride = rows;
-    if (impl->few) { /* the split-K scratch a step gives the few-token rows */
-        a.sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());
-        a.sk.n_tickets = CLL_CU_SPLITK_TICKETS;
-        GATE_CU(dev.alloc((void **)&a.sk.ws, (size_t)a.sk.ws_floats * sizeof(float)));
-        GATE_CU(dev.alloc((void **)&a.sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)));
-        GATE_CU(cudaMemset(a.sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
-    }
+    if (impl->few) GATE_CU(splitk_scratch(dev, &a.sk)); /* what a step gives the few-token rows */
     cudaEvent_t e0, e1;
     GATE_CU(cudaEventCreate(&e0));
     GATE_CU(cudaEventCreate(&e1));

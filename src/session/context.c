@@ -120,6 +120,14 @@ uint32_t cllama_n_seq_max(const cllama_context *c) { return c ? c->p.n_seq_max :
 uint32_t cllama_n_batch(const cllama_context *c) { return c ? c->p.n_batch : 0; }
 const cllama_model *cllama_context_model(const cllama_context *c) { return c ? c->model : NULL; }
 
+/* paged: sequence s's block table into the one the driver gets, marked for the next forward's copy */
+static void kv_sync_row(cllama_context *c, int32_t s) {
+    int32_t nb = 0;
+    const int32_t *t = cll_kvpage_table(c->kv, s, &nb);
+    memcpy(c->kv_tab + (size_t)s * (size_t)c->kv_stride, t, (size_t)nb * sizeof *t);
+    c->kv_dirty = true;
+}
+
 static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver_out kind, void *out) {
     if (!c || !b || !b->tokens || !b->pos || !b->seq_id)
         return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode: NULL context, batch or batch array");
@@ -166,15 +174,13 @@ static cllama_status decode(cllama_context *c, const cllama_batch *b, cll_driver
          * theirs (they are next to be written anyway) */
         for (int32_t i = 0; i < n; i++) {
             const int32_t s = b->seq_id[i];
-            int32_t had = 0, now = 0;
+            int32_t had = 0;
             cll_kvpage_table(c->kv, s, &had);
             st = cll_kvpage_reserve(c->kv, s, b->pos[i] + 1);
             if (st != CLL_OK) return (cllama_status)st;
-            const int32_t *t = cll_kvpage_table(c->kv, s, &now);
-            if (now != had) {
-                memcpy(c->kv_tab + (size_t)s * (size_t)c->kv_stride, t, (size_t)now * sizeof *t);
-                c->kv_dirty = true;
-            }
+            int32_t now = 0;
+            cll_kvpage_table(c->kv, s, &now);
+            if (now != had) kv_sync_row(c, s);
         }
     }
     const cll_driver *drv = c->model->drv;
@@ -294,11 +300,8 @@ cllama_status cllama_seq_truncate(cllama_context *c, int32_t seq_id, int32_t p0)
     if (p0 < c->seq_len[seq_id]) c->seq_len[seq_id] = p0;
     if (c->kv) { /* paged: the blocks past the kept cells go back to the pool */
         const int32_t kept = cll_kvpage_truncate(c->kv, seq_id, p0);
-        if (kept < c->seq_len[seq_id]) c->seq_len[seq_id] = kept; /* (never: the session shares no block) */
-        int32_t nb = 0;
-        const int32_t *t = cll_kvpage_table(c->kv, seq_id, &nb);
-        memcpy(c->kv_tab + (size_t)seq_id * (size_t)c->kv_stride, t, (size_t)nb * sizeof *t);
-        c->kv_dirty = true;
+        if (kept < c->seq_len[seq_id]) c->seq_len[seq_id] = kept; /* a shared block is given up, not written */
+        kv_sync_row(c, seq_id);
     }
     return CLLAMA_OK;
 }
@@ -312,10 +315,7 @@ int32_t cllama_seq_adopt(cllama_context *c, int32_t seq_id, const cllama_token *
     if (cll_kvpage_n_cells(c->kv, seq_id) != 0) cll_kvpage_truncate(c->kv, seq_id, 0);
     const int32_t got = cll_kvpage_adopt(c->kv, seq_id, t, n);
     if (got > 0) {
-        int32_t nb = 0;
-        const int32_t *tab = cll_kvpage_table(c->kv, seq_id, &nb);
-        memcpy(c->kv_tab + (size_t)seq_id * (size_t)c->kv_stride, tab, (size_t)nb * sizeof *tab);
-        c->kv_dirty = true;
+        kv_sync_row(c, seq_id);
         c->seq_len[seq_id] = got;
     }
     return got;

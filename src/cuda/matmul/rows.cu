@@ -316,12 +316,19 @@ extern "C" bool cll_cuda_gemv_tile_pinned(uint32_t type, int layout, int64_t row
     return cll_cu_gemv_tile_pinned(type, layout, rows, cols);
 }
 
-const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols) {
-    const cll_kernel_table *t = cll_cu_kernel_table();
+/* the shape a row lookup asks about: a weight of this type, rows x cols, n_tokens (0: any) */
+static cll_kernel_shape cu_shape(uint32_t type, int64_t rows, int64_t cols, int64_t n_tokens) {
     cll_kernel_shape sh = {};
     sh.wtype = type;
     sh.rows = rows;
     sh.cols = cols;
+    sh.n_tokens = n_tokens;
+    return sh;
+}
+
+const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols) {
+    const cll_kernel_table *t = cll_cu_kernel_table();
+    cll_kernel_shape sh = cu_shape(type, rows, cols, 0);
     /* the default row unless an override (CLLAMA_KERNEL, a tune sidecar) names another */
     const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, -1, NULL);
     return r ? (const cll_cu_gemv_impl *)r->impl : NULL;
@@ -330,11 +337,7 @@ const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t
 const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64_t rows, int64_t cols, int n_tokens,
                                                 bool *forced) {
     const cll_kernel_table *t = cll_cu_kernel_table();
-    cll_kernel_shape sh = {};
-    sh.wtype = type;
-    sh.rows = rows;
-    sh.cols = cols;
-    sh.n_tokens = n_tokens; /* its class: n2-8 */
+    cll_kernel_shape sh = cu_shape(type, rows, cols, n_tokens); /* its class: n2-8 */
     const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, layout, forced);
     const cll_cu_gemv_impl *impl = r ? (const cll_cu_gemv_impl *)r->impl : NULL;
     return impl && impl->few && impl->gemv ? impl : NULL;
@@ -342,11 +345,7 @@ const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64
 
 bool cll_cu_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t cols) {
     const cll_kernel_table *t = cll_cu_kernel_table();
-    cll_kernel_shape sh = {};
-    sh.wtype = type;
-    sh.rows = rows;
-    sh.cols = cols;
-    sh.n_tokens = CLL_CU_FEW_MAX + 1; /* its class: n9-64 */
+    cll_kernel_shape sh = cu_shape(type, rows, cols, CLL_CU_FEW_MAX + 1); /* its class: n9-64 */
     bool forced = false;
     const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, layout, &forced);
     const cll_cu_gemv_impl *impl = r ? (const cll_cu_gemv_impl *)r->impl : NULL;
@@ -355,11 +354,7 @@ bool cll_cu_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t co
 
 const cll_cu_gemv_impl *cll_cu_gemv_mma_row(uint32_t type, int layout, int64_t rows, int64_t cols) {
     const cll_kernel_table *t = cll_cu_kernel_table();
-    cll_kernel_shape sh = {};
-    sh.wtype = type;
-    sh.rows = rows;
-    sh.cols = cols;
-    sh.n_tokens = CLL_CU_FEW_MAX;
+    cll_kernel_shape sh = cu_shape(type, rows, cols, CLL_CU_FEW_MAX);
     for (size_t i = 0; i < t->n; i++) {
         const cll_kernel_row *r = &t->rows[i];
         const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)r->impl;
@@ -372,10 +367,7 @@ const cll_cu_gemv_impl *cll_cu_gemv_mma_row(uint32_t type, int layout, int64_t r
 
 const cll_cu_gemv_impl *cll_cu_moe_default(uint32_t type, int layout, int64_t rows, int64_t cols) {
     const cll_kernel_table *t = cll_cu_kernel_table();
-    cll_kernel_shape sh = {};
-    sh.wtype = type;
-    sh.rows = rows;
-    sh.cols = cols;
+    cll_kernel_shape sh = cu_shape(type, rows, cols, 0);
     const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_MOE, &sh, layout, NULL);
     const cll_cu_gemv_impl *impl = r ? (const cll_cu_gemv_impl *)r->impl : NULL;
     return impl && impl->moe ? impl : NULL;
