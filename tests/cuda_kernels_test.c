@@ -167,6 +167,24 @@ static void test_attn_prefill(void **state) {
     assert_int_equal(g_fail, 0);
 }
 
+/* decode attention: one sub-chunk staged before the wait (len <= 128), the newest key in a later
+ * sub-chunk (130), chunks merged (300 / 4, 2100 / 8), GQA groups split over blocks (32/8, 32/4),
+ * head dims 64/128/256 (256: 64-key tiles), a paged cache */
+static void test_attn_decode(void **state) {
+    (void)state;
+    g_fail = 0;
+    const struct { int hd, n_head, n_kv, len, n_chunks; bool paged; } shapes[] = {
+        {128, 32, 32, 100, 1, false}, {128, 32, 32, 130, 1, false}, {128, 32, 32, 300, 4, true}, {128, 32, 8, 1, 1, false},
+        {128, 32, 8, 600, 2, false},  {64, 8, 2, 77, 1, true},       {256, 8, 4, 200, 1, false}, {128, 32, 4, 2100, 8, true},
+    };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        cll_cuda_gate_report r;
+        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
+                                             shapes[s].n_chunks, shapes[s].paged, 600 + s, &r));
+    }
+    assert_int_equal(g_fail, 0);
+}
+
 static void test_get_rows(void **state) {
     (void)state;
     g_fail = 0;
@@ -386,6 +404,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_rows),
         cmocka_unit_test(test_moe_rows),
         cmocka_unit_test(test_attn_prefill),
+        cmocka_unit_test(test_attn_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -127,8 +127,20 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
 /* key chunks per token for an attention launch over n rows: decode (n = 1) splits n_ctx in
  * CLL_CU_ATTN_CHUNK chunks; a batch takes as many as the partials buffer holds. Any count is exact
  * (a chunk covers max(min_chunk, len / n_chunks) keys). */
+/* keys per grid chunk of a decode launch: CLL_CU_ATTN_CHUNK, or CLLAMA_CUDA_ATTN_CHUNK (A/B runs:
+ * smaller chunks, more blocks and a merge); read once per process, sized into the partials at
+ * state creation */
+static int64_t attn_grid_chunk(void) {
+    static int v = -1; /* process-wide setting read once; not state */
+    if (v < 0) {
+        const char *e = getenv("CLLAMA_CUDA_ATTN_CHUNK");
+        v = e && atoi(e) >= 16 ? atoi(e) : CLL_CU_ATTN_CHUNK;
+    }
+    return v;
+}
+
 static int32_t attn_chunks(const cll_driver_state *s, int64_t n) {
-    const int64_t max_chunks = cll_cdiv(s->p.n_ctx, CLL_CU_ATTN_CHUNK);
+    const int64_t max_chunks = cll_cdiv(s->p.n_ctx, attn_grid_chunk());
     if (n <= 1) return (int32_t)max_chunks;
     const int64_t fit = s->part_cap / (n * s->dm->m->hp.n_head);
     return (int32_t)(fit < 1 ? 1 : fit < max_chunks ? fit : max_chunks);
@@ -760,7 +772,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     if (K && nb * K * 2 * (size_t)s->ffe > gu_f) gu_f = nb * K * 2 * (size_t)s->ffe;
     if (K && nb * K * (size_t)s->ffe > act_f) act_f = nb * K * (size_t)s->ffe;
     if (K && nb * K * (size_t)cll_cu_q8_blocks(s->ffe) > actq_b) actq_b = nb * K * (size_t)cll_cu_q8_blocks(s->ffe);
-    const int64_t dec_part = (int64_t)H * cll_cdiv(p->n_ctx, CLL_CU_ATTN_CHUNK);
+    const int64_t dec_part = (int64_t)H * cll_cdiv(p->n_ctx, attn_grid_chunk());
     s->part_cap = dec_part > (int64_t)nb * H ? dec_part : (int64_t)nb * H;
     const size_t esz = p->kv_f32 ? sizeof(float) : sizeof(uint16_t);
     const size_t cells = p->n_cells > 0 ? (size_t)p->n_cells : (size_t)p->n_seq * (size_t)p->n_ctx;

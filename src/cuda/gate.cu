@@ -768,6 +768,167 @@ cll_status gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_
     return verdict(rep, "attention prefill");
 }
 
+/* ---- decode attention (the split GQA kernel, one token) ----
+ * Two device runs on the same inputs: A = the rope kernel, then attention on the roped q; B = the
+ * attention blocks doing the rope themselves (fuse_rope: the first K/V tile is staged before the
+ * PDL wait and the newest row comes from the rope buffer). B must equal A bit for bit (output
+ * and the stored cell); A is held to an f64 softmax over A's own roped q and cache. */
+cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, uint64_t seed,
+                            cll_cuda_gate_report *rep) {
+    if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || len < 1 || n_chunks < 1)
+        return cll_err(CLL_ERR_ARG, "gate attn decode: bad shape");
+    Rng rng{seed * 0x9E3779B97F4A7C15ull + 29};
+    const int shift = 4, bs = 1 << shift;                     /* paged: 16-cell blocks */
+    const int n_ctx = (len + 40 + bs - 1) / bs * bs, seq = 1, n_seq = 2, pos = len - 1;
+    const int nblk = n_ctx / bs;
+    const int64_t ldq = (int64_t)n_head * hd + 2 * (int64_t)n_kv * hd, kvw = (int64_t)n_kv * hd, row = (int64_t)n_head * hd;
+    std::vector<float> qkv((size_t)ldq);
+    for (auto &v : qkv) v = rng.uni();
+    /* block table: sequence s's block b at cell block (n_seq*nblk - 1 - (s*nblk + b)) (reversed) */
+    std::vector<int32_t> tab((size_t)n_seq * nblk);
+    for (int i = 0; i < n_seq * nblk; i++) tab[(size_t)i] = n_seq * nblk - 1 - i;
+    auto cell = [&](int sq, int p) -> int64_t {
+        return paged ? (int64_t)tab[(size_t)sq * nblk + p / bs] * bs + p % bs : (int64_t)sq * n_ctx + p;
+    };
+    std::vector<uint16_t> kc((size_t)n_seq * n_ctx * kvw, 0x7E00), vc(kc.size(), 0x7E00); /* NaN: unread cells */
+    for (int p = 0; p < pos; p++)
+        for (int64_t e = 0; e < kvw; e++) {
+            kc[(size_t)(cell(seq, p) * kvw + e)] = cll_f32_to_fp16(rng.uni());
+            vc[(size_t)(cell(seq, p) * kvw + e)] = cll_f32_to_fp16(rng.uni());
+        }
+    Dev dev;
+    float *dqkv[2], *dout[2], *dpart;
+    void *dk[2], *dv[2];
+    int32_t *dpos, *dseq, *dtab, *dcount;
+    const int64_t n_part = (int64_t)n_head * n_chunks * (hd + 2);
+    for (int k = 0; k < 2; k++) {
+        GATE_CU(dev.alloc((void **)&dqkv[k], qkv.size() * sizeof(float)));
+        GATE_CU(cudaMemcpy(dqkv[k], qkv.data(), qkv.size() * sizeof(float), cudaMemcpyHostToDevice));
+        GATE_CU(dev.alloc(&dk[k], kc.size() * 2));
+        GATE_CU(dev.alloc(&dv[k], vc.size() * 2));
+        GATE_CU(cudaMemcpy(dk[k], kc.data(), kc.size() * 2, cudaMemcpyHostToDevice));
+        GATE_CU(cudaMemcpy(dv[k], vc.data(), vc.size() * 2, cudaMemcpyHostToDevice));
+        GATE_CU(poisoned(dev, &dout[k], (size_t)row));
+    }
+    GATE_CU(dev.alloc((void **)&dpart, (size_t)n_part * sizeof(float)));
+    GATE_CU(dev.alloc((void **)&dcount, (size_t)n_head * sizeof(int)));
+    GATE_CU(cudaMemset(dcount, 0, (size_t)n_head * sizeof(int)));
+    GATE_CU(dev.alloc((void **)&dtab, tab.size() * sizeof(int32_t)));
+    GATE_CU(cudaMemcpy(dtab, tab.data(), tab.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    const int32_t hpos = pos, hseq = seq;
+    GATE_CU(dev.alloc((void **)&dpos, sizeof(int32_t)));
+    GATE_CU(dev.alloc((void **)&dseq, sizeof(int32_t)));
+    GATE_CU(cudaMemcpy(dpos, &hpos, sizeof hpos, cudaMemcpyHostToDevice));
+    GATE_CU(cudaMemcpy(dseq, &hseq, sizeof hseq, cudaMemcpyHostToDevice));
+    cll_cu_kvmap map = {paged ? dtab : NULL, nblk, shift};
+    for (int k = 0; k < 2; k++) {
+        cll_cu_rope_args R;
+        memset(&R, 0, sizeof R);
+        R.qkv = dqkv[k];
+        R.ld = ldq;
+        R.pos = dpos;
+        R.seq = dseq;
+        R.kc = dk[k];
+        R.vc = dv[k];
+        R.kv_f16 = true;
+        R.n_head = n_head;
+        R.n_kv = n_kv;
+        R.hd_k = R.hd_v = hd;
+        R.n_rot = hd;
+        R.n_ctx = n_ctx;
+        R.map = map;
+        R.rope_base = 10000.0f;
+        R.freq_scale = 1.0f;
+        R.q_scale = 1.0f;
+        R.eps = 1e-6f;
+        cll_cu_attn_args a;
+        memset(&a, 0, sizeof a);
+        a.q = dqkv[k];
+        a.ld_q = ldq;
+        a.kc = dk[k];
+        a.vc = dv[k];
+        a.kv_f16 = true;
+        a.pos = dpos;
+        a.seq = dseq;
+        a.n_head = n_head;
+        a.n_kv = n_kv;
+        a.hd_k = a.hd_v = hd;
+        a.n_ctx = n_ctx;
+        a.map = map;
+        a.scale = 1.0f / sqrtf((float)hd);
+        a.n_chunks = n_chunks;
+        a.chunk = (n_ctx + n_chunks - 1) / n_chunks;
+        a.part = dpart;
+        a.count = dcount;
+        a.out = dout[k];
+        cudaError_t e = cudaSuccess;
+        if (k == 0) {
+            e = cll_cu_qkv_rope_store(&R, 1, 0);
+        } else {
+            a.fuse_rope = true;
+            a.rope = R;
+            if (!cll_cu_attention_fuses_rope(&a, 1))
+                return cll_err(CLL_ERR_UNSUPPORTED, "gate attn decode: hd %d: no fused rope", hd);
+        }
+        if (e == cudaSuccess) e = cll_cu_attention(&a, 1, 0);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        GATE_CU(e);
+    }
+    std::vector<float> got[2];
+    for (int k = 0; k < 2; k++) {
+        got[k].resize((size_t)row);
+        GATE_CU(cudaMemcpy(got[k].data(), dout[k], (size_t)row * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    /* A's roped q (in place) and its cache (the new cell included) feed the reference */
+    std::vector<float> q((size_t)ldq);
+    GATE_CU(cudaMemcpy(q.data(), dqkv[0], q.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<uint16_t> ka(kc.size()), va(vc.size()), kb(kc.size()), vb(vc.size());
+    GATE_CU(cudaMemcpy(ka.data(), dk[0], ka.size() * 2, cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(va.data(), dv[0], va.size() * 2, cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(kb.data(), dk[1], kb.size() * 2, cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(vb.data(), dv[1], vb.size() * 2, cudaMemcpyDeviceToHost));
+    if (ka != kb || va != vb)
+        return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d len %d: the fused rope stored another cache", hd, len);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < row; i++)
+        if (memcmp(&got[0][(size_t)i], &got[1][(size_t)i], sizeof(float)) != 0) differ++;
+    std::vector<double> want((size_t)row), sc((size_t)row), p((size_t)len);
+    for (int h = 0; h < n_head; h++) {
+        const int kvh = h / (n_head / n_kv);
+        const float *qr = q.data() + (size_t)h * hd;
+        double mx = -INFINITY;
+        for (int kp = 0; kp <= pos; kp++) {
+            const uint16_t *kr = ka.data() + (size_t)(cell(seq, kp) * kvw) + (size_t)kvh * hd;
+            double d = 0.0;
+            for (int e = 0; e < hd; e++) d += (double)qr[e] * (double)cll_fp16_to_f32(kr[e]);
+            p[(size_t)kp] = d / sqrt((double)hd);
+            if (p[(size_t)kp] > mx) mx = p[(size_t)kp];
+        }
+        double sum = 0.0;
+        for (int kp = 0; kp <= pos; kp++) sum += (p[(size_t)kp] = exp(p[(size_t)kp] - mx));
+        for (int e = 0; e < hd; e++) {
+            double o = 0.0, m = 0.0;
+            for (int kp = 0; kp <= pos; kp++) {
+                const double v = cll_fp16_to_f32(va[(size_t)(cell(seq, kp) * kvw) + (size_t)kvh * hd + e]);
+                o += p[(size_t)kp] * v;
+                m += p[(size_t)kp] * fabs(v);
+            }
+            want[(size_t)h * hd + e] = o / sum;
+            sc[(size_t)h * hd + e] = m / sum;
+        }
+    }
+    const double tol = 1e-5; /* f32 dots, softmax and sums over <= a few thousand keys (seen: <= 7.5e-8) */
+    snprintf(rep->ref, sizeof rep->ref, "f64 softmax(q.k * scale) . v on the rope kernel's q and cache; fused == unfused bitwise");
+    const Cmp c = compare(got[0].data(), want.data(), sc.data(), row, tol);
+    fill_report(rep, c, tol);
+    rep->control_failed = control_fails(got[0].data(), want.data(), sc.data(), row, tol);
+    if (differ)
+        return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d heads %d/%d len %d chunks %d: fused rope differs from "
+                       "rope + attention in %lld of %lld outputs", hd, n_head, n_kv, len, n_chunks, (long long)differ,
+                       (long long)row);
+    return verdict(rep, "attention decode");
+}
+
 /* the layout the type's default gemv row uploads in (get_rows and the gemm read that too) */
 int served_layout(uint32_t t) {
     const cll_cu_gemv_impl *g = cll_cu_gemv_default(t, 4096, 4096);
@@ -1122,6 +1283,14 @@ extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t r
 
 extern "C" cll_status cll_cuda_bench_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps) {
     return cll_cuda_bench_row_us(row, rows, cols, nb, reps, gbps, NULL);
+}
+
+extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged,
+                                                uint64_t seed, cll_cuda_gate_report *rep) {
+    char name[64];
+    snprintf(name, sizeof name, "attn_decode_hd%d%s", hd, paged ? "_paged" : "");
+    init_report(rep, name, 0, CLL_TYPE_F16, len, hd, n_head);
+    return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, seed, rep);
 }
 
 extern "C" cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,
