@@ -227,15 +227,17 @@ template <> struct CuFmt<CLL_TYPE_IQ4_NL> {
 #define CLL_CU_KV_W2 0x26190d01u
 #define CLL_CU_KV_W3 0x71594535u
 CU_HD int cu_kv4(uint32_t idx) { return cu_lut16(idx, CLL_CU_KV_W0, CLL_CU_KV_W1, CLL_CU_KV_W2, CLL_CU_KV_W3); }
-/* the 8 nibble indices of q -> the table values of its low nibbles (*lo: bytes 0..3) and high
- * nibbles (*hi), 8 byte permutes for 8 values (ggml's get_int_from_table_16) */
-CU_HD void cu_kv8(uint32_t q, int *lo, int *hi) {
-    const uint32_t selhl = 0x32103210u | ((q & 0x88888888u) >> 1); /* byte n of the low or high pair */
+/* the 8 nibble indices of q -> 8 table values, for a word whose low 16 bits hold 4 consecutive
+ * elements and whose high 16 bits the 4 elements 16 further on (the split layout's IQ4_XS order,
+ * cuda/matmul/split.cuh): *lo = the values of nibbles 0..3, *hi of 4..7; two byte permutes per 4
+ * values (a lookup in each half of the table) and one to pick by the index's bit 3, 6 for 8
+ * (ggml's get_int_from_table_16 does 8: its nibbles come interleaved) */
+CU_HD void cu_kv8s(uint32_t q, int *lo, int *hi) {
+    const uint32_t sel = 0x32103210u | ((q & 0x88888888u) >> 1); /* byte n of the low or high pair */
     const uint32_t a0 = cu_perm(CLL_CU_KV_W0, CLL_CU_KV_W1, q & 0xFFFFu), b0 = cu_perm(CLL_CU_KV_W2, CLL_CU_KV_W3, q & 0xFFFFu);
     const uint32_t a1 = cu_perm(CLL_CU_KV_W0, CLL_CU_KV_W1, q >> 16), b1 = cu_perm(CLL_CU_KV_W2, CLL_CU_KV_W3, q >> 16);
-    const uint32_t t0 = cu_perm(a0, b0, selhl & 0xFFFFu), t1 = cu_perm(a1, b1, selhl >> 16); /* nibbles 0-3, 4-7 */
-    *lo = (int)cu_perm(t0, t1, 0x6420u);
-    *hi = (int)cu_perm(t0, t1, 0x7531u);
+    *lo = (int)cu_perm(a0, b0, sel & 0xFFFFu);
+    *hi = (int)cu_perm(a1, b1, sel >> 16);
 }
 CU_HD int cu_kv1(int n) { return (int8_t)(cu_kv4((uint32_t)n) & 0xFF); }
 

@@ -11,7 +11,8 @@
  *   IQ4_XS [qs 16 B x ng][d, scales_h, scales_l[4] 8 B x nsb]
  * (ng = cols/32 groups, nsb = cols/256 super-blocks). A group's 16 quant bytes are in Q4_0 order
  * (byte i: element i low nibble, element i+16 high nibble), so lane word k pairs with activation
- * words k (low) and 4+k (high). The regions add up to exactly the file's row bytes, so the row
+ * words k (low) and 4+k (high); IQ4_XS keeps the word pairing but orders each word's nibbles by
+ * element (its table lookup then needs no interleave, CuSp<IQ4_XS>). The regions add up to exactly the file's row bytes, so the row
  * stride (rounded to 16) and every size are layout 0's. Element decoders (deq: get_rows, gemm
  * panel) read the same layout and stay bit-exact with to_f32.
  *
@@ -383,12 +384,26 @@ template <> struct CuSp<CLL_TYPE_Q4_K> {
     }
 };
 
+/* IQ4_XS: a group's 16 quant bytes in word order: word k = elements 4k..4k+3 (bits 0..15, two per
+ * byte, low nibble first) then 16+4k..19+4k (bits 16..31), so one word's table lookups give the
+ * two activation words k and 4+k directly (cu_kv8s: 6 byte permutes per 8 values, not 8) */
 template <> struct CuSp<CLL_TYPE_IQ4_XS> {
     static constexpr int QK = 256, BB = 136;
     static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
         for (int64_t g = 0; g < ng; g++) {
-            const uint8_t *b = s + BB * (g >> 3);
-            memcpy(d + 16 * g, b + 8 + 16 * (g & 7), 16);
+            const uint8_t *b = s + BB * (g >> 3), *q = b + 8 + 16 * (g & 7);
+            uint8_t v[32];
+            for (int i = 0; i < 16; i++) {
+                v[i] = q[i] & 15;
+                v[i + 16] = q[i] >> 4;
+            }
+            uint8_t *o = d + 16 * g;
+            for (int k = 0; k < 4; k++)
+                for (int h = 0; h < 2; h++) { /* h: the low or the high 16 elements */
+                    const uint8_t *e = v + 16 * h + 4 * k;
+                    o[4 * k + 2 * h] = (uint8_t)(e[0] | (e[1] << 4));
+                    o[4 * k + 2 * h + 1] = (uint8_t)(e[2] | (e[3] << 4));
+                }
             if ((g & 7) == 0) memcpy(d + 16 * ng + 8 * (g >> 3), b, 8);
         }
     }
@@ -400,8 +415,9 @@ template <> struct CuSp<CLL_TYPE_IQ4_XS> {
         const int l = (int)(e & 31), gg = (int)(g & 7);
         const uint8_t *h = r + 16 * ng + 8 * (g >> 3);
         const float dl = FM(cu_h2f(h), (float)(ls(cu_ld32a4(h + 4), cu_ld16(h + 2), gg) - 32));
-        const uint8_t q = r[16 * g + (l & 15)];
-        return FM(dl, (float)cu_kv1(l < 16 ? (q & 0xF) : (q >> 4)));
+        const int li = l & 15; /* element 16h + 4k + j: byte 4k + 2h + j/2, nibble j&1 */
+        const uint8_t q = r[16 * g + 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1)];
+        return FM(dl, (float)cu_kv1((li & 1) ? (q >> 4) : (q & 0xF)));
     }
     struct Wv {
         CuQ4 q;
@@ -413,7 +429,7 @@ template <> struct CuSp<CLL_TYPE_IQ4_XS> {
 SP_UNROLL
         for (int k = 0; k < 4; k++) {
             int lo, hi;
-            cu_kv8(sp_w(w.q, k), &lo, &hi);
+            cu_kv8s(sp_w(w.q, k), &lo, &hi);
             s = cu_dp4a(lo, x.y[k], s);
             s = cu_dp4a(hi, x.y[4 + k], s);
         }
