@@ -72,6 +72,7 @@ k_gemv_few(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
     if (early) cll_pdl_trigger();
     extern __shared__ __align__(16) int sx[]; /* nt x ng records */
     __shared__ float red[FEW_WARPS][R][NT];
+    SpTables<S>::stage(); /* a codebook (IQ3_S) to shared memory; the staging barrier orders it */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int ks = 1 << ks_log2, kslice = warp & (ks - 1);
     const int64_t rb = (int64_t)(FEW_WARPS >> ks_log2) * R;

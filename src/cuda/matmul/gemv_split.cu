@@ -30,6 +30,10 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
     const int b = blockIdx.y;
     const bool live = row < rows; /* warp-uniform */
+    if constexpr (SpTables<S>::on) { /* the codebook into shared memory (a constant: before the wait) */
+        SpTables<S>::stage();
+        __syncthreads();
+    }
     int64_t mat = 0;
     bool bad = false;
     if (mat_ids) { /* the router wrote the ids: wait for it before choosing the matrix */
@@ -119,6 +123,7 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     extern __shared__ int sx[]; /* ng x SP_XW words: the q8_1 activation row and its sums */
     __shared__ float red[SPX_WARPS][R];
+    SpTables<S>::stage(); /* a codebook (IQ3_S) to shared memory; the staging barrier orders it */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int ks = 1 << ks_log2, kslice = warp & (ks - 1);
     const int64_t rb = (int64_t)(SPX_WARPS >> ks_log2) * R; /* rows per tile (block) */

@@ -83,6 +83,7 @@ k_gemv_tma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t row_stri
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         for (int k = 0; k < ns; k++) issue(k); /* weights depend on no kernel: before the wait */
     }
+    SpTables<S>::stage(); /* a codebook (IQ3_S) to shared memory; the barrier below orders it */
     cll_pdl_wait(); /* the activation's producer */
     int *sx = (int *)(smem + (size_t)ns * stage_bytes);
     sp_stage_x(xq, ng, sx, tid, TMA_THREADS);

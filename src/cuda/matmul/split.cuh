@@ -438,7 +438,26 @@ SP_UNROLL
     }
 };
 
+/* Codebooks a split dot reads, copied into shared memory per block: a lookup is a gather of 32
+ * random entries per warp; from L1 it costs one wavefront per distinct 128-byte line it touches
+ * (~14 of IQ3_S's 16 lines), from shared memory one per bank conflict (~3-4). The kernels that call
+ * S::dot run SpTables<S>::stage() (every thread, before their first barrier; the tables are
+ * constants, so before the PDL wait) and a block barrier before the first dot. */
+template <class S> struct SpTables {
+    static constexpr bool on = false;
+    static __device__ __forceinline__ void stage() {}
+};
+
 #ifdef CLL_CU_WANT_IQ
+#ifdef __CUDACC__
+static __shared__ uint32_t cll_cu_iq3s_grid_sm[512];
+#endif
+/* the grid entry a dot reads: the block's shared copy on the device, the C table on the host */
+#ifdef __CUDA_ARCH__
+#define CU_IQ3S_DOT_GRID(i) cll_cu_iq3s_grid_sm[i]
+#else
+#define CU_IQ3S_DOT_GRID(i) cll_iq3s_grid[i]
+#endif
 /* IQ3_S split: per row, region A = the 8 index low bytes of each group (8 B per group, one
  * 8-byte load), region B = the group's 32 sign bits (4 B), region C = per super-block the file's
  * other 14 bytes: d | qh[8] | scales[4] (d, the group's qh byte and its scale nibble: three
@@ -490,10 +509,18 @@ SP_UNROLL
         for (int k = 0; k < 8; k++) {
             const uint32_t lo = ((k < 4 ? w.q.x : w.q.y) >> (8 * (k & 3))) & 0xFF;
             const uint32_t idx = lo | (((qh >> k) & 1) << 8);
-            s = cu_dp4a(cu_sign4(cu_ldg(CU_GRID(iq3s_grid) + idx), w.sg >> (4 * k)), x.y[k], s);
+            s = cu_dp4a(cu_sign4(CU_IQ3S_DOT_GRID(idx), w.sg >> (4 * k)), x.y[k], s);
         }
         const int isum = (int)(1 + 2 * (w.c >> 24)) * s;
         return (x.d * sp_h2f(w.c & 0xFFFF)) * (float)isum;
+    }
+};
+template <> struct SpTables<CuSp<CLL_TYPE_IQ3_S>> {
+    static constexpr bool on = true;
+    static __device__ __forceinline__ void stage() {
+#ifdef __CUDA_ARCH__
+        for (int i = threadIdx.x; i < 512; i += blockDim.x) cll_cu_iq3s_grid_sm[i] = __ldg(cll_cu_iq3s_grid + i);
+#endif
     }
 };
 #endif
