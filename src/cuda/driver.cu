@@ -17,11 +17,12 @@
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
                         int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
                         const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL,
-                        const cll_cu_splitk *sk = NULL) {
+                        const cll_cu_splitk *sk = NULL, const cll_cu_route *route = NULL) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
     if (epi) a.epi = *epi;
     if (sk) a.sk = *sk;
+    if (route) a.route = *route;
     if (next && !ids) { /* the step's next product: its first bytes into L2 as this one drains */
         const size_t nb_ = next->w.mat_stride, cap = cll_cu_l2next_bytes();
         a.pf_next = next->w.d;
@@ -300,14 +301,30 @@ static cudaError_t moe_product(const cll_cu_part *p, const cll_cu_moe_args *a, c
     return p->w16.d ? p->moe16->moe(&p->w16, a, st) : p->moe->moe(&p->w, a, st);
 }
 
+/* CLLAMA_CUDA_MOE_FUSE_ROUTE=1: a decode step's first expert product routes the token itself
+ * (cll_cu_route: no routing kernel between the router product and the experts). Off by default
+ * until measured on the H200. */
+static bool moe_fuse_route_on(void) {
+    static int on = -1; /* process-wide setting read once; not state */
+    if (on < 0) {
+        const char *e = getenv("CLLAMA_CUDA_MOE_FUSE_ROUTE");
+        on = e && e[0] == '1';
+    }
+    return on != 0;
+}
+
 /* MoE FFN of rows [0, n) of xn/xq into s->moe (n, n_used, d) and s->sel/selw */
 static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n) {
     const cll_hparams *hp = &s->dm->m->hp;
     const int64_t d = hp->n_embd, f = s->ffe, K = hp->n_expert_used;
     const int64_t qd = cll_cu_q8_blocks(d), qf = cll_cu_q8_blocks(f);
     const bool gelu = s->dm->m->recipe.act == CLL_ACT_GELU_TANH;
+    /* decode: the first gate/up product may route for itself */
+    const bool fuse = n == 1 && moe_fuse_route_on() && C->gu[0].gemv && C->gu[0].gemv->routes &&
+                      hp->n_expert <= CLL_CU_ROUTE_EMAX && K <= CLL_CU_ROUTE_KMAX;
     PTRY(CLL_PK_ROUTER, product(s, &C->router, 1, n, s->xn, d, s->xq, s->router, hp->n_expert));
-    PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_route(s->router, n, hp->n_expert, (int32_t)K, hp->moe_norm_topk, s->sel, s->selw, s->st));
+    if (!fuse)
+        PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_route(s->router, n, hp->n_expert, (int32_t)K, hp->moe_norm_topk, s->sel, s->selw, s->st));
     if (n > 1 && moe_grouped(C, n)) { /* prefill: every expert's slots in one launch per product */
         const int64_t nk = n * K;
         PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_sort(s->sel, nk, hp->n_expert, CLL_CU_MOE_BN, s->mids, s->moff, s->mtoff, s->st));
@@ -340,9 +357,21 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
     }
     for (int64_t i = 0; i < n; i++) { /* per token over the gemv path (prefill speed is the next issue) */
         const int32_t *ids = s->sel + i * K;
-        for (int g = 0; g < C->n_gu; g++)
-            PTRY(CLL_PK_EXPERTS, gemv(&C->gu[g], (int)K, ids, s->xn + i * d, 0, (const cll_block_q8_1 *)s->xq + i * qd, 0, s->gu, 2 * f,
-                     s->st));
+        for (int g = 0; g < C->n_gu; g++) {
+            cll_cu_route rt;
+            memset(&rt, 0, sizeof rt);
+            if (fuse && g == 0) { /* later products read the ids this one publishes */
+                rt.logits = s->router;
+                rt.n_expert = hp->n_expert;
+                rt.k = (int32_t)K;
+                rt.renorm = hp->moe_norm_topk;
+                rt.sel = s->sel;
+                rt.selw = s->selw;
+            }
+            PTRY(CLL_PK_EXPERTS, gemv(&C->gu[g], (int)K, rt.logits ? NULL : ids, s->xn + i * d, 0,
+                                      (const cll_block_q8_1 *)s->xq + i * qd, 0, s->gu, 2 * f, s->st, NULL, NULL, NULL,
+                                      NULL, rt.logits ? &rt : NULL));
+        }
         PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * f, K, f, gelu, s->act, s->actq, s->st));
         PTRY(CLL_PK_EXPERTS, gemv(&C->down, (int)K, ids, s->act, f, s->actq, qf, s->moe + i * K * d, d, s->st));
     }

@@ -324,6 +324,64 @@ cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_c
     return CLL_OK;
 }
 
+/* The decode MoE self-routing (cll_cu_route) of a row that serves it: the nb == k slots of one
+ * token routed by the launch itself from random router logits over the n_mat experts must give
+ * what the routing kernel (cll_cu_moe_route) followed by the mat_ids launch gives: the same ids
+ * and weights, and bit-identical outputs. */
+static cll_status gate_self_route(const cll_kernel_row *row, const cll_cu_gemv_impl *impl, const cll_cu_weight *w,
+                                  cll_cu_gemv_args a, int64_t rows, Rng &rng, Dev &dev) {
+    const int32_t E = (int32_t)w->n_mat, K = a.nb;
+    const bool renorm = rng.next() & 1;
+    std::vector<float> lg((size_t)E);
+    for (auto &v : lg) v = 3.0f * rng.uni();
+    float *dlg = NULL, *dyA = NULL, *dyB = NULL, *dwA = NULL, *dwB = NULL;
+    int32_t *dsA = NULL, *dsB = NULL;
+    const size_t ny = (size_t)(a.nb * a.y_stride);
+    GATE_CU(dev.alloc((void **)&dlg, lg.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dlg, lg.data(), lg.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &dyA, ny));
+    GATE_CU(poisoned(dev, &dyB, ny));
+    GATE_CU(poisoned(dev, &dwA, (size_t)K));
+    GATE_CU(poisoned(dev, &dwB, (size_t)K));
+    GATE_CU(dev.alloc((void **)&dsA, (size_t)K * sizeof(int32_t)));
+    GATE_CU(dev.alloc((void **)&dsB, (size_t)K * sizeof(int32_t)));
+    GATE_CU(cudaMemset(dsB, 0xFF, (size_t)K * sizeof(int32_t)));
+    GATE_CU(cll_cu_moe_route(dlg, 1, E, K, renorm, dsA, dwA, 0));
+    cll_cu_gemv_args b = a;
+    a.mat_ids = dsA;
+    a.y = dyA;
+    GATE_CU(impl->gemv(w, &a, 0));
+    b.mat_ids = NULL;
+    b.y = dyB;
+    b.route.logits = dlg;
+    b.route.n_expert = E;
+    b.route.k = K;
+    b.route.renorm = renorm;
+    b.route.sel = dsB;
+    b.route.selw = dwB;
+    GATE_CU(impl->gemv(w, &b, 0));
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> yA(ny), yB(ny), wA((size_t)K), wB((size_t)K);
+    std::vector<int32_t> sA((size_t)K), sB((size_t)K);
+    GATE_CU(cudaMemcpy(yA.data(), dyA, ny * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(yB.data(), dyB, ny * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(wA.data(), dwA, (size_t)K * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(wB.data(), dwB, (size_t)K * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(sA.data(), dsA, (size_t)K * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(sB.data(), dsB, (size_t)K * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    if (sA != sB || memcmp(wA.data(), wB.data(), (size_t)K * sizeof(float)))
+        return cll_err(CLL_ERR_INTERNAL, "gate %s: self-routing chose experts %d.. (w %.6g) where the routing kernel chose %d.. (w %.6g)",
+                       row->name, sB[0], wB[0], sA[0], wA[0]);
+    int64_t differ = 0;
+    for (int k = 0; k < K; k++)
+        for (int64_t r = 0; r < rows; r++)
+            differ += memcmp(&yA[(size_t)(k * a.y_stride + r)], &yB[(size_t)(k * a.y_stride + r)], sizeof(float)) != 0;
+    if (differ)
+        return cll_err(CLL_ERR_INTERNAL, "gate %s: self-routing launch differs from route + mat_ids in %lld of %lld outputs",
+                       row->name, (long long)differ, (long long)(K * rows));
+    return CLL_OK;
+}
+
 /* ---- gemv ---- */
 cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed, cll_cuda_gate_report *rep) {
     const uint32_t t = row->wtype;
@@ -466,6 +524,10 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     }
     if (nb == 1) {
         cll_status st = gate_tail(impl, &w, a, y, rows, rng, dev, rep);
+        if (st != CLL_OK) return st;
+    }
+    if (moe && impl->routes) {
+        cll_status st = gate_self_route(row, impl, &w, a, rows, rng, dev);
         if (st != CLL_OK) return st;
     }
     return verdict(rep, moe ? "gemv moe" : "gemv");

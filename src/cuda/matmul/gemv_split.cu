@@ -12,17 +12,37 @@
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
 #include "cuda/matmul/epilogue.cuh"
+#include "cuda/ops/route.cuh"
+
+/* the self-routing prologue (cll_cu_route): the PDL wait (the router product wrote the logits),
+ * the token's routing in warp 0, block (0, 0) publishes it; returns slot b's expert */
+static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b) {
+    __shared__ float pr[CLL_CU_ROUTE_EMAX];
+    __shared__ int32_t sel[CLL_CU_ROUTE_KMAX];
+    __shared__ float selw[CLL_CU_ROUTE_KMAX];
+    cll_pdl_wait();
+    if (threadIdx.x < 32) {
+        cll_route_warp(rt.logits, rt.n_expert, rt.k, rt.renorm, pr, sel, selw);
+        if (blockIdx.x == 0 && blockIdx.y == 0 && (int)threadIdx.x < rt.k) {
+            rt.sel[threadIdx.x] = sel[threadIdx.x];
+            rt.selw[threadIdx.x] = selw[threadIdx.x];
+        }
+    }
+    __syncthreads();
+    return sel[b];
+}
 
 #define SP_WARPS 4
 #define SP_U 4
 /* >= 5 blocks (20 warps) per SM: caps registers at 102 (Q6_K would take 107; 80 spills) */
 #define SP_MIN_BLOCKS 5
 
-template <class S, int WARPS, int U, bool EPI>
+template <class S, int WARPS, int U, bool EPI, bool RT>
 __global__ void __launch_bounds__(WARPS * 32, SP_MIN_BLOCKS)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
-          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
+          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi,
+          const cll_cu_route rt) {
     typedef typename S::Wv Wv;
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
@@ -36,9 +56,12 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
     }
     int64_t mat = 0;
     bool bad = false;
-    if (mat_ids) { /* the router wrote the ids: wait for it before choosing the matrix */
-        cll_pdl_wait();
-        mat = mat_ids[b];
+    if (RT || mat_ids) { /* the router wrote the logits / ids: wait for it before choosing the matrix */
+        if (RT) mat = sp_route(rt, b);
+        else {
+            cll_pdl_wait();
+            mat = mat_ids[b];
+        }
         bad = mat < 0 || mat >= n_mat;
         if (bad) mat = 0;
     }
@@ -49,7 +72,7 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
         const int64_t g = lane + 32 * u;
         if (live && g < ng) cur[u] = S::load(wr, ng, g);
     }
-    if (!mat_ids) cll_pdl_wait(); /* the activation's producer */
+    if (!RT && !mat_ids) cll_pdl_wait(); /* the activation's producer */
     const cll_block_q8_1 *xb = xq + b * xq_stride;
     float acc = 0.0f;
     /* dead warps (past the rows, or a bad router id: a defined zero) skip the loop but still
@@ -81,17 +104,27 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
     if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
+/* a self-routing launch: one token's nb == k slots, nothing else asked of the kernel */
+static bool sp_route_ok(const cll_cu_gemv_args *a) {
+    const cll_cu_route &r = a->route;
+    return r.k >= 1 && r.k <= CLL_CU_ROUTE_KMAX && r.k <= r.n_expert && r.n_expert <= CLL_CU_ROUTE_EMAX && a->nb == r.k &&
+           !a->mat_ids && !a->epi.on && r.sel && r.selw;
+}
+
 template <class S>
 static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
-    auto k = a->epi.on ? k_gemv_sp<S, SP_WARPS, SP_U, true> : k_gemv_sp<S, SP_WARPS, SP_U, false>;
+    if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
+    auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, SP_U, false, true>
+             : a->epi.on     ? k_gemv_sp<S, SP_WARPS, SP_U, true, false>
+                             : k_gemv_sp<S, SP_WARPS, SP_U, false, false>;
     return cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
                         a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
-                        a->epi);
+                        a->epi, a->route);
 }
 
 /* ---- k_gemv_spx<S, R, U, EPI>: R rows per warp, the activation staged in shared memory, split-K ----
@@ -112,12 +145,12 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
 #define SPX_WARPS 4
 #define SPX_MAX_SMEM (48 * 1024) /* activation rows above 48 KB (cols > 35744) take k_gemv_sp */
 
-template <class S, int R, int U, bool EPI>
+template <class S, int R, int U, bool EPI, bool RT>
 __global__ void __launch_bounds__(SPX_WARPS * 32, SP_MIN_BLOCKS)
 k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride,
            int64_t n_mat, const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
            float *__restrict__ y, int64_t y_stride, int ks_log2, int early, const void *pfn, size_t pfb,
-           const cll_cu_resid_epi epi) {
+           const cll_cu_resid_epi epi, const cll_cu_route rt) {
     typedef typename S::Wv Wv;
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
@@ -131,9 +164,12 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
     const int b = blockIdx.y;
     int64_t mat = 0;
     bool bad = false;
-    if (mat_ids) { /* the router wrote the ids: wait for it before choosing the matrix */
-        cll_pdl_wait();
-        mat = mat_ids[b];
+    if (RT || mat_ids) { /* the router wrote the logits / ids: wait for it before choosing the matrix */
+        if (RT) mat = sp_route(rt, b);
+        else {
+            cll_pdl_wait();
+            mat = mat_ids[b];
+        }
         bad = mat < 0 || mat >= n_mat;
         if (bad) mat = 0;
     }
@@ -166,7 +202,7 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
         }
         if (!staged) { /* first tile: its weights are in flight; now the activation */
             staged = true;
-            if (!mat_ids) cll_pdl_wait(); /* the activation's producer */
+            if (!RT && !mat_ids) cll_pdl_wait(); /* the activation's producer */
             sp_stage_x(xq + b * xq_stride, ngi, sx, threadIdx.x, SPX_WARPS * 32);
             __syncthreads();
         }
@@ -257,7 +293,7 @@ template <class S, int R, int U> static int spx_blocks_per_sm(size_t smem) {
     static int last = 0;
     if (smem != last_smem) {
         int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_spx<S, R, U, false>, SPX_WARPS * 32, smem) != cudaSuccess ||
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_spx<S, R, U, false, false>, SPX_WARPS * 32, smem) != cudaSuccess ||
             n <= 0) {
             cudaGetLastError();
             n = 4;
@@ -287,11 +323,14 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     }
     const dim3 grid((unsigned)gx, (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
-    auto k = a->epi.on ? k_gemv_spx<S, R, U, true> : k_gemv_spx<S, R, U, false>;
+    if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
+    auto k = a->route.logits ? k_gemv_spx<S, R, U, false, true>
+             : a->epi.on     ? k_gemv_spx<S, R, U, true, false>
+                             : k_gemv_spx<S, R, U, false, false>;
     return cll_cu_launch(k, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
                              (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, l, cll_cu_gemv_early_trigger(),
-                             a->pf_next, a->pf_bytes, a->epi);
+                             a->pf_next, a->pf_bytes, a->epi, a->route);
 }
 
 template <class S>

@@ -60,6 +60,21 @@ typedef struct {
     int n_tickets;
 } cll_cu_splitk;
 
+/* A decode MoE product that routes its one token itself (no routing kernel before it): every
+ * block runs the token's routing in one warp (cuda/ops/route.cuh, the routing kernel's own body)
+ * from the router logits, takes expert sel[b] for slot b (nb == k), and block (0, 0) writes sel and
+ * selw for the products and the residual kernel after it. logits NULL: off (mat_ids as given).
+ * Served by the split rows k_gemv_sp / k_gemv_spx (others refuse with cudaErrorNotSupported). */
+#define CLL_CU_ROUTE_EMAX 512
+#define CLL_CU_ROUTE_KMAX 32
+typedef struct {
+    const float *logits; /* (n_expert) the token's router logits */
+    int32_t n_expert, k;
+    bool renorm;
+    int32_t *sel; /* (k) out */
+    float *selw;  /* (k) out */
+} cll_cu_route;
+
 /* nb independent products y_b = W[mat_b] . x_b (b < nb), each of one activation row.
  * Inputs: f32 x_b at x + b*x_stride floats (x_stride 0: one shared row), and its q8_1 form at
  * xq + b*xq_stride blocks (rows that need it; quantized once per layer input by the caller).
@@ -81,6 +96,7 @@ typedef struct {
     size_t pf_bytes;
     cll_cu_resid_epi epi;  /* nb == 1, no mat_ids; every gemv row honours it */
     cll_cu_splitk sk;      /* split-K scratch for the rows that split K over blocks (zeros: none) */
+    cll_cu_route route;    /* nb == route.k, no mat_ids, no epi; the split rows only */
 } cll_cu_gemv_args;
 
 /* launcher of one gemv row; returns the launch's cudaError_t */
@@ -122,6 +138,7 @@ typedef struct {
     cll_cu_moe_fn moe;     /* grouped MoE rows (CLL_KOP_MOE); NULL otherwise */
     bool few;              /* a few-token row: the nb rows are tokens of ONE product (no mat_ids),
                             * each weight byte read once for all (cuda/matmul/gemv_few.cu) */
+    bool routes;           /* honours cll_cu_gemv_args.route (the decode MoE self-routing) */
 } cll_cu_gemv_impl;
 
 /* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),

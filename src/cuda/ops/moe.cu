@@ -5,6 +5,7 @@
  * scaled by a float inverse, renorm sum clamped to >= 2^-14.
  * Launch geometry: one warp per token (grid n x 32 threads); smem n_expert floats. */
 #include "cuda/ops/ops.cuh"
+#include "cuda/ops/route.cuh"
 
 __global__ static void moe_route_kernel(const float *logits, int32_t E, int32_t K, bool renorm, int32_t *sel,
                                         float *selw) {
@@ -12,54 +13,7 @@ __global__ static void moe_route_kernel(const float *logits, int32_t E, int32_t 
     cll_pdl_trigger();
     extern __shared__ float pr[]; /* (E) */
     const int64_t r = blockIdx.x;
-    const int lane = threadIdx.x;
-    const float *lg = logits + r * E;
-    float mx = -INFINITY;
-    for (int x = lane; x < E; x += 32) mx = fmaxf(mx, lg[x]);
-    mx = cll_warp_max(mx);
-    double sum = 0.0;
-    for (int x = lane; x < E; x += 32) {
-        const float e = expf(lg[x] - mx);
-        pr[x] = e;
-        sum += (double)e;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    const float inv = (float)(1.0 / sum);
-    for (int x = lane; x < E; x += 32) pr[x] *= inv;
-    __syncwarp();
-    float wsum = 0.0f;
-    for (int k = 0; k < K; k++) {
-        float bv = -2.0f; /* probabilities are >= 0; taken experts hold -1 */
-        int bi = E;
-        for (int x = lane; x < E; x += 32)
-            if (pr[x] > bv) {
-                bv = pr[x];
-                bi = x;
-            }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-            if (ov > bv || (ov == bv && oi < bi)) {
-                bv = ov;
-                bi = oi;
-            }
-        }
-        __syncwarp();
-        if (lane == 0) {
-            sel[r * K + k] = bi;
-            selw[r * K + k] = bv;
-            pr[bi] = -1.0f;
-        }
-        __syncwarp();
-        wsum += bv;
-    }
-    if (renorm) {
-        if (wsum < 6.103515625e-5f) wsum = 6.103515625e-5f;
-        __syncwarp();
-        for (int k = lane; k < K; k += 32) selw[r * K + k] = selw[r * K + k] / wsum;
-    }
+    cll_route_warp(logits + r * E, E, K, renorm, pr, sel + r * K, selw + r * K);
 }
 
 cudaError_t cll_cu_moe_route(const float *logits, int64_t n, int32_t n_expert, int32_t k, bool renorm, int32_t *sel,
