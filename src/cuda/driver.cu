@@ -313,6 +313,18 @@ static bool moe_fuse_route_on(void) {
     return on != 0;
 }
 
+/* CLLAMA_CUDA_MOE_FUSE_ACT=1: a decode step's expert down product computes its input (the gated
+ * activation of gate|up, q8_1) in its own staging (cll_cu_gemv_args.act_in): no act kernel between
+ * the expert products. Off by default until measured on the H200. */
+static bool moe_fuse_act_on(void) {
+    static int on = -1; /* process-wide setting read once; not state */
+    if (on < 0) {
+        const char *e = getenv("CLLAMA_CUDA_MOE_FUSE_ACT");
+        on = e && e[0] == '1';
+    }
+    return on != 0;
+}
+
 /* MoE FFN of rows [0, n) of xn/xq into s->moe (n, n_used, d) and s->sel/selw */
 static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n) {
     const cll_hparams *hp = &s->dm->m->hp;
@@ -371,6 +383,19 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
             PTRY(CLL_PK_EXPERTS, gemv(&C->gu[g], (int)K, rt.logits ? NULL : ids, s->xn + i * d, 0,
                                       (const cll_block_q8_1 *)s->xq + i * qd, 0, s->gu, 2 * f, s->st, NULL, NULL, NULL,
                                       NULL, rt.logits ? &rt : NULL));
+        }
+        if (n == 1 && moe_fuse_act_on() && C->down.gemv && C->down.gemv->acts) { /* the down product activates */
+            cll_cu_gemv_args a;
+            memset(&a, 0, sizeof a);
+            a.nb = (int)K;
+            a.mat_ids = ids;
+            a.act_in.gu = s->gu;
+            a.act_in.ld = 2 * f;
+            a.act_in.gelu = gelu;
+            a.y = s->moe + i * K * d + C->down.y_off;
+            a.y_stride = d;
+            PTRY(CLL_PK_EXPERTS, C->down.gemv->gemv(&C->down.w, &a, s->st));
+            continue;
         }
         PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * f, K, f, gelu, s->act, s->actq, s->st));
         PTRY(CLL_PK_EXPERTS, gemv(&C->down, (int)K, ids, s->act, f, s->actq, qf, s->moe + i * K * d, d, s->st));

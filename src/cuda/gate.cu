@@ -382,6 +382,54 @@ static cll_status gate_self_route(const cll_kernel_row *row, const cll_cu_gemv_i
     return CLL_OK;
 }
 
+/* The activation computed in a row's staging (act_in): per slot b a random gate|up row (f = cols
+ * gate values, f up values; SiLU or GELU by the seed) must give what the act kernel
+ * (cll_cu_act_q8) followed by the q8_1 launch gives, bit for bit. */
+static cll_status gate_fused_act(const cll_kernel_row *row, const cll_cu_gemv_impl *impl, const cll_cu_weight *w,
+                                 cll_cu_gemv_args a, int64_t rows, int64_t cols, Rng &rng, Dev &dev) {
+    const int64_t f = cols, qf = cols / 32;
+    const bool gelu = rng.next() & 1;
+    std::vector<float> gu((size_t)(a.nb * 2 * f));
+    for (size_t i = 0; i < gu.size(); i++) gu[i] = 4.0f * rng.uni() * (i % 41 == 0 ? 3.0f : 1.0f);
+    float *dgu = NULL, *dact = NULL, *dyA = NULL, *dyB = NULL;
+    void *dactq = NULL;
+    const size_t ny = (size_t)(a.nb * a.y_stride);
+    GATE_CU(dev.alloc((void **)&dgu, gu.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dgu, gu.data(), gu.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&dact, (size_t)(a.nb * f) * sizeof(float)));
+    GATE_CU(dev.alloc(&dactq, (size_t)(a.nb * qf) * sizeof(cll_block_q8_1)));
+    GATE_CU(poisoned(dev, &dyA, ny));
+    GATE_CU(poisoned(dev, &dyB, ny));
+    GATE_CU(cll_cu_act_q8(dgu, 2 * f, a.nb, f, gelu, dact, dactq, 0));
+    cll_cu_gemv_args b = a;
+    a.x = dact;
+    a.x_stride = f;
+    a.xq = dactq;
+    a.xq_stride = qf;
+    a.y = dyA;
+    GATE_CU(impl->gemv(w, &a, 0));
+    b.x = NULL;
+    b.xq = NULL;
+    b.act_in.gu = dgu;
+    b.act_in.ld = 2 * f;
+    b.act_in.gelu = gelu;
+    b.y = dyB;
+    GATE_CU(impl->gemv(w, &b, 0));
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> yA(ny), yB(ny);
+    GATE_CU(cudaMemcpy(yA.data(), dyA, ny * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(yB.data(), dyB, ny * sizeof(float), cudaMemcpyDeviceToHost));
+    int64_t differ = 0;
+    for (int k = 0; k < a.nb; k++)
+        for (int64_t r = 0; r < rows; r++)
+            differ += memcmp(&yA[(size_t)(k * a.y_stride + r)], &yB[(size_t)(k * a.y_stride + r)], sizeof(float)) != 0;
+    if (differ)
+        return cll_err(CLL_ERR_INTERNAL, "gate %s: the activation staged by the launch (%s) differs from act kernel + "
+                       "q8_1 launch in %lld of %lld outputs", row->name, gelu ? "gelu" : "silu", (long long)differ,
+                       (long long)(a.nb * rows));
+    return CLL_OK;
+}
+
 /* ---- gemv ---- */
 cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed, cll_cuda_gate_report *rep) {
     const uint32_t t = row->wtype;
@@ -528,6 +576,10 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     }
     if (moe && impl->routes) {
         cll_status st = gate_self_route(row, impl, &w, a, rows, rng, dev);
+        if (st != CLL_OK) return st;
+    }
+    if (moe && impl->acts) {
+        cll_status st = gate_fused_act(row, impl, &w, a, rows, cols, rng, dev);
         if (st != CLL_OK) return st;
     }
     return verdict(rep, moe ? "gemv moe" : "gemv");

@@ -118,6 +118,7 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
+    if (a->act_in.gu) return cudaErrorNotSupported; /* the staging of k_gemv_spx only */
     auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, SP_U, false, true>
              : a->epi.on     ? k_gemv_sp<S, SP_WARPS, SP_U, true, false>
                              : k_gemv_sp<S, SP_WARPS, SP_U, false, false>;
@@ -145,12 +146,12 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
 #define SPX_WARPS 4
 #define SPX_MAX_SMEM (48 * 1024) /* activation rows above 48 KB (cols > 35744) take k_gemv_sp */
 
-template <class S, int R, int U, bool EPI, bool RT>
+template <class S, int R, int U, bool EPI, bool RT, bool ACT>
 __global__ void __launch_bounds__(SPX_WARPS * 32, SP_MIN_BLOCKS)
 k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride,
            int64_t n_mat, const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
            float *__restrict__ y, int64_t y_stride, int ks_log2, int early, const void *pfn, size_t pfb,
-           const cll_cu_resid_epi epi, const cll_cu_route rt) {
+           const cll_cu_resid_epi epi, const cll_cu_route rt, const float *__restrict__ gu, int64_t gu_ld, bool gelu) {
     typedef typename S::Wv Wv;
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
@@ -203,7 +204,8 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
         if (!staged) { /* first tile: its weights are in flight; now the activation */
             staged = true;
             if (!RT && !mat_ids) cll_pdl_wait(); /* the activation's producer */
-            sp_stage_x(xq + b * xq_stride, ngi, sx, threadIdx.x, SPX_WARPS * 32);
+            if (ACT) sp_stage_act(gu + b * gu_ld, (int64_t)ngi * 32, gelu, ngi, sx, threadIdx.x, SPX_WARPS * 32);
+            else sp_stage_x(xq + b * xq_stride, ngi, sx, threadIdx.x, SPX_WARPS * 32);
             __syncthreads();
         }
         float acc[R];
@@ -293,7 +295,7 @@ template <class S, int R, int U> static int spx_blocks_per_sm(size_t smem) {
     static int last = 0;
     if (smem != last_smem) {
         int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_spx<S, R, U, false, false>, SPX_WARPS * 32, smem) != cudaSuccess ||
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_spx<S, R, U, false, false, false>, SPX_WARPS * 32, smem) != cudaSuccess ||
             n <= 0) {
             cudaGetLastError();
             n = 4;
@@ -308,10 +310,12 @@ template <class S, int R, int U> static int spx_blocks_per_sm(size_t smem) {
  * walking tiles blockIdx.x, + gridDim.x, .. with the activation staged once */
 template <class S, int R, int U, bool PT>
 static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
-    if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
+    const bool act = a->act_in.gu != NULL;
+    if ((!a->xq && !act) || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const int64_t ng = w->cols / 32;
     const size_t smem = (size_t)ng * SP_XW * 4;
+    if (act && (smem > SPX_MAX_SMEM || a->epi.on || a->route.logits)) return cudaErrorNotSupported;
     if (smem > SPX_MAX_SMEM) return sp_gemv_launch<S>(w, a, st);
     const int sms = cll_cu_sm_count(), bps = spx_blocks_per_sm<S, R, U>(smem);
     const int l = sp_pick_ks_log2(w->rows, ng, a->nb, sms, bps, R);
@@ -324,13 +328,14 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     const dim3 grid((unsigned)gx, (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
-    auto k = a->route.logits ? k_gemv_spx<S, R, U, false, true>
-             : a->epi.on     ? k_gemv_spx<S, R, U, true, false>
-                             : k_gemv_spx<S, R, U, false, false>;
+    auto k = act               ? k_gemv_spx<S, R, U, false, false, true>
+             : a->route.logits ? k_gemv_spx<S, R, U, false, true, false>
+             : a->epi.on       ? k_gemv_spx<S, R, U, true, false, false>
+                               : k_gemv_spx<S, R, U, false, false, false>;
     return cll_cu_launch(k, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
                              (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, l, cll_cu_gemv_early_trigger(),
-                             a->pf_next, a->pf_bytes, a->epi, a->route);
+                             a->pf_next, a->pf_bytes, a->epi, a->route, a->act_in.gu, a->act_in.ld, a->act_in.gelu);
 }
 
 template <class S>

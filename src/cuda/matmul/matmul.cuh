@@ -97,6 +97,15 @@ typedef struct {
     cll_cu_resid_epi epi;  /* nb == 1, no mat_ids; every gemv row honours it */
     cll_cu_splitk sk;      /* split-K scratch for the rows that split K over blocks (zeros: none) */
     cll_cu_route route;    /* nb == route.k, no mat_ids, no epi; the split rows only */
+    /* optional (gu non-NULL): the product's input is the gated activation of gate|up rows, b's at
+     * gu + b * ld (f gate values then f up values, f = the weight's cols), activated and quantized to
+     * q8_1 by the launch itself as cuda/ops/norm.cu's act kernel would (same bits); xq is not read.
+     * The rows with cll_cu_gemv_impl.acts only; no epi, no route. */
+    struct {
+        const float *gu;
+        int64_t ld;
+        bool gelu;
+    } act_in;
 } cll_cu_gemv_args;
 
 /* launcher of one gemv row; returns the launch's cudaError_t */
@@ -139,6 +148,7 @@ typedef struct {
     bool few;              /* a few-token row: the nb rows are tokens of ONE product (no mat_ids),
                             * each weight byte read once for all (cuda/matmul/gemv_few.cu) */
     bool routes;           /* honours cll_cu_gemv_args.route (the decode MoE self-routing) */
+    bool acts;             /* honours cll_cu_gemv_args.act_in (the activation computed in the staging) */
 } cll_cu_gemv_impl;
 
 /* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),

@@ -161,7 +161,7 @@ static const uint32_t k_types[CU_NTYPES] = {
 #undef CU_TYPE_ID
 };
 static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
-static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false};
+static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false, false};
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K,
                                       CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S};
@@ -290,13 +290,15 @@ static void fill_impls(void) {
         k_sp_impl[i].routes = true; /* k_gemv_sp / k_gemv_spx honour cll_cu_route */
         k_spx2_impl[i] = k_sp_impl[i];
         k_spx2_impl[i].gemv = o ? o->gemv_r2 : NULL;
-        k_spx4_impl[i] = k_sp_impl[i];
+        k_spx2_impl[i].acts = true; /* k_gemv_spx stages its input: it can compute it (act_in) */
+        k_spx4_impl[i] = k_spx2_impl[i];
         k_spx4_impl[i].gemv = o ? o->gemv_r4 : NULL;
-        k_spx4p_impl[i] = k_sp_impl[i];
+        k_spx4p_impl[i] = k_spx2_impl[i];
         k_spx4p_impl[i].gemv = o ? o->gemv_r4p : NULL;
         k_tma_impl[i] = k_sp_impl[i];
         k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
         k_tma_impl[i].routes = false;
+        k_tma_impl[i].acts = false;
         k_few_impl[i] = k_tma_impl[i];
         k_few_impl[i].gemv = cll_cu_sp_few_gemv(k_sp_types[i]);
         k_few_impl[i].few = true;

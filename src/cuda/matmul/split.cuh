@@ -45,6 +45,7 @@
 #include "cuda/formats.cuh"
 
 #include "cuda/matmul/matmul.cuh"
+#include "cuda/ops/ops.cuh"
 
 /* unrolled on the device; the host pass (gcc) does not know the pragma */
 #ifdef __CUDA_ARCH__
@@ -195,6 +196,33 @@ static __device__ __forceinline__ void sp_ldq8_sums(const cll_block_q8_1 *__rest
     }
     *a = sa;
     *b = sb;
+}
+/* sp_stage_x of the act kernel's output without the act kernel: the gated activation of gu (f gate
+ * then f up values) quantized per 32-element group as cll_warp_q8_1 does (same bits), a warp per
+ * group; elements past f are zero (the act kernel's padding) */
+static __device__ __forceinline__ void sp_stage_act(const float *__restrict__ gu, int64_t f, bool gelu, int ng, int *sx,
+                                                    int tid, int nt) {
+    const int lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+    for (int g = warp; g < ng; g += nw) {
+        const int64_t j = (int64_t)g * 32 + lane;
+        const float v = j < f ? cll_act_gated(gu[j], gu[f + j], gelu) : 0.0f;
+        const float amax = cll_warp_max(fabsf(v));
+        const float d = amax / 127.f;
+        const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+        const int q = __float2int_rn(v * id);
+        int half = q; /* the sums of lanes 0..15 and 16..31 */
+#pragma unroll
+        for (int o = 8; o > 0; o >>= 1) half += __shfl_xor_sync(0xffffffffu, half, o);
+        const int other = __shfl_xor_sync(0xffffffffu, half, 16);
+        int *dst = sx + SP_XW * g;
+        ((int8_t *)(dst + 1))[lane] = (int8_t)q;
+        if (lane == 0) {
+            const int sum = half + other;
+            dst[0] = (int)((uint32_t)cll_f2h(d) | ((uint32_t)cll_f2h(d * (float)sum) << 16));
+            dst[9] = half;
+            dst[10] = other;
+        }
+    }
 }
 static __device__ __forceinline__ void sp_stage_x(const cll_block_q8_1 *__restrict__ xq, int ng, int *sx, int tid,
                                                   int nt) {

@@ -267,17 +267,6 @@ cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t 
     return cudaGetLastError();
 }
 
-/* ggml-cpu's GELU-tanh: the fp16 table entry of fp16(x) (cll_ops_gelu_table_init), saturated
- * outside (-10, 10) */
-static __device__ __forceinline__ float gelu_fp16_table(float x) {
-    if (x <= -10.0f) return 0.0f;
-    if (x >= 10.0f) return x;
-    const float k_sqrt_2_over_pi = 0.79788456080286535587989211986876f, k_a = 0.044715f;
-    const float xh = __half2float(__float2half_rn(x));
-    const float y = 0.5f * xh * (1.0f + tanhf(k_sqrt_2_over_pi * xh * fmaf(k_a * xh, xh, 1.0f)));
-    return __half2float(__float2half_rn(y));
-}
-
 __global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, bool gelu, float *y, cll_block_q8_1 *yq) {
     cll_pdl_wait();
     cll_pdl_trigger();
@@ -287,8 +276,7 @@ __global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, boo
     const int64_t nblk = (f + 31) / 32, b = j / 32;
     float v = 0.0f;
     if (j < f) {
-        const float g = gu[r * ld + j], u = gu[r * ld + f + j];
-        v = gelu ? __fmul_rn(gelu_fp16_table(g), u) : __fmul_rn(g / (1.0f + expf(-g)), u);
+        v = cll_act_gated(gu[r * ld + j], gu[r * ld + f + j], gelu);
         y[r * f + j] = v;
     }
     if (yq && b < nblk) cll_warp_q8_1(v, yq + r * nblk + b, lane);

@@ -31,6 +31,22 @@ static __device__ __forceinline__ void cll_warp_q8_1(float v, cll_block_q8_1 *bl
     }
 }
 
+/* ggml-cpu's GELU-tanh: the fp16 table entry of fp16(x) (cll_ops_gelu_table_init), saturated
+ * outside (-10, 10) */
+static __device__ __forceinline__ float gelu_fp16_table(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float k_sqrt_2_over_pi = 0.79788456080286535587989211986876f, k_a = 0.044715f;
+    const float xh = __half2float(__float2half_rn(x));
+    const float y = 0.5f * xh * (1.0f + tanhf(k_sqrt_2_over_pi * xh * fmaf(k_a * xh, xh, 1.0f)));
+    return __half2float(__float2half_rn(y));
+}
+/* the gated FFN activation of one element: GELU-tanh(g) * u or SiLU(g) * u, as src/cpu rounds it
+ * (the act kernel, cuda/ops/norm.cu, and the fused staging of cuda/matmul/split.cuh) */
+static __device__ __forceinline__ float cll_act_gated(float g, float u, bool gelu) {
+    return gelu ? __fmul_rn(gelu_fp16_table(g), u) : __fmul_rn(g / (1.0f + expf(-g)), u);
+}
+
 /* q8_1 of 32 elements held as one float4 by each of 8 consecutive lanes (sub = lane & 7), as
  * cll_warp_q8_1 rounds them (amax over the 32, q = rn(v * 127/amax), s = d * sum q). Every lane
  * of the warp calls it (zeros past the row); write: this lane's group is a block of the row. */
