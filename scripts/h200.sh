@@ -16,6 +16,8 @@
 #               (recorded), with --ref llama-bench the same way on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
+#       owed    what the changes not yet run there wait for: gates, MoE goldens with the MoE knobs,
+#               the IQ4_XS / IQ3_S cells, q3moe tg128 under each MoE knob
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
 #               mixed prompts, a 4096-token prompt mid-run, --check)
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
@@ -342,6 +344,20 @@ join_gemma() {
     { echo "gemma parts missing or corrupt"; rm -f "$g"; }
 }
 
+# owed: the measurements the changes not yet run on the H200 are waiting for (one call, ~5 min):
+# the kernel gates (IQ4_XS word order, IQ3_S shared grid, MoE self-routing and fused act), the
+# golden files with both MoE knobs on, tg128/pp512 of the IQ4_XS and IQ3_S cells (recorded; last
+# measured 430.1 and 298.1 tok/s tg128 before those changes), and q3moe tg128 under each MoE knob
+owed() {
+  dev_env
+  .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate.log" | grep -E "FAIL|self-rout|activation staged|\[  (PASSED|FAILED)" | tail -20
+  CLLAMA_CUDA_MOE_FUSE_ROUTE=1 CLLAMA_CUDA_MOE_FUSE_ACT=1 CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 |
+    tee "$OUT/golden_moe.log" | grep -E "qwen3moe|mixtral|synthetic|\[  (PASSED|FAILED)" | tail -12
+  bench 'IQ4_XS|IQ3_S'
+  AB_ENVS=(- CLLAMA_CUDA_MOE_FUSE_ROUTE=1 CLLAMA_CUDA_MOE_FUSE_ACT=1 CLLAMA_CUDA_MOE_FUSE_ROUTE=1+CLLAMA_CUDA_MOE_FUSE_ACT=1)
+  ab q3moe-L24-Q4_K_M
+}
+
 cmd=${1:-}; shift || true
 case $cmd in
   pack) pack "$@" ;;
@@ -356,5 +372,6 @@ case $cmd in
   long) long "$@" ;;
   batched) batched "$@" ;;
   serve) serve "$@" ;;
+  owed) owed ;;
   *) sed -n '2,20p' "$0"; exit 2 ;;
 esac
