@@ -215,6 +215,22 @@ static cll_cu_form pick(uint32_t t, int64_t n_mat, int64_t n, bool resident, boo
     return cll_cu_pick_form(&q);
 }
 
+/* the attention kernel's q heads per block (pure): the group capped at 8, spread while the grid is
+ * under the floor */
+static void test_attn_heads_per_block(void **state) {
+    (void)state;
+    assert_int_equal(cll_cu_attn_heads_per_block(32, 32, 1, 1, 64), 1);  /* l2-7b: no GQA */
+    assert_int_equal(cll_cu_attn_heads_per_block(32, 8, 1, 1, 64), 1);   /* l3-8b tg128: 8 -> 32 blocks */
+    assert_int_equal(cll_cu_attn_heads_per_block(32, 8, 32, 1, 64), 4);  /* n_ctx 4096: 256 blocks already */
+    assert_int_equal(cll_cu_attn_heads_per_block(32, 4, 1, 1, 64), 1);   /* q3moe tg128: 4 -> 32 blocks */
+    assert_int_equal(cll_cu_attn_heads_per_block(32, 4, 2, 1, 64), 1);   /* 2 chunks: 32 blocks at HG 2, 64 at 1 */
+    assert_int_equal(cll_cu_attn_heads_per_block(32, 4, 1, 16, 64), 8);  /* 16 rows: 64 blocks at HG 8 */
+    assert_int_equal(cll_cu_attn_heads_per_block(48, 4, 8, 1, 64), 8);   /* group 12: HG 8, 2 sub-groups: 64 blocks */
+    assert_int_equal(cll_cu_attn_heads_per_block(6, 2, 1, 1, 64), 1);    /* group 3: HG 4, then spread */
+    assert_int_equal(cll_cu_attn_heads_per_block(6, 2, 1, 1, 1), 4);     /* no floor: group 3 in one block (HG 4) */
+    assert_int_equal(cll_cu_attn_heads_per_block(8, 0, 1, 1, 64), 1);    /* no kv heads: defined */
+}
+
 static void test_pick_form(void **state) {
     (void)state;
     const int32_t h = CLL_KDEVICE_CUDA_SM(9, 0);
@@ -388,6 +404,7 @@ int main(void) {
         cmocka_unit_test(test_decoders_host),
         cmocka_unit_test(test_table_shape),
         cmocka_unit_test(test_pick_form),
+        cmocka_unit_test(test_attn_heads_per_block),
     };
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) {
@@ -398,6 +415,7 @@ int main(void) {
         cmocka_unit_test(test_decoders_host),
         cmocka_unit_test(test_table_shape),
         cmocka_unit_test(test_pick_form),
+        cmocka_unit_test(test_attn_heads_per_block),
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),

@@ -44,6 +44,12 @@ typedef struct {
     int32_t device;        /* CLL_KDEVICE_CUDA_SM(major, minor), or 0 = not known */
 } cll_cu_form_query;
 cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q);
+/* q heads per block of the split GQA attention kernel (cuda/ops/attn.cu: 1, 2, 4 or 8, one kv
+ * head's group): the largest power of two <= min(group, 8), halved while the grid (n_kv x
+ * ceil(group / HG) x n_chunks x n_rows) would hold fewer than min_blocks blocks. A block runs its
+ * heads one after another, so a small grid (decode over a short context: one chunk) wants them
+ * spread; a group's K/V rows are then read once per block (from L2). */
+int cll_cu_attn_heads_per_block(int32_t n_head, int32_t n_kv, int32_t n_chunks, int64_t n_rows, int32_t min_blocks);
 const char *cll_cu_form_name(cll_cu_form f);
 /* The few-token gemv (a batched decode step: 2..few_max tokens of a dense weight, every weight
  * byte read once for all of them; cuda/matmul/gemv_few.cu): its geometry and the pure choices

@@ -103,3 +103,11 @@ int cll_cu_mma_tile_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, in
     while (ks > 1 && ks * nt * rows > ws_floats) ks--;
     return ks < 2 ? 1 : (int)ks;
 }
+
+int cll_cu_attn_heads_per_block(int32_t n_head, int32_t n_kv, int32_t n_chunks, int64_t n_rows, int32_t min_blocks) {
+    if (n_kv <= 0 || n_head < n_kv) return 1;
+    const int G = n_head / n_kv, gq = G < 8 ? G : 8;
+    int hg = gq <= 1 ? 1 : gq <= 2 ? 2 : gq <= 4 ? 4 : 8;
+    while (hg > 1 && (int64_t)n_kv * ((G + hg - 1) / hg) * n_chunks * n_rows < min_blocks) hg /= 2;
+    return hg;
+}

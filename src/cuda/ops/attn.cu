@@ -15,6 +15,7 @@
  * Registers: 56 (ptxas, q + acc 8 each per lane, no spills); smem: 4 x (2 + 256) floats.
  * Counts: (n, n_head) ints, zeroed once at state creation; the merging block re-zeroes its own. */
 #include "cuda/ops/ops.cuh"
+#include "cuda/pick.h"
 
 #define ATTN_WARPS 4
 #define ATTN_MAX_T 8 /* head dim <= 256: 8 elements per lane */
@@ -582,13 +583,11 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         if (ac.min_chunk <= 0) ac.min_chunk = env_min;
         a = &ac;
         const int G = a->n_head / a->n_kv;
-        const int gq = G < 8 ? G : 8;
-        int HG = gq <= 1 ? 1 : gq <= 2 ? 2 : gq <= 4 ? 4 : 8;
         /* a small grid (decode over a short context: one chunk per head group) leaves most SMs idle
          * and each block runs its heads one after another: fewer q heads per block, more blocks
          * (each head's arithmetic is the same for any HG; K/V rows are re-read from L2). H200
-         * tg128: l3-8b Q4_K_M 8 -> 32 blocks, 424 -> 442 tok/s; q3moe Q4_K_M 4 -> 32, 756 -> 846 */
-        while (HG > 1 && (int64_t)a->n_kv * ((G + HG - 1) / HG) * a->n_chunks * n < FA_MIN_BLOCKS) HG /= 2;
+         * tg128: l3-8b Q4_K_M 8 -> 32 blocks, 422.5 -> 445.6 tok/s; q3moe Q4_K_M 4 -> 32, 755.8 -> 849.0 */
+        const int HG = cll_cu_attn_heads_per_block(a->n_head, a->n_kv, a->n_chunks, n, FA_MIN_BLOCKS);
         const int n_sub = (G + HG - 1) / HG;
         dim3 g((unsigned)(a->n_kv * n_sub), (unsigned)a->n_chunks, (unsigned)n);
         dim3 b(32 * FA_WARPS);
