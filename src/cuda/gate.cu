@@ -1395,6 +1395,108 @@ extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t r
     return CLL_OK;
 }
 
+/* the decode attention as a step runs it (fused rope, F16 cache, one token at position len - 1,
+ * n_ctx / CLL_CU_ATTN_CHUNK-style chunks given as n_chunks), over `layers` separate caches and
+ * q|k|v rows so the K/V rows stream as a step's layers do; one CUDA graph of the layers' launches
+ * (programmatic dependent launch as in a step), replayed: microseconds per launch */
+extern "C" cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int len, int n_ctx, int n_chunks, int layers,
+                                             int reps, double *us) {
+    if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || len < 1 || len > n_ctx || n_chunks < 1 || layers < 1 ||
+        reps < 1)
+        return cll_err(CLL_ERR_ARG, "bench attn: bad shape");
+    const int64_t ldq = (int64_t)n_head * hd + 2 * (int64_t)n_kv * hd, kvw = (int64_t)n_kv * hd;
+    const size_t cache = (size_t)n_ctx * (size_t)kvw; /* halves per layer and K or V */
+    Dev dev;
+    uint16_t *dk = NULL, *dv = NULL;
+    float *dqkv = NULL, *dout = NULL, *dpart = NULL;
+    int32_t *dpos = NULL, *dseq = NULL, *dcount = NULL;
+    GATE_CU(dev.alloc((void **)&dk, cache * (size_t)layers * 2));
+    GATE_CU(dev.alloc((void **)&dv, cache * (size_t)layers * 2));
+    k_fill_random<<<1024, 256>>>((uint32_t *)dk, cache * (size_t)layers / 2, 0x51u);
+    k_fill_random<<<1024, 256>>>((uint32_t *)dv, cache * (size_t)layers / 2, 0x52u);
+    GATE_CU(cudaGetLastError());
+    GATE_CU(dev.alloc((void **)&dqkv, (size_t)(ldq * layers) * sizeof(float)));
+    k_fill_random<<<64, 256>>>((uint32_t *)dqkv, (size_t)(ldq * layers), 0x53u);
+    GATE_CU(cudaGetLastError());
+    GATE_CU(dev.alloc((void **)&dout, (size_t)n_head * hd * sizeof(float)));
+    GATE_CU(dev.alloc((void **)&dpart, (size_t)n_head * n_chunks * (hd + 2) * sizeof(float)));
+    GATE_CU(dev.alloc((void **)&dcount, (size_t)n_head * sizeof(int)));
+    GATE_CU(cudaMemset(dcount, 0, (size_t)n_head * sizeof(int)));
+    const int32_t hpos = len - 1, hseq = 0;
+    GATE_CU(dev.alloc((void **)&dpos, sizeof(int32_t)));
+    GATE_CU(dev.alloc((void **)&dseq, sizeof(int32_t)));
+    GATE_CU(cudaMemcpy(dpos, &hpos, sizeof hpos, cudaMemcpyHostToDevice));
+    GATE_CU(cudaMemcpy(dseq, &hseq, sizeof hseq, cudaMemcpyHostToDevice));
+    cudaStream_t st;
+    GATE_CU(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t err = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+    for (int l = 0; l < layers && err == cudaSuccess; l++) {
+        cll_cu_rope_args R;
+        memset(&R, 0, sizeof R);
+        R.qkv = dqkv + (int64_t)l * ldq;
+        R.ld = ldq;
+        R.pos = dpos;
+        R.seq = dseq;
+        R.kc = dk + cache * (size_t)l;
+        R.vc = dv + cache * (size_t)l;
+        R.kv_f16 = true;
+        R.n_head = n_head;
+        R.n_kv = n_kv;
+        R.hd_k = R.hd_v = hd;
+        R.n_rot = hd;
+        R.n_ctx = n_ctx;
+        R.rope_base = 10000.0f;
+        R.freq_scale = 1.0f;
+        R.q_scale = 1.0f;
+        R.eps = 1e-6f;
+        cll_cu_attn_args a;
+        memset(&a, 0, sizeof a);
+        a.q = R.qkv;
+        a.ld_q = ldq;
+        a.kc = R.kc;
+        a.vc = R.vc;
+        a.kv_f16 = true;
+        a.pos = dpos;
+        a.seq = dseq;
+        a.n_head = n_head;
+        a.n_kv = n_kv;
+        a.hd_k = a.hd_v = hd;
+        a.n_ctx = n_ctx;
+        a.scale = 1.0f / sqrtf((float)hd);
+        a.n_chunks = n_chunks;
+        a.chunk = (n_ctx + n_chunks - 1) / n_chunks;
+        a.part = dpart;
+        a.count = dcount;
+        a.out = dout;
+        a.fuse_rope = true;
+        a.rope = R;
+        err = cll_cu_attention(&a, 1, st);
+    }
+    cudaError_t e2 = cudaStreamEndCapture(st, &graph);
+    if (err == cudaSuccess) err = e2;
+    if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (err == cudaSuccess) err = cudaEventCreate(&e0);
+    if (err == cudaSuccess) err = cudaEventCreate(&e1);
+    float ms = 0.0f;
+    for (int w = 0; w < 20 && err == cudaSuccess; w++) err = cudaGraphLaunch(exec, st); /* warm-up */
+    if (err == cudaSuccess) err = cudaEventRecord(e0, st);
+    for (int r = 0; r < reps && err == cudaSuccess; r++) err = cudaGraphLaunch(exec, st);
+    if (err == cudaSuccess) err = cudaEventRecord(e1, st);
+    if (err == cudaSuccess) err = cudaEventSynchronize(e1);
+    if (err == cudaSuccess) err = cudaEventElapsedTime(&ms, e0, e1);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    cudaStreamDestroy(st);
+    GATE_CU(err);
+    *us = (double)ms * 1e3 / ((double)reps * layers);
+    return CLL_OK;
+}
+
 extern "C" cll_status cll_cuda_bench_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps) {
     return cll_cuda_bench_row_us(row, rows, cols, nb, reps, gbps, NULL);
 }

@@ -90,6 +90,10 @@ cll_status cll_cuda_gate_tables(void);
  * launch over the mean launch time; *us (may be NULL) = that mean time in microseconds.
  * Weights are device-filled random bytes (speed does not depend on their values). */
 cll_status cll_cuda_bench_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps);
+/* the decode attention (fused rope, F16 cache) of one token at position len - 1 over n_chunks key
+ * chunks of an n_ctx context, `layers` separate caches in one replayed CUDA graph: *us per launch */
+cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int len, int n_ctx, int n_chunks, int layers, int reps,
+                                  double *us);
 cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps,
                                  double *us);
 

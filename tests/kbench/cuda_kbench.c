@@ -5,6 +5,10 @@
  * microseconds per product, GB/s of weight bytes, % of the H200's 4300 GB/s (the target is 75%);
  * at the end one "summary" line per row: min and avg % of peak over the shapes it ran.
  * usage: cuda_kbench [-r reps] [-T type[,type..]] [-k part-of-row-name] [-s RxC] [-n nb] [-G (skip gates)]
+ *        cuda_kbench -A [-r reps]: the decode attention instead (cll_cuda_bench_attn_us: fused rope, F16
+ *        cache, 32 layers' caches in one replayed graph) on the l2-7b / l3-8b / q3moe head shapes at
+ *        128, 1024 and 8192 keys, the grid chunked as a step of that context is: us per launch and
+ *        the K/V bytes it reads per second
  * Exit: 0 all gates passed, 1 a gate failed, 77 no CUDA build or device. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,29 @@ static const struct { int64_t rows, cols; const char *what; } k_shapes[] = {
     {4096, 14336, "l3-8B ffn_down"}, {128256, 4096, "l3-8B output"},
 };
 
+/* -A: the decode attention on the anchor models' head shapes */
+static int bench_attention(int reps) {
+    static const struct { int hd, n_head, n_kv; const char *what; } heads[] = {
+        {128, 32, 32, "l2-7b (MHA)"}, {128, 32, 8, "l3-8b (GQA 4)"}, {128, 32, 4, "q3moe (GQA 8)"}};
+    static const int lens[] = {128, 1024, 8192};
+    int failed = 0;
+    printf("%-16s %7s %7s %7s %10s %9s\n", "heads", "keys", "n_ctx", "chunks", "us", "KV GB/s");
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++)
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            const int len = lens[l], n_ctx = len + 128, chunks = (n_ctx + 127) / 128; /* a step's grid (CLL_CU_ATTN_CHUNK) */
+            double us = 0;
+            if (cll_cuda_bench_attn_us(heads[h].hd, heads[h].n_head, heads[h].n_kv, len, n_ctx, chunks, 32, reps, &us) != CLL_OK) {
+                printf("%-16s %7d bench error: %s\n", heads[h].what, len, cll_last_error());
+                failed++;
+                continue;
+            }
+            const double kv = 2.0 * len * heads[h].n_kv * heads[h].hd * 2.0; /* K and V, f16 */
+            printf("%-16s %7d %7d %7d %10.2f %9.1f\n", heads[h].what, len, n_ctx, chunks, us, kv / (us * 1e3));
+            fflush(stdout);
+        }
+    return failed ? 1 : 0;
+}
+
 static bool type_listed(const char *list, uint32_t t) {
     if (!list) return true;
     const char *name = cll_type_name(t);
@@ -40,7 +67,7 @@ static bool type_listed(const char *list, uint32_t t) {
 
 int main(int argc, char **argv) {
     int reps = 20, nb = 1;
-    bool gates = true;
+    bool gates = true, attn = false;
     const char *types = NULL, *only = NULL;
     int64_t s_rows = 0, s_cols = 0;
     for (int i = 1; i < argc; i++) {
@@ -49,11 +76,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-k") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) nb = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-G")) gates = false;
+        else if (!strcmp(argv[i], "-A")) attn = true;
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             long long r, c;
             if (sscanf(argv[++i], "%lldx%lld", &r, &c) == 2) s_rows = r, s_cols = c;
         } else {
-            fprintf(stderr, "usage: %s [-r reps] [-T type[,type..]] [-k row] [-s RxC] [-n nb] [-G]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-r reps] [-T type[,type..]] [-k row] [-s RxC] [-n nb] [-G] | -A [-r reps]\n", argv[0]);
             return 2;
         }
     }
@@ -70,6 +98,7 @@ int main(int argc, char **argv) {
     if (cll_cuda_device_info(0, &dev) == CLL_OK)
         printf("device: %s, %d SMs, cc %d.%d, mem clock %d kHz x %d bit\n", dev.name, dev.sm_count, dev.cc_major,
                dev.cc_minor, dev.mem_clock_khz, dev.mem_bus_bits);
+    if (attn) return bench_attention(reps);
     const cll_kernel_table *t = cll_cuda_kernel_table();
     if (!t) return 77;
     int failed = 0;
