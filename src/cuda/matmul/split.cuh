@@ -12,8 +12,8 @@
  * (ng = cols/32 groups, nsb = cols/256 super-blocks). A group's 16 quant bytes are in Q4_0 order
  * (byte i: element i low nibble, element i+16 high nibble), so lane word k pairs with activation
  * words k (low) and 4+k (high); IQ4_XS keeps the word pairing but orders each word's nibbles by
- * element (its table lookup then needs no interleave, CuSp<IQ4_XS>). The regions add up to exactly the file's row bytes, so the row
- * stride (rounded to 16) and every size are layout 0's. Element decoders (deq: get_rows, gemm
+ * element (its table lookup then needs no interleave, CuSp<IQ4_XS>). The regions add up to
+ * exactly the file's row bytes, so the row stride (rounded to 16) and every size are layout 0's. Element decoders (deq: get_rows, gemm
  * panel) read the same layout and stay bit-exact with to_f32.
  *
  * k_gemv_sp<S, WARPS=4, U=4> launch geometry: 128-thread blocks, one output row per warp, grid
