@@ -882,6 +882,50 @@ cll_status gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_
     return verdict(rep, "attention prefill");
 }
 
+/* the rope and attention args of a one-token decode step over one layer's F16 cache (rope over the
+ * whole head, base 10000; the gate and the bench); fuse_rope is left to the caller */
+static void decode_attn_args(float *qkv, int64_t ldq, void *kc, void *vc, const int32_t *pos, const int32_t *seq, int hd,
+                             int n_head, int n_kv, int n_ctx, cll_cu_kvmap map, int n_chunks, float *part, int *count,
+                             float *out, cll_cu_rope_args *R, cll_cu_attn_args *a) {
+    memset(R, 0, sizeof *R);
+    R->qkv = qkv;
+    R->ld = ldq;
+    R->pos = pos;
+    R->seq = seq;
+    R->kc = kc;
+    R->vc = vc;
+    R->kv_f16 = true;
+    R->n_head = n_head;
+    R->n_kv = n_kv;
+    R->hd_k = R->hd_v = hd;
+    R->n_rot = hd;
+    R->n_ctx = n_ctx;
+    R->map = map;
+    R->rope_base = 10000.0f;
+    R->freq_scale = 1.0f;
+    R->q_scale = 1.0f;
+    R->eps = 1e-6f;
+    memset(a, 0, sizeof *a);
+    a->q = qkv;
+    a->ld_q = ldq;
+    a->kc = kc;
+    a->vc = vc;
+    a->kv_f16 = true;
+    a->pos = pos;
+    a->seq = seq;
+    a->n_head = n_head;
+    a->n_kv = n_kv;
+    a->hd_k = a->hd_v = hd;
+    a->n_ctx = n_ctx;
+    a->map = map;
+    a->scale = 1.0f / sqrtf((float)hd);
+    a->n_chunks = n_chunks;
+    a->chunk = (n_ctx + n_chunks - 1) / n_chunks;
+    a->part = part;
+    a->count = count;
+    a->out = out;
+}
+
 /* ---- decode attention (the split GQA kernel, one token) ----
  * Two device runs on the same inputs: A = the rope kernel, then attention on the roped q; B = the
  * attention blocks doing the rope themselves (fuse_rope: the first K/V tile is staged before the
@@ -937,44 +981,9 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
     cll_cu_kvmap map = {paged ? dtab : NULL, nblk, shift};
     for (int k = 0; k < 2; k++) {
         cll_cu_rope_args R;
-        memset(&R, 0, sizeof R);
-        R.qkv = dqkv[k];
-        R.ld = ldq;
-        R.pos = dpos;
-        R.seq = dseq;
-        R.kc = dk[k];
-        R.vc = dv[k];
-        R.kv_f16 = true;
-        R.n_head = n_head;
-        R.n_kv = n_kv;
-        R.hd_k = R.hd_v = hd;
-        R.n_rot = hd;
-        R.n_ctx = n_ctx;
-        R.map = map;
-        R.rope_base = 10000.0f;
-        R.freq_scale = 1.0f;
-        R.q_scale = 1.0f;
-        R.eps = 1e-6f;
         cll_cu_attn_args a;
-        memset(&a, 0, sizeof a);
-        a.q = dqkv[k];
-        a.ld_q = ldq;
-        a.kc = dk[k];
-        a.vc = dv[k];
-        a.kv_f16 = true;
-        a.pos = dpos;
-        a.seq = dseq;
-        a.n_head = n_head;
-        a.n_kv = n_kv;
-        a.hd_k = a.hd_v = hd;
-        a.n_ctx = n_ctx;
-        a.map = map;
-        a.scale = 1.0f / sqrtf((float)hd);
-        a.n_chunks = n_chunks;
-        a.chunk = (n_ctx + n_chunks - 1) / n_chunks;
-        a.part = dpart;
-        a.count = dcount;
-        a.out = dout[k];
+        decode_attn_args(dqkv[k], ldq, dk[k], dv[k], dpos, dseq, hd, n_head, n_kv, n_ctx, map, n_chunks, dpart, dcount,
+                         dout[k], &R, &a);
         cudaError_t e = cudaSuccess;
         if (k == 0) {
             e = cll_cu_qkv_rope_store(&R, 1, 0);
@@ -1434,42 +1443,10 @@ extern "C" cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int l
     cudaError_t err = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
     for (int l = 0; l < layers && err == cudaSuccess; l++) {
         cll_cu_rope_args R;
-        memset(&R, 0, sizeof R);
-        R.qkv = dqkv + (int64_t)l * ldq;
-        R.ld = ldq;
-        R.pos = dpos;
-        R.seq = dseq;
-        R.kc = dk + cache * (size_t)l;
-        R.vc = dv + cache * (size_t)l;
-        R.kv_f16 = true;
-        R.n_head = n_head;
-        R.n_kv = n_kv;
-        R.hd_k = R.hd_v = hd;
-        R.n_rot = hd;
-        R.n_ctx = n_ctx;
-        R.rope_base = 10000.0f;
-        R.freq_scale = 1.0f;
-        R.q_scale = 1.0f;
-        R.eps = 1e-6f;
         cll_cu_attn_args a;
-        memset(&a, 0, sizeof a);
-        a.q = R.qkv;
-        a.ld_q = ldq;
-        a.kc = R.kc;
-        a.vc = R.vc;
-        a.kv_f16 = true;
-        a.pos = dpos;
-        a.seq = dseq;
-        a.n_head = n_head;
-        a.n_kv = n_kv;
-        a.hd_k = a.hd_v = hd;
-        a.n_ctx = n_ctx;
-        a.scale = 1.0f / sqrtf((float)hd);
-        a.n_chunks = n_chunks;
-        a.chunk = (n_ctx + n_chunks - 1) / n_chunks;
-        a.part = dpart;
-        a.count = dcount;
-        a.out = dout;
+        const cll_cu_kvmap flat = {NULL, 0, 0};
+        decode_attn_args(dqkv + (int64_t)l * ldq, ldq, dk + cache * (size_t)l, dv + cache * (size_t)l, dpos, dseq, hd,
+                         n_head, n_kv, n_ctx, flat, n_chunks, dpart, dcount, dout, &R, &a);
         a.fuse_rope = true;
         a.rope = R;
         err = cll_cu_attention(&a, 1, st);
