@@ -17,12 +17,15 @@
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
                         int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
                         const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL,
-                        const cll_cu_splitk *sk = NULL, const cll_cu_route *route = NULL) {
+                        const cll_cu_splitk *sk = NULL, const cll_cu_gemv_args *fused = NULL) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
     if (epi) a.epi = *epi;
     if (sk) a.sk = *sk;
-    if (route) a.route = *route;
+    if (fused) { /* the MoE decode fusions: routing and / or the activation done by the product */
+        a.route = fused->route;
+        a.act_in = fused->act_in;
+    }
     if (next && !ids) { /* the step's next product: its first bytes into L2 as this one drains */
         const size_t nb_ = next->w.mat_stride, cap = cll_cu_l2next_bytes();
         a.pf_next = next->w.d;
@@ -301,29 +304,20 @@ static cudaError_t moe_product(const cll_cu_part *p, const cll_cu_moe_args *a, c
     return p->w16.d ? p->moe16->moe(&p->w16, a, st) : p->moe->moe(&p->w, a, st);
 }
 
-/* CLLAMA_CUDA_MOE_FUSE_ROUTE=1: a decode step's first expert product routes the token itself
- * (cll_cu_route: no routing kernel between the router product and the experts). Off by default
- * until measured on the H200. */
-static bool moe_fuse_route_on(void) {
-    static int on = -1; /* process-wide setting read once; not state */
-    if (on < 0) {
-        const char *e = getenv("CLLAMA_CUDA_MOE_FUSE_ROUTE");
-        on = e && e[0] == '1';
+/* an opt-in knob (NAME=1), read once per process into *cache (-1: not read yet; not state) */
+static bool env_opt_in(int *cache, const char *name) {
+    if (*cache < 0) {
+        const char *e = getenv(name);
+        *cache = e && e[0] == '1';
     }
-    return on != 0;
+    return *cache != 0;
 }
-
-/* CLLAMA_CUDA_MOE_FUSE_ACT=1: a decode step's expert down product computes its input (the gated
- * activation of gate|up, q8_1) in its own staging (cll_cu_gemv_args.act_in): no act kernel between
- * the expert products. Off by default until measured on the H200. */
-static bool moe_fuse_act_on(void) {
-    static int on = -1; /* process-wide setting read once; not state */
-    if (on < 0) {
-        const char *e = getenv("CLLAMA_CUDA_MOE_FUSE_ACT");
-        on = e && e[0] == '1';
-    }
-    return on != 0;
-}
+/* The MoE decode fusions, off by default until measured on the H200:
+ * CLLAMA_CUDA_MOE_FUSE_ROUTE=1: the first expert product routes the token itself (cll_cu_route: no
+ * routing kernel between the router product and the experts);
+ * CLLAMA_CUDA_MOE_FUSE_ACT=1: the expert down product computes its input (the gated activation of
+ * gate|up, q8_1) in its own staging (cll_cu_gemv_args.act_in: no act kernel between the products). */
+static int g_moe_fuse_route = -1, g_moe_fuse_act = -1;
 
 /* MoE FFN of rows [0, n) of xn/xq into s->moe (n, n_used, d) and s->sel/selw */
 static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n) {
@@ -332,8 +326,10 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
     const int64_t qd = cll_cu_q8_blocks(d), qf = cll_cu_q8_blocks(f);
     const bool gelu = s->dm->m->recipe.act == CLL_ACT_GELU_TANH;
     /* decode: the first gate/up product may route for itself */
-    const bool fuse = n == 1 && moe_fuse_route_on() && C->gu[0].gemv && C->gu[0].gemv->routes &&
-                      hp->n_expert <= CLL_CU_ROUTE_EMAX && K <= CLL_CU_ROUTE_KMAX;
+    const bool fuse = n == 1 && env_opt_in(&g_moe_fuse_route, "CLLAMA_CUDA_MOE_FUSE_ROUTE") && C->gu[0].gemv &&
+                      C->gu[0].gemv->routes && hp->n_expert <= CLL_CU_ROUTE_EMAX && K <= CLL_CU_ROUTE_KMAX;
+    const bool fuse_act = n == 1 && env_opt_in(&g_moe_fuse_act, "CLLAMA_CUDA_MOE_FUSE_ACT") && C->down.gemv &&
+                          C->down.gemv->acts;
     PTRY(CLL_PK_ROUTER, product(s, &C->router, 1, n, s->xn, d, s->xq, s->router, hp->n_expert));
     if (!fuse)
         PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_route(s->router, n, hp->n_expert, (int32_t)K, hp->moe_norm_topk, s->sel, s->selw, s->st));
@@ -369,36 +365,30 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
     }
     for (int64_t i = 0; i < n; i++) { /* per token over the gemv path (prefill speed is the next issue) */
         const int32_t *ids = s->sel + i * K;
+        cll_cu_gemv_args fz; /* the fusions' fields only */
+        memset(&fz, 0, sizeof fz);
         for (int g = 0; g < C->n_gu; g++) {
-            cll_cu_route rt;
-            memset(&rt, 0, sizeof rt);
-            if (fuse && g == 0) { /* later products read the ids this one publishes */
-                rt.logits = s->router;
-                rt.n_expert = hp->n_expert;
-                rt.k = (int32_t)K;
-                rt.renorm = hp->moe_norm_topk;
-                rt.sel = s->sel;
-                rt.selw = s->selw;
-            }
-            PTRY(CLL_PK_EXPERTS, gemv(&C->gu[g], (int)K, rt.logits ? NULL : ids, s->xn + i * d, 0,
+            const bool route = fuse && g == 0; /* later products read the ids this one publishes */
+            fz.route.logits = route ? s->router : NULL;
+            fz.route.n_expert = hp->n_expert;
+            fz.route.k = (int32_t)K;
+            fz.route.renorm = hp->moe_norm_topk;
+            fz.route.sel = s->sel;
+            fz.route.selw = s->selw;
+            PTRY(CLL_PK_EXPERTS, gemv(&C->gu[g], (int)K, route ? NULL : ids, s->xn + i * d, 0,
                                       (const cll_block_q8_1 *)s->xq + i * qd, 0, s->gu, 2 * f, s->st, NULL, NULL, NULL,
-                                      NULL, rt.logits ? &rt : NULL));
+                                      NULL, route ? &fz : NULL));
         }
-        if (n == 1 && moe_fuse_act_on() && C->down.gemv && C->down.gemv->acts) { /* the down product activates */
-            cll_cu_gemv_args a;
-            memset(&a, 0, sizeof a);
-            a.nb = (int)K;
-            a.mat_ids = ids;
-            a.act_in.gu = s->gu;
-            a.act_in.ld = 2 * f;
-            a.act_in.gelu = gelu;
-            a.y = s->moe + i * K * d + C->down.y_off;
-            a.y_stride = d;
-            PTRY(CLL_PK_EXPERTS, C->down.gemv->gemv(&C->down.w, &a, s->st));
-            continue;
+        memset(&fz, 0, sizeof fz);
+        if (fuse_act) { /* the down product activates gate|up itself */
+            fz.act_in.gu = s->gu;
+            fz.act_in.ld = 2 * f;
+            fz.act_in.gelu = gelu;
+        } else {
+            PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * f, K, f, gelu, s->act, s->actq, s->st));
         }
-        PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * f, K, f, gelu, s->act, s->actq, s->st));
-        PTRY(CLL_PK_EXPERTS, gemv(&C->down, (int)K, ids, s->act, f, s->actq, qf, s->moe + i * K * d, d, s->st));
+        PTRY(CLL_PK_EXPERTS, gemv(&C->down, (int)K, ids, s->act, f, s->actq, qf, s->moe + i * K * d, d, s->st, NULL, NULL,
+                                  NULL, NULL, fuse_act ? &fz : NULL));
     }
     return CLL_OK;
 }
