@@ -177,11 +177,26 @@ static void test_attn_decode(void **state) {
         {128, 32, 32, 100, 1, false}, {128, 32, 32, 130, 1, false}, {128, 32, 32, 300, 4, true}, {128, 32, 8, 1, 1, false},
         {128, 32, 8, 600, 2, false},  {64, 8, 2, 77, 1, true},       {256, 8, 4, 200, 1, false}, {128, 32, 4, 2100, 8, true},
     };
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        cll_cuda_gate_report r;
-        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                             shapes[s].n_chunks, shapes[s].paged, 600 + s, &r));
-    }
+    const int widths[] = {4, 8, 16}; /* every block width the kernel has (one that does not fit runs another) */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+            cll_cuda_gate_report r;
+            report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
+                                                 shapes[s].n_chunks, shapes[s].paged, widths[w], 600 + s, &r));
+        }
+    assert_int_equal(g_fail, 0);
+}
+
+/* MoE routing: the synthetic Q5_1 MoE file's NaN router logits once routed to expert id E */
+static void test_moe_route(void **state) {
+    (void)state;
+    g_fail = 0;
+    const struct { int32_t e, k; } shapes[] = {{128, 8}, {8, 2}, {60, 4}, {256, 8}, {33, 33}, {1, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int rn = 0; rn < 2; rn++) {
+            cll_cuda_gate_report r;
+            report(&r, cll_cuda_gate_moe_route(shapes[s].e, shapes[s].k, rn, 700 + s, &r));
+        }
     assert_int_equal(g_fail, 0);
 }
 
@@ -229,6 +244,20 @@ static void test_attn_heads_per_block(void **state) {
     assert_int_equal(cll_cu_attn_heads_per_block(6, 2, 1, 1, 64), 1);    /* group 3: HG 4, then spread */
     assert_int_equal(cll_cu_attn_heads_per_block(6, 2, 1, 1, 1), 4);     /* no floor: group 3 in one block (HG 4) */
     assert_int_equal(cll_cu_attn_heads_per_block(8, 0, 1, 1, 64), 1);    /* no kv heads: defined */
+}
+
+static void test_attn_warps(void **state) {
+    (void)state;
+    assert_int_equal(cll_cu_attn_warps(0, 64, 132, 128, 1, true), 16);   /* l2-7b tg128: 64 blocks, an SM each */
+    assert_int_equal(cll_cu_attn_warps(0, 264, 132, 128, 1, true), 8);   /* two blocks an SM */
+    assert_int_equal(cll_cu_attn_warps(0, 2080, 132, 128, 1, true), 4);  /* depth 8192: 65 chunks a head */
+    assert_int_equal(cll_cu_attn_warps(0, 64, 132, 128, 8, true), 8);    /* 16 x 8 x 128 floats do not fit: 8 */
+    assert_int_equal(cll_cu_attn_warps(0, 64, 132, 256, 8, true), 4);    /* neither does 8 x 8 x 256 */
+    assert_int_equal(cll_cu_attn_warps(0, 64, 132, 128, 1, false), 4);   /* f32 cache: the 4-warp kernel only */
+    assert_int_equal(cll_cu_attn_warps(4, 64, 132, 128, 1, true), 4);    /* the knob wins where it fits */
+    assert_int_equal(cll_cu_attn_warps(8, 2080, 132, 64, 2, true), 8);
+    assert_int_equal(cll_cu_attn_warps(16, 64, 132, 256, 4, true), 8);   /* 16 does not fit: the grid's choice */
+    assert_int_equal(cll_cu_attn_warps(5, 64, 0, 64, 1, true), 4);       /* not a width, no SM count: defined */
 }
 
 static void test_pick_form(void **state) {
@@ -405,6 +434,7 @@ int main(void) {
         cmocka_unit_test(test_table_shape),
         cmocka_unit_test(test_pick_form),
         cmocka_unit_test(test_attn_heads_per_block),
+        cmocka_unit_test(test_attn_warps),
     };
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) {
@@ -416,6 +446,7 @@ int main(void) {
         cmocka_unit_test(test_table_shape),
         cmocka_unit_test(test_pick_form),
         cmocka_unit_test(test_attn_heads_per_block),
+        cmocka_unit_test(test_attn_warps),
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),
@@ -423,6 +454,7 @@ int main(void) {
         cmocka_unit_test(test_moe_rows),
         cmocka_unit_test(test_attn_prefill),
         cmocka_unit_test(test_attn_decode),
+        cmocka_unit_test(test_moe_route),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,6 +68,17 @@ except ImportError:
     print("SKIP: llama_cpp (llama-cpp-python) not installed: llama.cpp loading not checked "
           "(scripts/ref_llamacpp.sh installs it)")
 
+def centred(raw, qtype, blocks=4096):
+    """the first blocks of a quantized tensor, dequantized by gguf-py: mean within a fifth of the
+    rms, rms near the 0.02 synth aims at (a Q4_1 / Q5_1 minimum of the wrong sign made every weight
+    positive, and a MoE file's router logits NaN)"""
+    _, ts = gguf.GGML_QUANT_SIZES[qtype]
+    flat = raw.reshape(-1).view(np.uint8)
+    nb = min(len(flat) // ts, blocks)
+    w = gguf.quants.dequantize(flat[:nb * ts].reshape(nb, ts), qtype).astype(np.float64)
+    rms = float(np.sqrt(np.mean(w * w)))
+    return abs(float(np.mean(w))) < 0.2 * rms and 0.002 < rms < 0.2
+
 def read_back(path):
     r = gguf.GGUFReader(path)
     names = {t.name: t for t in r.tensors}
@@ -91,6 +102,9 @@ def read_back(path):
             blk = raw.view(np.uint8).reshape(-1, 210)
             d = blk[:, 208:210].copy().view(np.float16).astype(np.float32)
             ok &= bool(np.all(np.isfinite(d)) and np.all(np.abs(d) < 1))
+        if tname not in ("F16", "F32", "BF16") and not centred(raw, t.tensor_type):
+            print("FAIL weights of %s (%s) are not centred on zero" % (t.name, tname))
+            ok = False
     norms = [t for n, t in names.items() if n.endswith("norm.weight")]
     ok &= all(abs(float(np.mean(np.asarray(t.data))) - 1.0) < 0.05 for t in norms)
     return ok, len(r.tensors), r
@@ -122,9 +136,21 @@ if L is not None:
     _quiet = L.llama_log_callback(lambda lvl, txt, ud: None)
     L.llama_log_set(_quiet, None)
 
+if gguf is not None: # control: a Q5_1 block array whose minimum is flipped positive is not centred
+    with tempfile.TemporaryDirectory() as tmp:
+        p = os.path.join(tmp, "c.gguf")
+        subprocess.run([BIN, "synth", "--shape", "tiny", "--type", "Q5_1", "-o", p, "--quiet"], check=True)
+        t = next(t for t in gguf.GGUFReader(p).tensors if t.tensor_type.name == "Q5_1")
+        blk = np.array(np.asarray(t.data)).reshape(-1).view(np.uint8).reshape(-1, 24)
+        m = blk[:, 2:4].copy().view(np.float16)
+        check(centred(blk, t.tensor_type), "the synthetic Q5_1 weights are centred")
+        blk[:, 2:4] = np.abs(m).view(np.uint8)
+        check(not centred(blk, t.tensor_type), "control: a positive Q5_1 minimum is caught")
+
 CASES = [("tiny", "Q4_K_M"), ("tiny", "Q4_0"), ("tiny", "Q8_0"), ("tiny", "F16"), ("tiny-llama", "Q4_K_M"),
          ("tiny-llama", "Q6_K"), ("tiny-llama", "IQ4_XS"), ("tiny-qwen2", "Q8_0"), ("tiny-qwen3", "Q4_K_M"),
-         ("tiny-gemma3", "Q4_0"), ("tiny-qwen3moe", "Q4_K_M"), ("tiny-mixtral", "Q5_1"), ("tiny-moe", "Q4_K_M")]
+         ("tiny-gemma3", "Q4_0"), ("tiny-qwen3moe", "Q4_K_M"), ("tiny-mixtral", "Q5_1"), ("tiny-moe", "Q4_K_M"),
+         ("tiny", "Q4_1"), ("tiny", "Q5_0"), ("tiny", "Q2_K"), ("tiny", "Q3_K_M"), ("tiny", "Q5_K_M"), ("tiny", "IQ3_S")]
 with tempfile.TemporaryDirectory() as tmp:
     files = []
     for shape, ftype in CASES:

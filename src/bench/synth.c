@@ -64,22 +64,27 @@ static double gauss(rng_t *r) { return sqrt(-2.0 * log(unif(r))) * cos(6.2831853
 typedef struct {
     uint8_t off[2], n;
     float base;
+    float minv; /* != 0: off[1] is the block's minimum, set to minv * d so its weights centre on
+                 * zero: Q4_1 / Q5_1 add m (w = d*q + m, minv -7.5 / -15.5), Q2_K / Q4_K / Q5_K
+                 * subtract dmin * m_j (w = d*sc_j*q - dmin*m_j, sc_j and m_j uniform: minv = the
+                 * mean q). Random minima made every weight of a block positive on average, and the
+                 * activations of a deep stack overflowed (NaN router logits on a MoE file) */
 } scale_spec;
 static scale_spec scale_of(uint32_t t) {
     switch (t) {
-    case CLL_TYPE_Q4_0: return (scale_spec){{0}, 1, 3e-3f};
-    case CLL_TYPE_Q4_1: return (scale_spec){{0, 2}, 2, 3e-3f};
-    case CLL_TYPE_Q5_0: return (scale_spec){{0}, 1, 1.5e-3f};
-    case CLL_TYPE_Q5_1: return (scale_spec){{0, 2}, 2, 1.5e-3f};
-    case CLL_TYPE_Q8_0: return (scale_spec){{0}, 1, 3e-4f};
-    case CLL_TYPE_Q2_K: return (scale_spec){{80, 82}, 2, 2e-3f};
-    case CLL_TYPE_Q3_K: return (scale_spec){{108}, 1, 5e-4f};
-    case CLL_TYPE_Q4_K: return (scale_spec){{0, 2}, 2, 1e-4f};
-    case CLL_TYPE_Q5_K: return (scale_spec){{0, 2}, 2, 6e-5f};
-    case CLL_TYPE_Q6_K: return (scale_spec){{208}, 1, 2e-5f};
-    case CLL_TYPE_IQ4_NL: return (scale_spec){{0}, 1, 3e-4f};
-    case CLL_TYPE_IQ4_XS: return (scale_spec){{0}, 1, 2e-5f};
-    default: return (scale_spec){{0}, 1, 5e-4f}; /* IQ2/IQ3 families: d first */
+    case CLL_TYPE_Q4_0: return (scale_spec){{0}, 1, 3e-3f, 0.0f};
+    case CLL_TYPE_Q4_1: return (scale_spec){{0, 2}, 2, 3e-3f, -7.5f};
+    case CLL_TYPE_Q5_0: return (scale_spec){{0}, 1, 1.5e-3f, 0.0f};
+    case CLL_TYPE_Q5_1: return (scale_spec){{0, 2}, 2, 1.5e-3f, -15.5f};
+    case CLL_TYPE_Q8_0: return (scale_spec){{0}, 1, 3e-4f, 0.0f};
+    case CLL_TYPE_Q2_K: return (scale_spec){{80, 82}, 2, 2e-3f, 1.5f};
+    case CLL_TYPE_Q3_K: return (scale_spec){{108}, 1, 5e-4f, 0.0f};
+    case CLL_TYPE_Q4_K: return (scale_spec){{0, 2}, 2, 1e-4f, 7.5f};
+    case CLL_TYPE_Q5_K: return (scale_spec){{0, 2}, 2, 6e-5f, 15.5f};
+    case CLL_TYPE_Q6_K: return (scale_spec){{208}, 1, 2e-5f, 0.0f};
+    case CLL_TYPE_IQ4_NL: return (scale_spec){{0}, 1, 3e-4f, 0.0f};
+    case CLL_TYPE_IQ4_XS: return (scale_spec){{0}, 1, 2e-5f, 0.0f};
+    default: return (scale_spec){{0}, 1, 5e-4f, 0.0f}; /* IQ2/IQ3 families: d first */
     }
 }
 
@@ -133,6 +138,11 @@ static cll_status write_tensor(writer *w, uint32_t type, uint64_t nel, uint64_t 
                 for (int k = 0; k < sc.n; k++) {
                     uint8_t *q = w->buf + b + sc.off[k];
                     uint16_t h = stab[q[0] & 63];
+                    if (k == 1 && sc.minv != 0.0f) { /* the minimum: centre the block on zero */
+                        uint16_t d;
+                        memcpy(&d, w->buf + b + sc.off[0], 2);
+                        h = cll_f32_to_fp16(sc.minv * cll_fp16_to_f32(d));
+                    }
                     memcpy(q, &h, 2);
                 }
         }

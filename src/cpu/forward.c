@@ -332,7 +332,8 @@ static void moe_route(cll_cpu_state *s) {
             for (int32_t x = 0; x < E; x++) {
                 bool taken = false;
                 for (int32_t j = 0; j < k; j++) taken |= sel[j] == x;
-                if (!taken && (best < 0 || r[x] > r[best])) best = x;
+                /* NaN ranks below every number (a NaN row routes to the lowest free ids) */
+                if (!taken && (best < 0 || (!isnan(r[x]) && (isnan(r[best]) || r[x] > r[best])))) best = x;
             }
             sel[k] = best;
             w[k] = r[best];

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utility>
 #include <vector>
 
 #define CLL_CU_WANT_IQ 1 /* the decoders' host pass (cll_cuda_gate_decoders) reads the C codebooks */
@@ -15,6 +16,7 @@
 #include "cuda/matmul/matmul_internal.cuh"
 #include "cuda/matmul/split.cuh"
 #include "cuda/ops/ops.cuh"
+#include "cuda/pick.h"
 
 extern "C" {
 #include "cuda/gate.h"
@@ -926,13 +928,108 @@ static void decode_attn_args(float *qkv, int64_t ldq, void *kc, void *vc, const 
     a->out = out;
 }
 
+/* ---- MoE routing (cll_cu_moe_route) ----
+ * Rows of router logits: random (3), all equal (ties: the lowest ids), all NaN, one NaN, one +inf
+ * (the softmax of the last three is NaN everywhere: the lowest free ids, NaN weights, as the CPU's
+ * moe_route). Bars: ids equal the host's (every id in [0, E), none twice); weights within 1e-6 of
+ * the host's float softmax, NaN where the host's is NaN. sel / selw are poisoned (-7 / 12345). */
+cll_status gate_moe_route(int32_t E, int32_t K, bool renorm, uint64_t seed, cll_cuda_gate_report *rep) {
+    if (E < 1 || K < 1 || K > E) return cll_err(CLL_ERR_ARG, "gate moe route: bad shape");
+    Rng rng{seed * 0x9E3779B97F4A7C15ull + 31};
+    const int n = 7;
+    std::vector<float> lg((size_t)n * E);
+    for (int r = 0; r < n; r++) { /* distinct logits 3/E apart (no near-ties for expf's ulps to flip) */
+        std::vector<int> perm((size_t)E);
+        for (int x = 0; x < E; x++) perm[(size_t)x] = x;
+        for (int x = E - 1; x > 0; x--) std::swap(perm[(size_t)x], perm[(size_t)(rng.next() % (uint64_t)(x + 1))]);
+        for (int x = 0; x < E; x++) lg[(size_t)r * E + x] = r == 3 ? 0.25f : 3.0f * (float)perm[(size_t)x] / (float)E - 1.5f;
+    }
+    for (int x = 0; x < E; x++) lg[(size_t)4 * E + x] = NAN;
+    lg[(size_t)5 * E + (size_t)(rng.next() % (uint64_t)E)] = NAN;
+    lg[(size_t)6 * E + (size_t)(rng.next() % (uint64_t)E)] = INFINITY;
+    /* the host: cpu/forward.c moe_route's steps */
+    std::vector<int32_t> ws((size_t)n * K);
+    std::vector<double> ww((size_t)n * K);
+    for (int r = 0; r < n; r++) {
+        std::vector<float> p(lg.begin() + (ptrdiff_t)r * E, lg.begin() + (ptrdiff_t)(r + 1) * E);
+        float mx = -INFINITY;
+        for (float v : p) mx = v > mx ? v : mx;
+        double sum = 0.0;
+        for (float &v : p) sum += (double)(v = expf(v - mx));
+        const float inv = (float)(1.0 / sum);
+        for (float &v : p) v *= inv;
+        float wsum = 0.0f;
+        for (int k = 0; k < K; k++) {
+            int best = -1;
+            for (int x = 0; x < E; x++) {
+                bool taken = false;
+                for (int j = 0; j < k; j++) taken |= ws[(size_t)r * K + j] == x;
+                if (!taken && (best < 0 || (!isnan(p[(size_t)x]) && (isnan(p[(size_t)best]) || p[(size_t)x] > p[(size_t)best]))))
+                    best = x;
+            }
+            ws[(size_t)r * K + k] = best;
+            wsum += p[(size_t)best];
+            ww[(size_t)r * K + k] = p[(size_t)best];
+        }
+        if (renorm) {
+            if (wsum < 6.103515625e-5f) wsum = 6.103515625e-5f;
+            for (int k = 0; k < K; k++) ww[(size_t)r * K + k] = (double)((float)ww[(size_t)r * K + k] / wsum);
+        }
+    }
+    Dev dev;
+    float *dlg = NULL, *dw = NULL;
+    int32_t *ds = NULL;
+    GATE_CU(dev.alloc((void **)&dlg, lg.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dlg, lg.data(), lg.size() * sizeof(float), cudaMemcpyHostToDevice));
+    std::vector<int32_t> gs((size_t)n * K, -7);
+    std::vector<float> gw((size_t)n * K, 12345.0f);
+    GATE_CU(dev.alloc((void **)&ds, gs.size() * sizeof(int32_t)));
+    GATE_CU(dev.alloc((void **)&dw, gw.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(ds, gs.data(), gs.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    GATE_CU(cudaMemcpy(dw, gw.data(), gw.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(cll_cu_moe_route(dlg, n, E, K, renorm, ds, dw, 0));
+    GATE_CU(cudaDeviceSynchronize());
+    GATE_CU(cudaMemcpy(gs.data(), ds, gs.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(gw.data(), dw, gw.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    snprintf(rep->ref, sizeof rep->ref, "host softmax top-%d (NaN below numbers, ties to the lower id)%s", K,
+             renorm ? ", renormalized" : "");
+    int64_t ids_off = 0, nan_off = 0, unwritten = 0;
+    std::vector<float> fg;
+    std::vector<double> fw, fs;
+    for (size_t i = 0; i < gs.size(); i++) {
+        ids_off += gs[i] != ws[i];
+        unwritten += gw[i] == 12345.0f;
+        if (isnan(ww[i])) nan_off += !isnan(gw[i]);
+        else {
+            fg.push_back(gw[i]);
+            fw.push_back(ww[i]);
+            fs.push_back(1.0);
+        }
+    }
+    const double tol = 1e-6;
+    const Cmp c = compare(fg.data(), fw.data(), fs.data(), (int64_t)fg.size(), tol);
+    fill_report(rep, c, tol);
+    rep->n_out = (int64_t)gs.size();
+    rep->n_bad += ids_off + nan_off + unwritten;
+    rep->n_unwritten += unwritten;
+    rep->control_failed = control_fails(fg.data(), fw.data(), fs.data(), (int64_t)fg.size(), tol);
+    if (ids_off)
+        for (int r = 0; r < n; r++)
+            for (int k = 0; k < K; k++)
+                if (gs[(size_t)r * K + k] != ws[(size_t)r * K + k])
+                    return cll_err(CLL_ERR_INTERNAL, "gate moe route E %d K %d: row %d slot %d chose expert %d, the host %d "
+                                   "(%lld ids off)", E, K, r, k, gs[(size_t)r * K + k], ws[(size_t)r * K + k],
+                                   (long long)ids_off);
+    return verdict(rep, "moe route");
+}
+
 /* ---- decode attention (the split GQA kernel, one token) ----
  * Two device runs on the same inputs: A = the rope kernel, then attention on the roped q; B = the
  * attention blocks doing the rope themselves (fuse_rope: the first K/V tile is staged before the
  * PDL wait and the newest row comes from the rope buffer). B must equal A bit for bit (output
  * and the stored cell); A is held to an f64 softmax over A's own roped q and cache. */
-cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, uint64_t seed,
-                            cll_cuda_gate_report *rep) {
+cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, int warps,
+                            uint64_t seed, cll_cuda_gate_report *rep) {
     if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || len < 1 || n_chunks < 1)
         return cll_err(CLL_ERR_ARG, "gate attn decode: bad shape");
     Rng rng{seed * 0x9E3779B97F4A7C15ull + 29};
@@ -984,6 +1081,7 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
         cll_cu_attn_args a;
         decode_attn_args(dqkv[k], ldq, dk[k], dv[k], dpos, dseq, hd, n_head, n_kv, n_ctx, map, n_chunks, dpart, dcount,
                          dout[k], &R, &a);
+        a.warps = warps;
         cudaError_t e = cudaSuccess;
         if (k == 0) {
             e = cll_cu_qkv_rope_store(&R, 1, 0);
@@ -1478,12 +1576,23 @@ extern "C" cll_status cll_cuda_bench_row(const cll_kernel_row *row, int64_t rows
     return cll_cuda_bench_row_us(row, rows, cols, nb, reps, gbps, NULL);
 }
 
-extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged,
-                                                uint64_t seed, cll_cuda_gate_report *rep) {
+extern "C" cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool renorm, uint64_t seed,
+                                              cll_cuda_gate_report *rep) {
     char name[64];
-    snprintf(name, sizeof name, "attn_decode_hd%d%s", hd, paged ? "_paged" : "");
+    snprintf(name, sizeof name, "moe_route_e%d_k%d%s", n_expert, k, renorm ? "_renorm" : "");
+    init_report(rep, name, 0, CLL_TYPE_F32, 7, n_expert, k);
+    return gate_moe_route(n_expert, k, renorm, seed, rep);
+}
+
+extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged,
+                                                int warps, uint64_t seed, cll_cuda_gate_report *rep) {
+    char name[64];
+    const int G = n_kv > 0 ? n_head / n_kv : 1;
+    const int hg = cll_cu_attn_heads_per_block(n_head, n_kv, n_chunks, 1, CLL_CU_ATTN_MIN_BLOCKS), n_sub = (G + hg - 1) / hg;
+    const int w = cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * n_chunks, cll_cu_sm_count(), hd, hg, true);
+    snprintf(name, sizeof name, "attn_decode_hd%d_w%d%s", hd, w, paged ? "_paged" : "");
     init_report(rep, name, 0, CLL_TYPE_F16, len, hd, n_head);
-    return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, seed, rep);
+    return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, seed, rep);
 }
 
 extern "C" cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,

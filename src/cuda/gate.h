@@ -67,14 +67,21 @@ cll_status cll_cuda_gate_get_rows(uint32_t type, int64_t rows, int64_t cols, int
  * of sum p|v| (P is rounded to f16 before P.V). Report: rows = n, cols = hd, nb = n_head. */
 cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,
                                       cll_cuda_gate_report *rep);
+/* The MoE routing kernel (cuda/ops/moe.cu, cuda/ops/route.cuh) on 7 rows of n_expert router
+ * logits (random, tied, all NaN, one NaN, one +inf): ids equal to the CPU rule's (NaN below every
+ * number, ties to the lower id, so always k distinct ids in [0, n_expert)), weights within 1e-6.
+ * Report: rows = 7, cols = n_expert, nb = k. */
+cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool renorm, uint64_t seed, cll_cuda_gate_report *rep);
 /* The decode attention (cuda/ops/attn.cu's split GQA kernel) of one token at position len - 1 of
  * sequence 1 (cells past it and of sequence 0 hold NaN), n_chunks key chunks, a paged cache
  * (reversed 16-cell blocks) or not: the rope kernel then attention, and the attention doing the
  * rope itself (fuse_rope), on the same inputs. Bars: the two bit-identical (output and cache);
- * the first within 1e-5 of sum p|v| of an f64 softmax over its roped q and cache. Report: rows =
- * len, cols = hd, nb = n_head. */
-cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, uint64_t seed,
-                                     cll_cuda_gate_report *rep);
+ * the first within 1e-5 of sum p|v| of an f64 softmax over its roped q and cache. warps: the block
+ * width to run (4, 8, 16; one that does not fit the shape runs the kernel's own choice, and the
+ * report's name says which ran).
+ * Report: rows = len, cols = hd, nb = n_head. */
+cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, int warps,
+                                     uint64_t seed, cll_cuda_gate_report *rep);
 /* cll_cu_quantize_q8_1 on n rows x cols (strided input): byte-exact with cll_quantize_q8_1 */
 cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cuda_gate_report *rep);
 /* The device decoders of every block format (cuda/formats.cuh, __host__ __device__) run on the

@@ -111,3 +111,11 @@ int cll_cu_attn_heads_per_block(int32_t n_head, int32_t n_kv, int32_t n_chunks, 
     while (hg > 1 && (int64_t)n_kv * ((G + hg - 1) / hg) * n_chunks * n_rows < min_blocks) hg /= 2;
     return hg;
 }
+
+int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, int32_t hg, bool f16) {
+    auto fits = [&](int w) { return w == 4 || (f16 && (int64_t)w * hg * hd <= 8192); };
+    if ((want == 4 || want == 8 || want == 16) && fits(want)) return want;
+    if (n_sm < 1) n_sm = 1;
+    const int w = blocks <= n_sm ? 16 : blocks <= 4 * (int64_t)n_sm ? 8 : 4;
+    return fits(w) ? w : fits(8) && w > 8 ? 8 : 4;
+}

@@ -165,10 +165,10 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
  * directly; else the partials (acc at idx*HD, (m, l) after all acc) and the last block of the
  * group merges. Partials: idx = (r*n_head + h)*n_chunks + c; acc (n, H, n_chunks, HD) then
  * (m, l) pairs: n*H*n_chunks*(HD+2) floats <= part_cap*(hd_v+2). */
-#define FA_WARPS 4
+#define FA_WARPS 4 /* the default block: 4 warps (cll_cu_attn_warps may give a small grid 8 or 16) */
 #define FA_CS 128
 #define FA_MIN_CHUNK 32
-#define FA_MIN_BLOCKS 64 /* grids below this split a group's q heads over more blocks */
+#define FA_MIN_BLOCKS CLL_CU_ATTN_MIN_BLOCKS
 
 template <bool F16, int N>
 static __device__ __forceinline__ void kv_ld(const void *base, int64_t off, float (&v)[N]) {
@@ -211,14 +211,14 @@ static __device__ __forceinline__ void prefetch_l2(const void *p) {
 
 /* write the block's output heads: val(h, dq) is the float4 of dims 4dq.. of head h (unscaled),
  * inv[h] its normalizer; f32 row and its q8_1 form (8 lanes per block). All threads call. */
-template <int HD, int HG, typename F>
+template <int HD, int HG, int W, typename F>
 static __device__ __forceinline__ void fa_write_out(const cll_cu_attn_args &a, int64_t r, int h0, int hg,
                                                     const float *inv, F val) {
     constexpr int Q = HD / 4;
     const int64_t row = (int64_t)a.n_head * HD;
     float *out = a.out + r * row;
     cll_block_q8_1 *oq = a.outq ? (cll_block_q8_1 *)a.outq + r * ((row + 31) / 32) : nullptr;
-    constexpr int NT = 32 * FA_WARPS, KT = (HG * Q + NT - 1) / NT;
+    constexpr int NT = 32 * W, KT = (HG * Q + NT - 1) / NT;
 #pragma unroll
     for (int k = 0; k < KT; k++) { /* uniform bound: whole warps take part */
         const int t = k * NT + threadIdx.x, h = t / Q, dq = t % Q;
@@ -324,12 +324,12 @@ bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n) {
 /* PG: the cache is paged (a.map.blk): every key's row comes from the block table; else the rows of
  * a sequence are consecutive from seq * n_ctx (the address arithmetic of the unpaged kernel stays
  * what it was: a per-key table lookup there cost the l2-7b decode step ~10% on the H200) */
-template <bool F16, int HD, int HG, bool PG>
-__global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_attn_args a) {
+template <bool F16, int HD, int HG, bool PG, int W>
+__global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_args a) {
     constexpr int LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, U = 4;
     __shared__ float S[HG][FA_CS];
     __shared__ float sm_m[HG], sm_l[HG], sm_c[HG];
-    __shared__ __align__(16) float red[FA_WARPS][HG][HD];
+    __shared__ __align__(16) float red[W][HG][HD];
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int G = a.n_head / a.n_kv;
@@ -396,11 +396,11 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
         const int cs = min(FA_CS, c1 - s0);
         const int64_t rb = (base + s0) * ks + kvo; /* unpaged: the sub-chunk's first row */
         /* A: scores */
-        for (int jb = 0; jb < cs; jb += FA_WARPS * KPW * U) {
+        for (int jb = 0; jb < cs; jb += W * KPW * U) {
             float kv[U][8];
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const int jj = jb + (u * FA_WARPS + warp) * KPW + sub;
+                const int jj = jb + (u * W + warp) * KPW + sub;
                 if (jj < cs)
                     kv_ld<F16, 8>(a.kc, (PG ? krow(s0 + jj) * ks + kvo : rb + (int64_t)jj * ks) + 8 * l, kv[u]);
                 else
@@ -409,7 +409,7 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
             }
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const int jj = jb + (u * FA_WARPS + warp) * KPW + sub;
+                const int jj = jb + (u * W + warp) * KPW + sub;
 #pragma unroll
                 for (int h = 0; h < HG; h++) {
                     if (h >= hg) continue; /* block-uniform */
@@ -424,7 +424,7 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
         }
         __syncthreads();
         /* B: online softmax per head over the sub-chunk */
-        for (int h = warp; h < hg; h += FA_WARPS) {
+        for (int h = warp; h < hg; h += W) {
             float mx = -INFINITY;
             for (int j = lane; j < cs; j += 32) mx = fmaxf(mx, S[h][j]);
             mx = cll_warp_max(mx);
@@ -451,17 +451,17 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
 #pragma unroll
             for (int e = 0; e < NV; e++) acc[h][e] *= cr;
         }
-        for (int jb = 0; jb < cs; jb += FA_WARPS * U) {
+        for (int jb = 0; jb < cs; jb += W * U) {
             float vv[U][NV];
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const int jj = jb + u * FA_WARPS + warp;
+                const int jj = jb + u * W + warp;
                 if (jj < cs)
                     kv_ld<F16, NV>(a.vc, (PG ? krow(s0 + jj) * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
             }
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const int jj = jb + u * FA_WARPS + warp;
+                const int jj = jb + u * W + warp;
                 if (jj >= cs) continue; /* warp-uniform */
 #pragma unroll
                 for (int h = 0; h < HG; h++) {
@@ -483,7 +483,7 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
     auto block_acc = [&](int h, int dq, int) {
         float4 v = *(const float4 *)&red[0][h][4 * dq];
 #pragma unroll
-        for (int w = 1; w < FA_WARPS; w++) {
+        for (int w = 1; w < W; w++) {
             const float4 b = *(const float4 *)&red[w][h][4 * dq];
             v.x += b.x; v.y += b.y; v.z += b.z; v.w += b.w;
         }
@@ -493,7 +493,7 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
     if (nc == 1) {
         if (threadIdx.x < HG) inv[threadIdx.x] = sm_l[threadIdx.x] > 0.0f ? 1.0f / sm_l[threadIdx.x] : 0.0f;
         __syncthreads();
-        fa_write_out<HD, HG>(a, r, h0, hg, inv, block_acc);
+        fa_write_out<HD, HG, W>(a, r, h0, hg, inv, block_acc);
         return;
     }
     /* partials */
@@ -520,7 +520,7 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
     if (!last) return;
     /* merge: per head M = max m_c, L = sum l_c e^(m_c - M), o = sum acc_c e^(m_c - M) / L.
      * Partials are read with ld.cg (other blocks wrote them; L1 is not coherent). */
-    for (int h = warp; h < hg; h += FA_WARPS) {
+    for (int h = warp; h < hg; h += W) {
         const float *ml = pml + 2 * ((r * H + h0 + h) * NCH);
         float M = -INFINITY;
         for (int cc = lane; cc < nc; cc += 32) M = fmaxf(M, __ldcg(ml + 2 * cc));
@@ -533,7 +533,7 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
             inv[h] = L > 0.0f ? 1.0f / L : 0.0f;
         }
     }
-    constexpr int KT = (HG * Q + 32 * FA_WARPS - 1) / (32 * FA_WARPS);
+    constexpr int KT = (HG * Q + 32 * W - 1) / (32 * W);
     float4 o[KT];
 #pragma unroll
     for (int k = 0; k < KT; k++) o[k] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -547,7 +547,7 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < KT; k++) {
-            const int t = threadIdx.x + k * 32 * FA_WARPS, h = t / Q, dq = t % Q;
+            const int t = threadIdx.x + k * 32 * W, h = t / Q, dq = t % Q;
             if (t >= HG * Q || h >= hg) continue;
             const float4 *pa = (const float4 *)(pacc + ((r * H + h0 + h) * NCH + p0) * HD) + dq;
 #pragma unroll 8
@@ -562,7 +562,26 @@ __global__ static void __launch_bounds__(32 * FA_WARPS) attn_gqa_kernel(cll_cu_a
         }
     }
     __syncthreads();
-    fa_write_out<HD, HG>(a, r, h0, hg, inv, [&](int, int, int k) { return o[k]; });
+    fa_write_out<HD, HG, W>(a, r, h0, hg, inv, [&](int, int, int k) { return o[k]; });
+}
+
+/* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
+ * HD floats <= 32 KB) and the cache is F16 (else the 4-warp block) */
+template <bool F, int D, int HGV, int WV>
+static cudaError_t fa_launch_w(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
+    const dim3 b(32 * WV);
+    return a->map.blk ? cll_cu_launch(attn_gqa_kernel<F, D, HGV, true, WV>, g, b, 0, s, *a)
+                      : cll_cu_launch(attn_gqa_kernel<F, D, HGV, false, WV>, g, b, 0, s, *a);
+}
+template <bool F, int D, int HGV>
+static cudaError_t fa_launch(const cll_cu_attn_args *a, dim3 g, int W, cudaStream_t s) {
+    if constexpr (F && 16 * HGV * D <= 8192) {
+        if (W == 16) return fa_launch_w<F, D, HGV, 16>(a, g, s);
+    }
+    if constexpr (F && 8 * HGV * D <= 8192) {
+        if (W == 8) return fa_launch_w<F, D, HGV, 8>(a, g, s);
+    }
+    return fa_launch_w<F, D, HGV, 4>(a, g, s);
 }
 
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
@@ -579,8 +598,15 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
             const char *e = getenv("CLLAMA_CUDA_ATTN_MIN_CHUNK");
             env_min = e && atoi(e) > 0 ? atoi(e) : FA_MIN_CHUNK;
         }
+        static int env_warps = -1; /* CLLAMA_CUDA_ATTN_WARPS: 4, 8 or 16 (unset / 0: by the grid) */
+        if (env_warps < 0) {
+            const char *e = getenv("CLLAMA_CUDA_ATTN_WARPS");
+            env_warps = e ? atoi(e) : 0;
+            if (env_warps < 0) env_warps = 0;
+        }
         cll_cu_attn_args ac = *a;
         if (ac.min_chunk <= 0) ac.min_chunk = env_min;
+        if (ac.warps <= 0) ac.warps = env_warps;
         a = &ac;
         const int G = a->n_head / a->n_kv;
         /* a small grid (decode over a short context: one chunk per head group) leaves most SMs idle
@@ -590,16 +616,13 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int HG = cll_cu_attn_heads_per_block(a->n_head, a->n_kv, a->n_chunks, n, FA_MIN_BLOCKS);
         const int n_sub = (G + HG - 1) / HG;
         dim3 g((unsigned)(a->n_kv * n_sub), (unsigned)a->n_chunks, (unsigned)n);
-        dim3 b(32 * FA_WARPS);
-#define FA_LAUNCH(F, D, HGV)                                                                                \
-    CLL_CU_RET(a->map.blk ? cll_cu_launch(attn_gqa_kernel<F, D, HGV, true>, g, b, 0, s, *a)                  \
-                          : cll_cu_launch(attn_gqa_kernel<F, D, HGV, false>, g, b, 0, s, *a))
+        const int W = cll_cu_attn_warps(a->warps, (int64_t)g.x * g.y * g.z, cll_cu_sm_count(), hd, HG, a->kv_f16);
 #define FA_HG(F, D)                                                                                          \
     do {                                                                                                     \
-        if (HG == 1) FA_LAUNCH(F, D, 1);                                                                     \
-        else if (HG == 2) FA_LAUNCH(F, D, 2);                                                                \
-        else if (HG == 4) FA_LAUNCH(F, D, 4);                                                                \
-        else FA_LAUNCH(F, D, 8);                                                                             \
+        if (HG == 1) CLL_CU_RET((fa_launch<F, D, 1>(a, g, W, s)));                                            \
+        else if (HG == 2) CLL_CU_RET((fa_launch<F, D, 2>(a, g, W, s)));                                       \
+        else if (HG == 4) CLL_CU_RET((fa_launch<F, D, 4>(a, g, W, s)));                                       \
+        else CLL_CU_RET((fa_launch<F, D, 8>(a, g, W, s)));                                                    \
     } while (0)
         if (a->kv_f16) {
             if (hd == 64) FA_HG(true, 64);
@@ -611,7 +634,6 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
             else FA_HG(false, 256);
         }
 #undef FA_HG
-#undef FA_LAUNCH
         return cudaGetLastError();
     }
     dim3 g1((unsigned)a->n_head, (unsigned)a->n_chunks, (unsigned)n);

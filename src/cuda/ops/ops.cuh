@@ -178,6 +178,8 @@ typedef struct {
      * prefill_seq (the host checked): the tensor-core kernel (cuda/ops/attn_prefill.cu) may run */
     bool prefill_contig;
     int32_t prefill_p0, prefill_seq;
+    /* warps per block of the GQA kernel (4, 8 or 16; 0: cll_cu_attn_warps' choice) */
+    int32_t warps;
 } cll_cu_attn_args;
 /* runs the tensor-core prefill kernel when cll_cu_attention_prefill_ok, else the split kernels */
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);

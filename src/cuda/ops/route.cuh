@@ -2,7 +2,7 @@
  * with ties to the lower id, optional renormalization), shared by the routing kernel (ops/moe.cu)
  * and the decode expert gemvs that route for themselves (cll_cu_route, matmul/matmul.cuh).
  * Rule: as cpu/forward.c moe_route: max-subtracted exp, double-summed, probs scaled by a float
- * inverse, renorm sum clamped to >= 2^-14; both callers run this one body, so they agree bit for bit.
+ * inverse, top-k with NaN below every number and ties to the lower id, renorm sum clamped to >= 2^-14; both callers run this one body, so they agree bit for bit.
  * Owns nothing. Whole warp; pr is E floats of scratch (shared memory), sel / selw get K entries. */
 #ifndef CLL_CUDA_OPS_ROUTE_CUH
 #define CLL_CUDA_OPS_ROUTE_CUH
@@ -28,13 +28,18 @@ static __device__ __forceinline__ void cll_route_warp(const float *lg, int32_t E
     __syncwarp();
     float wsum = 0.0f;
     for (int k = 0; k < K; k++) {
-        float bv = -2.0f; /* probabilities are >= 0; taken experts hold -1 */
+        /* rank keys: a probability (>= 0), NaN -1 (below every number, as on the CPU), a taken
+         * expert -3; the lane's first best, then the lowest id among equal keys: always an
+         * untaken expert in [0, E) (NaN logits once routed to id E, past the weights) */
+        float bv = -4.0f;
         int bi = E;
-        for (int x = lane; x < E; x += 32)
-            if (pr[x] > bv) {
-                bv = pr[x];
+        for (int x = lane; x < E; x += 32) {
+            const float kx = isnan(pr[x]) ? -1.0f : pr[x];
+            if (kx > bv) {
+                bv = kx;
                 bi = x;
             }
+        }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
             const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -45,13 +50,15 @@ static __device__ __forceinline__ void cll_route_warp(const float *lg, int32_t E
             }
         }
         __syncwarp();
+        const float pv = pr[bi]; /* the probability itself (NaN stays NaN) */
+        __syncwarp();
         if (lane == 0) {
             sel[k] = bi;
-            selw[k] = bv;
-            pr[bi] = -1.0f;
+            selw[k] = pv;
+            pr[bi] = -3.0f;
         }
         __syncwarp();
-        wsum += bv;
+        wsum += pv;
     }
     if (renorm) {
         if (wsum < 6.103515625e-5f) wsum = 6.103515625e-5f;
