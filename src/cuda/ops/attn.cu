@@ -167,7 +167,11 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
  * (m, l) pairs: n*H*n_chunks*(HD+2) floats <= part_cap*(hd_v+2). */
 #define FA_WARPS 4 /* the default block: 4 warps (cll_cu_attn_warps may give a small grid 8 or 16) */
 #define FA_CS 128
-#define FA_MIN_CHUNK 32
+/* fewest keys a chunk holds: at 128 a decode step over <= 128 keys is one chunk a head group (no
+ * partials, no merge), and a 16-warp block scores 128 keys in one pass. H200 tg128, same call:
+ * l2-7b Q4_0 587.9 (32) / 595.5 (64) / 608.9 (128) tok/s, q3moe Q4_K_M 856.3 / 888.7 (128);
+ * cuda_kbench -A, 128 keys: 7.9 -> 5.7 us (MHA); 1024 and 8192 keys unchanged */
+#define FA_MIN_CHUNK 128
 #define FA_MIN_BLOCKS CLL_CU_ATTN_MIN_BLOCKS
 
 template <bool F16, int N>
