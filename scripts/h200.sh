@@ -3,9 +3,10 @@
 # possible. Two halves:
 #   here (no GPU):  bash scripts/h200.sh pack [--models SET]
 #       builds the CUDA build (build-h200/, sm_90a only: the device is an H200) and stages what a
-#       run needs into .gpu/ (git-ignored; name it in the call's carry): the cllama binary, the
-#       GPU test programs, libcmocka, the oracle models of SET (all|core|none), and the openai
-#       package's wheels for the server tests (.gpu/wheels: carry it with bin, lib and shared).
+#       run needs into .gpu/ (git-ignored; name it in the call's carry): the cllama binary and the
+#       GPU test programs (gzipped in .gpu/binz: the device's scripts unpack them into .gpu/bin),
+#       libcmocka, the oracle models of SET (all|core|none), and the openai package's wheels for the
+#       server tests. Carry [".gpu/binz", ".gpu/lib", ".gpu/shared"] (+ ".gpu/wheels" for serve/gate).
 #   there (the device's repo root):  bash scripts/h200.sh gate|kbench|bench|ref [args]
 #       gate [--quick]  GPU unit tests: device probe, every CUDA kernel row's gate, golden on the GPU
 #               (then the server API suite on the GPU unless --quick)
@@ -16,8 +17,8 @@
 #               (recorded), with --ref llama-bench the same way on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
-#       owed    what the changes not yet run there wait for: gates, MoE goldens with the MoE knobs,
-#               the IQ4_XS / IQ3_S cells, q3moe tg128 under each MoE knob
+#       owed    what the changes not yet run there wait for: gate --quick, then the cells that
+#               predate the last decode change (recorded)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
 #               mixed prompts, a 4096-token prompt mid-run, --check)
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
@@ -57,6 +58,9 @@ pack() {
   local sha; sha=$(git rev-parse HEAD)
   [ -n "$(git status --porcelain -uno -- . ':(exclude)bench' | head -1)" ] && sha="$sha+dirty"
   echo "$sha" >.gpu/bin/GIT_SHA
+  # the binaries again gzipped (~4 MB each instead of ~13): carry .gpu/binz, dev_env unpacks it there
+  rm -rf .gpu/binz && mkdir -p .gpu/binz && cp .gpu/bin/GIT_SHA .gpu/binz/
+  for b in .gpu/bin/*; do [ "$(basename "$b")" = GIT_SHA ] || gzip -9c "$b" >".gpu/binz/$(basename "$b").gz"; done
   local sh=../shared
   cp "$sh/models/stories260K.gguf" "$sh/models/llama-2-tiny-random.gguf" .gpu/shared/models/
   cp "$sh/oracle/golden/stories260K.json" "$sh/oracle/golden/llama-2-tiny-random.json" .gpu/shared/oracle/golden/
@@ -78,10 +82,10 @@ pack() {
   du -sh .gpu
   # a device call carries the tracked tree plus the named paths, 64 MiB in all: say what fits
   local carry tree
-  carry=$(du -scb .gpu/bin .gpu/lib .gpu/shared .gpu/wheels 2>/dev/null | tail -1 | cut -f1)
+  carry=$(du -scb .gpu/binz .gpu/lib .gpu/shared .gpu/wheels 2>/dev/null | tail -1 | cut -f1)
   tree=$(git ls-files -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
-  echo "carry: bin+lib+shared+wheels $((carry >> 20)) MiB + tracked tree $((tree >> 20)) MiB of 64" \
-    "$([ $((carry + tree)) -gt $((63 << 20)) ] && echo '(too much: leave .gpu/wheels or move test binaries to .gpu/bin_tests for calls that do not need them)')"
+  echo "carry: [.gpu/binz, .gpu/lib, .gpu/shared, .gpu/wheels] $((carry >> 20)) MiB + tracked tree $((tree >> 20)) MiB of 64" \
+    "$([ $((carry + tree)) -gt $((63 << 20)) ] && echo '(too much: leave .gpu/wheels out for calls that do not run the server tests)')"
 }
 
 # the openai package and its dependencies as wheels for the device's python (Ubuntu 24.04: CPython
@@ -100,7 +104,17 @@ pack_wheels() {
   echo "wheels: $(ls "$w"/*.whl | wc -l) in $w, $(du -sh "$w" | cut -f1) (carry .gpu/wheels)"
 }
 
+# the carried .gpu/binz unpacked into .gpu/bin (once per build: GIT_SHA tells)
+unpack_bins() {
+  [ -d .gpu/binz ] || return 0
+  cmp -s .gpu/binz/GIT_SHA .gpu/bin/GIT_SHA 2>/dev/null && [ -x .gpu/bin/cllama ] && return 0
+  mkdir -p .gpu/bin
+  for z in .gpu/binz/*.gz; do gunzip -c "$z" >".gpu/bin/$(basename "$z" .gz)" && chmod +x ".gpu/bin/$(basename "$z" .gz)"; done
+  cp .gpu/binz/GIT_SHA .gpu/bin/GIT_SHA
+}
+
 dev_env() {
+  unpack_bins
   export LD_LIBRARY_PATH="$ROOT/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local sh="$ROOT/.gpu/shared"
   [ -d "$sh" ] || sh="$ROOT/.gpu/pshared" # the parity probe's files only (stories260K + its golden)
@@ -344,18 +358,13 @@ join_gemma() {
     { echo "gemma parts missing or corrupt"; rm -f "$g"; }
 }
 
-# owed: the measurements the changes not yet run on the H200 are waiting for (one call, ~5 min):
-# the kernel gates (IQ4_XS word order, IQ3_S shared grid, MoE self-routing and fused act), the
-# golden files with both MoE knobs on, tg128/pp512 of the IQ4_XS and IQ3_S cells (recorded; last
-# measured 430.1 and 298.1 tok/s tg128 before those changes), and q3moe tg128 under each MoE knob
+# owed: what the changes not yet run on the H200 wait for (one call, ~5 min): the gates and the
+# golden files on the GPU (gate --quick: the attention with one chunk per head group up to 128
+# keys, e633934, ran only as an env A/B), then the cells whose rows predate it, recorded:
+# l2-7b Q4_0 (A/B 608.9 tok/s tg128), q3moe Q4_K_M (888.7), l3-8b Q4_K_M
 owed() {
-  dev_env
-  .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate.log" | grep -E "FAIL|self-rout|activation staged|\[  (PASSED|FAILED)" | tail -20
-  CLLAMA_CUDA_MOE_FUSE_ROUTE=1 CLLAMA_CUDA_MOE_FUSE_ACT=1 CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 |
-    tee "$OUT/golden_moe.log" | grep -E "qwen3moe|mixtral|synthetic|\[  (PASSED|FAILED)" | tail -12
-  bench 'IQ4_XS|IQ3_S'
-  AB_ENVS=(- CLLAMA_CUDA_MOE_FUSE_ROUTE=1 CLLAMA_CUDA_MOE_FUSE_ACT=1 CLLAMA_CUDA_MOE_FUSE_ROUTE=1+CLLAMA_CUDA_MOE_FUSE_ACT=1)
-  ab q3moe-L24-Q4_K_M
+  gate --quick
+  bench 'l2-7b-Q4_0|q3moe-L24-Q4_K_M|l3-8b-Q4_K_M'
 }
 
 cmd=${1:-}; shift || true
