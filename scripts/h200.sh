@@ -361,10 +361,13 @@ join_gemma() {
 # owed: what the changes not yet run on the H200 wait for (one call, ~5 min): the gates and the
 # golden files on the GPU (gate --quick: the attention with one chunk per head group up to 128
 # keys, e633934, ran only as an env A/B), then the cells whose rows predate it, recorded:
-# l2-7b Q4_0 (A/B 608.9 tok/s tg128), q3moe Q4_K_M (888.7), l3-8b Q4_K_M
+# l2-7b Q4_0 (A/B 608.9 tok/s tg128), q3moe Q4_K_M (888.7), l3-8b Q4_K_M; and the float gemv's PRE
+# form (the MoE router; not run there yet) against CLLAMA_CUDA_GEMV_F_PRE=0 on q3moe tg128
 owed() {
   gate --quick
-  bench 'l2-7b-Q4_0|q3moe-L24-Q4_K_M|l3-8b-Q4_K_M'
+  KEEP=1 bench 'l2-7b-Q4_0|q3moe-L24-Q4_K_M|l3-8b-Q4_K_M'
+  AB_ENVS=(- CLLAMA_CUDA_GEMV_F_PRE=0 -)
+  ab q3moe-L24-Q4_K_M
 }
 
 cmd=${1:-}; shift || true

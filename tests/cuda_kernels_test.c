@@ -260,6 +260,17 @@ static void test_attn_warps(void **state) {
     assert_int_equal(cll_cu_attn_warps(5, 64, 0, 64, 1, true), 4);       /* not a width, no SM count: defined */
 }
 
+static void test_gemv_f_pre(void **state) {
+    (void)state;
+    assert_true(cll_cu_gemv_f_pre(512, 32, 132, 16));     /* q3moe router: 128 x 2048 f32, 32 blocks */
+    assert_true(cll_cu_gemv_f_pre(24, 16, 132, 16));      /* a short ragged row */
+    assert_false(cll_cu_gemv_f_pre(513, 32, 132, 16));    /* longer than the hold */
+    assert_false(cll_cu_gemv_f_pre(512, 1024, 132, 16));  /* l2-7b F16 4096 x 4096: a stream */
+    assert_false(cll_cu_gemv_f_pre(512, 133, 132, 16));   /* past one block per SM */
+    assert_false(cll_cu_gemv_f_pre(0, 1, 132, 16));       /* no vectors: the scalar tail alone */
+    assert_false(cll_cu_gemv_f_pre(8, 1, 0, 16));         /* no SM count: defined */
+}
+
 static void test_pick_form(void **state) {
     (void)state;
     const int32_t h = CLL_KDEVICE_CUDA_SM(9, 0);
@@ -435,6 +446,7 @@ int main(void) {
         cmocka_unit_test(test_pick_form),
         cmocka_unit_test(test_attn_heads_per_block),
         cmocka_unit_test(test_attn_warps),
+        cmocka_unit_test(test_gemv_f_pre),
     };
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) {
@@ -447,6 +459,7 @@ int main(void) {
         cmocka_unit_test(test_pick_form),
         cmocka_unit_test(test_attn_heads_per_block),
         cmocka_unit_test(test_attn_warps),
+        cmocka_unit_test(test_gemv_f_pre),
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),

@@ -132,6 +132,16 @@ static inline size_t cll_cu_l2next_bytes(void) {
     return (size_t)mb << 20;
 }
 
+/* CLLAMA_CUDA_GEMV_F_PRE=0: the float gemv never takes its PRE form (A/B; default on) */
+static inline bool cll_cu_gemv_f_pre_on(void) {
+    static int on = -1; /* process-wide setting read once; not state */
+    if (on < 0) {
+        const char *e = getenv("CLLAMA_CUDA_GEMV_F_PRE");
+        on = !(e && e[0] == '0');
+    }
+    return on != 0;
+}
+
 /* the current device's SM count (cached per device; 132 if it cannot be read) */
 static inline int cll_cu_sm_count(void) {
     static int cache[64]; /* per device id: constant for the process */

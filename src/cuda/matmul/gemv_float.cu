@@ -11,6 +11,7 @@
 #define CLL_CU_MOE_F16 1 /* this file exports the f16 grouped MoE form (moe_gemm.cuh) */
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/epilogue.cuh"
+#include "cuda/pick.h"
 
 /* element decoders for get_rows (QK = 1: a "block" is one value) */
 struct CuF32 {
@@ -65,7 +66,12 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_F32>(const uint8_t *w
 template <> __device__ __forceinline__ float sdot<CLL_TYPE_F16>(const uint8_t *w, int64_t e, float x) { return cll_h2f(((const uint16_t *)w)[e]) * x; }
 template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *w, int64_t e, float x) { return cll_bf2f(((const uint16_t *)w)[e]) * bfr(x); }
 
-template <int T, int WARPS>
+/* PRE: a short row on a small grid (cll_cu_gemv_f_pre: the MoE router, 128 x 2048 f32) puts every
+ * vector of the lane's row in flight at once, before the PDL wait (weights depend on no kernel), so
+ * after the wait only x is read; the default path keeps 4 in flight a round. Same sums in the same
+ * order: the two give the same bits. */
+#define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
+template <int T, int WARPS, bool PRE>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
          const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
@@ -91,6 +97,20 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     const float *xr = x + b * x_stride;
     const int64_t nvec = cols / EPV;
     float acc = 0.0f;
+    if constexpr (PRE) {
+        uint4 wb[GEMV_F_PRE_V];
+#pragma unroll
+        for (int i = 0; i < GEMV_F_PRE_V; i++)
+            if (live && lane + 32 * i < nvec) wb[i] = ld_stream(wv + lane + 32 * i);
+        if (!mat_ids) cll_pdl_wait(); /* x's producer */
+        if (!live) {
+            if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+            return;
+        }
+#pragma unroll
+        for (int i = 0; i < GEMV_F_PRE_V; i++)
+            if (lane + 32 * i < nvec) acc += vdot<T>(wb[i], xr + (lane + 32 * i) * EPV);
+    } else {
     int64_t v = lane;
     /* the first four vectors go out before the wait (weights depend on no kernel) */
     uint4 w0 = {}, w1 = {}, w2 = {}, w3 = {};
@@ -124,6 +144,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         acc += vdot<T>(w3, xr + (v + 96) * EPV);
     }
     for (; v < nvec; v += 32) acc += vdot<T>(ld_stream(wv + v), xr + v * EPV);
+    }
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
     acc = cll_warp_sum(acc);
     if (lane == 0) {
@@ -139,7 +160,11 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
     if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
-    CLL_CU_RET(cll_cu_launch(k_gemv_f<T, CLL_GEMV_WARPS>, grid, dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
+    constexpr int EPV = T == CLL_TYPE_F32 ? 4 : 8;
+    const bool pre = cll_cu_gemv_f_pre(w->cols / EPV, (int64_t)grid.x * grid.y, cll_cu_sm_count(), GEMV_F_PRE_V) &&
+                     cll_cu_gemv_f_pre_on();
+    CLL_CU_RET(cll_cu_launch(pre ? k_gemv_f<T, CLL_GEMV_WARPS, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>, grid,
+                             dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
                              a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
                              a->epi));

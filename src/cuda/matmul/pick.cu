@@ -119,3 +119,7 @@ int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, in
     const int w = blocks <= n_sm ? 16 : blocks <= 4 * (int64_t)n_sm ? 8 : 4;
     return fits(w) ? w : fits(8) && w > 8 ? 8 : 4;
 }
+
+bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold) {
+    return nvec > 0 && hold > 0 && nvec <= 32 * (int64_t)hold && blocks > 0 && blocks <= n_sm;
+}
