@@ -107,15 +107,21 @@ static __device__ __forceinline__ void cll_l2_prefetch_next(const void *p, size_
     cll_l2_prefetch((const uint8_t *)p + off, (uint32_t)n);
 }
 
+/* an on/off knob read once per process into *cache (-1: not read yet; not state): default on, off
+ * only when NAME starts with '0'; default off (opt-in), on only when it starts with '1' */
+static inline bool cll_cu_env_flag(int *cache, const char *name, bool default_on) {
+    if (*cache < 0) {
+        const char *e = getenv(name);
+        *cache = default_on ? !(e && e[0] == '0') : (e && e[0] == '1');
+    }
+    return *cache != 0;
+}
+
 /* gemvs trigger the next kernel's launch first thing (CLLAMA_CUDA_GEMV_TRIGGER=1, the default:
  * 547.6 vs 543.0 tok/s on l2-7b Q4_0) or only by finishing (0) */
 static inline int cll_cu_gemv_early_trigger(void) {
-    static int n = -1; /* process-wide setting read once; not state */
-    if (n < 0) {
-        const char *e = getenv("CLLAMA_CUDA_GEMV_TRIGGER");
-        n = !(e && *e == '0');
-    }
-    return n;
+    static int n = -1;
+    return cll_cu_env_flag(&n, "CLLAMA_CUDA_GEMV_TRIGGER", true);
 }
 
 /* MB of the next product's weights a gemv's last wave prefetches into L2 (CLLAMA_CUDA_L2NEXT_MB,
@@ -134,12 +140,8 @@ static inline size_t cll_cu_l2next_bytes(void) {
 
 /* CLLAMA_CUDA_GEMV_F_PRE=0: the float gemv never takes its PRE form (A/B; default on) */
 static inline bool cll_cu_gemv_f_pre_on(void) {
-    static int on = -1; /* process-wide setting read once; not state */
-    if (on < 0) {
-        const char *e = getenv("CLLAMA_CUDA_GEMV_F_PRE");
-        on = !(e && e[0] == '0');
-    }
-    return on != 0;
+    static int on = -1;
+    return cll_cu_env_flag(&on, "CLLAMA_CUDA_GEMV_F_PRE", true);
 }
 
 /* the current device's SM count (cached per device; 132 if it cannot be read) */
@@ -156,12 +158,8 @@ static inline int cll_cu_sm_count(void) {
 }
 
 static inline bool cll_cu_pdl_on(void) {
-    static int on = -1; /* process-wide setting read once; not state */
-    if (on < 0) {
-        const char *e = getenv("CLLAMA_CUDA_PDL");
-        on = !(e && e[0] == '0');
-    }
-    return on != 0;
+    static int on = -1;
+    return cll_cu_env_flag(&on, "CLLAMA_CUDA_PDL", true);
 }
 
 template <typename... KArgs, typename... Args>

@@ -128,9 +128,6 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
     return cudaSuccess;
 }
 
-/* key chunks per token for an attention launch over n rows: decode (n = 1) splits n_ctx in
- * CLL_CU_ATTN_CHUNK chunks; a batch takes as many as the partials buffer holds. Any count is exact
- * (a chunk covers max(min_chunk, len / n_chunks) keys). */
 /* keys per grid chunk of a decode launch: CLL_CU_ATTN_CHUNK, or CLLAMA_CUDA_ATTN_CHUNK (A/B runs:
  * smaller chunks, more blocks and a merge); read once per process, sized into the partials at
  * state creation */
@@ -143,6 +140,9 @@ static int64_t attn_grid_chunk(void) {
     return v;
 }
 
+/* key chunks per token for an attention launch over n rows: decode (n = 1) splits n_ctx in
+ * attn_grid_chunk() chunks; a batch takes as many as the partials buffer holds. Any count is exact
+ * (a chunk covers max(min_chunk, len / n_chunks) keys). */
 static int32_t attn_chunks(const cll_driver_state *s, int64_t n) {
     const int64_t max_chunks = cll_cdiv(s->p.n_ctx, attn_grid_chunk());
     if (n <= 1) return (int32_t)max_chunks;
@@ -304,14 +304,6 @@ static cudaError_t moe_product(const cll_cu_part *p, const cll_cu_moe_args *a, c
     return p->w16.d ? p->moe16->moe(&p->w16, a, st) : p->moe->moe(&p->w, a, st);
 }
 
-/* an opt-in knob (NAME=1), read once per process into *cache (-1: not read yet; not state) */
-static bool env_opt_in(int *cache, const char *name) {
-    if (*cache < 0) {
-        const char *e = getenv(name);
-        *cache = e && e[0] == '1';
-    }
-    return *cache != 0;
-}
 /* The MoE decode fusions, off by default until measured on the H200:
  * CLLAMA_CUDA_MOE_FUSE_ROUTE=1: the first expert product routes the token itself (cll_cu_route: no
  * routing kernel between the router product and the experts);
@@ -326,9 +318,9 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
     const int64_t qd = cll_cu_q8_blocks(d), qf = cll_cu_q8_blocks(f);
     const bool gelu = s->dm->m->recipe.act == CLL_ACT_GELU_TANH;
     /* decode: the first gate/up product may route for itself */
-    const bool fuse = n == 1 && env_opt_in(&g_moe_fuse_route, "CLLAMA_CUDA_MOE_FUSE_ROUTE") && C->gu[0].gemv &&
+    const bool fuse = n == 1 && cll_cu_env_flag(&g_moe_fuse_route, "CLLAMA_CUDA_MOE_FUSE_ROUTE", false) && C->gu[0].gemv &&
                       C->gu[0].gemv->routes && hp->n_expert <= CLL_CU_ROUTE_EMAX && K <= CLL_CU_ROUTE_KMAX;
-    const bool fuse_act = n == 1 && env_opt_in(&g_moe_fuse_act, "CLLAMA_CUDA_MOE_FUSE_ACT") && C->down.gemv &&
+    const bool fuse_act = n == 1 && cll_cu_env_flag(&g_moe_fuse_act, "CLLAMA_CUDA_MOE_FUSE_ACT", false) && C->down.gemv &&
                           C->down.gemv->acts;
     PTRY(CLL_PK_ROUTER, product(s, &C->router, 1, n, s->xn, d, s->xq, s->router, hp->n_expert));
     if (!fuse)

@@ -49,11 +49,6 @@ cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q);
  * ceil(group / HG) x n_chunks x n_rows) would hold fewer than min_blocks blocks. A block runs its
  * heads one after another, so a small grid (decode over a short context: one chunk) wants them
  * spread; a group's K/V rows are then read once per block (from L2). */
-/* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
- * before the PDL wait, when they fit the lane's hold (nvec <= 32 * hold) and the grid is at most
- * one block per SM (blocks <= n_sm: the MoE router, 128 rows x 2048 f32 = 32 blocks), where the
- * product is a chain of load rounds rather than a stream. */
-bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold);
 #define CLL_CU_ATTN_MIN_BLOCKS 64 /* the kernel's floor: grids below it split a group's q heads */
 int cll_cu_attn_heads_per_block(int32_t n_head, int32_t n_kv, int32_t n_chunks, int64_t n_rows, int32_t min_blocks);
 /* warps per block of that kernel (4, 8 or 16) for a grid of `blocks` blocks of hg q heads of head
@@ -63,6 +58,11 @@ int cll_cu_attn_heads_per_block(int32_t n_head, int32_t n_kv, int32_t n_chunks, 
  * instructions per warp, not the K/V loads, bounds a decode step's attention over a short context).
  * Wider than 4 only with an F16 cache and W * hg * hd <= 8192 (the block's 32 KB reduction buffer). */
 int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, int32_t hg, bool f16);
+/* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
+ * before the PDL wait, when they fit the lane's hold (nvec <= 32 * hold) and the grid is at most
+ * one block per SM (blocks <= n_sm: the MoE router, 128 rows x 2048 f32 = 32 blocks), where the
+ * product is a chain of load rounds rather than a stream. */
+bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold);
 const char *cll_cu_form_name(cll_cu_form f);
 /* The few-token gemv (a batched decode step: 2..few_max tokens of a dense weight, every weight
  * byte read once for all of them; cuda/matmul/gemv_few.cu): its geometry and the pure choices

@@ -71,12 +71,13 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *
  * after the wait only x is read; the default path keeps 4 in flight a round. Same sums in the same
  * order: the two give the same bits. */
 #define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
+template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return T == CLL_TYPE_F32 ? 4 : 8; } /* elements a 16-byte vector */
 template <int T, int WARPS, bool PRE>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
          const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
          int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
-    constexpr int EPV = T == CLL_TYPE_F32 ? 4 : 8; /* elements per 16-byte vector */
+    constexpr int EPV = gemv_f_epv<T>();
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -111,39 +112,39 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         for (int i = 0; i < GEMV_F_PRE_V; i++)
             if (lane + 32 * i < nvec) acc += vdot<T>(wb[i], xr + (lane + 32 * i) * EPV);
     } else {
-    int64_t v = lane;
-    /* the first four vectors go out before the wait (weights depend on no kernel) */
-    uint4 w0 = {}, w1 = {}, w2 = {}, w3 = {};
-    const bool first = live && v + 96 < nvec;
-    if (first) {
-        w0 = ld_stream(wv + v);
-        w1 = ld_stream(wv + v + 32);
-        w2 = ld_stream(wv + v + 64);
-        w3 = ld_stream(wv + v + 96);
-    }
-    if (!mat_ids) cll_pdl_wait(); /* x's producer */
-    if (!live) { /* past the rows: nothing but the tail */
-        if (epi.on) cll_epi_finish(epi, rows, epi_acc);
-        return;
-    }
-    if (first) {
-        acc += vdot<T>(w0, xr + v * EPV);
-        acc += vdot<T>(w1, xr + (v + 32) * EPV);
-        acc += vdot<T>(w2, xr + (v + 64) * EPV);
-        acc += vdot<T>(w3, xr + (v + 96) * EPV);
-        v += 128;
-    }
-    for (; v + 96 < nvec; v += 128) {
-        w0 = ld_stream(wv + v);
-        w1 = ld_stream(wv + v + 32);
-        w2 = ld_stream(wv + v + 64);
-        w3 = ld_stream(wv + v + 96);
-        acc += vdot<T>(w0, xr + v * EPV);
-        acc += vdot<T>(w1, xr + (v + 32) * EPV);
-        acc += vdot<T>(w2, xr + (v + 64) * EPV);
-        acc += vdot<T>(w3, xr + (v + 96) * EPV);
-    }
-    for (; v < nvec; v += 32) acc += vdot<T>(ld_stream(wv + v), xr + v * EPV);
+        int64_t v = lane;
+        /* the first four vectors go out before the wait (weights depend on no kernel) */
+        uint4 w0 = {}, w1 = {}, w2 = {}, w3 = {};
+        const bool first = live && v + 96 < nvec;
+        if (first) {
+            w0 = ld_stream(wv + v);
+            w1 = ld_stream(wv + v + 32);
+            w2 = ld_stream(wv + v + 64);
+            w3 = ld_stream(wv + v + 96);
+        }
+        if (!mat_ids) cll_pdl_wait(); /* x's producer */
+        if (!live) { /* past the rows: nothing but the tail */
+            if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+            return;
+        }
+        if (first) {
+            acc += vdot<T>(w0, xr + v * EPV);
+            acc += vdot<T>(w1, xr + (v + 32) * EPV);
+            acc += vdot<T>(w2, xr + (v + 64) * EPV);
+            acc += vdot<T>(w3, xr + (v + 96) * EPV);
+            v += 128;
+        }
+        for (; v + 96 < nvec; v += 128) {
+            w0 = ld_stream(wv + v);
+            w1 = ld_stream(wv + v + 32);
+            w2 = ld_stream(wv + v + 64);
+            w3 = ld_stream(wv + v + 96);
+            acc += vdot<T>(w0, xr + v * EPV);
+            acc += vdot<T>(w1, xr + (v + 32) * EPV);
+            acc += vdot<T>(w2, xr + (v + 64) * EPV);
+            acc += vdot<T>(w3, xr + (v + 96) * EPV);
+        }
+        for (; v < nvec; v += 32) acc += vdot<T>(ld_stream(wv + v), xr + v * EPV);
     }
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
     acc = cll_warp_sum(acc);
@@ -160,8 +161,7 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
     if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
-    constexpr int EPV = T == CLL_TYPE_F32 ? 4 : 8;
-    const bool pre = cll_cu_gemv_f_pre(w->cols / EPV, (int64_t)grid.x * grid.y, cll_cu_sm_count(), GEMV_F_PRE_V) &&
+    const bool pre = cll_cu_gemv_f_pre(w->cols / gemv_f_epv<T>(), (int64_t)grid.x * grid.y, cll_cu_sm_count(), GEMV_F_PRE_V) &&
                      cll_cu_gemv_f_pre_on();
     CLL_CU_RET(cll_cu_launch(pre ? k_gemv_f<T, CLL_GEMV_WARPS, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>, grid,
                              dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,

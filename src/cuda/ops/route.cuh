@@ -2,7 +2,8 @@
  * with ties to the lower id, optional renormalization), shared by the routing kernel (ops/moe.cu)
  * and the decode expert gemvs that route for themselves (cll_cu_route, matmul/matmul.cuh).
  * Rule: as cpu/forward.c moe_route: max-subtracted exp, double-summed, probs scaled by a float
- * inverse, top-k with NaN below every number and ties to the lower id, renorm sum clamped to >= 2^-14; both callers run this one body, so they agree bit for bit.
+ * inverse, top-k with NaN below every number and ties to the lower id, renorm sum clamped to
+ * >= 2^-14; both callers run this one body, so they agree bit for bit.
  * Owns nothing. Whole warp; pr is E floats of scratch (shared memory), sel / selw get K entries. */
 #ifndef CLL_CUDA_OPS_ROUTE_CUH
 #define CLL_CUDA_OPS_ROUTE_CUH
