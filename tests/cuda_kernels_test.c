@@ -173,16 +173,20 @@ static void test_attn_prefill(void **state) {
 static void test_attn_decode(void **state) {
     (void)state;
     g_fail = 0;
-    const struct { int hd, n_head, n_kv, len, n_chunks; bool paged; } shapes[] = {
-        {128, 32, 32, 100, 1, false}, {128, 32, 32, 130, 1, false}, {128, 32, 32, 300, 4, true}, {128, 32, 8, 1, 1, false},
-        {128, 32, 8, 600, 2, false},  {64, 8, 2, 77, 1, true},       {256, 8, 4, 200, 1, false}, {128, 32, 4, 2100, 8, true},
+    /* act: most live chunks (0: the kernel's default); 2 and 1 run blocks of many sub-chunks, each
+     * asking L2 for the next while it scores (the long-context form) */
+    const struct { int hd, n_head, n_kv, len, n_chunks; bool paged; int act; } shapes[] = {
+        {128, 32, 32, 100, 1, false, 0}, {128, 32, 32, 130, 1, false, 0}, {128, 32, 32, 300, 4, true, 0},
+        {128, 32, 8, 1, 1, false, 0},    {128, 32, 8, 600, 2, false, 0},  {64, 8, 2, 77, 1, true, 0},
+        {256, 8, 4, 200, 1, false, 0},   {128, 32, 4, 2100, 8, true, 0},  {128, 32, 32, 2100, 17, false, 2},
+        {128, 32, 8, 1000, 8, true, 1},  {64, 8, 2, 700, 6, false, 3},
     };
     const int widths[] = {4, 8, 16}; /* every block width the kernel has (one that does not fit runs another) */
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
             cll_cuda_gate_report r;
             report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                                 shapes[s].n_chunks, shapes[s].paged, widths[w], 600 + s, &r));
+                                                 shapes[s].n_chunks, shapes[s].paged, widths[w], shapes[s].act, 600 + s, &r));
         }
     assert_int_equal(g_fail, 0);
 }
@@ -258,6 +262,20 @@ static void test_attn_warps(void **state) {
     assert_int_equal(cll_cu_attn_warps(8, 2080, 132, 64, 2, true), 8);
     assert_int_equal(cll_cu_attn_warps(16, 64, 132, 256, 4, true), 8);   /* 16 does not fit: the grid's choice */
     assert_int_equal(cll_cu_attn_warps(5, 64, 0, 64, 1, true), 4);       /* not a width, no SM count: defined */
+}
+
+/* the attention's live chunk cap (pure): about per_sm blocks an SM, at least one chunk, never past
+ * the grid's; off at per_sm 0 */
+static void test_attn_active_chunks(void **state) {
+    (void)state;
+    assert_int_equal(cll_cu_attn_active_chunks(65, 32, 132, 0), 65);   /* off: every chunk of the grid */
+    assert_int_equal(cll_cu_attn_active_chunks(65, 32, 132, 4), 16);   /* l2-7b at depth 8192: 512 keys a chunk */
+    assert_int_equal(cll_cu_attn_active_chunks(65, 8, 132, 4), 65);    /* l3-8b: 66 would fit, the grid has 65 */
+    assert_int_equal(cll_cu_attn_active_chunks(65, 8, 132, 2), 33);
+    assert_int_equal(cll_cu_attn_active_chunks(2, 32, 132, 4), 2);     /* short context: the grid's 2 */
+    assert_int_equal(cll_cu_attn_active_chunks(65, 1024, 132, 1), 1);  /* a wide batch: one chunk, not zero */
+    assert_int_equal(cll_cu_attn_active_chunks(0, 32, 132, 4), 1);     /* no chunks: defined */
+    assert_int_equal(cll_cu_attn_active_chunks(65, 32, 0, 4), 65);     /* no SM count: off */
 }
 
 static void test_gemv_f_pre(void **state) {
@@ -447,6 +465,7 @@ int main(void) {
         cmocka_unit_test(test_attn_heads_per_block),
         cmocka_unit_test(test_attn_warps),
         cmocka_unit_test(test_gemv_f_pre),
+        cmocka_unit_test(test_attn_active_chunks),
     };
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) {
@@ -460,6 +479,7 @@ int main(void) {
         cmocka_unit_test(test_attn_heads_per_block),
         cmocka_unit_test(test_attn_warps),
         cmocka_unit_test(test_gemv_f_pre),
+        cmocka_unit_test(test_attn_active_chunks),
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),

@@ -58,6 +58,14 @@ int cll_cu_attn_heads_per_block(int32_t n_head, int32_t n_kv, int32_t n_chunks, 
  * instructions per warp, not the K/V loads, bounds a decode step's attention over a short context).
  * Wider than 4 only with an F16 cache and W * hg * hd <= 8192 (the block's 32 KB reduction buffer). */
 int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, int32_t hg, bool f16);
+/* key chunks a token's attention may use (<= n_chunks, the grid's): with per_sm > 0 about per_sm
+ * blocks per SM over the grid's blocks_per_chunk blocks of one chunk (kv heads x q-head subgroups
+ * x rows), at least one; per_sm <= 0: n_chunks (every chunk of >= min_chunk keys gets a block).
+ * Over a long context the grid sized for n_ctx makes thousands of one-sub-chunk blocks, each a
+ * short chain of dependent load rounds; fewer, longer chunks keep their next keys streaming
+ * (CLLAMA_CUDA_ATTN_PER_SM; the kernel caps its chunks at this count, so a replayed graph grows
+ * its chunks with the context). */
+int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, int32_t n_sm, int32_t per_sm);
 /* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
  * before the PDL wait, when they fit the lane's hold (nvec <= 32 * hold) and the grid is at most
  * one block per SM (blocks <= n_sm: the MoE router, 128 rows x 2048 f32 = 32 blocks), where the

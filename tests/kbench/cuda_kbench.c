@@ -16,6 +16,7 @@
 
 #include "cuda/cuda.h"
 #include "cuda/gate.h"
+#include "cuda/pick.h"
 #include "formats/formats.h"
 #include "kernels/registry.h"
 
@@ -33,25 +34,41 @@ static const struct { int64_t rows, cols; const char *what; } k_shapes[] = {
     {4096, 14336, "l3-8B ffn_down"}, {128256, 4096, "l3-8B output"},
 };
 
-/* -A: the decode attention on the anchor models' head shapes */
+/* -A: the decode attention on the anchor models' head shapes; per shape one row per live-chunk cap:
+ * every chunk of the grid (the default), then about 2, 4 and 8 blocks an SM (cll_cu_attn_active_chunks,
+ * CLLAMA_CUDA_ATTN_PER_SM) where that caps the chunks */
 static int bench_attention(int reps) {
     static const struct { int hd, n_head, n_kv; const char *what; } heads[] = {
         {128, 32, 32, "l2-7b (MHA)"}, {128, 32, 8, "l3-8b (GQA 4)"}, {128, 32, 4, "q3moe (GQA 8)"}};
-    static const int lens[] = {128, 1024, 8192};
+    static const int lens[] = {128, 1024, 8192}, per_sm[] = {0, 2, 4, 8};
+    cll_cuda_device dv;
+    const int n_sm = cll_cuda_device_info(0, &dv) == CLL_OK ? dv.sm_count : 0;
     int failed = 0;
-    printf("%-16s %7s %7s %7s %10s %9s\n", "heads", "keys", "n_ctx", "chunks", "us", "KV GB/s");
+    printf("%-16s %7s %7s %7s %6s %10s %9s\n", "heads", "keys", "n_ctx", "chunks", "live", "us", "KV GB/s");
     for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++)
         for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
             const int len = lens[l], n_ctx = len + 128, chunks = (n_ctx + 127) / 128; /* a step's grid (CLL_CU_ATTN_CHUNK) */
-            double us = 0;
-            if (cll_cuda_bench_attn_us(heads[h].hd, heads[h].n_head, heads[h].n_kv, len, n_ctx, chunks, 32, reps, &us) != CLL_OK) {
-                printf("%-16s %7d bench error: %s\n", heads[h].what, len, cll_last_error());
-                failed++;
-                continue;
+            const int G = heads[h].n_head / heads[h].n_kv;
+            const int hg = cll_cu_attn_heads_per_block(heads[h].n_head, heads[h].n_kv, chunks, 1, CLL_CU_ATTN_MIN_BLOCKS);
+            const int64_t per_chunk = (int64_t)heads[h].n_kv * ((G + hg - 1) / hg);
+            int last = -1;
+            for (size_t p = 0; p < sizeof per_sm / sizeof per_sm[0]; p++) {
+                const int act = per_sm[p] ? cll_cu_attn_active_chunks(chunks, per_chunk, n_sm, per_sm[p]) : -1;
+                const int live = act > 0 ? act : chunks;
+                if (live == last) continue; /* the same launch as the row above */
+                last = live;
+                double us = 0;
+                if (cll_cuda_bench_attn_us(heads[h].hd, heads[h].n_head, heads[h].n_kv, len, n_ctx, chunks, act, 32, reps,
+                                           &us) != CLL_OK) {
+                    printf("%-16s %7d bench error: %s\n", heads[h].what, len, cll_last_error());
+                    failed++;
+                    continue;
+                }
+                const double kv = 2.0 * len * heads[h].n_kv * heads[h].hd * 2.0; /* K and V, f16 */
+                printf("%-16s %7d %7d %7d %6d %10.2f %9.1f\n", heads[h].what, len, n_ctx, chunks, live, us,
+                       kv / (us * 1e3));
+                fflush(stdout);
             }
-            const double kv = 2.0 * len * heads[h].n_kv * heads[h].hd * 2.0; /* K and V, f16 */
-            printf("%-16s %7d %7d %7d %10.2f %9.1f\n", heads[h].what, len, n_ctx, chunks, us, kv / (us * 1e3));
-            fflush(stdout);
         }
     return failed ? 1 : 0;
 }

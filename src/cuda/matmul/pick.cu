@@ -120,6 +120,13 @@ int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, in
     return fits(w) ? w : fits(8) && w > 8 ? 8 : 4;
 }
 
+int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, int32_t n_sm, int32_t per_sm) {
+    if (n_chunks < 1) return 1;
+    if (per_sm <= 0 || blocks_per_chunk < 1 || n_sm < 1) return n_chunks;
+    const int64_t cap = (int64_t)per_sm * n_sm / blocks_per_chunk;
+    return cap < 1 ? 1 : cap < n_chunks ? (int32_t)cap : n_chunks;
+}
+
 bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold) {
     return nvec > 0 && hold > 0 && nvec <= 32 * (int64_t)hold && blocks > 0 && blocks <= n_sm;
 }

@@ -172,6 +172,9 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
  * l2-7b Q4_0 587.9 (32) / 595.5 (64) / 608.9 (128) tok/s, q3moe Q4_K_M 856.3 / 888.7 (128);
  * cuda_kbench -A, 128 keys: 7.9 -> 5.7 us (MHA); 1024 and 8192 keys unchanged */
 #define FA_MIN_CHUNK 128
+/* live chunks for about this many blocks an SM (cll_cu_attn_active_chunks; 0: every chunk of the
+ * grid, one per min_chunk keys) */
+#define FA_PER_SM 0
 #define FA_MIN_BLOCKS CLL_CU_ATTN_MIN_BLOCKS
 
 template <bool F16, int N>
@@ -342,7 +345,8 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
     const int32_t pos = a.pos[r];
     const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1;
     const int32_t len = hi - lo;
-    const int32_t eff = max(a.min_chunk, (len + a.n_chunks - 1) / a.n_chunks);
+    const int32_t nch = a.act_chunks > 0 && a.act_chunks < a.n_chunks ? a.act_chunks : a.n_chunks;
+    const int32_t eff = max(a.min_chunk, (len + nch - 1) / nch);
     const int32_t nc = (len + eff - 1) / eff;
     const int32_t c0 = lo + c * eff, c1 = min(c0 + eff, hi);
     const int32_t seq = a.seq[r];
@@ -350,16 +354,17 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
     const int64_t ks = (int64_t)a.n_kv * HD; /* hd_k == hd_v == HD */
     /* the cache row of the key at position p */
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, seq, p) : base + p; };
-    constexpr int ESZ = F16 ? 2 : 4;
-    if (c < nc) { /* K and V rows of the first sub-chunk to L2, 128 B lines */
-        constexpr int LINES = (HD * ESZ + 127) / 128;
-        const int nk = min(c1 - c0, FA_CS);
+    constexpr int ESZ = F16 ? 2 : 4, LINES = (HD * ESZ + 127) / 128;
+    /* the K and V rows of the sub-chunk from key s1 to L2, 128 B lines (fire and forget) */
+    auto pf_sub = [&](int32_t s1) {
+        const int nk = min(c1 - s1, FA_CS);
         for (int i = threadIdx.x; i < 2 * nk * LINES; i += blockDim.x) {
             const int which = i / (nk * LINES), rem = i % (nk * LINES), j = rem / LINES, ln = rem % LINES;
-            const char *row = (const char *)(which ? a.vc : a.kc) + (krow(c0 + j) * ks + (int64_t)kvh * HD) * ESZ;
+            const char *row = (const char *)(which ? a.vc : a.kc) + (krow(s1 + j) * ks + (int64_t)kvh * HD) * ESZ;
             prefetch_l2(row + ln * 128);
         }
-    }
+    };
+    if (c < nc) pf_sub(c0);
     cll_pdl_wait();
     cll_pdl_trigger();
     if (c >= nc) return;
@@ -394,6 +399,7 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
     const int64_t kvo = (int64_t)kvh * HD;
     for (int32_t s0 = c0; s0 < c1; s0 += FA_CS) {
         const int cs = min(FA_CS, c1 - s0);
+        if (a.pf_next > 0 && s0 + FA_CS < c1) pf_sub(s0 + FA_CS); /* streams while this one is scored */
         const int64_t rb = (base + s0) * ks + kvo; /* unpaged: the sub-chunk's first row */
         /* A: scores */
         for (int jb = 0; jb < cs; jb += W * KPW * U) {
@@ -598,6 +604,13 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
             const char *e = getenv("CLLAMA_CUDA_ATTN_MIN_CHUNK");
             env_min = e && atoi(e) > 0 ? atoi(e) : FA_MIN_CHUNK;
         }
+        static int env_per_sm = -1; /* CLLAMA_CUDA_ATTN_PER_SM: live chunks for about N blocks an SM (0: off) */
+        if (env_per_sm < 0) {
+            const char *e = getenv("CLLAMA_CUDA_ATTN_PER_SM");
+            env_per_sm = e && atoi(e) > 0 ? atoi(e) : FA_PER_SM;
+        }
+        static int env_pf = -1; /* CLLAMA_CUDA_ATTN_PF=0: no L2 request for the next sub-chunk */
+        const bool pf = cll_cu_env_flag(&env_pf, "CLLAMA_CUDA_ATTN_PF", true);
         static int env_warps = -1; /* CLLAMA_CUDA_ATTN_WARPS: 4, 8 or 16 (unset / 0: by the grid) */
         if (env_warps < 0) {
             const char *e = getenv("CLLAMA_CUDA_ATTN_WARPS");
@@ -616,7 +629,11 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int HG = cll_cu_attn_heads_per_block(a->n_head, a->n_kv, a->n_chunks, n, FA_MIN_BLOCKS);
         const int n_sub = (G + HG - 1) / HG;
         dim3 g((unsigned)(a->n_kv * n_sub), (unsigned)a->n_chunks, (unsigned)n);
-        const int W = cll_cu_attn_warps(a->warps, (int64_t)g.x * g.y * g.z, cll_cu_sm_count(), hd, HG, a->kv_f16);
+        if (ac.pf_next == 0) ac.pf_next = pf ? 1 : -1;
+        if (ac.act_chunks == 0)
+            ac.act_chunks = cll_cu_attn_active_chunks(a->n_chunks, (int64_t)g.x * g.z, cll_cu_sm_count(), env_per_sm);
+        const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
+        const int W = cll_cu_attn_warps(a->warps, (int64_t)g.x * live * g.z, cll_cu_sm_count(), hd, HG, a->kv_f16);
 #define FA_HG(F, D)                                                                                          \
     do {                                                                                                     \
         if (HG == 1) CLL_CU_RET((fa_launch<F, D, 1>(a, g, W, s)));                                            \
