@@ -13,8 +13,9 @@
 #       kbench  the gemv rows' bandwidth on 7B shapes
 #       ab NAME ENV...  tg128 of one anchor file under each env setting ("-" none, "A=1+B=2")
 #       tune NAME [S]   the CUDA serving races on one anchor file, then tg128 untuned vs tuned
-#       long [--ref]    the long.md cells: l2-7b Q4_K_M and Q4_0, -p 512,4096 -n 128 -d 0,8192 -r 3
-#               (recorded), with --ref llama-bench the same way on the same files
+#       long [--ref]    the long.md cells: l2-7b Q4_K_M and Q4_0, pp4096, then -p 512,4096 -n 128 -d 8192,
+#               -r 3 (recorded; pp512 / tg128 at depth 0 are bench's), with --ref llama-bench
+#               -p 512,4096 -n 128 -d 0,8192 on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
 #       owed    what the changes not yet run there wait for: gate --quick, then the cells that
@@ -251,11 +252,15 @@ long() {
   [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
   for name in l2-7b-Q4_K_M l2-7b-Q4_0; do
     synth_anchor "$name" || continue
-    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512,4096 -n 128 -d 0,8192 -r 3 -o jsonl --record \
-      --records "$OUT" -m "$MODELS/$name.gguf" 2>&1 | tee -a "$OUT/long.log" | python3 -c 'import sys,json
+    # pp4096 alone, then the depth-8192 cells: pp512 and tg128 at depth 0 are the board's cells
+    # (bench: -r 5, a context of 520 cells), not re-recorded here under another protocol
+    for args in "-p 4096 -n 0 -d 0" "-p 512,4096 -n 128 -d 8192"; do
+      CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda $args -r 3 -o jsonl --record \
+        --records "$OUT" -m "$MODELS/$name.gguf" 2>&1 | tee -a "$OUT/long.log" | python3 -c 'import sys,json
 for l in sys.stdin:
     if l.startswith("{"):
         r=json.loads(l); print("cllama    %-18s %-16s %9.1f t/s" % (r["model_filename"].split("/")[-1], r["test"], r["avg_ts"]))'
+    done
     if [ $ref = 1 ]; then
       /tmp/llama/build/bin/llama-bench -m "$MODELS/$name.gguf" -p 512,4096 -n 128 -d 0,8192 -r 3 -ngl 99 -fa 1 -o jsonl \
         2>/dev/null | tee -a "$OUT/ref_long.jsonl" | python3 -c 'import sys,json

@@ -179,15 +179,23 @@ static void test_attn_decode(void **state) {
         {128, 32, 32, 100, 1, false, 0}, {128, 32, 32, 130, 1, false, 0}, {128, 32, 32, 300, 4, true, 0},
         {128, 32, 8, 1, 1, false, 0},    {128, 32, 8, 600, 2, false, 0},  {64, 8, 2, 77, 1, true, 0},
         {256, 8, 4, 200, 1, false, 0},   {128, 32, 4, 2100, 8, true, 0},  {128, 32, 32, 2100, 17, false, 2},
-        {128, 32, 8, 1000, 8, true, 1},  {64, 8, 2, 700, 6, false, 3},
+        {128, 32, 8, 1000, 8, true, 1},  {64, 8, 2, 700, 6, false, 3},   {128, 32, 8, 2100, 17, true, 0},
     };
-    const int widths[] = {4, 8, 16}; /* every block width the kernel has (one that does not fit runs another) */
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    const int widths[] = {4, 8, 16}; /* every block width the split kernel has (one that does not fit runs another) */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
             cll_cuda_gate_report r;
             report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                                 shapes[s].n_chunks, shapes[s].paged, widths[w], shapes[s].act, 600 + s, &r));
+                                                 shapes[s].n_chunks, shapes[s].paged, widths[w], shapes[s].act,
+                                                 CLL_CU_ATTN_SPLIT, 600 + s, &r));
         }
+        /* the streaming kernel (long contexts) on the same shapes: one tile to 66 a chunk, the
+         * newest cell patched into its tile, partials merged */
+        cll_cuda_gate_report r;
+        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
+                                             shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_STREAM,
+                                             650 + s, &r));
+    }
     assert_int_equal(g_fail, 0);
 }
 
@@ -276,6 +284,19 @@ static void test_attn_active_chunks(void **state) {
     assert_int_equal(cll_cu_attn_active_chunks(65, 1024, 132, 1), 1);  /* a wide batch: one chunk, not zero */
     assert_int_equal(cll_cu_attn_active_chunks(0, 32, 132, 4), 1);     /* no chunks: defined */
     assert_int_equal(cll_cu_attn_active_chunks(65, 32, 0, 4), 65);     /* no SM count: off */
+}
+
+/* the decode attention's form (pure): knob or caller first, else streaming from 4096 cells, F32 split */
+static void test_attn_form(void **state) {
+    (void)state;
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 640), CLL_CU_ATTN_SPLIT);     /* tg128 */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4095), CLL_CU_ATTN_SPLIT);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4096), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320), CLL_CU_ATTN_STREAM);   /* tg128 @ d8192 */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_SPLIT, true, 8320), CLL_CU_ATTN_SPLIT);   /* the knob wins */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, true, 256), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, false, 8320), CLL_CU_ATTN_SPLIT); /* F32 cache */
+    assert_int_equal(cll_cu_attn_form(7, true, 256), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
 }
 
 static void test_gemv_f_pre(void **state) {
@@ -466,6 +487,7 @@ int main(void) {
         cmocka_unit_test(test_attn_warps),
         cmocka_unit_test(test_gemv_f_pre),
         cmocka_unit_test(test_attn_active_chunks),
+        cmocka_unit_test(test_attn_form),
     };
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) {
@@ -480,6 +502,7 @@ int main(void) {
         cmocka_unit_test(test_attn_warps),
         cmocka_unit_test(test_gemv_f_pre),
         cmocka_unit_test(test_attn_active_chunks),
+        cmocka_unit_test(test_attn_form),
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),

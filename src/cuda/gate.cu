@@ -1029,7 +1029,7 @@ cll_status gate_moe_route(int32_t E, int32_t K, bool renorm, uint64_t seed, cll_
  * PDL wait and the newest row comes from the rope buffer). B must equal A bit for bit (output
  * and the stored cell); A is held to an f64 softmax over A's own roped q and cache. */
 cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, int warps, int act_chunks,
-                            uint64_t seed, cll_cuda_gate_report *rep) {
+                            int form, uint64_t seed, cll_cuda_gate_report *rep) {
     if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || len < 1 || n_chunks < 1)
         return cll_err(CLL_ERR_ARG, "gate attn decode: bad shape");
     Rng rng{seed * 0x9E3779B97F4A7C15ull + 29};
@@ -1083,6 +1083,7 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
                          dout[k], &R, &a);
         a.warps = warps;
         a.act_chunks = act_chunks;
+        a.form = form;
         cudaError_t e = cudaSuccess;
         if (k == 0) {
             e = cll_cu_qkv_rope_store(&R, 1, 0);
@@ -1508,7 +1509,7 @@ extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t r
  * q|k|v rows so the K/V rows stream as a step's layers do; one CUDA graph of the layers' launches
  * (programmatic dependent launch as in a step), replayed: microseconds per launch */
 extern "C" cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int len, int n_ctx, int n_chunks, int act_chunks,
-                                             int layers, int reps, double *us) {
+                                             int form, int layers, int reps, double *us) {
     if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || len < 1 || len > n_ctx || n_chunks < 1 || layers < 1 ||
         reps < 1)
         return cll_err(CLL_ERR_ARG, "bench attn: bad shape");
@@ -1549,6 +1550,7 @@ extern "C" cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int l
         a.fuse_rope = true;
         a.rope = R;
         a.act_chunks = act_chunks;
+        a.form = form;
         err = cll_cu_attention(&a, 1, st);
     }
     cudaError_t e2 = cudaStreamEndCapture(st, &graph);
@@ -1587,18 +1589,18 @@ extern "C" cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool 
 }
 
 extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged,
-                                                int warps, int act_chunks, uint64_t seed, cll_cuda_gate_report *rep) {
+                                                int warps, int act_chunks, int form, uint64_t seed, cll_cuda_gate_report *rep) {
     char name[64];
     const int G = n_kv > 0 ? n_head / n_kv : 1;
     const int hg = cll_cu_attn_heads_per_block(n_head, n_kv, n_chunks, 1, CLL_CU_ATTN_MIN_BLOCKS), n_sub = (G + hg - 1) / hg;
     const int live = act_chunks > 0 && act_chunks < n_chunks ? act_chunks : n_chunks;
-    const int w = cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * live, cll_cu_sm_count(), hd, hg, true);
-    if (act_chunks > 0)
-        snprintf(name, sizeof name, "attn_decode_hd%d_w%d_c%d%s", hd, w, act_chunks, paged ? "_paged" : "");
-    else
-        snprintf(name, sizeof name, "attn_decode_hd%d_w%d%s", hd, w, paged ? "_paged" : "");
+    const bool stream = form == CLL_CU_ATTN_STREAM;
+    const int w = stream ? 4 : cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * live, cll_cu_sm_count(), hd, hg, true);
+    char cap[16] = "";
+    if (act_chunks > 0) snprintf(cap, sizeof cap, "_c%d", act_chunks);
+    snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s", stream ? "_stream" : "", hd, w, cap, paged ? "_paged" : "");
     init_report(rep, name, 0, CLL_TYPE_F16, len, hd, n_head);
-    return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, seed, rep);
+    return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, form, seed, rep);
 }
 
 extern "C" cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,

@@ -79,10 +79,12 @@ cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool renorm, uin
  * the first within 1e-5 of sum p|v| of an f64 softmax over its roped q and cache. warps: the block
  * width to run (4, 8, 16; one that does not fit the shape runs the kernel's own choice, and the
  * report's name says which ran). act_chunks: most chunks the keys use (0: the kernel's default;
- * fewer, longer chunks run several sub-chunks a block, each asking L2 for the next).
+ * fewer, longer chunks run several sub-chunks a block). form: CLL_CU_ATTN_SPLIT or _STREAM
+ * (cuda/pick.h; the streaming kernel runs 4 warps whatever warps says), 0 the default for the
+ * gate's small context (split).
  * Report: rows = len, cols = hd, nb = n_head. */
 cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, int warps,
-                                     int act_chunks, uint64_t seed, cll_cuda_gate_report *rep);
+                                     int act_chunks, int form, uint64_t seed, cll_cuda_gate_report *rep);
 /* cll_cu_quantize_q8_1 on n rows x cols (strided input): byte-exact with cll_quantize_q8_1 */
 cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cuda_gate_report *rep);
 /* The device decoders of every block format (cuda/formats.cuh, __host__ __device__) run on the
@@ -99,10 +101,10 @@ cll_status cll_cuda_gate_tables(void);
  * Weights are device-filled random bytes (speed does not depend on their values). */
 cll_status cll_cuda_bench_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps);
 /* the decode attention (fused rope, F16 cache) of one token at position len - 1 over n_chunks key
- * chunks of an n_ctx context (at most act_chunks live: cll_cuda_gate_attn_decode's), `layers`
+ * chunks of an n_ctx context (at most act_chunks live, in form: cll_cuda_gate_attn_decode's), `layers`
  * separate caches in one replayed CUDA graph: *us per launch */
-cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int len, int n_ctx, int n_chunks, int act_chunks, int layers,
-                                  int reps, double *us);
+cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int len, int n_ctx, int n_chunks, int act_chunks, int form,
+                                  int layers, int reps, double *us);
 cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps,
                                  double *us);
 

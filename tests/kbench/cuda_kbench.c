@@ -5,7 +5,7 @@
  * microseconds per product, GB/s of weight bytes, % of the H200's 4300 GB/s (the target is 75%);
  * at the end one "summary" line per row: min and avg % of peak over the shapes it ran.
  * usage: cuda_kbench [-r reps] [-T type[,type..]] [-k part-of-row-name] [-s RxC] [-n nb] [-G (skip gates)]
- *        cuda_kbench -A [-r reps]: the decode attention instead (cll_cuda_bench_attn_us: fused rope, F16
+ *        cuda_kbench -A [split|stream] [-r reps]: the decode attention (in that form; default by n_ctx) instead (cll_cuda_bench_attn_us: fused rope, F16
  *        cache, 32 layers' caches in one replayed graph) on the l2-7b / l3-8b / q3moe head shapes at
  *        128, 1024 and 8192 keys, the grid chunked as a step of that context is: us per launch and
  *        the K/V bytes it reads per second
@@ -34,6 +34,8 @@ static const struct { int64_t rows, cols; const char *what; } k_shapes[] = {
     {4096, 14336, "l3-8B ffn_down"}, {128256, 4096, "l3-8B output"},
 };
 
+static int g_attn_form = CLL_CU_ATTN_AUTO; /* -A split|stream: that form (cuda/pick.h cll_cu_attn_form) */
+
 /* -A: the decode attention on the anchor models' head shapes; per shape one row per live-chunk cap:
  * every chunk of the grid (the default), then about 2, 4 and 8 blocks an SM (cll_cu_attn_active_chunks,
  * CLLAMA_CUDA_ATTN_PER_SM) where that caps the chunks */
@@ -53,20 +55,21 @@ static int bench_attention(int reps) {
             const int64_t per_chunk = (int64_t)heads[h].n_kv * ((G + hg - 1) / hg);
             int last = -1;
             for (size_t p = 0; p < sizeof per_sm / sizeof per_sm[0]; p++) {
-                const int act = per_sm[p] ? cll_cu_attn_active_chunks(chunks, per_chunk, n_sm, per_sm[p]) : -1;
-                const int live = act > 0 ? act : chunks;
-                if (live == last) continue; /* the same launch as the row above */
-                last = live;
+                /* 0: the kernel's own default (split: every chunk; stream: about 2 blocks an SM) */
+                const int act = per_sm[p] ? cll_cu_attn_active_chunks(chunks, per_chunk, n_sm, per_sm[p]) : 0;
+                if (act && act == last) continue; /* the same launch as the row above */
+                last = act;
                 double us = 0;
-                if (cll_cuda_bench_attn_us(heads[h].hd, heads[h].n_head, heads[h].n_kv, len, n_ctx, chunks, act, 32, reps,
-                                           &us) != CLL_OK) {
+                if (cll_cuda_bench_attn_us(heads[h].hd, heads[h].n_head, heads[h].n_kv, len, n_ctx, chunks, act, g_attn_form,
+                                           32, reps, &us) != CLL_OK) {
                     printf("%-16s %7d bench error: %s\n", heads[h].what, len, cll_last_error());
                     failed++;
                     continue;
                 }
                 const double kv = 2.0 * len * heads[h].n_kv * heads[h].hd * 2.0; /* K and V, f16 */
-                printf("%-16s %7d %7d %7d %6d %10.2f %9.1f\n", heads[h].what, len, n_ctx, chunks, live, us,
-                       kv / (us * 1e3));
+                char live[16] = "dflt";
+                if (act) snprintf(live, sizeof live, "%d", act);
+                printf("%-16s %7d %7d %7d %6s %10.2f %9.1f\n", heads[h].what, len, n_ctx, chunks, live, us, kv / (us * 1e3));
                 fflush(stdout);
             }
         }
@@ -93,7 +96,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-k") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "-n") && i + 1 < argc) nb = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-G")) gates = false;
-        else if (!strcmp(argv[i], "-A")) attn = true;
+        else if (!strcmp(argv[i], "-A")) {
+            attn = true;
+            if (i + 1 < argc && !strcmp(argv[i + 1], "split")) g_attn_form = CLL_CU_ATTN_SPLIT, i++;
+            else if (i + 1 < argc && !strcmp(argv[i + 1], "stream")) g_attn_form = CLL_CU_ATTN_STREAM, i++;
+        }
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             long long r, c;
             if (sscanf(argv[++i], "%lldx%lld", &r, &c) == 2) s_rows = r, s_cols = c;

@@ -324,6 +324,153 @@ bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n) {
            (hd == 64 || hd == 128 || hd == 256) && a->n_kv > 0 && a->n_head % a->n_kv == 0 && a->rope.n_rot <= hd;
 }
 
+/* a GQA block's place: kv head, its q heads [h0, h0 + hg), token r, chunk c of nc live chunks
+ * covering keys [c0, c1) of the live window [lo, pos] (chunks of eff = max(min_chunk, len / live)
+ * keys, live = min(act_chunks, n_chunks)); pos / seq come from the step's io copy, never from a
+ * kernel, so they are readable before the PDL wait */
+struct FaGeo {
+    int kvh, h0, hg, c;
+    int64_t r, base;
+    int32_t pos, seq, c0, c1, nc;
+    __device__ FaGeo(const cll_cu_attn_args &a) {
+        const int G = a.n_head / a.n_kv;
+        const int n_sub = (int)gridDim.x / a.n_kv; /* the grid's x is n_kv * n_sub */
+        const int hg_all = (G + n_sub - 1) / n_sub;
+        kvh = blockIdx.x / n_sub;
+        const int sg = blockIdx.x % n_sub;
+        h0 = kvh * G + sg * hg_all;
+        hg = min(hg_all, G - sg * hg_all);
+        c = blockIdx.y;
+        r = blockIdx.z;
+        pos = a.pos[r];
+        const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1, len = hi - lo;
+        const int32_t nch = a.act_chunks > 0 && a.act_chunks < a.n_chunks ? a.act_chunks : a.n_chunks;
+        const int32_t eff = max(a.min_chunk, (len + nch - 1) / nch);
+        nc = (len + eff - 1) / eff;
+        c0 = lo + c * eff;
+        c1 = min(c0 + eff, hi);
+        seq = a.seq[r];
+        base = (int64_t)seq * a.n_ctx;
+    }
+};
+
+/* q of the block's heads into registers: lane (key slot, lane-in-key l) holds dims 8l..8l+7 of
+ * each head (zeros past hg); from the fused rope's rows or the q rows */
+template <int HD, int HG>
+static __device__ __forceinline__ void fa_load_q(const cll_cu_attn_args &a, const FaGeo &g, const float *buf, int l,
+                                                 float (&qv)[HG][8]) {
+    const float *qb = a.fuse_rope ? buf : a.q + g.r * a.ld_q;
+    const int64_t q0 = a.fuse_rope ? 0 : g.h0;
+#pragma unroll
+    for (int h = 0; h < HG; h++) {
+        if (h < g.hg) {
+            const float4 x0 = *(const float4 *)(qb + (q0 + h) * HD + 8 * l);
+            const float4 x1 = *(const float4 *)(qb + (q0 + h) * HD + 8 * l + 4);
+            qv[h][0] = x0.x; qv[h][1] = x0.y; qv[h][2] = x0.z; qv[h][3] = x0.w;
+            qv[h][4] = x1.x; qv[h][5] = x1.y; qv[h][6] = x1.z; qv[h][7] = x1.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; e++) qv[h][e] = 0.0f;
+        }
+    }
+}
+
+/* The end both GQA kernels share: red[w][h][d] holds warp w's unnormalized sums, sm_m / sm_l the
+ * block's running max and sum per head (all synced before the call). One live chunk writes the
+ * output; else the block writes its partials and the last block of the group to land merges them
+ * (S: SC floats a head of scratch; inv, last: block-shared). Partials: idx = (r*n_head + h)*n_chunks + c;
+ * acc (n, H, n_chunks, HD) then (m, l) pairs. Whole block. */
+template <int HD, int HG, int W, int SC>
+static __device__ void fa_tail(const cll_cu_attn_args &a, const FaGeo &g, const float (*red)[HG][HD], float (*S)[SC],
+                               float *sm_m, const float *sm_l, float *inv, bool *last) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t r = g.r;
+    const int h0 = g.h0, hg = g.hg, c = g.c, nc = g.nc;
+    constexpr int Q = HD / 4;
+    auto block_acc = [&](int h, int dq, int) {
+        float4 v = *(const float4 *)&red[0][h][4 * dq];
+#pragma unroll
+        for (int w = 1; w < W; w++) {
+            const float4 b = *(const float4 *)&red[w][h][4 * dq];
+            v.x += b.x; v.y += b.y; v.z += b.z; v.w += b.w;
+        }
+        return v;
+    };
+    if (nc == 1) {
+        if (threadIdx.x < HG) inv[threadIdx.x] = sm_l[threadIdx.x] > 0.0f ? 1.0f / sm_l[threadIdx.x] : 0.0f;
+        __syncthreads();
+        fa_write_out<HD, HG, W>(a, r, h0, hg, inv, block_acc);
+        return;
+    }
+    /* partials */
+    const int64_t H = a.n_head, NCH = a.n_chunks;
+    float *pacc = a.part;
+    float *pml = a.part + (int64_t)gridDim.z * H * NCH * HD;
+    for (int t = threadIdx.x; t < hg * Q; t += blockDim.x) {
+        const int h = t / Q, dq = t % Q;
+        const int64_t idx = (r * H + h0 + h) * NCH + c;
+        ((float4 *)(pacc + idx * HD))[dq] = block_acc(h, dq, 0);
+        if (dq == 0) {
+            pml[2 * idx] = sm_m[h];
+            pml[2 * idx + 1] = sm_l[h];
+        }
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int *cnt = a.count + r * H + h0;
+        *last = atomicAdd(cnt, 1) == nc - 1;
+        if (*last) *cnt = 0; /* self-resetting for the next launch / replay */
+    }
+    __syncthreads();
+    if (!*last) return;
+    /* merge: per head M = max m_c, L = sum l_c e^(m_c - M), o = sum acc_c e^(m_c - M) / L.
+     * Partials are read with ld.cg (other blocks wrote them; L1 is not coherent). */
+    for (int h = warp; h < hg; h += W) {
+        const float *ml = pml + 2 * ((r * H + h0 + h) * NCH);
+        float M = -INFINITY;
+        for (int cc = lane; cc < nc; cc += 32) M = fmaxf(M, __ldcg(ml + 2 * cc));
+        M = cll_warp_max(M);
+        float L = 0.0f;
+        for (int cc = lane; cc < nc; cc += 32) L += __ldcg(ml + 2 * cc + 1) * expf(__ldcg(ml + 2 * cc) - M);
+        L = cll_warp_sum(L);
+        if (lane == 0) {
+            sm_m[h] = M;
+            inv[h] = L > 0.0f ? 1.0f / L : 0.0f;
+        }
+    }
+    constexpr int KT = (HG * Q + 32 * W - 1) / (32 * W);
+    float4 o[KT];
+#pragma unroll
+    for (int k = 0; k < KT; k++) o[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int p0 = 0; p0 < nc; p0 += SC) { /* chunk weights of a piece to smem, then the sums */
+        const int pn = min(SC, nc - p0);
+        __syncthreads();
+        for (int t = threadIdx.x; t < hg * pn; t += blockDim.x) {
+            const int h = t / pn, cc = t % pn;
+            S[h][cc] = expf(__ldcg(pml + 2 * ((r * H + h0 + h) * NCH + p0 + cc)) - sm_m[h]);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < KT; k++) {
+            const int t = threadIdx.x + k * 32 * W, h = t / Q, dq = t % Q;
+            if (t >= HG * Q || h >= hg) continue;
+            const float4 *pa = (const float4 *)(pacc + ((r * H + h0 + h) * NCH + p0) * HD) + dq;
+#pragma unroll 8
+            for (int cc = 0; cc < pn; cc++) {
+                const float4 b = __ldcg(pa + (int64_t)cc * Q);
+                const float e = S[h][cc];
+                o[k].x = fmaf(b.x, e, o[k].x);
+                o[k].y = fmaf(b.y, e, o[k].y);
+                o[k].z = fmaf(b.z, e, o[k].z);
+                o[k].w = fmaf(b.w, e, o[k].w);
+            }
+        }
+    }
+    __syncthreads();
+    fa_write_out<HD, HG, W>(a, r, h0, hg, inv, [&](int, int, int k) { return o[k]; });
+}
+
 /* PG: the cache is paged (a.map.blk): every key's row comes from the block table; else the rows of
  * a sequence are consecutive from seq * n_ctx (the address arithmetic of the unpaged kernel stays
  * what it was: a per-key table lookup there cost the l2-7b decode step ~10% on the H200) */
@@ -335,36 +482,23 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
     __shared__ __align__(16) float red[W][HG][HD];
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int G = a.n_head / a.n_kv;
-    const int n_sub = (G + HG - 1) / HG, hg_all = (G + n_sub - 1) / n_sub;
-    const int kvh = blockIdx.x / n_sub, sg = blockIdx.x % n_sub;
-    const int h0 = kvh * G + sg * hg_all, hg = min(hg_all, G - sg * hg_all);
-    const int c = blockIdx.y;
-    const int64_t r = blockIdx.z;
-    /* pos / seq come from the step's io copy, never from a kernel: readable before the wait */
-    const int32_t pos = a.pos[r];
-    const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1;
-    const int32_t len = hi - lo;
-    const int32_t nch = a.act_chunks > 0 && a.act_chunks < a.n_chunks ? a.act_chunks : a.n_chunks;
-    const int32_t eff = max(a.min_chunk, (len + nch - 1) / nch);
-    const int32_t nc = (len + eff - 1) / eff;
-    const int32_t c0 = lo + c * eff, c1 = min(c0 + eff, hi);
-    const int32_t seq = a.seq[r];
-    const int64_t base = (int64_t)seq * a.n_ctx;
+    const FaGeo g(a);
+    const int kvh = g.kvh, h0 = g.h0, hg = g.hg, c = g.c;
+    const int64_t r = g.r, base = g.base;
+    const int32_t pos = g.pos, seq = g.seq, nc = g.nc, c0 = g.c0, c1 = g.c1;
     const int64_t ks = (int64_t)a.n_kv * HD; /* hd_k == hd_v == HD */
     /* the cache row of the key at position p */
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, seq, p) : base + p; };
-    constexpr int ESZ = F16 ? 2 : 4, LINES = (HD * ESZ + 127) / 128;
-    /* the K and V rows of the sub-chunk from key s1 to L2, 128 B lines (fire and forget) */
-    auto pf_sub = [&](int32_t s1) {
-        const int nk = min(c1 - s1, FA_CS);
+    constexpr int ESZ = F16 ? 2 : 4;
+    if (c < nc) { /* K and V rows of the first sub-chunk to L2, 128 B lines */
+        constexpr int LINES = (HD * ESZ + 127) / 128;
+        const int nk = min(c1 - c0, FA_CS);
         for (int i = threadIdx.x; i < 2 * nk * LINES; i += blockDim.x) {
             const int which = i / (nk * LINES), rem = i % (nk * LINES), j = rem / LINES, ln = rem % LINES;
-            const char *row = (const char *)(which ? a.vc : a.kc) + (krow(s1 + j) * ks + (int64_t)kvh * HD) * ESZ;
+            const char *row = (const char *)(which ? a.vc : a.kc) + (krow(c0 + j) * ks + (int64_t)kvh * HD) * ESZ;
             prefetch_l2(row + ln * 128);
         }
-    };
-    if (c < nc) pf_sub(c0);
+    }
     cll_pdl_wait();
     cll_pdl_trigger();
     if (c >= nc) return;
@@ -373,20 +507,7 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
     /* q of the group's heads: lane (key group slot sub, lane-in-key l) holds dims 8l..8l+7 */
     const int sub = lane / LPK, l = lane % LPK;
     float qv[HG][8];
-    const float *qb = a.fuse_rope ? buf : a.q + r * a.ld_q;
-    const int64_t q0 = a.fuse_rope ? 0 : h0;
-#pragma unroll
-    for (int h = 0; h < HG; h++) {
-        if (h < hg) {
-            const float4 x0 = *(const float4 *)(qb + (q0 + h) * HD + 8 * l);
-            const float4 x1 = *(const float4 *)(qb + (q0 + h) * HD + 8 * l + 4);
-            qv[h][0] = x0.x; qv[h][1] = x0.y; qv[h][2] = x0.z; qv[h][3] = x0.w;
-            qv[h][4] = x1.x; qv[h][5] = x1.y; qv[h][6] = x1.z; qv[h][7] = x1.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 8; e++) qv[h][e] = 0.0f;
-        }
-    }
+    fa_load_q<HD, HG>(a, g, buf, l, qv);
     if (threadIdx.x < HG) {
         sm_m[threadIdx.x] = -INFINITY;
         sm_l[threadIdx.x] = 0.0f;
@@ -399,7 +520,6 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
     const int64_t kvo = (int64_t)kvh * HD;
     for (int32_t s0 = c0; s0 < c1; s0 += FA_CS) {
         const int cs = min(FA_CS, c1 - s0);
-        if (a.pf_next > 0 && s0 + FA_CS < c1) pf_sub(s0 + FA_CS); /* streams while this one is scored */
         const int64_t rb = (base + s0) * ks + kvo; /* unpaged: the sub-chunk's first row */
         /* A: scores */
         for (int jb = 0; jb < cs; jb += W * KPW * U) {
@@ -485,90 +605,219 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
 #pragma unroll
         for (int e = 0; e < NV; e++) red[warp][h][NV * lane + e] = acc[h][e];
     __syncthreads();
-    constexpr int Q = HD / 4;
-    auto block_acc = [&](int h, int dq, int) {
-        float4 v = *(const float4 *)&red[0][h][4 * dq];
-#pragma unroll
-        for (int w = 1; w < W; w++) {
-            const float4 b = *(const float4 *)&red[w][h][4 * dq];
-            v.x += b.x; v.y += b.y; v.z += b.z; v.w += b.w;
-        }
-        return v;
-    };
     __shared__ float inv[HG];
-    if (nc == 1) {
-        if (threadIdx.x < HG) inv[threadIdx.x] = sm_l[threadIdx.x] > 0.0f ? 1.0f / sm_l[threadIdx.x] : 0.0f;
-        __syncthreads();
-        fa_write_out<HD, HG, W>(a, r, h0, hg, inv, block_acc);
-        return;
-    }
-    /* partials */
-    const int64_t H = a.n_head, NCH = a.n_chunks;
-    float *pacc = a.part;
-    float *pml = a.part + (int64_t)gridDim.z * H * NCH * HD;
-    for (int t = threadIdx.x; t < hg * Q; t += blockDim.x) {
-        const int h = t / Q, dq = t % Q;
-        const int64_t idx = (r * H + h0 + h) * NCH + c;
-        ((float4 *)(pacc + idx * HD))[dq] = block_acc(h, dq, 0);
-        if (dq == 0) {
-            pml[2 * idx] = sm_m[h];
-            pml[2 * idx + 1] = sm_l[h];
+    fa_tail<HD, HG, W, FA_CS>(a, g, red, S, sm_m, sm_l, inv, &last);
+}
+
+/* ---- the streaming GQA kernel (long contexts): a block walks its chunk in tiles of FS_TK keys
+ * whose K and V rows stream into shared memory through an FsGeo<HD>::NS-stage cp.async pipeline
+ * (16-byte copies, NS - 1 tiles in flight while one is scored), so a few blocks an SM keep the
+ * bytes in flight that the split kernel above gets only from thousands of one-sub-chunk blocks.
+ * 8 warps (a 4-warp block of 32-key tiles ran its own chain: 1.65 TB/s at 8192 keys); per tile:
+ * scores (HD/8 lanes a key, 8 dims a lane, q in registers) -> S, online softmax (warp per head),
+ * acc += p v (warp per key, HD/32 dims a lane), then fa_tail as above. The first NS - 1 tiles are requested before the PDL wait; the newest cell (pos, stored by
+ * the fused rope after the wait) is patched into its tile from the rope rows. F16 cache, head dim
+ * 64, 128 or 256; the same arithmetic per key as attn_gqa_kernel but in other sum orders. */
+#define FS_TK 64
+/* live chunks for about FS_PER_SM blocks an SM (cll_cu_attn_active_chunks; the form: cll_cu_attn_form) */
+#define FS_PER_SM 2
+#define FS_WARPS 8
+template <int HD> struct FsGeo {
+    static constexpr int ROWB = HD * 2;                 /* bytes of a K or V row */
+    static constexpr int STAGE = 2 * FS_TK * ROWB;      /* a tile's K rows then its V rows */
+    static constexpr int NS = HD <= 64 ? 4 : HD <= 128 ? 3 : 2; /* stages: 64-128 KB a block */
+    static constexpr int SMEM = NS * STAGE;
+};
+
+static __device__ __forceinline__ void fs_cp16(void *sdst, const void *gsrc) {
+    const uint32_t sa = (uint32_t)__cvta_generic_to_shared(sdst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(gsrc) : "memory");
+}
+static __device__ __forceinline__ void fs_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void fs_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+template <int HD, int HG, bool PG>
+__global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_cu_attn_args a) {
+    constexpr int W = FS_WARPS, LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, TK = FS_TK;
+    constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = FsGeo<HD>::NS, CPR = ROWB / 16;
+    static_assert(W * HG * HD * 4 <= FsGeo<HD>::SMEM, "the reduction buffer aliases the stages");
+    extern __shared__ __align__(16) unsigned char fs_smem[];
+    __shared__ float S[HG][TK];
+    __shared__ float sm_m[HG], sm_l[HG], sm_c[HG], inv[HG];
+    __shared__ __align__(16) float buf[(HG + 2) * HD]; /* fused rope: q rows 0..hg-1, k hg, v hg+1 */
+    __shared__ bool last;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const FaGeo g(a);
+    const int64_t ks = (int64_t)a.n_kv * HD, kvo = (int64_t)g.kvh * HD;
+    auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, g.seq, p) : g.base + p; };
+    const int nt = g.c < g.nc ? (g.c1 - g.c0 + TK - 1) / TK : 0;
+    /* tile t's K and V rows into stage t % NS (one commit group per call, empty past the chunk) */
+    auto issue = [&](int t) {
+        if (t < nt) {
+            const int32_t k0 = g.c0 + t * TK;
+            const int nk = min(TK, g.c1 - k0);
+            unsigned char *st = fs_smem + (t % NS) * STAGE;
+            for (int i = threadIdx.x; i < 2 * TK * CPR; i += 32 * W) {
+                const int which = i / (TK * CPR), rem = i % (TK * CPR), j = rem / CPR, q = rem % CPR;
+                if (j < nk)
+                    fs_cp16(st + which * TK * ROWB + j * ROWB + q * 16,
+                            (const char *)(which ? a.vc : a.kc) + (krow(k0 + j) * ks + kvo) * 2 + q * 16);
+            }
         }
+        fs_commit();
+    };
+    /* cells before pos were written by earlier steps: their copies may start before the wait;
+     * pos itself is patched below (fused rope) or, unfused, everything waits */
+    if (a.fuse_rope)
+        for (int t = 0; t < NS - 1; t++) issue(t);
+    cll_pdl_wait();
+    cll_pdl_trigger();
+    if (g.c >= g.nc) return;
+    if (!a.fuse_rope)
+        for (int t = 0; t < NS - 1; t++) issue(t);
+    const bool has_pos = g.pos >= g.c0 && g.pos < g.c1;
+    if (a.fuse_rope) fa_rope(a.rope, buf, HD, g.r, g.h0, g.hg, g.kvh, g.pos, has_pos);
+    const int sub = lane / LPK, l = lane % LPK;
+    float qv[HG][8];
+    fa_load_q<HD, HG>(a, g, buf, l, qv);
+    if (threadIdx.x < HG) {
+        sm_m[threadIdx.x] = -INFINITY;
+        sm_l[threadIdx.x] = 0.0f;
     }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int *cnt = a.count + r * H + h0;
-        last = atomicAdd(cnt, 1) == nc - 1;
-        if (last) *cnt = 0; /* self-resetting for the next launch / replay */
-    }
-    __syncthreads();
-    if (!last) return;
-    /* merge: per head M = max m_c, L = sum l_c e^(m_c - M), o = sum acc_c e^(m_c - M) / L.
-     * Partials are read with ld.cg (other blocks wrote them; L1 is not coherent). */
-    for (int h = warp; h < hg; h += W) {
-        const float *ml = pml + 2 * ((r * H + h0 + h) * NCH);
-        float M = -INFINITY;
-        for (int cc = lane; cc < nc; cc += 32) M = fmaxf(M, __ldcg(ml + 2 * cc));
-        M = cll_warp_max(M);
-        float L = 0.0f;
-        for (int cc = lane; cc < nc; cc += 32) L += __ldcg(ml + 2 * cc + 1) * expf(__ldcg(ml + 2 * cc) - M);
-        L = cll_warp_sum(L);
-        if (lane == 0) {
-            sm_m[h] = M;
-            inv[h] = L > 0.0f ? 1.0f / L : 0.0f;
-        }
-    }
-    constexpr int KT = (HG * Q + 32 * W - 1) / (32 * W);
-    float4 o[KT];
+    float acc[HG][NV];
 #pragma unroll
-    for (int k = 0; k < KT; k++) o[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int p0 = 0; p0 < nc; p0 += FA_CS) { /* chunk weights of a piece to smem, then the sums */
-        const int pn = min(FA_CS, nc - p0);
-        __syncthreads();
-        for (int t = threadIdx.x; t < hg * pn; t += blockDim.x) {
-            const int h = t / pn, cc = t % pn;
-            S[h][cc] = expf(__ldcg(pml + 2 * ((r * H + h0 + h) * NCH + p0 + cc)) - sm_m[h]);
+    for (int h = 0; h < HG; h++)
+#pragma unroll
+        for (int e = 0; e < NV; e++) acc[h][e] = 0.0f;
+    for (int t = 0; t < nt; t++) {
+        fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
+        __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
+        issue(t + NS - 1);
+        const unsigned char *st = fs_smem + (t % NS) * STAGE;
+        const int32_t k0 = g.c0 + t * TK;
+        const int cs = min(TK, g.c1 - k0);
+        if (a.fuse_rope && has_pos && g.pos >= k0 && g.pos < k0 + cs) { /* the new cell from the rope rows */
+            uint16_t *kr = (uint16_t *)(fs_smem + (t % NS) * STAGE + (g.pos - k0) * ROWB);
+            for (int i = threadIdx.x; i < 2 * HD; i += 32 * W) {
+                const int which = i / HD, d = i % HD;
+                kr[which * TK * (ROWB / 2) + d] = cll_f2h(buf[(g.hg + which) * HD + d]);
+            }
+            __syncthreads();
+        }
+        /* scores */
+#pragma unroll
+        for (int jb = 0; jb < TK; jb += W * KPW) {
+            const int jj = jb + warp * KPW + sub;
+            float kv[8];
+            if (jj < cs) {
+                const uint4 u = *(const uint4 *)(st + jj * ROWB + 16 * l);
+                const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
+                const float2 f2 = __half22float2(*(const __half2 *)&u.z), f3 = __half22float2(*(const __half2 *)&u.w);
+                kv[0] = f0.x; kv[1] = f0.y; kv[2] = f1.x; kv[3] = f1.y;
+                kv[4] = f2.x; kv[5] = f2.y; kv[6] = f3.x; kv[7] = f3.y;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) kv[e] = 0.0f;
+            }
+#pragma unroll
+            for (int h = 0; h < HG; h++) {
+                if (h >= g.hg) continue; /* block-uniform */
+                float dot = 0.0f;
+#pragma unroll
+                for (int e = 0; e < 8; e++) dot = fmaf(qv[h][e], kv[e], dot);
+#pragma unroll
+                for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                if (l == 0 && jj < cs) S[h][jj] = dot * a.scale;
+            }
         }
         __syncthreads();
+        /* online softmax per head: warp per head, a lane per 32 keys */
+        for (int h = warp; h < g.hg; h += W) {
+            float sc[TK / 32];
+            float mx = -INFINITY;
 #pragma unroll
-        for (int k = 0; k < KT; k++) {
-            const int t = threadIdx.x + k * 32 * W, h = t / Q, dq = t % Q;
-            if (t >= HG * Q || h >= hg) continue;
-            const float4 *pa = (const float4 *)(pacc + ((r * H + h0 + h) * NCH + p0) * HD) + dq;
-#pragma unroll 8
-            for (int cc = 0; cc < pn; cc++) {
-                const float4 b = __ldcg(pa + (int64_t)cc * Q);
-                const float e = S[h][cc];
-                o[k].x = fmaf(b.x, e, o[k].x);
-                o[k].y = fmaf(b.y, e, o[k].y);
-                o[k].z = fmaf(b.z, e, o[k].z);
-                o[k].w = fmaf(b.w, e, o[k].w);
+            for (int i = 0; i < TK / 32; i++) {
+                sc[i] = lane + 32 * i < cs ? S[h][lane + 32 * i] : -INFINITY;
+                mx = fmaxf(mx, sc[i]);
+            }
+            mx = cll_warp_max(mx);
+            const float mo = sm_m[h], mn = fmaxf(mo, mx);
+            float sum = 0.0f;
+#pragma unroll
+            for (int i = 0; i < TK / 32; i++) {
+                const float p = lane + 32 * i < cs ? expf(sc[i] - mn) : 0.0f;
+                S[h][lane + 32 * i] = p;
+                sum += p;
+            }
+            sum = cll_warp_sum(sum);
+            if (lane == 0) {
+                const float corr = mo == -INFINITY ? 0.0f : expf(mo - mn);
+                sm_l[h] = sm_l[h] * corr + sum;
+                sm_m[h] = mn;
+                sm_c[h] = corr;
+            }
+        }
+        __syncthreads();
+        /* acc = acc * corr + sum_j p_j v_j: warp per key, NV dims a lane */
+#pragma unroll
+        for (int h = 0; h < HG; h++) {
+            const float cr = h < g.hg ? sm_c[h] : 0.0f;
+#pragma unroll
+            for (int e = 0; e < NV; e++) acc[h][e] *= cr;
+        }
+        const unsigned char *vt = st + TK * ROWB;
+        for (int j = warp; j < cs; j += W) {
+            float vv[NV];
+            const uint16_t *vr = (const uint16_t *)(vt + j * ROWB) + NV * lane;
+            if constexpr (NV == 4) {
+                const uint2 u = *(const uint2 *)vr;
+                const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
+                vv[0] = f0.x; vv[1] = f0.y; vv[2] = f1.x; vv[3] = f1.y;
+            } else {
+#pragma unroll
+                for (int e = 0; e < NV; e++) vv[e] = cll_h2f(vr[e]);
+            }
+#pragma unroll
+            for (int h = 0; h < HG; h++) {
+                if (h >= g.hg) continue;
+                const float p = S[h][j];
+#pragma unroll
+                for (int e = 0; e < NV; e++) acc[h][e] = fmaf(p, vv[e], acc[h][e]);
             }
         }
     }
+    fs_wait<0>();
+    __syncthreads(); /* the stages are free: they hold the per-warp sums now */
+    float (*red)[HG][HD] = (float (*)[HG][HD])fs_smem;
+#pragma unroll
+    for (int h = 0; h < HG; h++)
+#pragma unroll
+        for (int e = 0; e < NV; e++) red[warp][h][NV * lane + e] = acc[h][e];
     __syncthreads();
-    fa_write_out<HD, HG, W>(a, r, h0, hg, inv, [&](int, int, int k) { return o[k]; });
+    fa_tail<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, &last);
+}
+
+template <int D, int HGV>
+static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
+    constexpr int SMEM = FsGeo<D>::SMEM;
+    static bool attr[2]; /* the 64 KB of dynamic shared memory, allowed once per instantiation */
+    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true> : attn_stream_kernel<D, HGV, false>;
+    bool &done = attr[a->map.blk ? 1 : 0];
+    if (!done) { /* and the largest shared-memory carveout, so two blocks share an SM */
+        cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
+        if (e != cudaSuccess) return e;
+        done = true;
+    }
+    return cll_cu_launch(k, g, dim3(32 * FS_WARPS), (size_t)SMEM, s, *a);
+}
+template <int D>
+static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, cudaStream_t s) {
+    return HG == 1 ? fs_launch<D, 1>(a, g, s) : HG == 2 ? fs_launch<D, 2>(a, g, s) : HG == 4 ? fs_launch<D, 4>(a, g, s)
+                                                                                  : fs_launch<D, 8>(a, g, s);
 }
 
 /* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
@@ -607,10 +856,8 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         static int env_per_sm = -1; /* CLLAMA_CUDA_ATTN_PER_SM: live chunks for about N blocks an SM (0: off) */
         if (env_per_sm < 0) {
             const char *e = getenv("CLLAMA_CUDA_ATTN_PER_SM");
-            env_per_sm = e && atoi(e) > 0 ? atoi(e) : FA_PER_SM;
+            env_per_sm = e && atoi(e) > 0 ? atoi(e) : 0; /* 0: each kernel's own default */
         }
-        static int env_pf = -1; /* CLLAMA_CUDA_ATTN_PF=0: no L2 request for the next sub-chunk */
-        const bool pf = cll_cu_env_flag(&env_pf, "CLLAMA_CUDA_ATTN_PF", true);
         static int env_warps = -1; /* CLLAMA_CUDA_ATTN_WARPS: 4, 8 or 16 (unset / 0: by the grid) */
         if (env_warps < 0) {
             const char *e = getenv("CLLAMA_CUDA_ATTN_WARPS");
@@ -629,9 +876,22 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int HG = cll_cu_attn_heads_per_block(a->n_head, a->n_kv, a->n_chunks, n, FA_MIN_BLOCKS);
         const int n_sub = (G + HG - 1) / HG;
         dim3 g((unsigned)(a->n_kv * n_sub), (unsigned)a->n_chunks, (unsigned)n);
-        if (ac.pf_next == 0) ac.pf_next = pf ? 1 : -1;
+        static int env_form = -1; /* CLLAMA_CUDA_ATTN_STREAM: 1 the streaming kernel, 0 the split one, unset: by n_ctx */
+        if (env_form < 0) {
+            const char *e = getenv("CLLAMA_CUDA_ATTN_STREAM");
+            env_form = e && *e ? (atoi(e) ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT) : CLL_CU_ATTN_AUTO;
+        }
+        const bool stream =
+            cll_cu_attn_form(a->form ? a->form : env_form, a->kv_f16, a->n_ctx) == CLL_CU_ATTN_STREAM;
         if (ac.act_chunks == 0)
-            ac.act_chunks = cll_cu_attn_active_chunks(a->n_chunks, (int64_t)g.x * g.z, cll_cu_sm_count(), env_per_sm);
+            ac.act_chunks = cll_cu_attn_active_chunks(a->n_chunks, (int64_t)g.x * g.z, cll_cu_sm_count(),
+                                                      env_per_sm > 0 ? env_per_sm : stream ? FS_PER_SM : FA_PER_SM);
+        if (stream) {
+            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, s));
+            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, s));
+            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, s));
+            return cudaGetLastError();
+        }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
         const int W = cll_cu_attn_warps(a->warps, (int64_t)g.x * live * g.z, cll_cu_sm_count(), hd, HG, a->kv_f16);
 #define FA_HG(F, D)                                                                                          \

@@ -180,10 +180,12 @@ typedef struct {
     int32_t prefill_p0, prefill_seq;
     /* warps per block of the GQA kernel (4, 8 or 16; 0: cll_cu_attn_warps' choice) */
     int32_t warps;
-    /* GQA kernel: most chunks a token's keys use (0: CLLAMA_CUDA_ATTN_PER_SM's cap, cll_cu_attn_active_chunks;
-     * -1: n_chunks) and whether a block asks L2 for its next sub-chunk's K/V rows while it scores this
-     * one (0: CLLAMA_CUDA_ATTN_PF, default on; -1 off; 1 on) */
-    int32_t act_chunks, pf_next;
+    /* GQA kernels: most chunks a token's keys use (0: the kernel's default cap, cll_cu_attn_active_chunks
+     * with CLLAMA_CUDA_ATTN_PER_SM; -1: n_chunks) */
+    int32_t act_chunks;
+    /* decode form: CLL_CU_ATTN_AUTO (0: the CLLAMA_CUDA_ATTN_STREAM knob, else cll_cu_attn_form's
+     * choice by n_ctx), CLL_CU_ATTN_SPLIT or CLL_CU_ATTN_STREAM */
+    int32_t form;
 } cll_cu_attn_args;
 /* runs the tensor-core prefill kernel when cll_cu_attention_prefill_ok, else the split kernels */
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);
