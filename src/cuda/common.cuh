@@ -86,41 +86,6 @@ static __device__ __forceinline__ void cll_pdl_trigger(void) {
 #endif
 }
 
-/* mbarriers and bulk copies (the TMA engine, sm_90): a copy's bytes are counted on an mbarrier
- * (complete_tx) that its consumers wait on by phase parity; the gemv_tma rows and the streaming
- * decode attention feed shared memory this way */
-static __device__ __forceinline__ uint32_t cll_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-static __device__ __forceinline__ void cll_mbar_init(uint64_t *b, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(cll_smem_u32(b)), "r"(count) : "memory");
-}
-static __device__ __forceinline__ void cll_mbar_expect_tx(uint64_t *b, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(cll_smem_u32(b)), "r"(bytes) : "memory");
-}
-static __device__ __forceinline__ void cll_mbar_wait(uint64_t *b, uint32_t parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra WAIT_%=;\n"
-        "}\n" ::"r"(cll_smem_u32(b)),
-        "r"(parity)
-        : "memory");
-}
-/* bytes (multiple of 16) from global src to shared dst (both 16-byte aligned), counted on b */
-static __device__ __forceinline__ void cll_bulk_g2s(void *dst, const void *src, uint32_t bytes, uint64_t *b) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     cll_smem_u32(dst)),
-                 "l"(src), "r"(bytes), "r"(cll_smem_u32(b))
-                 : "memory");
-}
-
-/* order this thread's generic-proxy shared memory accesses before later bulk copies into them */
-static __device__ __forceinline__ void cll_fence_proxy_async(void) {
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
 /* ask L2 for [p, p + bytes) (weights the kernel is about to stream): one bulk request, no
  * registers, no completion to wait for. p and bytes multiples of 16. */
 static __device__ __forceinline__ void cll_l2_prefetch(const void *p, uint32_t bytes) {

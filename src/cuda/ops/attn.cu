@@ -610,9 +610,9 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
 }
 
 /* ---- the streaming GQA kernel (long contexts): a block walks its chunk in tiles of FS_TK keys
- * whose K and V rows stream into shared memory through an FsGeo<HD>::NS-stage pipeline of bulk
- * copies (TMA, a row each; NS - 1 tiles in flight while one is scored), so a few blocks an SM keep
- * the bytes in flight that the split kernel above gets only from thousands of one-sub-chunk blocks.
+ * whose K and V rows stream into shared memory through an FsGeo<HD>::NS-stage cp.async pipeline
+ * (16-byte copies, NS - 1 tiles in flight while one is scored), so a few blocks an SM keep the
+ * bytes in flight that the split kernel above gets only from thousands of one-sub-chunk blocks.
  * 8 warps (a 4-warp block of 32-key tiles ran its own chain: 1.65 TB/s at 8192 keys); per tile:
  * scores (HD/8 lanes a key, 8 dims a lane, q in registers) -> S, online softmax (warp per head),
  * acc += p v (warp per key, HD/32 dims a lane), then fa_tail as above. The first NS - 1 tiles are requested before the PDL wait; the newest cell (pos, stored by
@@ -629,13 +629,21 @@ template <int HD> struct FsGeo {
     static constexpr int SMEM = NS * STAGE;
 };
 
+static __device__ __forceinline__ void fs_cp16(void *sdst, const void *gsrc) {
+    const uint32_t sa = (uint32_t)__cvta_generic_to_shared(sdst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(gsrc) : "memory");
+}
+static __device__ __forceinline__ void fs_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void fs_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 template <int HD, int HG, bool PG>
 __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_cu_attn_args a) {
     constexpr int W = FS_WARPS, LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, TK = FS_TK;
-    constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = FsGeo<HD>::NS;
+    constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = FsGeo<HD>::NS, CPR = ROWB / 16;
     static_assert(W * HG * HD * 4 <= FsGeo<HD>::SMEM, "the reduction buffer aliases the stages");
-    extern __shared__ __align__(128) unsigned char fs_smem[];
-    __shared__ __align__(8) uint64_t full[NS]; /* stage s's tile landed (bulk-copy bytes counted) */
+    extern __shared__ __align__(16) unsigned char fs_smem[];
     __shared__ float S[HG][TK];
     __shared__ float sm_m[HG], sm_l[HG], sm_c[HG], inv[HG];
     __shared__ __align__(16) float buf[(HG + 2) * HD]; /* fused rope: q rows 0..hg-1, k hg, v hg+1 */
@@ -645,28 +653,21 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
     const int64_t ks = (int64_t)a.n_kv * HD, kvo = (int64_t)g.kvh * HD;
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, g.seq, p) : g.base + p; };
     const int nt = g.c < g.nc ? (g.c1 - g.c0 + TK - 1) / TK : 0;
-    /* tile t's K and V rows into stage t % NS: warp 0, one bulk copy (TMA) a row, the bytes counted
-     * on full[t % NS] (lane 0 announces them first). The TMA engine keeps the tiles in flight without
-     * the load units: 16-byte cp.async copies of the same rows reached 1.65-2.6 TB/s at 8192 keys */
+    /* tile t's K and V rows into stage t % NS (one commit group per call, empty past the chunk) */
     auto issue = [&](int t) {
-        if (t >= nt || warp != 0) return;
-        const int32_t k0 = g.c0 + t * TK;
-        const int nk = min(TK, g.c1 - k0);
-        unsigned char *st = fs_smem + (t % NS) * STAGE;
-        uint64_t *bar = &full[t % NS];
-        if (lane == 0) cll_mbar_expect_tx(bar, (uint32_t)(2 * nk * ROWB));
-        __syncwarp();
-        for (int i = lane; i < 2 * nk; i += 32) {
-            const int which = i / nk, j = i % nk;
-            cll_bulk_g2s(st + which * TK * ROWB + j * ROWB,
-                         (const char *)(which ? a.vc : a.kc) + (krow(k0 + j) * ks + kvo) * 2, (uint32_t)ROWB, bar);
+        if (t < nt) {
+            const int32_t k0 = g.c0 + t * TK;
+            const int nk = min(TK, g.c1 - k0);
+            unsigned char *st = fs_smem + (t % NS) * STAGE;
+            for (int i = threadIdx.x; i < 2 * TK * CPR; i += 32 * W) {
+                const int which = i / (TK * CPR), rem = i % (TK * CPR), j = rem / CPR, q = rem % CPR;
+                if (j < nk)
+                    fs_cp16(st + which * TK * ROWB + j * ROWB + q * 16,
+                            (const char *)(which ? a.vc : a.kc) + (krow(k0 + j) * ks + kvo) * 2 + q * 16);
+            }
         }
+        fs_commit();
     };
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < NS; i++) cll_mbar_init(&full[i], 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
     /* cells before pos were written by earlier steps: their copies may start before the wait;
      * pos itself is patched below (fused rope) or, unfused, everything waits */
     if (a.fuse_rope)
@@ -691,8 +692,8 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
 #pragma unroll
         for (int e = 0; e < NV; e++) acc[h][e] = 0.0f;
     for (int t = 0; t < nt; t++) {
-        cll_mbar_wait(&full[t % NS], (uint32_t)((t / NS) & 1)); /* tile t landed */
-        __syncthreads(); /* tile t - 1 is consumed: its stage takes tile t + NS - 1 */
+        fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
+        __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
         issue(t + NS - 1);
         const unsigned char *st = fs_smem + (t % NS) * STAGE;
         const int32_t k0 = g.c0 + t * TK;
@@ -703,7 +704,6 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
                 const int which = i / HD, d = i % HD;
                 kr[which * TK * (ROWB / 2) + d] = cll_f2h(buf[(g.hg + which) * HD + d]);
             }
-            cll_fence_proxy_async(); /* these generic writes before the bulk copies that later refill the stage */
             __syncthreads();
         }
         /* scores */
@@ -788,7 +788,8 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
             }
         }
     }
-    __syncthreads(); /* every issued tile was waited for: the stages hold the per-warp sums now */
+    fs_wait<0>();
+    __syncthreads(); /* the stages are free: they hold the per-warp sums now */
     float (*red)[HG][HD] = (float (*)[HG][HD])fs_smem;
 #pragma unroll
     for (int h = 0; h < HG; h++)
