@@ -83,6 +83,10 @@ uint64_t cllama_model_size_bytes(const cllama_model *m);   /* bytes of tensor da
 /* weight bytes one decode token reads (every matmul weight and the output head; MoE: the
  * router and only the used experts' share): the numerator of "% of bandwidth roofline" */
 uint64_t cllama_model_decode_bytes(const cllama_model *m);
+/* K and V cache bytes one decode token reads when its sequence holds n_cells cells (a sliding-window
+ * layer reads at most its window), elem_bytes per cache element (2: CLLAMA_KV_F16, 4: F32): beside
+ * cllama_model_decode_bytes, the traffic of a decode step at depth */
+uint64_t cllama_model_kv_read_bytes(const cllama_model *m, int64_t n_cells, int32_t elem_bytes);
 int32_t cllama_model_n_vocab(const cllama_model *m);
 int32_t cllama_model_n_ctx_train(const cllama_model *m);
 int32_t cllama_model_n_embd(const cllama_model *m);

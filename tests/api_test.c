@@ -316,6 +316,25 @@ static void test_decode_greedy_and_counters(void **st) {
     cllama_context_free(g);
 }
 
+/* the K/V bytes a decode token reads (the bench's roofline at depth): stories260K 5 layers x 4 kv
+ * heads x (8 + 8) dims x 2 B = 640 B a cell; tiny-gemma3's five sliding layers read at most their
+ * 32-cell window, its one global layer every cell (256 B a cell a layer) */
+static void test_kv_read_bytes(void **st) {
+    (void)st;
+    assert_int_equal(cllama_model_kv_read_bytes(g_model, 1, 2), 640);
+    assert_int_equal(cllama_model_kv_read_bytes(g_model, 8192, 2), 8192ull * 640);
+    assert_int_equal(cllama_model_kv_read_bytes(g_model, 100, 4), 100ull * 1280); /* F32 cache */
+    assert_int_equal(cllama_model_kv_read_bytes(g_model, 0, 2), 0);
+    assert_int_equal(cllama_model_kv_read_bytes(NULL, 10, 2), 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s", tu_shared("oracle/models/tiny-gemma3-Q8_0.gguf"));
+    cllama_model *m = NULL;
+    assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_OK);
+    assert_int_equal(cllama_model_kv_read_bytes(m, 20, 2), 6ull * 20 * 256);            /* inside the window */
+    assert_int_equal(cllama_model_kv_read_bytes(m, 100, 2), (5ull * 32 + 100) * 256);   /* local layers capped */
+    cllama_model_free(m);
+}
+
 static void test_bad_path(void **st) {
     (void)st;
     cllama_model *m = (cllama_model *)1;
@@ -495,6 +514,7 @@ int main(void) {
         cmocka_unit_test(test_context_errors),
         cmocka_unit_test(test_backend_select),
         cmocka_unit_test(test_decode_greedy_and_counters),
+        cmocka_unit_test(test_kv_read_bytes),
         cmocka_unit_test(test_bad_path),
         cmocka_unit_test(test_unknown_arch_and_bad_type),
     };

@@ -2,7 +2,8 @@
 # `cllama bench -d`: llama-bench's depth. On stories260K: -p 16 -n 4 -d 0,64 gives the four tests in
 # llama-bench's order (every test at depth 0, then at 64) with n_depth in the rows and the names
 # "pp16 @ d64" / "tg4 @ d64"; --record keeps depth and no-depth rows apart (one row each, a
-# re-run replaces its own); bad input is refused with a reason.
+# re-run replaces its own); decode rows carry the K/V bytes a token reads; bad input is refused with a
+# reason.
 set -u
 BIN=${CLLAMA_BIN:?CLLAMA_BIN not set}
 SHARED=${CLLAMA_SHARED:-/work/shared}
@@ -25,7 +26,11 @@ assert got == want, got
 for r in rows:
     assert r["avg_ts"] > 0 and len(r["samples_ts"]) == 2, r
     assert r["n_batch"] == 512, r  # a depth fills in batches of >= 512
-print("ok   jsonl rows: %s" % ", ".join(t for t, *_ in got))
+# decode rows count the K/V cache they read: stories260K 640 B a cell (F16), tg4 at depth d reads
+# d+1 .. d+4 cells, so on average (d + 2.5) x 640
+kv = {r["n_depth"]: r["decode_kv_bytes"] for r in rows if r["n_gen"]}
+assert kv == {0: 1600, 64: 42560}, kv
+print("ok   jsonl rows: %s; K/V bytes a token %s" % (", ".join(t for t, *_ in got), kv))
 PY
 
 "$BIN" bench -m "$M" -p 16 -n 0 -d 0,32 -r 1 -t 2 >"$tmp/md" 2>&1 || fail "md run failed: $(cat "$tmp/md")"

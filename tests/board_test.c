@@ -103,6 +103,56 @@ static void test_poisoned_reference(void **state) {
     free(html);
 }
 
+/* a decode test at depth: its roofline counts the K/V cache the token reads (the cllama row's
+ * decode_kv_bytes, for both engines' cells); a cell without that figure is n/a, never the
+ * weights-only fraction */
+static json_t *depth_row(const char *engine, const char *file, double ts, double kv) {
+    json_t *r = json_object();
+    json_object_set_new(r, "engine", json_string(engine));
+    json_object_set_new(r, "backend", json_string("cuda"));
+    json_object_set_new(r, "test", json_string("tg128 @ d8192"));
+    json_object_set_new(r, "model_filename", json_string(file));
+    json_object_set_new(r, "model_sha256", json_string(""));
+    json_object_set_new(r, "model_type", json_string("llama 7B Q4_0"));
+    json_object_set_new(r, "model_size", json_integer(4000000000LL));
+    json_object_set_new(r, "n_prompt", json_integer(0));
+    json_object_set_new(r, "n_gen", json_integer(128));
+    json_object_set_new(r, "n_depth", json_integer(8192));
+    json_object_set_new(r, "avg_ts", json_real(ts));
+    json_object_set_new(r, "stddev_ts", json_real(1.0));
+    json_object_set_new(r, "noise", json_string("ok"));
+    json_object_set_new(r, "parity", json_string("pass"));
+    if (kv > 0) json_object_set_new(r, "decode_kv_bytes", json_integer((json_int_t)kv));
+    return r;
+}
+
+static void test_depth_roofline(void **state) {
+    (void)state;
+    char dir[512], cmd[600], out[600];
+    snprintf(dir, sizeof dir, "%s/deep", g_tmp);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    json_t *doc = json_object(), *rows = json_array();
+    json_object_set_new(doc, "box", json_string("deep"));
+    json_object_set_new(doc, "bandwidth_GBps", json_real(4000.0));
+    json_array_append_new(rows, depth_row("cllama", "d-Q4_0.gguf", 300.0, 4e9));
+    json_array_append_new(rows, depth_row("llama.cpp", "d-Q4_0.gguf", 250.0, 0));
+    json_array_append_new(rows, depth_row("cllama", "e-Q4_0.gguf", 300.0, 0)); /* no K/V figure */
+    json_array_append_new(rows, depth_row("llama.cpp", "e-Q4_0.gguf", 250.0, 0));
+    json_object_set_new(doc, "rows", rows);
+    snprintf(out, sizeof out, "%s/deep.json", dir);
+    assert_int_equal(cll_bench_records_save(out, doc), CLL_OK);
+    json_decref(doc);
+    char *md, *html;
+    render(dir, &md, &html);
+    /* 300 t/s x (4 GB weights + 4 GB K/V) / 4000 GB/s = 60%; llama.cpp 250 t/s: 50% (weights only: 30% / 25%) */
+    assert_non_null(strstr(md, "| d-Q4_0 | 4.00 | 300.0 ± 1.0 ·u | 250.0 ± 1.0 | 1.20× | 60% / 50% |"));
+    assert_non_null(strstr(md, "| e-Q4_0 | 4.00 | 300.0 ± 1.0 ·u | 250.0 ± 1.0 | 1.20× | n/a / n/a |"));
+    assert_null(strstr(md, "30% / 25%"));
+    free(md);
+    free(html);
+}
+
 static void test_import_ref(void **state) {
     (void)state;
     char rec[512];
@@ -225,6 +275,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_md_cells),   cmocka_unit_test(test_html),    cmocka_unit_test(test_poisoned_reference),
         cmocka_unit_test(test_import_ref), cmocka_unit_test(test_bad_input),  cmocka_unit_test(test_import_batched),
+        cmocka_unit_test(test_depth_roofline),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[300];

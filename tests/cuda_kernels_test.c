@@ -286,17 +286,19 @@ static void test_attn_active_chunks(void **state) {
     assert_int_equal(cll_cu_attn_active_chunks(65, 32, 0, 4), 65);     /* no SM count: off */
 }
 
-/* the decode attention's form (pure): knob or caller first, else streaming from 4096 cells, F32 split */
+/* the decode attention's form (pure): knob or caller first, else streaming for one row from 4096
+ * cells; batches of rows and F32 caches split */
 static void test_attn_form(void **state) {
     (void)state;
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 640), CLL_CU_ATTN_SPLIT);     /* tg128 */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4095), CLL_CU_ATTN_SPLIT);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4096), CLL_CU_ATTN_STREAM);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320), CLL_CU_ATTN_STREAM);   /* tg128 @ d8192 */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_SPLIT, true, 8320), CLL_CU_ATTN_SPLIT);   /* the knob wins */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, true, 256), CLL_CU_ATTN_STREAM);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, false, 8320), CLL_CU_ATTN_SPLIT); /* F32 cache */
-    assert_int_equal(cll_cu_attn_form(7, true, 256), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 640, 1), CLL_CU_ATTN_SPLIT);     /* tg128 */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4095, 1), CLL_CU_ATTN_SPLIT);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4096, 1), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1), CLL_CU_ATTN_STREAM);   /* tg128 @ d8192 */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8192, 64), CLL_CU_ATTN_SPLIT);   /* a server's batch */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_SPLIT, true, 8320, 1), CLL_CU_ATTN_SPLIT);   /* the knob wins */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, true, 256, 8), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, false, 8320, 1), CLL_CU_ATTN_SPLIT); /* F32 cache */
+    assert_int_equal(cll_cu_attn_form(7, true, 256, 1), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
 }
 
 static void test_gemv_f_pre(void **state) {

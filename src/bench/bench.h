@@ -103,6 +103,9 @@ const char *cll_bench_model_type(const cll_bench_model *bm); /* "llama 1B Q4_K -
 uint64_t cll_bench_model_size(const cll_bench_model *bm);    /* bytes of tensor data */
 uint64_t cll_bench_model_n_params(const cll_bench_model *bm);
 uint64_t cll_bench_model_decode_bytes(const cll_bench_model *bm); /* weight bytes per decode token */
+/* K/V cache bytes a decode token reads, averaged over ng tokens decoded after depth nd (positions
+ * nd .. nd + ng - 1; the bench's F16 cache) */
+uint64_t cll_bench_model_kv_bytes(const cll_bench_model *bm, int nd, int ng);
 /* kernels one decode step launches (CUDA graph nodes), 0 when the driver does not count them */
 uint64_t cll_bench_model_kernels_per_token(const cll_bench_model *bm);
 

@@ -17,7 +17,7 @@ typedef struct {
 
 typedef struct {
     char name[32];
-    long long np, ng;
+    long long np, ng, nd;
 } test_t;
 
 typedef struct {
@@ -90,6 +90,7 @@ static void build(json_t *doc, const char *backend, table_t *t) {
             snprintf(t->t[q].name, sizeof t->t[q].name, "%s", tn);
             t->t[q].np = json_integer_value(json_object_get(o, "n_prompt"));
             t->t[q].ng = json_integer_value(json_object_get(o, "n_gen"));
+            t->t[q].nd = json_integer_value(json_object_get(o, "n_depth"));
             t->nt++;
         }
     }
@@ -144,12 +145,15 @@ static void ratio_text(json_t *c, json_t *r, char *buf, size_t cap) {
     else snprintf(buf, cap, "%.2f×", nget(c, "avg_ts") / rv);
 }
 
-/* fraction of the decode roofline: tok/s x bytes per token / bandwidth */
-static void roof_text(const table_t *t, int j, json_t *row, char *buf, size_t cap) {
+/* fraction of the decode roofline: tok/s x bytes per token / bandwidth. A test at depth also reads
+ * the K/V cache: its bytes come from the cllama row of the cell (decode_kv_bytes, the same cache
+ * traffic for both engines: F16 K/V over the same cells); without one the cell is n/a */
+static void roof_text(const table_t *t, int j, int q, json_t *row, json_t *crow, char *buf, size_t cap) {
+    const double kv = t->t[q].nd > 0 ? (crow ? nget(crow, "decode_kv_bytes") : 0) : 0;
     if (!row) snprintf(buf, cap, "—");
     else if (t->m[j].moe) snprintf(buf, cap, "n/a (MoE)");
-    else if (t->bw <= 0 || t->m[j].size <= 0) snprintf(buf, cap, "n/a");
-    else snprintf(buf, cap, "%.0f%%", 100.0 * nget(row, "avg_ts") * t->m[j].size / (t->bw * 1e9));
+    else if (t->bw <= 0 || t->m[j].size <= 0 || (t->t[q].nd > 0 && kv <= 0)) snprintf(buf, cap, "n/a");
+    else snprintf(buf, cap, "%.0f%%", 100.0 * nget(row, "avg_ts") * (t->m[j].size + kv) / (t->bw * 1e9));
 }
 
 static const char *first_str(const table_t *t, const char *engine, const char *key) {
@@ -171,7 +175,8 @@ static void md_table(FILE *f, const table_t *t) {
     if (!cpu) cpu = first_str(t, "llama.cpp", "cpu_info");
     if (!gpu) gpu = first_str(t, "llama.cpp", "gpu_info");
     fprintf(f, "- hardware: %s%s%s\n", cpu ? cpu : "?", gpu && *gpu ? "; " : "", gpu ? gpu : "");
-    if (t->bw > 0) fprintf(f, "- read bandwidth: %.0f GB/s (decode roofline = bandwidth / bytes of weights)\n", t->bw);
+    if (t->bw > 0)
+        fprintf(f, "- read bandwidth: %.0f GB/s (decode roofline = bandwidth / bytes of weights; at depth, of weights and the K/V cache a token reads)\n", t->bw);
     const char *sha = first_prov(t, "cllama", "engine_git_sha"), *bc = first_str(t, "llama.cpp", "build_commit");
     const char *note = first_prov(t, "llama.cpp", "note");
     fprintf(f, "- cllama: git %s; llama.cpp: build %s%s%s\n\n", sha ? sha : "—", bc ? bc : "—", note ? " — " : "",
@@ -195,8 +200,8 @@ static void md_table(FILE *f, const table_t *t) {
             ratio_text(c, r, x, sizeof x);
             fprintf(f, " %s | %s | %s |", a, b, x);
             if (t->t[q].np == 0) {
-                roof_text(t, j, c, rc, sizeof rc);
-                roof_text(t, j, r, rr, sizeof rr);
+                roof_text(t, j, q, c, c, rc, sizeof rc);
+                roof_text(t, j, q, r, c, rr, sizeof rr);
                 fprintf(f, " %s / %s |", rc, rr);
             }
         }
@@ -269,7 +274,8 @@ static void html_table(FILE *f, const table_t *t) {
         fprintf(f, "; ");
         html_esc(f, gpu);
     }
-    if (t->bw > 0) fprintf(f, "<br>read bandwidth %.0f GB/s; decode roofline = bandwidth / bytes of weights", t->bw);
+    if (t->bw > 0)
+        fprintf(f, "<br>read bandwidth %.0f GB/s; decode roofline = bandwidth / bytes of weights (at depth, of weights and the K/V cache a token reads)", t->bw);
     fprintf(f, "<br>cllama: git ");
     html_esc(f, sha ? sha : "—");
     fprintf(f, "; llama.cpp: build ");
@@ -299,8 +305,8 @@ static void html_table(FILE *f, const table_t *t) {
             fprintf(f, "<td>%s</td><td>%s</td><td class=\"%s\">%s</td>", a, b,
                     ratio == 0 ? "" : ratio >= 1 ? "win" : "loss", x);
             if (t->t[q].np == 0) {
-                roof_text(t, j, c, rc, sizeof rc);
-                roof_text(t, j, r, rr, sizeof rr);
+                roof_text(t, j, q, c, c, rc, sizeof rc);
+                roof_text(t, j, q, r, c, rr, sizeof rr);
                 fprintf(f, "<td>%s / %s</td>", rc, rr);
             }
         }

@@ -89,6 +89,12 @@ const char *cll_bench_model_type(const cll_bench_model *bm) { return bm->type; }
 uint64_t cll_bench_model_size(const cll_bench_model *bm) { return cllama_model_size_bytes(bm->m); }
 uint64_t cll_bench_model_n_params(const cll_bench_model *bm) { return cllama_model_n_params(bm->m); }
 uint64_t cll_bench_model_decode_bytes(const cll_bench_model *bm) { return cllama_model_decode_bytes(bm->m); }
+uint64_t cll_bench_model_kv_bytes(const cll_bench_model *bm, int nd, int ng) {
+    if (ng <= 0 || nd < 0) return 0;
+    uint64_t sum = 0; /* the token at position p reads cells 0..p */
+    for (int i = 0; i < ng; i++) sum += cllama_model_kv_read_bytes(bm->m, (int64_t)nd + i + 1, 2);
+    return (sum + (uint64_t)ng / 2) / (uint64_t)ng;
+}
 uint64_t cll_bench_model_kernels_per_token(const cll_bench_model *bm) {
     cllama_counters k;
     return cllama_context_counters(bm->c, &k) == CLLAMA_OK ? k.launches : 0;

@@ -118,9 +118,13 @@ static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, in
         const double gbs = r->avg_ts * (double)wb / 1e9;
         json_object_set_new(j, "decode_weight_bytes", json_integer((json_int_t)wb));
         json_object_set_new(j, "weight_gbps", json_real(gbs));
+        /* and the K/V cache it reads (the roofline over both: what a step at depth moves) */
+        const uint64_t kvb = cll_bench_model_kv_bytes(bm, nd, ng);
+        json_object_set_new(j, "decode_kv_bytes", json_integer((json_int_t)kvb));
         if (roof > 0) {
             json_object_set_new(j, "roofline_gbps", json_real(roof));
             json_object_set_new(j, "roofline_pct", json_real(100.0 * gbs / roof));
+            json_object_set_new(j, "roofline_kv_pct", json_real(100.0 * r->avg_ts * (double)(wb + kvb) / 1e9 / roof));
         }
         const uint64_t kpt = cll_bench_model_kernels_per_token(bm);
         if (kpt) json_object_set_new(j, "kernels_per_token", json_integer((json_int_t)kpt));
@@ -352,6 +356,12 @@ int cll_cmd_bench(int argc, char **argv) {
                         json_real_value(json_object_get(row, "weight_gbps")));
                 if (pct) fprintf(stderr, " = %.1f%% of the %.0f GB/s roofline", json_real_value(pct),
                                  json_real_value(json_object_get(row, "roofline_gbps")));
+                if (nd > 0) { /* at depth the cache is read too */
+                    json_t *kp = json_object_get(row, "roofline_kv_pct");
+                    fprintf(stderr, "; with %.2f GB of K/V cache",
+                            (double)json_integer_value(json_object_get(row, "decode_kv_bytes")) / 1e9);
+                    if (kp) fprintf(stderr, " %.1f%%", json_real_value(kp));
+                }
                 if (kpt) fprintf(stderr, ", %lld kernels per token", (long long)json_integer_value(kpt));
                 fprintf(stderr, "\n");
             }

@@ -70,13 +70,15 @@ int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, in
  * a long context, each prefetching its one sub-chunk) or the streaming one (a few blocks an SM, each
  * walking a long chunk through a cp.async pipeline in shared memory). want: a caller's or the
  * CLLAMA_CUDA_ATTN_STREAM knob's choice (CLL_CU_ATTN_SPLIT / _STREAM) wins; CLL_CU_ATTN_AUTO takes the
- * streaming kernel for an F16 cache of at least CLL_CU_ATTN_STREAM_MIN_CTX cells a sequence (a graph
- * is captured per n_ctx, so the choice holds for every position of the context). F32 caches: split. */
+ * streaming kernel for one row (a single stream's decode step) over an F16 cache of at least
+ * CLL_CU_ATTN_STREAM_MIN_CTX cells a sequence (a graph is captured per n_ctx, so the choice holds for
+ * every position of the context). Steps of several rows (a server's batches) keep the split kernel:
+ * the streaming one was measured on one row only. F32 caches: split. */
 #define CLL_CU_ATTN_AUTO 0
 #define CLL_CU_ATTN_SPLIT 1
 #define CLL_CU_ATTN_STREAM 2
 #define CLL_CU_ATTN_STREAM_MIN_CTX 4096
-int cll_cu_attn_form(int want, bool f16, int32_t n_ctx);
+int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows);
 /* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
  * before the PDL wait, when they fit the lane's hold (nvec <= 32 * hold) and the grid is at most
  * one block per SM (blocks <= n_sm: the MoE router, 128 rows x 2048 f32 = 32 blocks), where the

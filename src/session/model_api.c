@@ -167,6 +167,17 @@ uint64_t cllama_model_decode_bytes(const cllama_model *m) {
     cll_plan_free(p);
     return b;
 }
+uint64_t cllama_model_kv_read_bytes(const cllama_model *m, int64_t n_cells, int32_t elem_bytes) {
+    if (!m || !m->m || n_cells <= 0 || elem_bytes <= 0) return 0;
+    const cll_hparams *hp = &m->m->hp;
+    const uint64_t per_cell = (uint64_t)hp->n_head_kv * (uint64_t)(hp->head_dim_k + hp->head_dim_v) * (uint64_t)elem_bytes;
+    uint64_t b = 0;
+    for (int32_t l = 0; l < hp->n_layer; l++) {
+        const int64_t c = m->m->layers[l].swa && hp->n_swa > 0 && hp->n_swa < n_cells ? hp->n_swa : n_cells;
+        b += (uint64_t)c * per_cell;
+    }
+    return b;
+}
 cllama_backend cllama_model_backend(const cllama_model *m) { return m ? m->backend : CLLAMA_BACKEND_CPU; }
 const char *cllama_model_driver_desc(const cllama_model *m) {
     return m && m->drv && m->dm && m->drv->model_desc ? m->drv->model_desc(m->dm) : "";

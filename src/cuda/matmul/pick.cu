@@ -127,10 +127,10 @@ int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, in
     return cap < 1 ? 1 : cap < n_chunks ? (int32_t)cap : n_chunks;
 }
 
-int cll_cu_attn_form(int want, bool f16, int32_t n_ctx) {
+int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows) {
     if (!f16) return CLL_CU_ATTN_SPLIT;
     if (want == CLL_CU_ATTN_SPLIT || want == CLL_CU_ATTN_STREAM) return want;
-    return n_ctx >= CLL_CU_ATTN_STREAM_MIN_CTX ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT;
+    return n_rows == 1 && n_ctx >= CLL_CU_ATTN_STREAM_MIN_CTX ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT;
 }
 
 bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold) {

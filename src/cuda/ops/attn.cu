@@ -882,7 +882,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
             env_form = e && *e ? (atoi(e) ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT) : CLL_CU_ATTN_AUTO;
         }
         const bool stream =
-            cll_cu_attn_form(a->form ? a->form : env_form, a->kv_f16, a->n_ctx) == CLL_CU_ATTN_STREAM;
+            cll_cu_attn_form(a->form ? a->form : env_form, a->kv_f16, a->n_ctx, n) == CLL_CU_ATTN_STREAM;
         if (ac.act_chunks == 0)
             ac.act_chunks = cll_cu_attn_active_chunks(a->n_chunks, (int64_t)g.x * g.z, cll_cu_sm_count(),
                                                       env_per_sm > 0 ? env_per_sm : stream ? FS_PER_SM : FA_PER_SM);
