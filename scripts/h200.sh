@@ -18,8 +18,8 @@
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
-#       owed    what the changes not yet run there wait for: gate --quick, then the cells that
-#               predate the last decode change (recorded)
+#       owed    what the tree owes the H200: gate --quick, then the board cells recorded before
+#               the last decode changes (recorded, ~7 min)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
 #               mixed prompts, a 4096-token prompt mid-run, --check)
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
@@ -363,16 +363,13 @@ join_gemma() {
     { echo "gemma parts missing or corrupt"; rm -f "$g"; }
 }
 
-# owed: what the changes not yet run on the H200 wait for (one call, ~5 min): the gates and the
-# golden files on the GPU (gate --quick: the attention with one chunk per head group up to 128
-# keys, e633934, ran only as an env A/B), then the cells whose rows predate it, recorded:
-# l2-7b Q4_0 (A/B 608.9 tok/s tg128), q3moe Q4_K_M (888.7), l3-8b Q4_K_M; and the float gemv's PRE
-# form (the MoE router; not run there yet) against CLLAMA_CUDA_GEMV_F_PRE=0 on q3moe tg128
+# owed: what the tree owes the H200 (one call, ~7 min): the gates and the golden files on the GPU
+# (gate --quick: 97a5cb2 passes the row count to cll_cu_attn_form, host-side, tested off the GPU),
+# then the board cells whose rows predate e633934 (one attention chunk per head group over <= 128
+# keys) and the float gemv's PRE form, recorded: l2-7b F16, Q5_1, IQ4_XS, l3-8b Q6_K, IQ3_S
 owed() {
   gate --quick
-  KEEP=1 bench 'l2-7b-Q4_0|q3moe-L24-Q4_K_M|l3-8b-Q4_K_M'
-  AB_ENVS=(- CLLAMA_CUDA_GEMV_F_PRE=0 -)
-  ab q3moe-L24-Q4_K_M
+  bench 'l2-7b-f16|l2-7b-Q5_1|l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
 }
 
 cmd=${1:-}; shift || true
