@@ -117,6 +117,17 @@ static inline bool cll_cu_env_flag(int *cache, const char *name, bool default_on
     return *cache != 0;
 }
 
+/* a positive integer knob read once per process into *cache (-1: not read yet; not state): NAME's
+ * value when it is a number > 0, else dflt (>= 0) */
+static inline int cll_cu_env_pos_int(int *cache, const char *name, int dflt) {
+    if (*cache < 0) {
+        const char *e = getenv(name);
+        const int v = e ? atoi(e) : 0;
+        *cache = v > 0 ? v : dflt;
+    }
+    return *cache;
+}
+
 /* gemvs trigger the next kernel's launch first thing (CLLAMA_CUDA_GEMV_TRIGGER=1, the default:
  * 547.6 vs 543.0 tok/s on l2-7b Q4_0) or only by finishing (0) */
 static inline int cll_cu_gemv_early_trigger(void) {

@@ -615,9 +615,10 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
  * bytes in flight that the split kernel above gets only from thousands of one-sub-chunk blocks.
  * 8 warps (a 4-warp block of 32-key tiles ran its own chain: 1.65 TB/s at 8192 keys); per tile:
  * scores (HD/8 lanes a key, 8 dims a lane, q in registers) -> S, online softmax (warp per head),
- * acc += p v (warp per key, HD/32 dims a lane), then fa_tail as above. The first NS - 1 tiles are requested before the PDL wait; the newest cell (pos, stored by
- * the fused rope after the wait) is patched into its tile from the rope rows. F16 cache, head dim
- * 64, 128 or 256; the same arithmetic per key as attn_gqa_kernel but in other sum orders. */
+ * acc += p v (warp per key, HD/32 dims a lane), then fa_tail as above. The first NS - 1 tiles are
+ * requested before the PDL wait; the newest cell (pos, stored by the fused rope after the wait) is
+ * patched into its tile from the rope rows. F16 cache, head dim 64, 128 or 256; the same arithmetic
+ * per key as attn_gqa_kernel but in other sum orders. */
 #define FS_TK 64
 /* live chunks for about FS_PER_SM blocks an SM (cll_cu_attn_active_chunks; the form: cll_cu_attn_form) */
 #define FS_PER_SM 2
@@ -848,22 +849,12 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
     const int hd = a->hd_k;
     if (a->fuse_rope && !cll_cu_attention_fuses_rope(a, n)) return cudaErrorInvalidValue;
     if (a->hd_v == hd && (hd == 64 || hd == 128 || hd == 256)) {
-        static int env_min = -1; /* process-wide setting read once; not state */
-        if (env_min < 0) {
-            const char *e = getenv("CLLAMA_CUDA_ATTN_MIN_CHUNK");
-            env_min = e && atoi(e) > 0 ? atoi(e) : FA_MIN_CHUNK;
-        }
-        static int env_per_sm = -1; /* CLLAMA_CUDA_ATTN_PER_SM: live chunks for about N blocks an SM (0: off) */
-        if (env_per_sm < 0) {
-            const char *e = getenv("CLLAMA_CUDA_ATTN_PER_SM");
-            env_per_sm = e && atoi(e) > 0 ? atoi(e) : 0; /* 0: each kernel's own default */
-        }
-        static int env_warps = -1; /* CLLAMA_CUDA_ATTN_WARPS: 4, 8 or 16 (unset / 0: by the grid) */
-        if (env_warps < 0) {
-            const char *e = getenv("CLLAMA_CUDA_ATTN_WARPS");
-            env_warps = e ? atoi(e) : 0;
-            if (env_warps < 0) env_warps = 0;
-        }
+        static int c_min = -1, c_per_sm = -1, c_warps = -1;
+        const int env_min = cll_cu_env_pos_int(&c_min, "CLLAMA_CUDA_ATTN_MIN_CHUNK", FA_MIN_CHUNK);
+        /* live chunks for about N blocks an SM (0: each kernel's own default) */
+        const int env_per_sm = cll_cu_env_pos_int(&c_per_sm, "CLLAMA_CUDA_ATTN_PER_SM", 0);
+        /* 4, 8 or 16 warps a split block (0: by the grid) */
+        const int env_warps = cll_cu_env_pos_int(&c_warps, "CLLAMA_CUDA_ATTN_WARPS", 0);
         cll_cu_attn_args ac = *a;
         if (ac.min_chunk <= 0) ac.min_chunk = env_min;
         if (ac.warps <= 0) ac.warps = env_warps;
