@@ -12,9 +12,11 @@
 
 #include "bench/board.h"
 #include "cpu/knobs.h"
+#include "cuda/knobs.h"
 #include "cpu/matmul.h"
 #include "formats/formats.h"
 #include "kernels/registry.h"
+#include "tune/race.h"
 #include "tune/tune.h"
 
 static char g_dir[128];
@@ -314,6 +316,60 @@ static void test_pins(void **state) {
     assert_int_equal(cll_tune_load_for("cpu", NULL, NULL, NULL), CLL_ERR_ARG);
     unsetenv("CLLAMA_PIN");
     cll_kernels_clear_overrides();
+}
+
+/* the CUDA knob table (no device needed): defaults, ranges, the environment's precedence over a
+ * sidecar's value but not over a race's, and every knob the CUDA knob races cover exists */
+static void test_cuda_knobs(void **state) {
+    (void)state;
+    unsetenv("CLLAMA_CUDA_ACT_PF_MB");
+    unsetenv("CLLAMA_CUDA_L2NEXT_MB");
+    cll_cuda_knob_reset();
+    const cll_cuda_knobs *k = cll_cuda_knobs_now();
+    int n = 0, dflt = 0, lo = 0, hi = 0;
+    const char *name = NULL, *env = NULL;
+    for (; cll_cuda_knob_info(n, &name, &lo, &hi, &dflt, &env); n++) {
+        assert_true(!strncmp(name, "cuda.", 5));
+        assert_true(!strncmp(env, "CLLAMA_CUDA_", 12));
+        assert_true(lo <= dflt && dflt <= hi);
+    }
+    assert_true(n >= 9);
+    assert_int_equal(k->l2next_mb, 4);
+    assert_int_equal(k->gemv_trigger, 1);
+    assert_int_equal(k->pdl, 1);
+    assert_int_equal(cll_cuda_knob_set("cuda.l2next_mb", 8, false, NULL), CLL_OK);
+    assert_int_equal(k->l2next_mb, 8);
+    assert_int_equal(cll_cuda_knob_set("cuda.l2next_mb", 41, false, NULL), CLL_ERR_ARG);
+    assert_int_equal(cll_cuda_knob_set("cuda.l2next_mb", 2.5, false, NULL), CLL_ERR_ARG);
+    assert_int_equal(k->l2next_mb, 8);
+    assert_int_equal(cll_cuda_knob_set("cuda.no_such_knob", 1, false, NULL), CLL_ERR_ARG);
+    assert_non_null(strstr(cll_last_error(), "cuda.attn_pf_mb"));
+    /* the variable wins over a sidecar's value, a race's value wins over the variable */
+    setenv("CLLAMA_CUDA_ACT_PF_MB", "8", 1);
+    cll_cuda_knob_reset();
+    assert_int_equal(k->act_pf_mb, 8);
+    assert_int_equal(k->l2next_mb, 4);
+    bool kept = false;
+    assert_int_equal(cll_cuda_knob_set("cuda.act_pf_mb", 16, false, &kept), CLL_OK);
+    assert_true(kept);
+    assert_int_equal(k->act_pf_mb, 8);
+    assert_int_equal(cll_cuda_knob_set("cuda.act_pf_mb", 16, true, &kept), CLL_OK);
+    assert_false(kept);
+    assert_int_equal(k->act_pf_mb, 16);
+    /* a bad variable keeps the default (and says so on stderr) */
+    setenv("CLLAMA_CUDA_ACT_PF_MB", "lots", 1);
+    cll_cuda_knob_reset();
+    assert_int_equal(k->act_pf_mb, 0);
+    unsetenv("CLLAMA_CUDA_ACT_PF_MB");
+    cll_cuda_knob_reset();
+    int raced = 0;
+    for (const char *r; (r = cll_race_cuda_knob(raced)) != NULL; raced++) {
+        bool found = false;
+        for (int i = 0; cll_cuda_knob_info(i, &name, &lo, &hi, &dflt, NULL); i++)
+            if (!strcmp(name, r)) found = true;
+        assert_true(found);
+    }
+    assert_true(raced >= 5);
 }
 
 /* a sidecar's runtime knobs reach the CPU driver; a bad one warns and keeps its default */
@@ -767,7 +823,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_and_bak), cmocka_unit_test(test_version_and_box), cmocka_unit_test(test_sites),
         cmocka_unit_test(test_unreadable),        cmocka_unit_test(test_pins),            cmocka_unit_test(test_parse_site),
-        cmocka_unit_test(test_runtime_knobs),
+        cmocka_unit_test(test_runtime_knobs),     cmocka_unit_test(test_cuda_knobs),
         cmocka_unit_test(test_doctor),          cmocka_unit_test(test_box_numbers),
         cmocka_unit_test(test_class_of_box),      cmocka_unit_test(test_export_class),    cmocka_unit_test(test_load_order),
         cmocka_unit_test(test_class_stale_site),  cmocka_unit_test(test_board_marks),

@@ -43,8 +43,10 @@ static void usage(FILE *f) {
                "  tune: race this box's CPU kernel variants per site (gated, interleaved, paired; crowned only on a\n"
                "        clear win) and write its tune sidecar; --budget stops starting sites after SECONDS;\n"
                "        --backend cuda (and --serving on the CPU) race each gemv row pinned into its own copy of\n"
-               "        the model, timing the served decode step (needs -m); with -m on the CPU the runtime knobs\n"
-               "        (cpu.chunks_per_thread, cpu.pf_gemv, cpu.par_min_work) race too, end to end (--no-knobs: not);\n"
+               "        the model, timing the served decode step (needs -m); with -m the runtime knobs race too,\n"
+               "        end to end (CPU: cpu.chunks_per_thread, cpu.pf_gemv, cpu.par_min_work; CUDA: the decode\n"
+               "        step's L2 prefetch sizes and the gemvs' early trigger, each value its own captured copy;\n"
+               "        --no-knobs: not);\n"
                "        every arm is gated in a child process, killed after --gate-timeout SECONDS (60): a faulting\n"
                "        or hanging kernel is marked broken and the run goes on\n"
                "  --export-class: class defaults (tune/defaults/CLASS.json) from a full mint (--tune FILE, else this\n"
@@ -363,6 +365,7 @@ static int mint(int argc, char **argv) {
         fprintf(stderr, "tune: %d site(s)%s%s, %d rounds (%s), %d threads -> %s\n", n, model ? " of " : "",
                 model ? model : " (Llama-3.2-1B shapes)", rounds, mode, threads, path);
     bool wrote = false;
+    const double t_begin = cll_now(); /* the budget counts from here (the knob races stop starting past it) */
     cll_status st = serving ? cll_race_serving(model, backend, pattern, &o, sc, path, &wrote)
                             : cll_race_run(sites, n, &o, sc, path, &wrote);
     free(sites);
@@ -376,10 +379,12 @@ static int mint(int argc, char **argv) {
             st = cll_tune_rewrite(path, sc);
         }
     }
-    /* the CPU's runtime knobs, end to end on the model (with every crown above in force) */
-    if (st == CLL_OK && wrote && model && !strcmp(backend, "cpu") && !no_knobs) {
+    /* the backend's runtime knobs, end to end on the model (with every crown above in force) */
+    if (st == CLL_OK && wrote && model && !no_knobs) {
+        const bool cu = !strcmp(backend, "cuda");
         st = cll_race_crowns_with(sc, NULL, NULL);
-        if (st == CLL_OK && (st = cll_race_knobs(model, &o, sc)) == CLL_OK) st = cll_tune_rewrite(path, sc);
+        if (st == CLL_OK && (st = cu ? cll_race_knobs_cuda(model, &o, sc, t_begin) : cll_race_knobs(model, &o, sc)) == CLL_OK)
+            st = cll_tune_rewrite(path, sc);
         cll_kernels_clear_overrides();
     }
     int rc = 0;

@@ -13,6 +13,7 @@
 
 extern "C" {
 #include "core/core.h"
+#include "cuda/knobs.h"
 #include "formats/blocks.h"
 #include "formats/formats.h"
 }
@@ -94,17 +95,24 @@ static __device__ __forceinline__ void cll_l2_prefetch(const void *p, uint32_t b
 #endif
 }
 
+/* block i of n workers: its share of [p, p + bytes) into L2 (one bulk request of a 16-byte
+ * multiple; the caller picks which thread) */
+static __device__ __forceinline__ void cll_l2_prefetch_share(const void *p, size_t bytes, size_t i, size_t n) {
+    if (!p || !bytes || !n) return;
+    const size_t slice = ((bytes + n - 1) / n + 15) & ~(size_t)15;
+    const size_t off = i * slice;
+    if (off >= bytes) return;
+    const size_t m = bytes - off < slice ? ((bytes - off + 15) & ~(size_t)15) : slice;
+    cll_l2_prefetch((const uint8_t *)p + off, (uint32_t)m);
+}
+
 /* a finishing block of a grid of nblk: its share of [p, p + bytes), the next product's weights
- * (thread 0 of the last min(nblk, 264) blocks; 16-byte slices) */
+ * (thread 0 of the last min(nblk, 264) blocks) */
 static __device__ __forceinline__ void cll_l2_prefetch_next(const void *p, size_t bytes) {
     if (!p || !bytes || threadIdx.x != 0 || blockIdx.y != 0) return;
     const unsigned nb = gridDim.x, np = nb < 264 ? nb : 264;
     if (blockIdx.x < nb - np) return;
-    const size_t slice = ((bytes + np - 1) / np + 15) & ~(size_t)15;
-    const size_t off = (size_t)(blockIdx.x - (nb - np)) * slice;
-    if (off >= bytes) return;
-    const size_t n = bytes - off < slice ? ((bytes - off + 15) & ~(size_t)15) : slice;
-    cll_l2_prefetch((const uint8_t *)p + off, (uint32_t)n);
+    cll_l2_prefetch_share(p, bytes, blockIdx.x - (nb - np), np);
 }
 
 /* an on/off knob read once per process into *cache (-1: not read yet; not state): default on, off
@@ -128,26 +136,12 @@ static inline int cll_cu_env_pos_int(int *cache, const char *name, int dflt) {
     return *cache;
 }
 
-/* gemvs trigger the next kernel's launch first thing (CLLAMA_CUDA_GEMV_TRIGGER=1, the default:
- * 547.6 vs 543.0 tok/s on l2-7b Q4_0) or only by finishing (0) */
-static inline int cll_cu_gemv_early_trigger(void) {
-    static int n = -1;
-    return cll_cu_env_flag(&n, "CLLAMA_CUDA_GEMV_TRIGGER", true);
-}
+/* gemvs trigger the next kernel's launch first thing (cuda.gemv_trigger, CLLAMA_CUDA_GEMV_TRIGGER)
+ * or only by finishing */
+static inline int cll_cu_gemv_early_trigger(void) { return cll_cuda_knobs_now()->gemv_trigger; }
 
-/* MB of the next product's weights a gemv's last wave prefetches into L2 (CLLAMA_CUDA_L2NEXT_MB,
- * default 4; l2-7b Q4_0 tg128 on the H200: 0 MB 533, 2 MB 540, 4 MB 543, 8 MB 520 tok/s: more
- * races the next gemv's own loads for the same lines) */
-static inline size_t cll_cu_l2next_bytes(void) {
-    static long mb = -1; /* process-wide setting read once; not state */
-    if (mb < 0) {
-        const char *e = getenv("CLLAMA_CUDA_L2NEXT_MB");
-        mb = e && *e ? atol(e) : 4;
-        if (mb < 0) mb = 0;
-        if (mb > 40) mb = 40;
-    }
-    return (size_t)mb << 20;
-}
+/* bytes of the next product's weights a gemv's last wave prefetches into L2 (cuda.l2next_mb) */
+static inline size_t cll_cu_l2next_bytes(void) { return (size_t)cll_cuda_knobs_now()->l2next_mb << 20; }
 
 /* CLLAMA_CUDA_GEMV_F_PRE=0: the float gemv never takes its PRE form (A/B; default on) */
 static inline bool cll_cu_gemv_f_pre_on(void) {
@@ -168,10 +162,7 @@ static inline int cll_cu_sm_count(void) {
     return cache[dev];
 }
 
-static inline bool cll_cu_pdl_on(void) {
-    static int on = -1;
-    return cll_cu_env_flag(&on, "CLLAMA_CUDA_PDL", true);
-}
+static inline bool cll_cu_pdl_on(void) { return cll_cuda_knobs_now()->pdl != 0; }
 
 template <typename... KArgs, typename... Args>
 static inline cudaError_t cll_cu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,

@@ -17,7 +17,7 @@
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
                         int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
                         const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL,
-                        const cll_cu_splitk *sk = NULL, const cll_cu_gemv_args *fused = NULL) {
+                        const cll_cu_splitk *sk = NULL, const cll_cu_gemv_args *fused = NULL, size_t pf_cap = SIZE_MAX) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
     if (epi) a.epi = *epi;
@@ -27,7 +27,7 @@ static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const 
         a.act_in = fused->act_in;
     }
     if (next && !ids) { /* the step's next product: its first bytes into L2 as this one drains */
-        const size_t nb_ = next->w.mat_stride, cap = cll_cu_l2next_bytes();
+        const size_t nb_ = next->w.mat_stride, cap = pf_cap != SIZE_MAX ? pf_cap : cll_cu_l2next_bytes();
         a.pf_next = next->w.d;
         a.pf_bytes = nb_ < cap ? nb_ : cap;
     }
@@ -114,11 +114,11 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
  * product the step runs after this one (its weights are prefetched into L2 by the last part) */
 static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
-                           const cll_cu_resid_epi *epi = NULL) {
+                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX) {
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
-            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi));
+            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi, NULL, NULL, NULL, pf_cap));
         } else if (const cll_cu_gemv_impl *fr = few_form_row(p, n)) { /* a few sequences' decode step */
             CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr, &s->sk));
         } else {
@@ -387,6 +387,30 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
 
 /* Every layer and the output head over n tokens whose ids / pos / seq / want rows sit in s->io.
  * n == 1 is the decode step (gemv products, split-K attention; captured into the graph). */
+/* decode's gap prefetches (cuda/knobs.h): the latency-bound kernels between two products ask L2
+ * for the next product's weights while the memory would sit idle: the attention over a short
+ * context the o weights (cuda.attn_pf_mb, while the token's K and V rows are at most
+ * cuda.attn_pf_kv_mb), the activation the down weights (cuda.act_pf_mb); the o and down products'
+ * last waves ask more of the next weights (cuda.l2next_o_mb, _down_mb: a one-block norm kernel
+ * follows each) */
+static size_t attn_pf_bytes(void) { return (size_t)cll_cuda_knobs_now()->attn_pf_mb << 20; }
+static int64_t attn_pf_kv_max(void) { return (int64_t)cll_cuda_knobs_now()->attn_pf_kv_mb << 20; }
+static size_t act_pf_bytes(void) { return (size_t)cll_cuda_knobs_now()->act_pf_mb << 20; }
+static size_t o_next_bytes(void) {
+    const int mb = cll_cuda_knobs_now()->l2next_o_mb;
+    return mb < 0 ? cll_cu_l2next_bytes() : (size_t)mb << 20;
+}
+static size_t down_next_bytes(void) {
+    const int mb = cll_cuda_knobs_now()->l2next_down_mb;
+    return mb < 0 ? cll_cu_l2next_bytes() : (size_t)mb << 20;
+}
+
+/* the first min(cap, its size) bytes of part p's weights, a multiple of 16 */
+static size_t pf_span(const cll_cu_part *p, size_t cap) {
+    const size_t b = p->w.mat_stride < cap ? p->w.mat_stride : cap;
+    return b & ~(size_t)15;
+}
+
 static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool argmax) {
     const cll_driver_model *dm = s->dm;
     const cll_model *m = dm->m;
@@ -461,6 +485,11 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.prefill_p0 = s->pf_p0;
         aa.prefill_seq = s->pf_seq;
         aa.fuse_rope = cll_cu_attention_fuses_rope(&aa, n); /* decode: the attention blocks rope and store k/v */
+        if (n == 1 && attn_pf_bytes() && C->wo.w.n_mat == 1) {
+            aa.pf = C->wo.w.d;
+            aa.pf_bytes = pf_span(&C->wo, attn_pf_bytes());
+            aa.pf_kv_max = attn_pf_kv_max();
+        }
         if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         if (!s->n_seg) {
             PTRY(CLL_PK_ATTN, cll_cu_attention(&aa, n, s->st));
@@ -484,7 +513,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         }
         cll_cu_resid_epi ep;
         const cll_cu_resid_epi *e1 = resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
-        PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1));
+        PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
+                               o_next_bytes()));
         cll_cu_resid_args rr;
         memset(&rr, 0, sizeof rr);
         rr.x = s->x;
@@ -503,12 +533,15 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             rr.n_used = hp->n_expert_used;
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down));
-            PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act, s->actq, s->st));
+            const bool apf = n == 1 && act_pf_bytes();
+            PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act, s->actq, s->st,
+                                           apf ? C->down.w.d : NULL, apf ? pf_span(&C->down, act_pf_bytes()) : 0));
         }
         rr.post = C->post_ffn_norm;
         rr.next = il + 1 < hp->n_layer ? dm->layers[il + 1].attn_norm : dm->output_norm;
         const cll_cu_resid_epi *e2 = moe ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
-        if (!moe) PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2));
+        if (!moe)
+            PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2, down_next_bytes()));
         if (!e2) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
     }
     if (n_out == 0) return CLL_OK;
@@ -562,15 +595,8 @@ static cll_status capture_pass(cll_driver_state *s, int64_t n, int64_t n_want, c
     return CLL_OK;
 }
 
-/* CLLAMA_CUDA_BATCH_GRAPH=0: batched decode steps run eagerly (A/B) */
-static bool batch_graph_off(void) {
-    static int off = -1; /* process-wide setting read once; not state */
-    if (off < 0) {
-        const char *v = getenv("CLLAMA_CUDA_BATCH_GRAPH");
-        off = v && v[0] == '0';
-    }
-    return off;
-}
+/* cuda.batch_graph 0 (CLLAMA_CUDA_BATCH_GRAPH=0): batched decode steps run eagerly (A/B) */
+static bool batch_graph_off(void) { return !cll_cuda_knobs_now()->batch_graph; }
 
 /* a batched decode step of n (2..CLL_CU_GRAPH_MAX_TOKENS) tokens through its graph: captured on the
  * second consecutive step of that count and n_want (a server's steps change shape while prompts are

@@ -402,7 +402,8 @@ static cll_status gate_fused_act(const cll_kernel_row *row, const cll_cu_gemv_im
     GATE_CU(dev.alloc(&dactq, (size_t)(a.nb * qf) * sizeof(cll_block_q8_1)));
     GATE_CU(poisoned(dev, &dyA, ny));
     GATE_CU(poisoned(dev, &dyB, ny));
-    GATE_CU(cll_cu_act_q8(dgu, 2 * f, a.nb, f, gelu, dact, dactq, 0));
+    /* the gap prefetch of the weight runs too (a hint: the bits must not change) */
+    GATE_CU(cll_cu_act_q8(dgu, 2 * f, a.nb, f, gelu, dact, dactq, 0, w->d, (size_t)w->mat_stride & ~(size_t)15));
     cll_cu_gemv_args b = a;
     a.x = dact;
     a.x_stride = f;
@@ -1090,6 +1091,10 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
         } else {
             a.fuse_rope = true;
             a.rope = R;
+            /* the gap prefetch runs too (a hint: the results must not change) */
+            a.pf = dk[0];
+            a.pf_bytes = (kc.size() * 2) & ~(size_t)15;
+            a.pf_kv_max = INT64_MAX;
             if (!cll_cu_attention_fuses_rope(&a, 1))
                 return cll_err(CLL_ERR_UNSUPPORTED, "gate attn decode: hd %d: no fused rope", hd);
         }

@@ -10,6 +10,7 @@
 
 #include "bench/bench.h"
 #include "cpu/knobs.h"
+#include "cuda/knobs.h"
 #include "cpu/matmul.h"
 #include "cuda/cuda.h"
 #include "formats/formats.h"
@@ -337,12 +338,20 @@ cll_status cll_tune_load_for(const char *backend, const char *path, const char *
     st = cll_tune_apply(sc, &here, t, false, false, &rep);
     if (st == CLL_OK && !rep.applies)
         cll_log(CLL_LOG_WARN, "tune: %s: not applied: %s (see `cllama tune doctor`)", path, rep.why);
-    /* the runtime knobs of this backend ("cpu.*"); a bad one warns and keeps its default */
+    /* the runtime knobs of this backend ("cpu.*", "cuda.*"); a bad one warns and keeps its default; a
+     * CUDA knob whose CLLAMA_CUDA_* variable is set keeps the variable's value (an explicit A/B) */
     for (int i = 0; st == CLL_OK && rep.applies && i < sc->n_runtime; i++) {
         const cll_tune_knob *k = &sc->runtime[i];
         if (!strncmp(k->name, "cpu.", 4) && !strcmp(backend, "cpu")) {
             if (cll_cpu_knob_set(k->name, k->value) != CLL_OK)
                 cll_log(CLL_LOG_WARN, "tune: %s: %s; it keeps its default", path, cll_last_error());
+        } else if (!strncmp(k->name, "cuda.", 5) && !strcmp(backend, "cuda")) {
+            bool kept = false;
+            if (cll_cuda_knob_set(k->name, k->value, false, &kept) != CLL_OK)
+                cll_log(CLL_LOG_WARN, "tune: %s: %s; it keeps its default", path, cll_last_error());
+            else if (kept)
+                cll_log(CLL_LOG_INFO, "tune: %s: %s = %g not applied: its environment variable is set", path, k->name,
+                        k->value);
         } else if (strncmp(k->name, "cuda.", 5) && strcmp(k->name, "threads")) {
             cll_log(CLL_LOG_WARN, "tune: %s: runtime knob '%s' is not one this engine has; ignored", path, k->name);
         }

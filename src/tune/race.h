@@ -26,6 +26,7 @@
 #ifndef CLL_TUNE_RACE_H
 #define CLL_TUNE_RACE_H
 
+#include "bench/bench.h"
 #include "tune/tune.h"
 
 #define CLL_RACE_MAX_SHAPES 4
@@ -91,6 +92,10 @@ bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, siz
 cll_status cll_race_serving(const char *model, const char *backend, const char *pattern, const cll_race_opts *o,
                             cll_tune_sidecar *sc, const char *path, bool *wrote);
 
+/* one served tg run of ng steps of bm (a round): *sec its wall seconds; on CUDA a run the SM clock
+ * fell below 90% of its maximum in is redone (twice at most; what names the race in the note) */
+cll_status cll_race_served_tg(cll_bench_model *bm, int ng, bool cuda, const char *what, double *sec);
+
 /* the registry overrides of every crown of sc except site's, and pin at site (site NULL: every
  * crown; pin NULL: site keeps its default); clears any other override first */
 cll_status cll_race_crowns_with(const cll_tune_sidecar *sc, const char *site, const char *pin);
@@ -99,6 +104,15 @@ cll_status cll_race_crowns_with(const cll_tune_sidecar *sc, const char *site, co
  * values in ABBA rounds of tg + pp runs on one loaded copy, paired against the default; a crowned
  * value goes to sc's runtime section (a tie drops an older crown); knobs are reset on return. */
 cll_status cll_race_knobs(const char *model, const cll_race_opts *o, cll_tune_sidecar *sc);
+
+/* Races of the CUDA runtime knobs (cuda/knobs.h; knob_race.c) on model: per knob each candidate
+ * value in its own loaded copy whose decode graph was captured with it (the knobs crowned before
+ * it in force), then tg rounds across the copies in ABBA order, paired against the default; the
+ * crown rule and the runtime section as above. Stops starting knobs once o->budget_s has passed
+ * since t_start. Knobs are reset on return. */
+cll_status cll_race_knobs_cuda(const char *model, const cll_race_opts *o, cll_tune_sidecar *sc, double t_start);
+/* the name of the i-th CUDA knob those races cover (NULL past the last) */
+const char *cll_race_cuda_knob(int i);
 
 /* Serving confirm (DESIGN.md section 4): for every crown of sc not yet confirmed, two end-to-end
  * runs of model that differ only in that crown (every other crown of sc applied to both): tg for

@@ -87,6 +87,21 @@ static bool gate(const cll_kernel_row *r, int64_t cols, bool cuda, char *why, si
 #endif
 }
 
+cll_status cll_race_served_tg(cll_bench_model *bm, int ng, bool cuda, const char *what, double *sec) {
+    cll_bench_result res;
+    cll_status st = CLL_OK;
+    /* a round the SM clock ran below 90% of its maximum in is redone (twice at most) */
+    for (int tries = 0; tries < 3 && st == CLL_OK; tries++) {
+        st = cll_bench_measure(bm, 0, ng, 1, false, &res);
+        int mx = 0;
+        const int mhz = cuda ? cll_gpu_watch_sm_clock(&mx) : 0;
+        if (!(mhz > 0 && mx > 0 && mhz < mx * 9 / 10)) break;
+        fprintf(stderr, "tune: %s: SM clock %d of %d MHz: round redone\n", what, mhz, mx);
+    }
+    if (st == CLL_OK) *sec = res.avg_ts > 0 ? ng / res.avg_ts : 1e9;
+    return st;
+}
+
 /* noise: cv of 5 tg runs of one loaded copy */
 static double probe(cll_bench_model *bm, int ng, double test_noise) {
     double v[5], m = 0, q = 0;
@@ -194,16 +209,9 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         for (int r = 0; r < R && st == CLL_OK; r++)
             for (int i = 0; i < na && st == CLL_OK; i++) {
                 const int a = (r & 1) ? na - 1 - i : i; /* ABBA */
-                cll_bench_result res;
-                /* a round the SM clock ran below 90% of its maximum in is redone (twice at most) */
-                for (int tries = 0; tries < 3 && st == CLL_OK; tries++) {
-                    st = cll_bench_measure(bm[a], 0, ng, 1, false, &res);
-                    int mx = 0;
-                    const int mhz = cuda ? cll_gpu_watch_sm_clock(&mx) : 0;
-                    if (!(mhz > 0 && mx > 0 && mhz < mx * 9 / 10)) break;
-                    fprintf(stderr, "tune: %s: SM clock %d of %d MHz: round redone\n", site, mhz, mx);
-                }
-                if (st == CLL_OK) tt[a][r] = res.avg_ts > 0 ? 1.0 / res.avg_ts : 1e9;
+                double sec = 0.0;
+                st = cll_race_served_tg(bm[a], ng, cuda, site, &sec);
+                if (st == CLL_OK) tt[a][r] = sec / ng;
             }
         if (st == CLL_OK && np < 3) {
             probes[np++] = probe(bm[0], ng, o->test_noise);

@@ -331,7 +331,7 @@ bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n) {
 struct FaGeo {
     int kvh, h0, hg, c;
     int64_t r, base;
-    int32_t pos, seq, c0, c1, nc;
+    int32_t pos, seq, c0, c1, nc, keys;
     __device__ FaGeo(const cll_cu_attn_args &a) {
         const int G = a.n_head / a.n_kv;
         const int n_sub = (int)gridDim.x / a.n_kv; /* the grid's x is n_kv * n_sub */
@@ -347,12 +347,21 @@ struct FaGeo {
         const int32_t nch = a.act_chunks > 0 && a.act_chunks < a.n_chunks ? a.act_chunks : a.n_chunks;
         const int32_t eff = max(a.min_chunk, (len + nch - 1) / nch);
         nc = (len + eff - 1) / eff;
+        keys = len;
         c0 = lo + c * eff;
         c1 = min(c0 + eff, hi);
         seq = a.seq[r];
         base = (int64_t)seq * a.n_ctx;
     }
 };
+
+/* decode: the block's share of a.pf (the next product's weights) into L2 when this token's K and V
+ * rows are few (cll_cu_attn_args.pf); after the wait, so it does not race the q|k|v product */
+static __device__ __forceinline__ void fa_pf_next(const cll_cu_attn_args &a, const FaGeo &g) {
+    if (!a.pf || threadIdx.x != 0 || gridDim.z != 1) return;
+    if ((int64_t)g.keys * a.n_kv * (a.hd_k + a.hd_v) * (a.kv_f16 ? 2 : 4) > a.pf_kv_max) return;
+    cll_l2_prefetch_share(a.pf, a.pf_bytes, (size_t)blockIdx.y * gridDim.x + blockIdx.x, (size_t)gridDim.x * gridDim.y);
+}
 
 /* q of the block's heads into registers: lane (key slot, lane-in-key l) holds dims 8l..8l+7 of
  * each head (zeros past hg); from the fused rope's rows or the q rows */
@@ -501,6 +510,7 @@ __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_arg
     }
     cll_pdl_wait();
     cll_pdl_trigger();
+    fa_pf_next(a, g);
     if (c >= nc) return;
     float *buf = &red[0][0][0]; /* fused rope: rows q 0..hg-1, k hg, v hg+1 (red is free until the end) */
     if (a.fuse_rope) fa_rope(a.rope, buf, HD, r, h0, hg, kvh, pos, pos >= c0 && pos < c1);
@@ -675,6 +685,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
         for (int t = 0; t < NS - 1; t++) issue(t);
     cll_pdl_wait();
     cll_pdl_trigger();
+    fa_pf_next(a, g);
     if (g.c >= g.nc) return;
     if (!a.fuse_rope)
         for (int t = 0; t < NS - 1; t++) issue(t);
@@ -848,6 +859,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         return cudaErrorInvalidValue;
     const int hd = a->hd_k;
     if (a->fuse_rope && !cll_cu_attention_fuses_rope(a, n)) return cudaErrorInvalidValue;
+    if (a->pf && ((uintptr_t)a->pf % 16 || a->pf_bytes % 16)) return cudaErrorInvalidValue;
     if (a->hd_v == hd && (hd == 64 || hd == 128 || hd == 256)) {
         static int c_min = -1, c_per_sm = -1, c_warps = -1;
         const int env_min = cll_cu_env_pos_int(&c_min, "CLLAMA_CUDA_ATTN_MIN_CHUNK", FA_MIN_CHUNK);

@@ -267,9 +267,11 @@ cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t 
     return cudaGetLastError();
 }
 
-__global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, bool gelu, float *y, cll_block_q8_1 *yq) {
+__global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, bool gelu, float *y, cll_block_q8_1 *yq,
+                                     const void *pf, size_t pf_bytes) {
     cll_pdl_wait();
     cll_pdl_trigger();
+    if (threadIdx.x == 0) cll_l2_prefetch_share(pf, pf_bytes, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
     const int64_t r = blockIdx.y;
     const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int lane = threadIdx.x & 31;
@@ -283,9 +285,11 @@ __global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, boo
 }
 
 cudaError_t cll_cu_act_q8(const float *gu, int64_t ld_gu, int64_t n, int64_t f, bool gelu, float *y, void *yq,
-                          cudaStream_t s) {
+                          cudaStream_t s, const void *pf, size_t pf_bytes) {
     if (n <= 0) return cudaSuccess;
+    if (pf && ((uintptr_t)pf % 16 || pf_bytes % 16)) return cudaErrorInvalidValue;
     dim3 grid((unsigned)cll_cdiv(f, 256), (unsigned)n);
-    CLL_CU_RET(cll_cu_launch(act_q8_kernel, dim3(grid), dim3(256), 0, s, gu, ld_gu, f, gelu, y, (cll_block_q8_1 *)yq));
+    CLL_CU_RET(cll_cu_launch(act_q8_kernel, dim3(grid), dim3(256), 0, s, gu, ld_gu, f, gelu, y, (cll_block_q8_1 *)yq,
+                             pf, pf_bytes));
     return cudaGetLastError();
 }

@@ -112,9 +112,11 @@ typedef struct {
 cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t d, float eps, cudaStream_t s);
 
 /* y = act(g) * u (rows r < n: g at gu + r*ld_gu, u at gu + r*ld_gu + f), y (n, f) f32 and its
- * q8_1 form (row stride q8_blocks(f); NULL = skip). gelu: GELU-tanh as ggml-cpu's fp16 table. */
+ * q8_1 form (row stride q8_blocks(f); NULL = skip). gelu: GELU-tanh as ggml-cpu's fp16 table.
+ * pf: the blocks ask L2 for [pf, pf + pf_bytes) once the wait is over (the next product's weights;
+ * a hint, NULL: none) */
 cudaError_t cll_cu_act_q8(const float *gu, int64_t ld_gu, int64_t n, int64_t f, bool gelu, float *y, void *yq,
-                          cudaStream_t s);
+                          cudaStream_t s, const void *pf = NULL, size_t pf_bytes = 0);
 
 /* Where the cell of (seq, pos) lies in a layer's cache (rows of n_kv*hd): with a paged KV (blk
  * non-NULL) the block table of the step (stride block ids per sequence, blocks of 1 << shift
@@ -186,6 +188,13 @@ typedef struct {
     /* decode form: CLL_CU_ATTN_AUTO (0: the CLLAMA_CUDA_ATTN_STREAM knob, else cll_cu_attn_form's
      * choice by n_ctx), CLL_CU_ATTN_SPLIT or CLL_CU_ATTN_STREAM */
     int32_t form;
+    /* decode (n == 1), GQA kernels: once the wait is over, the blocks ask L2 for [pf, pf + pf_bytes)
+     * (the o weights, read next) when this token's K and V rows are at most pf_kv_max bytes: over a
+     * short context the attention is latency-bound and the memory idle; deep, the keys fill it and
+     * would evict the lines. A hint: the results do not depend on it (NULL: none) */
+    const void *pf;
+    size_t pf_bytes;
+    int64_t pf_kv_max;
 } cll_cu_attn_args;
 /* runs the tensor-core prefill kernel when cll_cu_attention_prefill_ok, else the split kernels */
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);
