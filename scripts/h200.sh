@@ -12,7 +12,8 @@
 #               (then the server API suite on the GPU unless --quick)
 #       kbench  the gemv rows' bandwidth on 7B shapes
 #       ab NAME ENV...  tg128 of one anchor file under each env setting ("-" none, "A=1+B=2")
-#       tune NAME [S]   the CUDA serving races on one anchor file, then tg128 untuned vs tuned
+#       tune NAME [S]   the CUDA serving races on one anchor file (gemv rows, then the CUDA knobs),
+#               the h200 class export of the mint, then tg128 untuned vs tuned
 #       long [--ref]    the long.md cells: l2-7b Q4_K_M and Q4_0, pp4096, then -p 512,4096 -n 128 -d 8192,
 #               -r 3 (recorded; pp512 / tg128 at depth 0 are bench's), with --ref llama-bench
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
@@ -236,9 +237,21 @@ tune() {
     tee "$OUT/tune-$name.log" | grep -vE "chat template"
   echo "tune: $((SECONDS - t0)) s"
   .gpu/bin/cllama tune doctor --backend cuda --tune "$OUT/tune-$name.json"
+  # the h200 class defaults from this mint (its decisive sites and crowned knobs; commit as tune/defaults/h200.json)
+  .gpu/bin/cllama tune --export-class h200 --tune "$OUT/tune-$name.json" -o "$OUT/class-h200.json" && cat "$OUT/class-h200.json"
+  # greedy ids untuned vs tuned on stories260K and the oracle files (issue 12: tuning never changes what a model says)
+  local f same=0 differ=0
+  for f in .gpu/shared/models/stories260K.gguf .gpu/shared/oracle/models/*.gguf; do
+    [ -f "$f" ] || continue
+    local u t
+    u=$(.gpu/bin/cllama run --backend cuda -m "$f" -p "Once upon a time" -n 48 --temp 0 --print-ids --tune none 2>/dev/null | grep generated)
+    t=$(.gpu/bin/cllama run --backend cuda -m "$f" -p "Once upon a time" -n 48 --temp 0 --print-ids --tune "$OUT/tune-$name.json" 2>/dev/null | grep generated)
+    if [ -n "$u" ] && [ "$u" = "$t" ]; then same=$((same + 1)); else differ=$((differ + 1)); echo "tuned ids DIFFER (or none): $f"; fi
+  done
+  echo "greedy ids tuned vs untuned: $same files the same, $differ differ"
   for r in 1 2; do
     for t in none "$OUT/tune-$name.json"; do
-      if [ "$t" = none ]; then .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 -m "$MODELS/$name.gguf" 2>/dev/null | grep tg128 | sed "s|^|untuned |"
+      if [ "$t" = none ]; then .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 --tune none -m "$MODELS/$name.gguf" 2>/dev/null | grep tg128 | sed "s|^|untuned |"
       else .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 --tune "$t" -m "$MODELS/$name.gguf" 2>/dev/null | grep tg128 | sed "s|^|tuned   |"; fi
     done
   done
