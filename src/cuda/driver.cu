@@ -102,12 +102,17 @@ static const cll_cu_gemv_impl *few_form_row(const cll_cu_part *p, int64_t n) {
     return f == CLL_CU_FORM_GEMV_FEW_MMA ? p->mma : f == CLL_CU_FORM_GEMV_FEW ? p->few : NULL;
 }
 
+/* *xk: the X conversion the product's previous part left in the gemm scratch (-1: none; the kind
+ * of cll_cu_gemm_x_kind), so the parts of one product over the same X convert it once */
 static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
-                        float *y, int64_t ldy) {
+                        float *y, int64_t ldy, int *xk = NULL) {
     /* the resident f16 panel when the model keeps one (CLLAMA_CUDA_PANELS), else the weight (a
      * float read in place, or a panel decoded per product) */
     const cll_cu_weight *w = part_form(p, n) == CLL_CU_FORM_GEMM_RESIDENT ? &p->w16 : &p->w;
-    return cll_cu_gemm(&s->gemm, w, 0, x, ldx, n, y + p->y_off, ldy, s->st);
+    const int k = cll_cu_gemm_x_kind(w);
+    const bool ready = xk && k > 0 && *xk == k;
+    if (xk) *xk = k > 0 ? k : *xk; /* an F32 part leaves the scratch as it was */
+    return cll_cu_gemm(&s->gemm, w, 0, x, ldx, n, y + p->y_off, ldy, s->st, ready);
 }
 
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
@@ -115,6 +120,7 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
 static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
                            const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX) {
+    int xk = -1; /* the parts' X, converted once (gemm) */
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
@@ -122,7 +128,7 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
         } else if (const cll_cu_gemv_impl *fr = few_form_row(p, n)) { /* a few sequences' decode step */
             CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr, &s->sk));
         } else {
-            CLL_CU_RET(gemm(s, p, x, ldx, n, y, ldy));
+            CLL_CU_RET(gemm(s, p, x, ldx, n, y, ldy, &xk));
         }
     }
     return cudaSuccess;

@@ -33,8 +33,12 @@ static cll_cu_panel_fn panel_of(const cll_cu_weight *w) {
     return w->layout == 0 && o ? o->panel : NULL;
 }
 
+int cll_cu_gemm_x_kind(const cll_cu_weight *w) {
+    return w->type == CLL_TYPE_F32 ? 0 : w->type == CLL_TYPE_BF16 ? 2 : 1;
+}
+
 cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
-                        int64_t n, float *y, int64_t ldy, cudaStream_t s) {
+                        int64_t n, float *y, int64_t ldy, cudaStream_t s, bool x_ready) {
     const cll_cu_fmt_ops *o = cll_cu_fmt_ops_get(w->type);
     if (w->layout != 0 && !(w->layout == CLL_CU_LAYOUT_SPLIT && cll_cu_sp_ops_get(w->type))) return cudaErrorInvalidValue;
     const cll_cu_panel_fn panel = panel_of(w);
@@ -52,8 +56,10 @@ cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_
     const cudaDataType ht = bf16 ? CUDA_R_16BF : CUDA_R_16F;
     if (!g->xh || g->xh_bytes < (size_t)(n * cols) * 2) return cudaErrorInvalidValue;
     const int64_t total = n * cols;
-    k_x_to_half<<<(unsigned)cll_cdiv(total, 256), 256, 0, s>>>(x, ldx, cols, total, bf16, (uint16_t *)g->xh);
-    CLL_CU_RET(cudaGetLastError());
+    if (!x_ready) {
+        k_x_to_half<<<(unsigned)cll_cdiv(total, 256), 256, 0, s>>>(x, ldx, cols, total, bf16, (uint16_t *)g->xh);
+        CLL_CU_RET(cudaGetLastError());
+    }
     if (!panel) /* F16 / BF16: the weight is the panel */
         return blas_err(cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)cols, &one, W, ht,
                                      (int)(w->row_stride / 2), g->xh, ht, (int)cols, &zero, y, CUDA_R_32F, (int)ldy,

@@ -172,7 +172,11 @@ typedef struct {
     size_t xh_bytes;
 } cll_cu_gemm_ctx;
 cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
-                        int64_t n, float *y, int64_t ldy, cudaStream_t s);
+                        int64_t n, float *y, int64_t ldy, cudaStream_t s, bool x_ready = false);
+/* how cll_cu_gemm converts X for w: 0 not at all (F32), 1 to f16, 2 to bf16. A product of several
+ * parts over the same X and cols converts it once: x_ready for every later part of the same kind
+ * (xh then holds X as the earlier call left it) */
+int cll_cu_gemm_x_kind(const cll_cu_weight *w);
 
 
 /* Every matrix of a quantized weight decoded to f16 at dst (n_mat x rows x cols halves, dense):
