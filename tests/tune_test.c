@@ -372,6 +372,16 @@ static void test_cuda_knobs(void **state) {
     assert_true(raced >= 5);
 }
 
+/* a step starts only when the longest step so far still fits the budget (the run ends inside it) */
+static void test_budget_allows(void **state) {
+    (void)state;
+    assert_true(cll_race_budget_allows(0, 1e6, 1e6));       /* no budget */
+    assert_true(cll_race_budget_allows(180, 10, 0));        /* the first step */
+    assert_true(cll_race_budget_allows(180, 150, 30));      /* ends at 180 */
+    assert_false(cll_race_budget_allows(180, 151, 30));     /* would end at 181 */
+    assert_false(cll_race_budget_allows(180, 181, 0));      /* past it */
+}
+
 /* a sidecar's runtime knobs reach the CPU driver; a bad one warns and keeps its default */
 static void test_runtime_knobs(void **state) {
     (void)state;
@@ -824,6 +834,7 @@ int main(void) {
         cmocka_unit_test(test_roundtrip_and_bak), cmocka_unit_test(test_version_and_box), cmocka_unit_test(test_sites),
         cmocka_unit_test(test_unreadable),        cmocka_unit_test(test_pins),            cmocka_unit_test(test_parse_site),
         cmocka_unit_test(test_runtime_knobs),     cmocka_unit_test(test_cuda_knobs),
+        cmocka_unit_test(test_budget_allows),
         cmocka_unit_test(test_doctor),          cmocka_unit_test(test_box_numbers),
         cmocka_unit_test(test_class_of_box),      cmocka_unit_test(test_export_class),    cmocka_unit_test(test_load_order),
         cmocka_unit_test(test_class_stale_site),  cmocka_unit_test(test_board_marks),

@@ -154,12 +154,14 @@ cll_status cll_race_knobs_cuda(const char *model, const cll_race_opts *o, cll_tu
     size_t rl = 0;
     if (!race) return cll_err(CLL_ERR_NOMEM, "tune: out of memory");
     cll_status st = CLL_OK;
+    double longest = 0.0; /* the longest knob race so far (the budget's estimate of the next) */
     for (size_t k = 0; k < sizeof k_cuda / sizeof k_cuda[0] && st == CLL_OK; k++) {
-        if (o->budget_s > 0 && now_s() - t_start > o->budget_s) {
+        if (!cll_race_budget_allows(o->budget_s, now_s() - t_start, longest)) {
             fprintf(stderr, "tune: budget of %.0f s reached: knob %s and the knobs after it not raced\n", o->budget_s,
                     k_cuda[k].name);
             break;
         }
+        const double t_knob = now_s();
         kr_knob kn;
         memset(&kn, 0, sizeof kn);
         kn.name = k_cuda[k].name;
@@ -189,6 +191,7 @@ cll_status cll_race_knobs_cuda(const char *model, const cll_race_opts *o, cll_tu
         if (st != CLL_OK) break;
         const double margin = sc->noise_floor > o->min_margin ? sc->noise_floor : o->min_margin;
         st = judge(&kn, t, R, ng, 0, margin, race, &rl, 1 << 16, sc);
+        if (now_s() - t_knob > longest) longest = now_s() - t_knob;
     }
     cll_cuda_knob_reset();
     if (st == CLL_OK) join_race(sc, race, rl);

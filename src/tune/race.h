@@ -70,6 +70,10 @@ const char *cll_race_site_name(const cll_race_site *s, char *buf, size_t cap);
 cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *o, cll_tune_sidecar *sc,
                         const char *path, bool *wrote);
 
+/* whether a step (a site, a knob) may start: no budget (budget_s <= 0), or the elapsed seconds plus
+ * the longest step so far (0 before the first) stay within it, so a run ends inside its budget */
+bool cll_race_budget_allows(double budget_s, double elapsed_s, double longest_step_s);
+
 /* the paired statistics of arm times ta against the incumbent's t0 over R rounds: the geometric
  * mean of the per-round ratios and its 95% t-interval */
 void cll_race_paired(const double *ta, const double *t0, int R, double *ratio, double *lo, double *hi);

@@ -138,7 +138,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         if (f < 0) fprintf(stderr, "tune: NVML is not available: other GPU processes and the SM clock go unobserved\n");
     }
     const double t0 = now_s();
-    double floor_now = 0.0, probes[3] = {0, 0, 0};
+    double floor_now = 0.0, probes[3] = {0, 0, 0}, longest = 0.0; /* longest: the longest site so far */
     int done = 0, skipped = 0, np = 0;
     char *race = (char *)calloc(1, 1 << 20);
     if (!race) return cll_err(CLL_ERR_NOMEM, "tune: out of memory");
@@ -160,11 +160,12 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
             skipped++;
             continue;
         }
-        if (o->budget_s > 0 && now_s() - t0 > o->budget_s) {
+        if (!cll_race_budget_allows(o->budget_s, now_s() - t0, longest)) {
             fprintf(stderr, "tune: budget of %.0f s reached: %s and the sites after it not raced (rerun to go on)\n",
                     o->budget_s, site);
             break;
         }
+        const double t_site = now_s();
         /* arms: the default first */
         const cll_kernel_row *arm[SR_MAX_ARMS];
         int na = 0;
@@ -260,6 +261,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
                 e.variant, e.verdict, e.ratio, e.ci_lo, e.ci_hi, 100.0 * margin);
         if ((st = cll_tune_set_site(sc, &e)) != CLL_OK) break;
         done++;
+        if (now_s() - t_site > longest) longest = now_s() - t_site;
         snprintf(race + rl, (1 << 20) - rl, "}");
         free(sc->race_json);
         sc->race_json = strdup(race);
