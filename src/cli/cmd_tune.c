@@ -379,12 +379,22 @@ static int mint(int argc, char **argv) {
             st = cll_tune_rewrite(path, sc);
         }
     }
-    /* the backend's runtime knobs, end to end on the model (with every crown above in force) */
-    if (st == CLL_OK && wrote && model && !no_knobs) {
-        const bool cu = !strcmp(backend, "cuda");
+    /* the backend's runtime knobs, end to end on the model (with every crown above in force); on
+     * CUDA also when the model's sites had nothing to race (no site decided: every type has one
+     * row here), the knob race then probing the noise itself */
+    const bool cu = !strcmp(backend, "cuda");
+    const bool knobs_alone = st == CLL_OK && !wrote && cu && sc->n_sites == 0 && !from_journal;
+    if (st == CLL_OK && (wrote || knobs_alone) && model && !no_knobs) {
         st = cll_race_crowns_with(sc, NULL, NULL);
-        if (st == CLL_OK && (st = cu ? cll_race_knobs_cuda(model, &o, sc, t_begin) : cll_race_knobs(model, &o, sc)) == CLL_OK)
-            st = cll_tune_rewrite(path, sc);
+        if (st == CLL_OK && (st = cu ? cll_race_knobs_cuda(model, &o, sc, t_begin) : cll_race_knobs(model, &o, sc)) == CLL_OK) {
+            if (wrote) {
+                st = cll_tune_rewrite(path, sc);
+            } else if (sc->noise_floor <= o.noise_bar || force) { /* knobs alone: the sidecar is theirs */
+                snprintf(sc->noise, sizeof sc->noise, "%s", sc->noise_floor <= o.noise_bar ? "ok" : "overridden");
+                sc->mint_seconds = cll_now() - t_begin;
+                if ((st = cll_tune_write(path, sc)) == CLL_OK) wrote = true;
+            }
+        }
         cll_kernels_clear_overrides();
     }
     int rc = 0;

@@ -181,6 +181,16 @@ cll_status cll_race_knobs_cuda(const char *model, const cll_race_opts *o, cll_tu
                 st = cll_bench_measure(bm[v], 0, 1, 1, false, &w); /* the graph captured with this value */
         }
         cll_cuda_knob_reset();
+        if (st == CLL_OK && sc->noise_floor <= 0.0) { /* no site race probed the noise */
+            sc->noise_floor = cll_race_probe_tg(bm[0], ng, o->test_noise);
+            for (int i = 0; i < 3; i++) sc->noise_probes[i] = sc->noise_floor;
+            if (sc->noise_floor > o->noise_bar && !o->force) {
+                fprintf(stderr, "tune: the GPU is too noisy to race knobs (cv %.1f%%, bar %.0f%%): none raced\n",
+                        100 * sc->noise_floor, 100 * o->noise_bar);
+                for (int v = 0; v < kn.n; v++) cll_bench_close(bm[v]);
+                break;
+            }
+        }
         double t[KR_VALUES][64];
         for (int r = 0; r < R && st == CLL_OK; r++)
             for (int i = 0; i < kn.n && st == CLL_OK; i++) {

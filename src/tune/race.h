@@ -100,6 +100,9 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
  * fell below 90% of its maximum in is redone (twice at most; what names the race in the note) */
 cll_status cll_race_served_tg(cll_bench_model *bm, int ng, bool cuda, const char *what, double *sec);
 
+/* a noise probe: the cv of 5 tg runs of ng steps of one loaded copy (plus test_noise, the hook) */
+double cll_race_probe_tg(cll_bench_model *bm, int ng, double test_noise);
+
 /* the registry overrides of every crown of sc except site's, and pin at site (site NULL: every
  * crown; pin NULL: site keeps its default); clears any other override first */
 cll_status cll_race_crowns_with(const cll_tune_sidecar *sc, const char *site, const char *pin);
@@ -112,8 +115,10 @@ cll_status cll_race_knobs(const char *model, const cll_race_opts *o, cll_tune_si
 /* Races of the CUDA runtime knobs (cuda/knobs.h; knob_race.c) on model: per knob each candidate
  * value in its own loaded copy whose decode graph was captured with it (the knobs crowned before
  * it in force), then tg rounds across the copies in ABBA order, paired against the default; the
- * crown rule and the runtime section as above. Stops starting knobs once o->budget_s has passed
- * since t_start. Knobs are reset on return. */
+ * crown rule and the runtime section as above. When no site race probed the noise (sc's floor
+ * 0), the first knob's default copy is probed: above o->noise_bar (unless forced) no knob races
+ * and nothing is crowned. Stops starting knobs when the budget (from t_start) would not hold the
+ * next. Knobs are reset on return. */
 cll_status cll_race_knobs_cuda(const char *model, const cll_race_opts *o, cll_tune_sidecar *sc, double t_start);
 /* the name of the i-th CUDA knob those races cover (NULL past the last) */
 const char *cll_race_cuda_knob(int i);

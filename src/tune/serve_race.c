@@ -102,8 +102,7 @@ cll_status cll_race_served_tg(cll_bench_model *bm, int ng, bool cuda, const char
     return st;
 }
 
-/* noise: cv of 5 tg runs of one loaded copy */
-static double probe(cll_bench_model *bm, int ng, double test_noise) {
+double cll_race_probe_tg(cll_bench_model *bm, int ng, double test_noise) {
     double v[5], m = 0, q = 0;
     for (int i = 0; i < 5; i++) {
         cll_bench_result r;
@@ -199,7 +198,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         }
         cll_kernels_clear_overrides();
         if (st == CLL_OK && np == 0) {
-            probes[np++] = probe(bm[0], ng, o->test_noise);
+            probes[np++] = cll_race_probe_tg(bm[0], ng, o->test_noise);
             floor_now = probes[0];
         }
         if (st == CLL_OK && floor_now > o->noise_bar && !o->force) {
@@ -215,7 +214,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
                 if (st == CLL_OK) tt[a][r] = sec / ng;
             }
         if (st == CLL_OK && np < 3) {
-            probes[np++] = probe(bm[0], ng, o->test_noise);
+            probes[np++] = cll_race_probe_tg(bm[0], ng, o->test_noise);
             if (probes[np - 1] > floor_now) floor_now = probes[np - 1];
         }
         for (int a = 0; a < na; a++) cll_bench_close(bm[a]);
