@@ -102,6 +102,16 @@ static const cll_cu_gemv_impl *few_form_row(const cll_cu_part *p, int64_t n) {
     return f == CLL_CU_FORM_GEMV_FEW_MMA ? p->mma : f == CLL_CU_FORM_GEMV_FEW ? p->few : NULL;
 }
 
+/* whether a product of np parts over n rows reads its input's q8_1 form: one token (the gemv), or
+ * a part the pick gives a few-token gemv row; the GEMM forms read the f32 rows only, so a prefill's
+ * norm, activation and attention kernels skip writing q8_1 rows nobody reads */
+static bool wants_q8(const cll_cu_part *parts, int np, int64_t n) {
+    if (n == 1) return true;
+    for (int i = 0; i < np; i++)
+        if (few_form_row(&parts[i], n)) return true;
+    return false;
+}
+
 /* *xk: the X conversion the product's previous part left in the gemm scratch (-1: none; the kind
  * of cll_cu_gemm_x_kind), so the parts of one product over the same X convert it once */
 static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
@@ -425,7 +435,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     const int32_t *tok = s->io, *pos = s->io + n, *seq = s->io + 2 * n, *rows = s->io + 3 * n;
     const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
-    PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, s->xn, s->xq, s->st));
+    PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, s->xn,
+                                        wants_q8(dm->layers[0].qkv, dm->layers[0].n_qkv, n) ? s->xq : NULL, s->st));
     /* attention split: decode grids cover n_ctx in fixed chunks; a batch takes as many chunks as
      * the partial buffer holds */
     const int32_t n_chunks = attn_chunks(s, n);
@@ -485,7 +496,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.part = s->part;
         aa.count = s->count;
         aa.out = s->ao;
-        aa.outq = s->aoq;
+        aa.outq = wants_q8(&C->wo, 1, n) ? s->aoq : NULL;
         aa.rope = ra;
         aa.prefill_contig = s->pf_contig;
         aa.prefill_p0 = s->pf_p0;
@@ -529,7 +540,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.next_norm = true;
         rr.next = C->ffn_norm;
         rr.xn = s->xn;
-        rr.xq = s->xq;
+        rr.xq = moe || wants_q8(C->gu, C->n_gu, n) ? s->xq : NULL;
         if (!e1) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
@@ -540,11 +551,17 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down));
             const bool apf = n == 1 && act_pf_bytes();
-            PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act, s->actq, s->st,
+            PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act,
+                                           wants_q8(&C->down, 1, n) ? s->actq : NULL, s->st,
                                            apf ? C->down.w.d : NULL, apf ? pf_span(&C->down, act_pf_bytes()) : 0));
         }
         rr.post = C->post_ffn_norm;
         rr.next = il + 1 < hp->n_layer ? dm->layers[il + 1].attn_norm : dm->output_norm;
+        /* the next layer's q|k|v product, or the output rows (gathered q8_1 rows for a gemv form) */
+        rr.xq = (il + 1 < hp->n_layer ? wants_q8(dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n)
+                                      : n_out == 1 || few_form_row(&dm->output, n_out))
+                    ? s->xq
+                    : NULL;
         const cll_cu_resid_epi *e2 = moe ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
         if (!moe)
             PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2, down_next_bytes()));

@@ -3,14 +3,17 @@
  * tells: cll_cu_attn_args.prefill_contig), F16 cache, head dim 64 or 128 (k == v).
  * Launch geometry: grid (ceil(n/64), n_head) x 128 threads. A block holds 64 query rows of one
  * head (16 per warp, as mma A fragments: q is already fp16-rounded upstream, so the f16 copy is
- * exact) and walks the key cells [lo, last query's position] in tiles of 64: K tile row-major
- * and V tile transposed in shared memory (16-byte global loads), S = Q K^T by
- * mma.sync.m16n8k16 (f16 in, f32 accumulate), masked (causal, sliding window), scaled, online
- * softmax per row in registers (max and sum over the quad of lanes that share a row), P
- * rounded to f16 and multiplied by V into the per-warp O accumulator (16 x HD f32 in
- * registers), which each tile rescales by exp(m_old - m_new). The f32 output row, then (when
- * outq) its q8_1 form by cll_cu_quantize_rows_q8. Shared memory: 64 x (HD+8) + HD x 72 halves
- * (35.8 KB at HD 128). Fragment layouts: PTX ISA, mma.m16n8k16 (.f16 A row, B col, f32 C/D).
+ * exact) and walks the key cells [lo, last query's position] in tiles of 64: K and V tiles
+ * row-major in shared memory, two stages (cp.async, 16-byte chunks, zero-filled past the keys:
+ * the next tile's copies run under this tile's arithmetic), S = Q K^T by mma.sync.m16n8k16 (f16
+ * in, f32 accumulate), masked (causal, sliding window), scaled, online softmax per row in
+ * registers (max and sum over the quad of lanes that share a row), P rounded to f16 and
+ * multiplied by V (B fragments by ldmatrix .trans) into the per-warp O accumulator (16 x HD f32
+ * in registers), which each tile rescales by exp(m_old - m_new). The f32 output row, then (when
+ * outq) its q8_1 form by cll_cu_quantize_rows_q8. Dynamic shared memory: 2 stages x 2 x 64 x
+ * (HD+8) halves (68 KB at HD 128: 3 blocks an SM). Fragment layouts: PTX ISA, mma.m16n8k16 (.f16
+ * A row, B col, f32 C/D) and ldmatrix .trans. (The single-stage form with V transposed by scalar
+ * stores: 2.0 ms of a 16.7 ms l2-7b pp512 pass on the H200.)
  * Owns nothing. Rule: keys past the cache (n_ctx) or past the last query are zero-filled and
  * masked, so stale or unwritten cells never reach a sum. */
 #include "cuda/ops/ops.cuh"
@@ -23,6 +26,12 @@ static __device__ __forceinline__ uint32_t pf_pack(float a, float b) {
     return *(const uint32_t *)&h;
 }
 
+/* 16 bytes global -> shared, asynchronously; zeros when !ok (src is then not read) */
+static __device__ __forceinline__ void pf_cp16(void *sdst, const void *gsrc, bool ok) {
+    const uint32_t sa = (uint32_t)__cvta_generic_to_shared(sdst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(gsrc), "r"(ok ? 16 : 0) : "memory");
+}
+
 static __device__ __forceinline__ void pf_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                  "{%0,%1,%2,%3};\n"
@@ -32,9 +41,8 @@ static __device__ __forceinline__ void pf_mma(float (&c)[4], const uint32_t (&a)
 
 template <int HD, bool PG> /* PG: a paged cache (rows from the block table), else rows seq * n_ctx + p */
 __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_args a, int32_t n) {
-    constexpr int KLD = HD + 8, VLD = PF_BK + 8, KT = HD / 16, OT = HD / 8;
-    __shared__ __align__(16) __half ks[PF_BK * KLD];
-    __shared__ __align__(16) __half vt[HD * VLD];
+    constexpr int LD = HD + 8, TILE = PF_BK * LD, KT = HD / 16, OT = HD / 8;
+    extern __shared__ __align__(16) __half pf_smem[]; /* [stage][K tile, V tile], rows of LD halves */
     cll_pdl_wait();
     cll_pdl_trigger();
     const int h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -76,33 +84,38 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
     const __half *vc = (const __half *)a.vc + sbase * ks_ + (int64_t)kvh * HD;
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, a.prefill_seq, p) : p; };
     const float sc = a.scale;
-    for (int32_t k0 = lo; k0 <= last; k0 += PF_BK) {
-        __syncthreads(); /* the previous tile's readers are done */
-        constexpr int CH = HD / 8; /* 16-byte chunks per cell */
-        for (int i = threadIdx.x; i < PF_BK * CH; i += 128) { /* K: a cell's chunks side by side */
+    constexpr int CH = HD / 8; /* 16-byte chunks per cell */
+    /* tile k0's K and V rows into stage st (one commit group) */
+    auto issue = [&](int32_t k0, int st) {
+        __half *kd = pf_smem + st * 2 * TILE, *vd = kd + TILE;
+        for (int i = threadIdx.x; i < PF_BK * CH; i += 128) {
             const int kr = i / CH, c = (i % CH) * 8;
             const int32_t kp = k0 + kr;
-            uint4 kv = make_uint4(0, 0, 0, 0);
-            if (kp <= last && kp < a.n_ctx) kv = *(const uint4 *)(kc + krow(kp) * ks_ + c);
-            *(uint4 *)(ks + kr * KLD + c) = kv;
+            const bool ok = kp <= last && kp < a.n_ctx;
+            const int64_t ro = ok ? krow(kp) * ks_ + c : 0;
+            pf_cp16(kd + kr * LD + c, kc + ro, ok);
+            pf_cp16(vd + kr * LD + c, vc + ro, ok);
         }
-        for (int i = threadIdx.x; i < PF_BK * CH; i += 128) { /* V: cells side by side (the transposed
-                                                                 stores of a warp hit distinct banks) */
-            const int kr = i % PF_BK, c = (i / PF_BK) * 8;
-            const int32_t kp = k0 + kr;
-            uint4 vv = make_uint4(0, 0, 0, 0);
-            if (kp <= last && kp < a.n_ctx) vv = *(const uint4 *)(vc + krow(kp) * ks_ + c);
-            const __half *vh = (const __half *)&vv;
-#pragma unroll
-            for (int e = 0; e < 8; e++) vt[(c + e) * VLD + kr] = vh[e];
+        asm volatile("cp.async.commit_group;\n" ::: "memory");
+    };
+    if (lo <= last) issue(lo, 0);
+    int st = 0;
+    for (int32_t k0 = lo; k0 <= last; k0 += PF_BK, st ^= 1) {
+        __syncthreads(); /* the previous tile's readers are done with the other stage */
+        if (k0 + PF_BK <= last) {
+            issue(k0 + PF_BK, st ^ 1);
+            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
         }
-        __syncthreads();
+        __syncthreads(); /* every thread's copies of this tile have landed */
+        const __half *ks = pf_smem + st * 2 * TILE, *vs = ks + TILE;
         /* S = Q K^T: 8 n8-tiles of keys */
         float s[PF_BK / 8][4];
 #pragma unroll
         for (int j = 0; j < PF_BK / 8; j++) {
             s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-            const __half *kr = ks + (j * 8 + g) * KLD + 2 * t;
+            const __half *kr = ks + (j * 8 + g) * LD + 2 * t;
 #pragma unroll
             for (int kk = 0; kk < KT; kk++)
                 pf_mma(s[j], qa[kk], *(const uint32_t *)(kr + kk * 16), *(const uint32_t *)(kr + kk * 16 + 8));
@@ -159,8 +172,14 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
             pa[3] = pf_pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 #pragma unroll
             for (int j = 0; j < OT; j++) {
-                const __half *vr = vt + (j * 8 + g) * VLD + kk * 16 + 2 * t;
-                pf_mma(o[j], pa, *(const uint32_t *)vr, *(const uint32_t *)(vr + 8));
+                /* lanes 0-7 address keys kk*16+0..7, lanes 8-15 keys +8..15 (dims j*8..j*8+7); the
+                 * transposed load gives each lane V[k0+2t][d0+g], V[k0+2t+1][d0+g] (b0) and +8 (b1) */
+                const __half *vr = vs + (kk * 16 + (lane & 15)) * LD + j * 8;
+                uint32_t b0, b1;
+                asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                             : "=r"(b0), "=r"(b1)
+                             : "r"((uint32_t)__cvta_generic_to_shared(vr)));
+                pf_mma(o[j], pa, b0, b1);
             }
         }
     }
@@ -189,16 +208,25 @@ bool cll_cu_attention_prefill_ok(const cll_cu_attn_args *a, int64_t n) {
            a->ld_q % 2 == 0;
 }
 
+/* the kernel with its two stages of dynamic shared memory (the attribute set on first use) */
+template <int HD, bool PG> static cudaError_t pf_launch(dim3 g, cudaStream_t s, const cll_cu_attn_args *a, int32_t n) {
+    constexpr size_t SMEM = 2 * 2 * PF_BK * (HD + 8) * sizeof(__half);
+    static bool set = false; /* per process: one device's limit (noted for several GPUs, issue 13) */
+    if (!set) {
+        CLL_CU_RET(cudaFuncSetAttribute(attn_prefill_kernel<HD, PG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
+        set = true;
+    }
+    return cll_cu_launch(attn_prefill_kernel<HD, PG>, g, dim3(128), SMEM, s, *a, n);
+}
+
 cudaError_t cll_cu_attention_prefill(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
     if (!cll_cu_attention_prefill_ok(a, n)) return cudaErrorInvalidValue;
     const dim3 g((unsigned)cll_cdiv(n, PF_BQ), (unsigned)a->n_head);
     const bool pg = a->map.blk != NULL;
-    if (a->hd_k == 64)
-        CLL_CU_RET(pg ? cll_cu_launch(attn_prefill_kernel<64, true>, g, dim3(128), 0, s, *a, (int32_t)n)
-                      : cll_cu_launch(attn_prefill_kernel<64, false>, g, dim3(128), 0, s, *a, (int32_t)n));
-    else
-        CLL_CU_RET(pg ? cll_cu_launch(attn_prefill_kernel<128, true>, g, dim3(128), 0, s, *a, (int32_t)n)
-                      : cll_cu_launch(attn_prefill_kernel<128, false>, g, dim3(128), 0, s, *a, (int32_t)n));
+    cudaError_t e;
+    if (a->hd_k == 64) e = pg ? pf_launch<64, true>(g, s, a, (int32_t)n) : pf_launch<64, false>(g, s, a, (int32_t)n);
+    else e = pg ? pf_launch<128, true>(g, s, a, (int32_t)n) : pf_launch<128, false>(g, s, a, (int32_t)n);
+    CLL_CU_RET(e);
     if (a->outq) {
         const int64_t row = (int64_t)a->n_head * a->hd_v;
         return cll_cu_quantize_rows_q8(a->out, row, n, row, a->outq, s);

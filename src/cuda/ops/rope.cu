@@ -2,84 +2,105 @@
  * q/k RMS norm, rope (norm or neox pairs, frequency factors, freq scale), q prescale, q rounded
  * to fp16 for an F16 cache, and k/v stored to the cache at (seq, pos).
  * Owns nothing. Rule: the CPU's rounding (cpu/forward.c task_qkv): theta iterated in float,
- * rotations as separate products and a difference (the CPU build does not contract to fma).
- * Launch geometry: grid (n_head + 2*n_kv, n), 128 threads; one block per (token, head) of q, k
- * or v. Registers: < 40; smem: head (<= 256 floats) + 256 B reduction. */
+ * rotations as separate products and a difference (the CPU build does not contract to fma); the
+ * same arithmetic, bit for bit, as the decode attention's fused rope (attn.cu fa_rope: the gate
+ * compares the caches and outputs of both).
+ * Launch geometry: grid (ceil((n_head + 2*n_kv) / ROPE_HPB), n), 128 threads (4 warps); a block
+ * computes its token's rope angles once (cos/sin of each pair into shared memory: they were
+ * recomputed per head, with the iterated theta, ~65 us a layer of a 512-token prefill on the H200),
+ * then each warp takes its heads in turn (q, k or v). smem: 2 x 128 angles + 4 x 256 floats. */
 #include "cuda/ops/ops.cuh"
 
 #define ROPE_THREADS 128
+#define ROPE_WARPS (ROPE_THREADS / 32)
+#define ROPE_HPB 16 /* heads a block */
 #define ROPE_MAX_HD 256
 
-__global__ static void qkv_rope_store_kernel(cll_cu_rope_args a) {
+__global__ static void __launch_bounds__(ROPE_THREADS) qkv_rope_store_kernel(cll_cu_rope_args a) {
     cll_pdl_wait();
     cll_pdl_trigger();
-    __shared__ float buf[ROPE_MAX_HD];
-    __shared__ double red[32];
+    __shared__ float cs[ROPE_MAX_HD / 2], sn[ROPE_MAX_HD / 2];
+    __shared__ float wbuf[ROPE_WARPS][ROPE_MAX_HD];
     const int64_t r = blockIdx.y;
-    const int h = blockIdx.x;
-    const int H = a.n_head, KV = a.n_kv;
-    const int kind = h < H ? 0 : h < H + KV ? 1 : 2; /* q, k, v */
-    const int hh = kind == 0 ? h : kind == 1 ? h - H : h - H - KV;
-    const int hd = kind == 2 ? a.hd_v : a.hd_k;
-    float *src = a.qkv + r * a.ld +
-                 (kind == 0 ? (int64_t)hh * a.hd_k
-                            : kind == 1 ? (int64_t)H * a.hd_k + (int64_t)hh * a.hd_k
-                                        : (int64_t)(H + KV) * a.hd_k + (int64_t)hh * a.hd_v);
-    const float *bias = kind == 0 ? a.bq : kind == 1 ? a.bk : a.bv;
+    const int H = a.n_head, KV = a.n_kv, NH = H + 2 * KV;
+    const int h_lo = blockIdx.x * ROPE_HPB, h_hi = min(NH, h_lo + ROPE_HPB);
     const int32_t pos = a.pos[r];
-    const int64_t slot = cll_cu_kv_cell(a.map, a.n_ctx, a.seq[r], pos);
-    for (int i = threadIdx.x; i < hd; i += blockDim.x) buf[i] = bias ? src[i] + bias[(int64_t)hh * hd + i] : src[i];
-    if (kind == 2) {
-        const int64_t off = slot * ((int64_t)KV * a.hd_v) + (int64_t)hh * a.hd_v;
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-            if (a.kv_f16) ((uint16_t *)a.vc)[off + i] = cll_f2h(buf[i]);
-            else ((float *)a.vc)[off + i] = buf[i];
-        }
-        return;
-    }
-    __syncthreads();
-    const float *nw = kind == 0 ? a.q_norm : a.k_norm;
-    if (nw) {
-        double acc = 0.0;
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) acc += (double)(buf[i] * buf[i]);
-        const double sum = cll_block_sum_d(acc, red);
-        const float scale = 1.0f / sqrtf((float)(sum / (double)hd) + a.eps);
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) buf[i] = (buf[i] * scale) * nw[i];
-        __syncthreads();
-    }
     const int half = a.n_rot / 2;
-    const float theta_scale = powf(a.rope_base, -2.0f / (float)a.n_rot);
-    for (int i = threadIdx.x; i < half; i += blockDim.x) {
-        float theta = (float)pos;
-        for (int k = 0; k < i; k++) theta *= theta_scale; /* iterated as ggml does */
-        const float t = a.freq_scale * (a.rope_ff ? theta / a.rope_ff[i] : theta);
-        const float c = cosf(t), s = sinf(t);
-        const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
-        const float x0 = buf[i0], x1 = buf[i1];
-        buf[i0] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-        buf[i1] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+    if (h_lo < H + KV) { /* the block ropes a q or k head: this token's angles */
+        const float theta_scale = powf(a.rope_base, -2.0f / (float)a.n_rot);
+        for (int i = threadIdx.x; i < half; i += blockDim.x) {
+            float theta = (float)pos;
+            for (int k = 0; k < i; k++) theta *= theta_scale; /* iterated as ggml does */
+            const float t = a.freq_scale * (a.rope_ff ? theta / a.rope_ff[i] : theta);
+            cs[i] = cosf(t);
+            sn[i] = sinf(t);
+        }
     }
     __syncthreads();
-    if (kind == 0) {
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-            float v = buf[i];
-            if (a.q_scale != 1.0f) v *= a.q_scale;
-            if (a.kv_f16) v = __half2float(__float2half_rn(v)); /* llama.cpp dots an fp16 q with an F16 cache */
-            src[i] = v;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *buf = wbuf[warp];
+    const int64_t slot = cll_cu_kv_cell(a.map, a.n_ctx, a.seq[r], pos);
+    for (int h = h_lo + warp; h < h_hi; h += ROPE_WARPS) {
+        const int kind = h < H ? 0 : h < H + KV ? 1 : 2; /* q, k, v */
+        const int hh = kind == 0 ? h : kind == 1 ? h - H : h - H - KV;
+        const int hd = kind == 2 ? a.hd_v : a.hd_k;
+        float *src = a.qkv + r * a.ld +
+                     (kind == 0 ? (int64_t)hh * a.hd_k
+                                : kind == 1 ? (int64_t)H * a.hd_k + (int64_t)hh * a.hd_k
+                                            : (int64_t)(H + KV) * a.hd_k + (int64_t)hh * a.hd_v);
+        const float *bias = kind == 0 ? a.bq : kind == 1 ? a.bk : a.bv;
+        if (kind == 2) {
+            const int64_t off = slot * ((int64_t)KV * a.hd_v) + (int64_t)hh * a.hd_v;
+            for (int i = lane; i < hd; i += 32) {
+                const float v = bias ? src[i] + bias[(int64_t)hh * hd + i] : src[i];
+                if (a.kv_f16) ((uint16_t *)a.vc)[off + i] = cll_f2h(v);
+                else ((float *)a.vc)[off + i] = v;
+            }
+            continue;
         }
-    } else {
-        const int64_t off = slot * ((int64_t)KV * a.hd_k) + (int64_t)hh * a.hd_k;
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-            if (a.kv_f16) ((uint16_t *)a.kc)[off + i] = cll_f2h(buf[i]);
-            else ((float *)a.kc)[off + i] = buf[i];
+        for (int i = lane; i < hd; i += 32) buf[i] = bias ? src[i] + bias[(int64_t)hh * hd + i] : src[i];
+        __syncwarp();
+        const float *nw = kind == 0 ? a.q_norm : a.k_norm;
+        if (nw) { /* fa_rope's warp reduction, in double */
+            double acc = 0.0;
+            for (int i = lane; i < hd; i += 32) acc += (double)(buf[i] * buf[i]);
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+            const float scale = 1.0f / sqrtf((float)(acc / (double)hd) + a.eps);
+            __syncwarp();
+            for (int i = lane; i < hd; i += 32) buf[i] = (buf[i] * scale) * nw[i];
+            __syncwarp();
         }
+        for (int i = lane; i < half; i += 32) {
+            const float c = cs[i], s = sn[i];
+            const int i0 = a.neox ? i : 2 * i, i1 = a.neox ? i + half : 2 * i + 1;
+            const float x0 = buf[i0], x1 = buf[i1];
+            buf[i0] = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
+            buf[i1] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+        }
+        __syncwarp();
+        if (kind == 0) {
+            for (int i = lane; i < hd; i += 32) {
+                float v = buf[i];
+                if (a.q_scale != 1.0f) v *= a.q_scale;
+                if (a.kv_f16) v = __half2float(__float2half_rn(v)); /* llama.cpp dots an fp16 q with an F16 cache */
+                src[i] = v;
+            }
+        } else {
+            const int64_t off = slot * ((int64_t)KV * a.hd_k) + (int64_t)hh * a.hd_k;
+            for (int i = lane; i < hd; i += 32) {
+                if (a.kv_f16) ((uint16_t *)a.kc)[off + i] = cll_f2h(buf[i]);
+                else ((float *)a.kc)[off + i] = buf[i];
+            }
+        }
+        __syncwarp();
     }
 }
 
 cudaError_t cll_cu_qkv_rope_store(const cll_cu_rope_args *a, int64_t n, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     if (a->hd_k > ROPE_MAX_HD || a->hd_v > ROPE_MAX_HD || a->n_rot > a->hd_k) return cudaErrorInvalidValue;
-    dim3 grid((unsigned)(a->n_head + 2 * a->n_kv), (unsigned)n);
+    dim3 grid((unsigned)cll_cdiv(a->n_head + 2 * a->n_kv, ROPE_HPB), (unsigned)n);
     CLL_CU_RET(cll_cu_launch(qkv_rope_store_kernel, dim3(grid), dim3(ROPE_THREADS), 0, s, *a));
     return cudaGetLastError();
 }
