@@ -17,7 +17,10 @@ static const struct {
     {"cuda.l2next_mb", "CLLAMA_CUDA_L2NEXT_MB", 0, 40, 4, offsetof(cll_cuda_knobs, l2next_mb)},
     {"cuda.l2next_o_mb", "CLLAMA_CUDA_L2NEXT_O_MB", -1, 40, -1, offsetof(cll_cuda_knobs, l2next_o_mb)},
     {"cuda.l2next_down_mb", "CLLAMA_CUDA_L2NEXT_DOWN_MB", -1, 40, -1, offsetof(cll_cuda_knobs, l2next_down_mb)},
-    /* the gap prefetches: not measured on the H200 yet, off */
+    /* the gap prefetches, off: l2-7b tg128 -r 3 on the H200 (bed4b60, one call): Q4_0 603.7 / 601.3
+     * without, attn_pf_mb 40 604.0, + act_pf_mb 16 593.4, + l2next_o/down_mb 12 577.0; Q8_0 405.9 /
+     * 406.3 without, all four 384.4; F16 268.4 / 269.2 without, all four 260.3 (the prefetched
+     * lines race the next product's own loads); cllama tune on l2-7b Q4_K_M: attn_pf_mb a tie */
     {"cuda.attn_pf_mb", "CLLAMA_CUDA_ATTN_PF_MB", 0, 64, 0, offsetof(cll_cuda_knobs, attn_pf_mb)},
     {"cuda.attn_pf_kv_mb", "CLLAMA_CUDA_ATTN_PF_KV_MB", 0, 1024, 16, offsetof(cll_cuda_knobs, attn_pf_kv_mb)},
     {"cuda.act_pf_mb", "CLLAMA_CUDA_ACT_PF_MB", 0, 64, 0, offsetof(cll_cuda_knobs, act_pf_mb)},
