@@ -372,6 +372,65 @@ static void test_cuda_knobs(void **state) {
     assert_true(raced >= 5);
 }
 
+/* a decode row pinned at a whole site (a tune crown) and asked about a batch's token class: the
+ * class keeps its default quietly; the same row pinned at that class is a loud fallback */
+static bool decode_only(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    (void)r;
+    return cll_kernel_shape_tokens_in(s, 1, 1);
+}
+
+/* stderr of f() */
+static size_t stderr_of(void (*f)(const cll_kernel_table *, int64_t, const char **), const cll_kernel_table *t,
+                        int64_t n, const char **got) {
+    char p[320];
+    path_of("stderr.txt", p, sizeof p);
+    fflush(stderr);
+    const int saved = dup(2);
+    FILE *tmp = fopen(p, "w+");
+    assert_non_null(tmp);
+    dup2(fileno(tmp), 2);
+    f(t, n, got);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fseek(tmp, 0, SEEK_END);
+    const long len = ftell(tmp);
+    fclose(tmp);
+    return (size_t)(len > 0 ? len : 0);
+}
+
+static void select_q4_0(const cll_kernel_table *t, int64_t n, const char **got) {
+    cll_kernel_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.wtype = CLL_TYPE_Q4_0;
+    sh.rows = 64;
+    sh.cols = 256;
+    sh.n_tokens = n;
+    bool forced = false;
+    *got = cll_kernels_select(t, CLL_KOP_GEMV, &sh, -1, &forced)->name;
+}
+
+static void test_site_pin_batch_class(void **state) {
+    (void)state;
+    static const cll_kernel_row rows[] = {
+        {"gemv_any", CLL_KOP_GEMV, CLL_TYPE_Q4_0, 0, "", 0, 1, NULL, true, true, NULL},
+        {"gemv_decode", CLL_KOP_GEMV, CLL_TYPE_Q4_0, 0, "", 0, 1, decode_only, true, false, NULL},
+    };
+    const cll_kernel_table t = {"pintest", rows, 2};
+    const char *got = NULL;
+    cll_kernels_clear_overrides();
+    assert_int_equal(cll_kernels_set_override("pintest/gemv/q4_0", "gemv_decode"), CLL_OK);
+    assert_int_equal(stderr_of(select_q4_0, &t, 1, &got), 0);
+    assert_string_equal(got, "gemv_decode");
+    assert_int_equal(stderr_of(select_q4_0, &t, 8, &got), 0); /* quiet: the batch class keeps its default */
+    assert_string_equal(got, "gemv_any");
+    cll_kernels_clear_overrides();
+    assert_int_equal(cll_kernels_set_override("pintest/gemv/q4_0/n2-8", "gemv_decode"), CLL_OK);
+    assert_true(stderr_of(select_q4_0, &t, 8, &got) > 0); /* a pin at the class that cannot serve it: loud */
+    assert_string_equal(got, "gemv_any");
+    cll_kernels_clear_overrides();
+}
+
 /* a step starts only when the longest step so far still fits the budget (the run ends inside it) */
 static void test_budget_allows(void **state) {
     (void)state;
@@ -834,7 +893,7 @@ int main(void) {
         cmocka_unit_test(test_roundtrip_and_bak), cmocka_unit_test(test_version_and_box), cmocka_unit_test(test_sites),
         cmocka_unit_test(test_unreadable),        cmocka_unit_test(test_pins),            cmocka_unit_test(test_parse_site),
         cmocka_unit_test(test_runtime_knobs),     cmocka_unit_test(test_cuda_knobs),
-        cmocka_unit_test(test_budget_allows),
+        cmocka_unit_test(test_budget_allows),     cmocka_unit_test(test_site_pin_batch_class),
         cmocka_unit_test(test_doctor),          cmocka_unit_test(test_box_numbers),
         cmocka_unit_test(test_class_of_box),      cmocka_unit_test(test_export_class),    cmocka_unit_test(test_load_order),
         cmocka_unit_test(test_class_stale_site),  cmocka_unit_test(test_board_marks),

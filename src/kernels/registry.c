@@ -166,15 +166,19 @@ static const cll_kernel_row *find_named(const cll_kernel_table *t, const char *n
 
 /* the row forced at this site, if any: an explicit override of the site's token-count
  * class (csite, may be NULL), then of the plain site, then CLLAMA_KERNEL */
+/* *whole_site: the override named the site without a token class (a pin or crown at e.g.
+ * cuda/gemv/q4_K), not the class itself nor CLLAMA_KERNEL */
 static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, uint32_t wtype, const char *site,
-                                        const char *csite) {
+                                        const char *csite, bool *whole_site) {
     const cll_kernel_row *r = NULL;
+    *whole_site = false;
     pthread_mutex_lock(&g_mu);
     for (int pass = csite ? 0 : 1; pass < 2 && !r; pass++) {
         const char *want = pass == 0 ? csite : site;
         for (int i = 0; i < g_n_ovr && !r; i++) {
             if (strcmp(g_ovr[i].site, want)) continue;
             r = find_named(t, g_ovr[i].name, strlen(g_ovr[i].name));
+            *whole_site = r && pass == 1;
             if (!r) {
                 char msg[160];
                 snprintf(msg, sizeof msg, "WARNING: kernel override %s=%s: no such row; using the default", want,
@@ -255,11 +259,22 @@ const cll_kernel_row *cll_kernels_select(const cll_kernel_table *t, uint32_t op,
                  site);
         warn_once(msg);
     }
-    const cll_kernel_row *f = forced_row(t, op, s->wtype, site, s->n_tokens > 0 ? csite : NULL);
+    bool whole_site = false;
+    const cll_kernel_row *f = forced_row(t, op, s->wtype, site, s->n_tokens > 0 ? csite : NULL, &whole_site);
     if (f) {
         if ((f->op & op) && cll_kernel_row_supported(f, s) && (layout < 0 || f->layout == layout)) {
             if (forced) *forced = true;
             return f;
+        }
+        /* a decode row pinned at the whole site (a tune crown, the serving races' pins) and asked
+         * about a batch's token class: that class keeps its default, quietly (not a stale pin) */
+        cll_kernel_shape one = *s;
+        one.n_tokens = 1;
+        if (whole_site && s->n_tokens > 1 && (f->op & op) && cll_kernel_row_supported(f, &one) &&
+            (layout < 0 || f->layout == layout)) {
+            cll_log(CLL_LOG_DEBUG, "kernel %s pinned at %s serves decode; %s keeps its default", f->name, site,
+                    cll_kernels_token_class(s->n_tokens));
+            return cll_kernels_default(t, op, s, layout);
         }
         char msg[160], ntok[32] = "";
         if (s->n_tokens > 0) snprintf(ntok, sizeof ntok, ", n_tokens %lld", (long long)s->n_tokens);
