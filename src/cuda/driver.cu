@@ -401,8 +401,6 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
     return CLL_OK;
 }
 
-/* Every layer and the output head over n tokens whose ids / pos / seq / want rows sit in s->io.
- * n == 1 is the decode step (gemv products, split-K attention; captured into the graph). */
 /* decode's gap prefetches (cuda/knobs.h): the latency-bound kernels between two products ask L2
  * for the next product's weights while the memory would sit idle: the attention over a short
  * context the o weights (cuda.attn_pf_mb, while the token's K and V rows are at most
@@ -427,6 +425,8 @@ static size_t pf_span(const cll_cu_part *p, size_t cap) {
     return b & ~(size_t)15;
 }
 
+/* Every layer and the output head over n tokens whose ids / pos / seq / want rows sit in s->io.
+ * n == 1 is the decode step (gemv products, split-K attention; captured into the graph). */
 static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool argmax) {
     const cll_driver_model *dm = s->dm;
     const cll_model *m = dm->m;
