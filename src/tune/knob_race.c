@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench/bench.h"
 #include "cpu/knobs.h"
@@ -48,12 +47,6 @@ static const struct {
 
 const char *cll_race_cuda_knob(int i) {
     return i >= 0 && (size_t)i < sizeof k_cuda / sizeof k_cuda[0] ? k_cuda[i].name : NULL;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* the crown rule on t[value][round] (seconds), the race section's entry appended to race, the
@@ -143,7 +136,7 @@ static cll_status cuda_knobs_for(const cll_tune_sidecar *sc, const char *knob, d
             const cll_status st = cll_cuda_knob_set(sc->runtime[i].name, sc->runtime[i].value, true, NULL);
             if (st != CLL_OK) return st;
         }
-    return knob ? cll_cuda_knob_set(knob, value, true, NULL) : CLL_OK;
+    return cll_cuda_knob_set(knob, value, true, NULL);
 }
 
 cll_status cll_race_knobs_cuda(const char *model, const cll_race_opts *o, cll_tune_sidecar *sc, double t_start) {
@@ -156,12 +149,12 @@ cll_status cll_race_knobs_cuda(const char *model, const cll_race_opts *o, cll_tu
     cll_status st = CLL_OK;
     double longest = 0.0; /* the longest knob race so far (the budget's estimate of the next) */
     for (size_t k = 0; k < sizeof k_cuda / sizeof k_cuda[0] && st == CLL_OK; k++) {
-        if (!cll_race_budget_allows(o->budget_s, now_s() - t_start, longest)) {
+        if (!cll_race_budget_allows(o->budget_s, cll_now() - t_start, longest)) {
             fprintf(stderr, "tune: budget of %.0f s reached: knob %s and the knobs after it not raced\n", o->budget_s,
                     k_cuda[k].name);
             break;
         }
-        const double t_knob = now_s();
+        const double t_knob = cll_now();
         kr_knob kn;
         memset(&kn, 0, sizeof kn);
         kn.name = k_cuda[k].name;
@@ -201,7 +194,7 @@ cll_status cll_race_knobs_cuda(const char *model, const cll_race_opts *o, cll_tu
         if (st != CLL_OK) break;
         const double margin = sc->noise_floor > o->min_margin ? sc->noise_floor : o->min_margin;
         st = judge(&kn, t, R, ng, 0, margin, race, &rl, 1 << 16, sc);
-        if (now_s() - t_knob > longest) longest = now_s() - t_knob;
+        if (cll_now() - t_knob > longest) longest = cll_now() - t_knob;
     }
     cll_cuda_knob_reset();
     if (st == CLL_OK) join_race(sc, race, rl);

@@ -13,19 +13,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu/matmul.h"
 #include "formats/formats.h"
 #include "gguf/gguf.h"
 #include "tune/race.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static uint64_t g_rng = 0x243F6A8885A308D3ull;
 static uint64_t rnd(void) {
@@ -403,12 +396,12 @@ static cll_status isolate_arms(check_ctx *c, arm_t *arms, int na, const bool *tr
         }
         close(fd[1]);
         int cur = -1;
-        double started = now_s();
+        double started = cll_now();
         char buf[2048];
         size_t bl = 0;
         bool timed_out = false;
         for (;;) {
-            const double left = timeout_s - (now_s() - started);
+            const double left = timeout_s - (cll_now() - started);
             if (left <= 0) {
                 timed_out = true;
                 break;
@@ -428,7 +421,7 @@ static cll_status isolate_arms(check_ctx *c, arm_t *arms, int na, const bool *tr
                 int a = -1, ok = 0, off = 0;
                 if (sscanf(line, "B %d", &a) == 1 && line[0] == 'B' && a >= 0 && a < na) {
                     cur = a;
-                    started = now_s();
+                    started = cll_now();
                 } else if (line[0] == 'R' && sscanf(line, "R %d %d %n", &a, &ok, &off) >= 2 && a >= 0 && a < na) {
                     arms[a].isolated = true;
                     if (!ok) {
@@ -437,7 +430,7 @@ static cll_status isolate_arms(check_ctx *c, arm_t *arms, int na, const bool *tr
                     }
                     next = a + 1;
                     cur = -1;
-                    started = now_s();
+                    started = cll_now();
                 }
                 line = nl + 1;
             }
@@ -511,12 +504,12 @@ static void ring_free(ring_t *g) {
 /* k back-to-back dispatches cycling the ring: seconds */
 static double time_ring(cll_pool *pool, ring_t *g, const float *x, int64_t cols, int64_t n, float *y, int64_t rows, int k,
                         int *cursor) {
-    const double t0 = now_s();
+    const double t0 = cll_now();
     for (int i = 0; i < k; i++) {
         cll_cpu_matmul(pool, g->w[*cursor], x, cols, n, y, rows, g->scratch);
         *cursor = (*cursor + 1) % g->n;
     }
-    return now_s() - t0;
+    return cll_now() - t0;
 }
 
 bool cll_race_budget_allows(double budget_s, double elapsed_s, double longest_step_s) {
@@ -555,15 +548,15 @@ static double noise_probe(cll_pool *pool, const cll_race_site *s, const cll_kern
     if (w && x && y && cll_cpu_weight_create_row(inc, rows, cols, w, &cw) == CLL_OK) {
         for (int64_t i = 0; i < cols; i++) x[i] = rndn();
         void *scratch = malloc(cll_cpu_matmul_scratch(cw, 1) + 64);
-        double t1 = now_s();
+        double t1 = cll_now();
         cll_cpu_matmul(pool, cw, x, cols, 1, y, rows, scratch);
-        t1 = now_s() - t1;
+        t1 = cll_now() - t1;
         const int k = t1 > 0 ? (int)(0.004 / t1) + 1 : 50;
         double v[12], m = 0.0, q = 0.0;
         for (int r = 0; r < 12; r++) {
-            const double t0 = now_s();
+            const double t0 = cll_now();
             for (int i = 0; i < k; i++) cll_cpu_matmul(pool, cw, x, cols, 1, y, rows, scratch);
-            v[r] = now_s() - t0;
+            v[r] = cll_now() - t0;
             m += v[r];
         }
         m /= 12.0;
@@ -780,7 +773,7 @@ cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *
     cll_pool *pool = NULL;
     cll_status st = cll_pool_create(o->threads, &pool);
     if (st != CLL_OK) return st;
-    const double t0 = now_s();
+    const double t0 = cll_now();
     double longest = 0.0; /* the longest site so far (the budget's estimate of the next) */
     /* the first site's incumbent is the probe kernel */
     cll_kernel_shape s0 = shape_of(sites[0].wtype, sites[0].shape[0].rows, sites[0].shape[0].cols, 1);
@@ -820,12 +813,12 @@ cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *
             skipped++;
             continue;
         }
-        if (!cll_race_budget_allows(o->budget_s, now_s() - t0, longest)) {
+        if (!cll_race_budget_allows(o->budget_s, cll_now() - t0, longest)) {
             fprintf(stderr, "tune: budget of %.0f s reached: %s and the sites after it not raced (rerun to go on)\n",
                     o->budget_s, name);
             break;
         }
-        const double t_site = now_s();
+        const double t_site = cll_now();
         if (floor_now > o->noise_bar && !o->force) break;
         cll_tune_entry e;
         char *one = (char *)calloc(1, 1 << 16);
@@ -846,7 +839,7 @@ cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *
         if (rl + strlen(one) + 4 < cap) rl += (size_t)snprintf(race + rl, cap - rl, "%s%s", rl > 1 ? ", " : "", one);
         free(one);
         done++;
-        if (now_s() - t_site > longest) longest = now_s() - t_site;
+        if (cll_now() - t_site > longest) longest = cll_now() - t_site;
         if (i == n / 2) {
             probes[1] = noise_probe(pool, &sites[0], probe, o->test_noise);
             if (probes[1] > floor_now) floor_now = probes[1];
@@ -867,7 +860,7 @@ cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *
     if (st != CLL_OK) return st;
     memcpy(sc->noise_probes, probes, sizeof probes);
     sc->noise_floor = floor_now;
-    sc->mint_seconds = now_s() - t0;
+    sc->mint_seconds = cll_now() - t0;
     return cll_race_finish(path, sc, o, done, skipped, "site(s)", wrote);
 }
 

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench/bench.h"
 #include "cpu/matmul.h"
@@ -21,12 +20,6 @@
 #include "tune/race.h"
 
 #define SR_MAX_ARMS 8
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* the model's 2-D weight types (token_embd aside) with their widest cols, largest share first */
 typedef struct {
@@ -136,7 +129,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
                            who);
         if (f < 0) fprintf(stderr, "tune: NVML is not available: other GPU processes and the SM clock go unobserved\n");
     }
-    const double t0 = now_s();
+    const double t0 = cll_now();
     double floor_now = 0.0, probes[3] = {0, 0, 0}, longest = 0.0; /* longest: the longest site so far */
     int done = 0, skipped = 0, np = 0;
     char *race = (char *)calloc(1, 1 << 20);
@@ -159,12 +152,12 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
             skipped++;
             continue;
         }
-        if (!cll_race_budget_allows(o->budget_s, now_s() - t0, longest)) {
+        if (!cll_race_budget_allows(o->budget_s, cll_now() - t0, longest)) {
             fprintf(stderr, "tune: budget of %.0f s reached: %s and the sites after it not raced (rerun to go on)\n",
                     o->budget_s, site);
             break;
         }
-        const double t_site = now_s();
+        const double t_site = cll_now();
         /* arms: the default first */
         const cll_kernel_row *arm[SR_MAX_ARMS];
         int na = 0;
@@ -260,7 +253,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
                 e.variant, e.verdict, e.ratio, e.ci_lo, e.ci_hi, 100.0 * margin);
         if ((st = cll_tune_set_site(sc, &e)) != CLL_OK) break;
         done++;
-        if (now_s() - t_site > longest) longest = now_s() - t_site;
+        if (cll_now() - t_site > longest) longest = cll_now() - t_site;
         snprintf(race + rl, (1 << 20) - rl, "}");
         free(sc->race_json);
         sc->race_json = strdup(race);
@@ -273,6 +266,6 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
     for (int i = np; i < 3; i++) probes[i] = probes[np > 0 ? np - 1 : 0];
     memcpy(sc->noise_probes, probes, sizeof probes);
     sc->noise_floor = floor_now;
-    sc->mint_seconds = now_s() - t0;
+    sc->mint_seconds = cll_now() - t0;
     return cll_race_finish(path, sc, o, done, skipped, "serving site(s)", wrote);
 }
