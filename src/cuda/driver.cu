@@ -77,6 +77,24 @@ static int mma_max(void) {
     return v;
 }
 
+/* CLLAMA_CUDA_FUSED_MIN / _MAX: the token range of a batch the fused dequant-in-tile rows take
+ * (defaults CLL_CU_FUSED_MIN..CLL_CU_FUSED_MAX; _MAX=0: never, the f16 panels instead) */
+static int fused_env(const char *name, int dflt) {
+    const char *e = getenv(name);
+    const int v = e && *e ? atoi(e) : dflt;
+    return v < 0 ? 0 : v;
+}
+static int fused_min(void) {
+    static int v = -1; /* process-wide setting read once; not state */
+    if (v < 0) v = fused_env("CLLAMA_CUDA_FUSED_MIN", CLL_CU_FUSED_MIN);
+    return v;
+}
+static int fused_max(void) {
+    static int v = -1; /* process-wide setting read once; not state */
+    if (v < 0) v = fused_env("CLLAMA_CUDA_FUSED_MAX", CLL_CU_FUSED_MAX);
+    return v;
+}
+
 /* the form that serves part p for a batch of n tokens (cuda/matmul/pick.cu) */
 static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     cll_cu_form_query q;
@@ -93,6 +111,9 @@ static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     q.few_max = few_max();
     q.mma_min = !p->mma ? 0 : p->mma_tile_only ? CLL_CU_FEW_MAX + 1 : cll_cu_mma_min_tokens(p->w.type);
     q.mma_max = !p->mma ? 0 : p->mma_tile ? CLL_CU_MMA_MAX : mma_max();
+    q.fused = p->fused && !p->mma_tile; /* a pin of the n9-64 class on the int8 tile wins */
+    q.fused_min = fused_min();
+    q.fused_max = fused_max();
     return cll_cu_pick_form(&q);
 }
 
@@ -118,10 +139,13 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
                         float *y, int64_t ldy, int *xk = NULL) {
     /* the resident f16 panel when the model keeps one (CLLAMA_CUDA_PANELS), else the weight (a
      * float read in place, or a panel decoded per product) */
-    const cll_cu_weight *w = part_form(p, n) == CLL_CU_FORM_GEMM_RESIDENT ? &p->w16 : &p->w;
-    const int k = cll_cu_gemm_x_kind(w);
+    const cll_cu_form f = part_form(p, n);
+    const cll_cu_weight *w = f == CLL_CU_FORM_GEMM_RESIDENT ? &p->w16 : &p->w;
+    const int k = f == CLL_CU_FORM_GEMM_FUSED ? 1 : cll_cu_gemm_x_kind(w); /* the fused rows read f16 X */
     const bool ready = xk && k > 0 && *xk == k;
     if (xk) *xk = k > 0 ? k : *xk; /* an F32 part leaves the scratch as it was */
+    if (f == CLL_CU_FORM_GEMM_FUSED)
+        return cll_cu_gemm_fused(&s->gemm, p->fused->fgemm, w, x, ldx, n, y + p->y_off, ldy, &s->sk, s->st, ready);
     return cll_cu_gemm(&s->gemm, w, 0, x, ldx, n, y + p->y_off, ldy, s->st, ready);
 }
 

@@ -23,6 +23,8 @@ typedef struct {
                                   * cll_cu_mma_min_tokens on (NULL: none, a pin, or CLLAMA_CUDA_FEW_MMA=0) */
     bool mma_tile;                   /* a pin of the n9-64 class names mma: it serves 9..64 tokens */
     bool mma_tile_only;              /* ... and only those (2..8 stay on the few row) */
+    const cll_cu_gemv_impl *fused; /* dense: the fused dequant-in-tile GEMM row (gemm_fused.cu) the pick
+                                    * gives a batch of CLL_CU_FUSED_MIN..MAX tokens (NULL: none) */
     const cll_cu_gemv_impl *moe; /* expert weights: the grouped prefill row (NULL: none) */
     cll_cu_weight w16;           /* the resident f16 prefill panel of a quantized weight (an F16
                                   * weight over the model's panel arena; d NULL: none) */

@@ -104,6 +104,7 @@ static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const
         dst->mma = cll_cu_gemv_mma_row(j->type, dst->gemv->layout, j->rows, j->cols);
         dst->mma_tile = dst->mma != NULL;
     }
+    dst->fused = j->n_mat == 1 ? cll_cu_gemm_fused_row(j->type, dst->gemv->layout, j->rows, j->cols) : NULL;
     j->bytes = align_up(cll_cu_weight_bytes(j->type, j->rows, j->cols, j->n_mat));
     j->off = pl->total;
     pl->total += j->bytes;

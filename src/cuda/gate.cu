@@ -621,10 +621,29 @@ cll_status gate_gemm(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     GATE_CU(dev.alloc(&xh, g.xh_bytes));
     g.panel = panel;
     g.xh = xh;
-    if (cublasCreate(&g.blas) != CUBLAS_STATUS_SUCCESS) return cll_err(CLL_ERR_DEVICE, "gate %s: cublasCreate failed", row->name);
-    cudaError_t e = cll_cu_gemm(&g, &w, mat, dx, ldx, n, dy, ldy, 0);
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    cublasDestroy(g.blas);
+    const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)row->impl;
+    cudaError_t e;
+    if (impl && impl->fgemm) { /* a fused row: matrix mat of the upload as a dense weight, split-K scratch */
+        cll_cu_splitk sk;
+        GATE_CU(splitk_scratch(dev, &sk));
+        cll_cu_weight wm = w;
+        wm.d += mat * w.mat_stride;
+        wm.n_mat = 1;
+        e = cll_cu_gemm_fused(&g, impl->fgemm, &wm, dx, ldx, n, dy, ldy, &sk, 0);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        if (e == cudaSuccess) { /* the tickets are back at zero for the next launch */
+            std::vector<int> tk(CLL_CU_SPLITK_TICKETS);
+            e = cudaMemcpy(tk.data(), sk.tickets, tk.size() * sizeof(int), cudaMemcpyDeviceToHost);
+            for (int v : tk)
+                if (e == cudaSuccess && v != 0) return cll_err(CLL_ERR_INTERNAL, "gate %s: a split-K ticket left at %d", row->name, v);
+        }
+    } else {
+        if (cublasCreate(&g.blas) != CUBLAS_STATUS_SUCCESS)
+            return cll_err(CLL_ERR_DEVICE, "gate %s: cublasCreate failed", row->name);
+        e = cll_cu_gemm(&g, &w, mat, dx, ldx, n, dy, ldy, 0);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        cublasDestroy(g.blas);
+    }
     GATE_CU(e);
     std::vector<float> y((size_t)(n * ldy));
     GATE_CU(cudaMemcpy(y.data(), dy, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
@@ -1312,6 +1331,8 @@ extern "C" cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows,
     if (row->op & CLL_KOP_GEMV) return gate_gemv(row, rows, cols, nb, seed, rep);
     if (row->op & CLL_KOP_MOE) return gate_moe(row, rows, cols, nb, seed, rep);
     if (row->op & CLL_KOP_GEMM) { /* layout 0, and the layout the default gemv row serves the type in */
+        const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)row->impl;
+        if (impl && impl->fgemm) return gate_gemm(row, rows, cols, nb, seed, impl->layout, rep); /* its own layout */
         cll_status st = gate_gemm(row, rows, cols, nb, seed, 0, rep);
         const int l = served_layout(row->wtype);
         if (st == CLL_OK && l != 0) {

@@ -16,7 +16,10 @@ extern "C" {
  * the gemv (decode; experts over mat_ids); a batch takes, for a dense weight, cuBLAS on the weight
  * itself (floats) or on its f16 panel (resident, else decoded per product); for an expert weight
  * the grouped launch (decoding tiles, or f16 rows: resident panels and F16 files) when a grouped
- * row serves the weight as it is read and the knob allows, else the experts token by token. */
+ * row serves the weight as it is read and the knob allows, else the experts token by token.
+ * A dense quantized weight with a fused row takes the fused dequant-in-tile GEMM for a batch of
+ * fused_min..fused_max tokens (a batched decode step), before the few-token forms when fused_min
+ * reaches into their range. */
 typedef enum {
     CLL_CU_FORM_GEMV,
     CLL_CU_FORM_GEMV_FEW,
@@ -27,6 +30,7 @@ typedef enum {
     CLL_CU_FORM_MOE_TOKENS,
     CLL_CU_FORM_MOE_GROUPED,
     CLL_CU_FORM_MOE_GROUPED_F16,
+    CLL_CU_FORM_GEMM_FUSED,
 } cll_cu_form;
 typedef struct {
     uint32_t wtype;        /* the weight's type in the file */
@@ -41,8 +45,17 @@ typedef struct {
     int32_t mma_min;       /* the int8 tensor-core few-token row serves this weight from this many tokens
                             * on (cll_cu_mma_min_tokens; 0: it does not) */
     int32_t mma_max;       /* ... up to this many (CLL_CU_MMA_MAX; 0: mma_min's few-token range only) */
+    bool fused;            /* a fused dequant-in-tile GEMM row serves this dense weight (gemm_fused.cu) */
+    int32_t fused_min, fused_max; /* ... for batches of this many tokens (CLLAMA_CUDA_FUSED_MIN / _MAX;
+                            * fused_max 0: never) */
     int32_t device;        /* CLL_KDEVICE_CUDA_SM(major, minor), or 0 = not known */
 } cll_cu_form_query;
+/* the token range the driver gives the fused rows by default: a batched decode step of 9..24
+ * sequences (below, the few-token gemvs; above, the prefill GEMMs on the f16 panels). H200, l2-7b,
+ * speed_tg fused / panels (same call): Q4_0 12 2751 / 2068, 16 3366 / 2695, 24 3902 / 3688, 32 4640 /
+ * 4620, 64 6086 / 7699; Q4_K_M 12 2436 / 1990, 16 2997 / 2585, 24 3605 / 3550, 32 4312 / 4459 */
+#define CLL_CU_FUSED_MIN 9
+#define CLL_CU_FUSED_MAX 24
 cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q);
 /* q heads per block of the split GQA attention kernel (cuda/ops/attn.cu: 1, 2, 4 or 8, one kv
  * head's group): the largest power of two <= min(group, 8), halved while the grid (n_kv x
@@ -112,6 +125,14 @@ int cll_cu_few_pick_ks_log2(int64_t rows, int64_t ng, int R, int64_t slots);
  * and a ticket per tile within n_tickets */
 int cll_cu_mma_tile_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, int64_t rows, int64_t ws_floats,
                        int n_tickets);
+/* the fused dequant-in-tile GEMM (gemm_fused.cu): the split-K factor for tiles row tiles over nchunks
+ * chunks of 256 values on slots resident blocks (nt tokens of rows outputs): the ks (1..16, each split
+ * >= 2 chunks) whose tiles x ks blocks fill their last wave best, counted as the share of slot time
+ * that does work (tiles / (waves x slots / ks)); a split must gain more than 2% of that share over
+ * fewer splits (its partials and the last block's sum cost a little); partials (ks x nt x rows floats)
+ * within ws_floats and a ticket per tile within n_tickets, else 1 */
+int cll_cu_fused_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, int64_t rows, int64_t ws_floats,
+                    int n_tickets);
 /* the split-K scratch a state gives the tile (cll_cu_splitk): partials of < 2 x sms row tiles of 128
  * rows x 64 tokens, and a ticket per row tile */
 #define CLL_CU_SPLITK_FLOATS(sms) ((int64_t)2 * (sms) * 128 * 64)

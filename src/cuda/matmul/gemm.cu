@@ -20,6 +20,14 @@ __global__ void k_x_to_half(const float *__restrict__ x, int64_t ldx, int64_t co
     xh[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : cll_f2h(v);
 }
 
+/* X (n x cols, row stride ldx) to f16 / bf16 in g->xh (dense) */
+static cudaError_t x_half(const cll_cu_gemm_ctx *g, const float *x, int64_t ldx, int64_t n, int64_t cols, bool bf16,
+                          cudaStream_t s) {
+    const int64_t total = n * cols;
+    k_x_to_half<<<(unsigned)cll_cdiv(total, 256), 256, 0, s>>>(x, ldx, cols, total, bf16, (uint16_t *)g->xh);
+    return cudaGetLastError();
+}
+
 static cudaError_t blas_err(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown; }
 
 /* the panel kernel of a weight's type in its layout; NULL for floats (read in place) and for a
@@ -55,11 +63,7 @@ cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_
     const bool bf16 = w->type == CLL_TYPE_BF16;
     const cudaDataType ht = bf16 ? CUDA_R_16BF : CUDA_R_16F;
     if (!g->xh || g->xh_bytes < (size_t)(n * cols) * 2) return cudaErrorInvalidValue;
-    const int64_t total = n * cols;
-    if (!x_ready) {
-        k_x_to_half<<<(unsigned)cll_cdiv(total, 256), 256, 0, s>>>(x, ldx, cols, total, bf16, (uint16_t *)g->xh);
-        CLL_CU_RET(cudaGetLastError());
-    }
+    if (!x_ready) CLL_CU_RET(x_half(g, x, ldx, n, cols, bf16, s));
     if (!panel) /* F16 / BF16: the weight is the panel */
         return blas_err(cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)n, (int)cols, &one, W, ht,
                                      (int)(w->row_stride / 2), g->xh, ht, (int)cols, &zero, y, CUDA_R_32F, (int)ldy,
@@ -77,6 +81,15 @@ cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_
                                          (int)ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)));
     }
     return cudaSuccess;
+}
+
+cudaError_t cll_cu_gemm_fused(const cll_cu_gemm_ctx *g, cll_cu_fgemm_fn f, const cll_cu_weight *w, const float *x,
+                              int64_t ldx, int64_t n, float *y, int64_t ldy, const cll_cu_splitk *sk, cudaStream_t s,
+                              bool x_ready) {
+    if (!f || n < 0 || !g->xh || g->xh_bytes < (size_t)(n * w->cols) * 2) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    if (!x_ready) CLL_CU_RET(x_half(g, x, ldx, n, w->cols, false, s));
+    return f(w, g->xh, n, y, ldy, sk, s);
 }
 
 bool cll_cu_weight_has_panel(const cll_cu_weight *w) { return panel_of(w) != NULL; }

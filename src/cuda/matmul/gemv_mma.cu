@@ -34,22 +34,10 @@
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
 #include "cuda/pick.h"
+#include "cuda/matmul/mma_stage.cuh"
 
 #define MMA_WARPS 8
-#define MMA_ROWS 16
-#define MMA_G 8  /* groups per chunk */
 #define MMA_NS 3 /* pipeline stages of 8 chunks (one per warp) */
-
-static __device__ __forceinline__ void mma_cp16(void *smem, const void *g) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g)
-                 : "memory");
-}
-static __device__ __forceinline__ void mma_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> static __device__ __forceinline__ void mma_wait(void) {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-static __device__ __forceinline__ uint32_t lds32(const uint8_t *p) { return *(const uint32_t *)p; }
-static __device__ __forceinline__ uint32_t lds16(const uint8_t *p) { return *(const uint16_t *)p; }
 
 /* c = A (16x32 int8, rows g and g+8 of this thread in a0/a2 and a1/a3) . B (32x8 int8) */
 template <bool U>
@@ -103,18 +91,13 @@ static __device__ __forceinline__ void mma_acc_k32(float (&acc)[NTT][4], uint32_
     }
 }
 
-/* ---- per format: the chunk's staged bytes per row (P, its 16-byte pieces) and a group's product ----
+/* ---- per format: a group's product over the staged chunk (its bytes: CuPieces, cuda/matmul/mma_stage.cuh) ----
  * piece(row, ng, g0, j): source of piece j (16 B) of the chunk of groups [g0, g0 + 8).
  * group(s0, s1, gi, q, x, acc): rows r (s0 = its staged chunk) and r + 8 (s1), group gi of the chunk,
  * every tile: acc[t][0..3] += (rows r, r+8) x (columns 2q, 2q+1). */
 template <int T> struct CuMma;
 
-template <> struct CuMma<CLL_TYPE_Q4_0> {
-    static constexpr int P = 144, NP = 9; /* 8 x 16 quants | 8 d */
-    static __device__ __forceinline__ int dpos(int, int) { return 0; }
-    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
-        return j < 8 ? row + 16 * (g0 + j) : row + 16 * ng + 2 * g0;
-    }
+template <> struct CuMma<CLL_TYPE_Q4_0> : CuPieces<CLL_TYPE_Q4_0> {
     template <int NTT>
     static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
                                                  const MmaX (&x)[NTT], float (&acc)[NTT][4], int, int ntl) {
@@ -127,12 +110,7 @@ template <> struct CuMma<CLL_TYPE_Q4_0> {
     }
 };
 
-template <> struct CuMma<CLL_TYPE_Q8_0> {
-    static constexpr int P = 272, NP = 17; /* 8 x 32 quants | 8 d */
-    static __device__ __forceinline__ int dpos(int, int) { return 0; }
-    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
-        return j < 16 ? row + 32 * g0 + 16 * j : row + 32 * ng + 2 * g0;
-    }
+template <> struct CuMma<CLL_TYPE_Q8_0> : CuPieces<CLL_TYPE_Q8_0> {
     template <int NTT>
     static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
                                                  const MmaX (&x)[NTT], float (&acc)[NTT][4], int, int ntl) {
@@ -143,12 +121,7 @@ template <> struct CuMma<CLL_TYPE_Q8_0> {
     }
 };
 
-template <> struct CuMma<CLL_TYPE_Q4_K> {
-    static constexpr int P = 144, NP = 9; /* 8 x 16 quants | the super-block header d, dmin, scales[12] */
-    static __device__ __forceinline__ int dpos(int, int) { return 0; }
-    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
-        return j < 8 ? row + 16 * (g0 + j) : row + 16 * ng + 16 * (g0 >> 3);
-    }
+template <> struct CuMma<CLL_TYPE_Q4_K> : CuPieces<CLL_TYPE_Q4_K> {
     template <int NTT>
     static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
                                                  const MmaX (&x)[NTT], float (&acc)[NTT][4], int, int ntl) {
@@ -175,18 +148,7 @@ template <> struct CuMma<CLL_TYPE_Q4_K> {
     }
 };
 
-template <> struct CuMma<CLL_TYPE_Q6_K> {
-    /* 8 x 16 ql | 8 x 8 qh' | 8 x 2 scales | the 16-byte window holding the super-block's d; pitch
-     * padded 224 -> 240 (240 mod 128 = 112: conflict-free rows) */
-    static constexpr int P = 240, NP = 14;
-    static __device__ __forceinline__ int64_t d_off(int ng, int g0) { return 26 * (int64_t)ng + 2 * (g0 >> 3); }
-    static __device__ __forceinline__ int dpos(int ng, int g0) { return (int)(d_off(ng, g0) & 15); }
-    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
-        return j < 8    ? row + 16 * (g0 + j)
-               : j < 12 ? row + 16 * ng + 8 * g0 + 16 * (j - 8)
-               : j < 13 ? row + 24 * ng + 2 * g0
-                        : row + (d_off(ng, g0) & ~(int64_t)15);
-    }
+template <> struct CuMma<CLL_TYPE_Q6_K> : CuPieces<CLL_TYPE_Q6_K> {
     template <int NTT>
     static __device__ __forceinline__ void group(const uint8_t *s0, const uint8_t *s1, int gi, int q,
                                                  const MmaX (&x)[NTT], float (&acc)[NTT][4], int dpos, int ntl) {

@@ -139,6 +139,12 @@ static inline int64_t cll_cu_moe_max_tiles(int64_t n_slots, int64_t n_expert) {
     return (n_slots + CLL_CU_MOE_BN - 1) / CLL_CU_MOE_BN + (n_expert < n_slots ? n_expert : n_slots);
 }
 
+/* Fused dequant-in-tile product (cuda/matmul/gemm_fused.cu): y + t*ldy (rows floats) = W . x_t for
+ * the n tokens of xh (n x cols halves, dense: the f16 X cll_cu_gemm_fused converts), each weight
+ * byte read once per 64 tokens; sk: split-K scratch (NULL: unsplit). Dense split-layout weights. */
+typedef cudaError_t (*cll_cu_fgemm_fn)(const cll_cu_weight *w, const void *xh, int64_t n, float *y, int64_t ldy,
+                                       const cll_cu_splitk *sk, cudaStream_t s);
+
 /* the part of a CUDA kernel-table row (kernels/registry impl) that matmul code fills */
 typedef struct {
     cll_cu_gemv_fn gemv;   /* NULL for gemm-only rows */
@@ -149,6 +155,7 @@ typedef struct {
                             * each weight byte read once for all (cuda/matmul/gemv_few.cu) */
     bool routes;           /* honours cll_cu_gemv_args.route (the decode MoE self-routing) */
     bool acts;             /* honours cll_cu_gemv_args.act_in (the activation computed in the staging) */
+    cll_cu_fgemm_fn fgemm; /* the fused dequant-in-tile GEMM rows (CLL_KOP_GEMM); NULL otherwise */
 } cll_cu_gemv_impl;
 
 /* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),
@@ -173,6 +180,12 @@ typedef struct {
 } cll_cu_gemm_ctx;
 cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_t mat, const float *x, int64_t ldx,
                         int64_t n, float *y, int64_t ldy, cudaStream_t s, bool x_ready = false);
+/* The same product through a fused row (cll_cu_gemv_impl.fgemm) of a dense weight: X converted to
+ * f16 in g->xh (unless x_ready: kind 1 of cll_cu_gemm_x_kind, left there by an earlier part), then
+ * f(w, xh, ...); no panel, no cuBLAS. */
+cudaError_t cll_cu_gemm_fused(const cll_cu_gemm_ctx *g, cll_cu_fgemm_fn f, const cll_cu_weight *w, const float *x,
+                              int64_t ldx, int64_t n, float *y, int64_t ldy, const cll_cu_splitk *sk, cudaStream_t s,
+                              bool x_ready = false);
 /* how cll_cu_gemm converts X for w: 0 not at all (F32), 1 to f16, 2 to bf16. A product of several
  * parts over the same X and cols converts it once: x_ready for every later part of the same kind
  * (xh then holds X as the earlier call left it) */
@@ -219,6 +232,8 @@ const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64
 /* the int8 tensor-core few-token row of a weight of this type in this layout (cuda/matmul/gemv_mma.cu),
  * NULL when the type or shape has none */
 const cll_cu_gemv_impl *cll_cu_gemv_mma_row(uint32_t type, int layout, int64_t rows, int64_t cols);
+/* the fused f16 GEMM row of a dense weight of this type, layout and shape (NULL: none) */
+const cll_cu_gemv_impl *cll_cu_gemm_fused_row(uint32_t type, int layout, int64_t rows, int64_t cols);
 
 /* true when an override (a pin, a tune sidecar) names the type's int8 tensor-core row for the
  * n9-64 class ("cuda/gemv/q4_K/n9-64=gemv_q4_K_split_mma"): the driver then hands it batches of

@@ -51,6 +51,8 @@ cll_cu_gemv_fn cll_cu_sp_few_gemv(uint32_t type);
 /* the int8 tensor-core few-token gemv of a type (gemv_mma.cu: Q4_0, Q8_0, Q4_K, Q6_K), NULL if none;
  * what it does not serve goes on to the dp4a few row */
 cll_cu_gemv_fn cll_cu_sp_mma_gemv(uint32_t type);
+/* the fused f16 tensor-core GEMM of a split type (gemm_fused.cu); NULL for types it lacks */
+cll_cu_fgemm_fn cll_cu_sp_fused_gemm(uint32_t type);
 /* its geometry for a rows x cols product (rows per tile, stages, stage and shared bytes);
  * false when the shape does not fit its shared memory */
 bool cll_cu_tma_geometry(int64_t rows, int64_t cols, size_t row_stride, int *rt, int *ns, uint32_t *stage_bytes,

@@ -20,6 +20,8 @@ cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q) {
     int64_t mma_max = q->mma_max > q->few_tokens ? q->mma_max : q->few_tokens;
     if (q->few_max > 0 && q->few_max < mma_max) mma_max = q->few_max;
     if (q->n_mat <= 1 && (q->device == CLL_KDEVICE_CPU || q->device >= CLL_KDEVICE_CUDA_SM(8, 0))) {
+        if (q->fused && q->fused_min >= 1 && q->n_tokens >= q->fused_min && q->n_tokens <= q->fused_max)
+            return CLL_CU_FORM_GEMM_FUSED;
         if (q->mma_min > 0 && q->n_tokens >= q->mma_min && q->n_tokens <= mma_max) return CLL_CU_FORM_GEMV_FEW_MMA;
         if (q->n_tokens <= few_max) return CLL_CU_FORM_GEMV_FEW;
     }
@@ -43,6 +45,7 @@ const char *cll_cu_form_name(cll_cu_form f) {
     case CLL_CU_FORM_MOE_TOKENS: return "moe token by token";
     case CLL_CU_FORM_MOE_GROUPED: return "moe grouped (decoding tiles)";
     case CLL_CU_FORM_MOE_GROUPED_F16: return "moe grouped (f16 rows)";
+    case CLL_CU_FORM_GEMM_FUSED: return "gemm fused dequant tile, f16 tensor cores";
     }
     return "?";
 }
@@ -104,6 +107,22 @@ int cll_cu_mma_tile_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, in
     return ks < 2 ? 1 : (int)ks;
 }
 
+int cll_cu_fused_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, int64_t rows, int64_t ws_floats,
+                    int n_tickets) {
+    if (tiles < 1 || nt < 1 || rows < 1 || slots < 1) return 1;
+    int best = 1;
+    double best_eff = (double)tiles / (double)(cdiv64(tiles, slots) * slots);
+    for (int ks = 2; ks <= 16 && ks <= nchunks / 2; ks++) {
+        if (ws_floats <= 0 || tiles > n_tickets || (int64_t)ks * nt * rows > ws_floats) break;
+        const int64_t units = tiles * ks;
+        const double eff = (double)units / (double)(cdiv64(units, slots) * slots);
+        if (eff > best_eff + 0.02) {
+            best = ks;
+            best_eff = eff;
+        }
+    }
+    return best;
+}
 int cll_cu_attn_heads_per_block(int32_t n_head, int32_t n_kv, int32_t n_chunks, int64_t n_rows, int32_t min_blocks) {
     if (n_kv <= 0 || n_head < n_kv) return 1;
     const int G = n_head / n_kv, gq = G < 8 ? G : 8;

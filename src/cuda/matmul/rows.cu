@@ -136,6 +136,11 @@ static bool cu_mma_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     return s->n_tokens >= 2 && s->n_tokens <= CLL_CU_MMA_MAX && s->cols % 256 == 0 && cu_row_ok(r, s);
 }
 
+/* the fused f16 GEMM rows: any token count, whole 256-value chunks, mma.sync f16 (sm_80+) */
+static bool cu_fused_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
+    return s->cols % 256 == 0 && cu_row_ok(r, s);
+}
+
 /* the split decode rows (one product per activation row) leave the few-token class (2..8 tokens of
  * one product) to the few-token rows */
 static bool cu_sp_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
@@ -161,13 +166,13 @@ static const uint32_t k_types[CU_NTYPES] = {
 #undef CU_TYPE_ID
 };
 static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
-static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false, false};
+static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false, false, NULL};
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K,
                                       CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S};
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
 static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
-    k_tma_impl[CU_NSP], k_few_impl[CU_NSP], k_mma_impl[CU_NSP];
+    k_tma_impl[CU_NSP], k_few_impl[CU_NSP], k_mma_impl[CU_NSP], k_fused_impl[CU_NSP];
 /* the grouped MoE rows: layout 0 (block types, k_types order) and split */
 static cll_cu_gemv_impl k_moe_impl[CU_NTYPES], k_moe_sp_impl[CU_NSP];
 /* a layout-0 row stays a default unless its type has a default split row */
@@ -188,6 +193,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
 #define CU_GEMV_PARAMS_MMA "layout=1(split) n_tokens 2-64 cols%256 mma.sync m16n8k32 int8 (Q6_K 2x m16n8k16), weights + q8_1 by cp.async 3 stages, pdl; 2-8 tokens: 8 warps x 16 rows, K split over the warps in 256-value chunks; 9-64: 128 rows x 64 tokens per block, split-K over blocks (last-block ticket)"
 #define CU_GEMV_PARAMS_FLT "layout=0 warps=4 rows/warp=1 ld=16B x4/lane act=f32"
+#define CU_GEMM_PARAMS_FUSED "layout=1(split) cols%256 fused dequant-in-tile: 128 rows x <=64 tokens per block (8 warps x 16 rows), weights (quantized) + f16 X by cp.async 3 stages, operand decoded once per weight to f16 (the panel's value), mma.sync m16n8k16 f16 f32-accumulate, split-K over blocks (last-block ticket), pdl"
 #define CU_GEMM_PARAMS "layout=0 panel=f16 slab<=panel_bytes cublasGemmEx fp32-accumulate"
 static const cll_kernel_row k_rows[] = {
     {"gemv_f32_warp_ld16", CLL_KOP_GEMV, CLL_TYPE_F32, 0, CU_GEMV_PARAMS_FLT, 0, 1, cu_row_ok, true, true, &k_gemv_impl[0]},
@@ -244,6 +250,14 @@ static const cll_kernel_row k_rows[] = {
      false, false, &k_mma_impl[i]},
     CU_MMA_ROW(q4_0, Q4_0, 0) CU_MMA_ROW(q8_0, Q8_0, 1) CU_MMA_ROW(q4_K, Q4_K, 3) CU_MMA_ROW(q6_K, Q6_K, 4)
 #undef CU_MMA_ROW
+    /* the fused dequant-in-tile GEMM rows (cuda/matmul/gemm_fused.cu): not the registry default of the
+     * gemm op (the cuBLAS panels serve prefill), but the pick (cll_cu_pick_form) gives them a batch of
+     * CLL_CU_FUSED_MIN..CLL_CU_FUSED_MAX tokens (a batched decode step of 9..64 sequences) */
+#define CU_FUSED_ROW(n, T, i)                                                                                \
+    {"gemm_" #n "_split_fused_f16", CLL_KOP_GEMM, CLL_TYPE_##T, 0, CU_GEMM_PARAMS_FUSED, CLL_CU_LAYOUT_SPLIT, 1,     \
+     cu_fused_ok, false, false, &k_fused_impl[i]},
+    CU_FUSED_ROW(q4_0, Q4_0, 0) CU_FUSED_ROW(q8_0, Q8_0, 1) CU_FUSED_ROW(q4_K, Q4_K, 3) CU_FUSED_ROW(q6_K, Q6_K, 4)
+#undef CU_FUSED_ROW
     {"gemm_f32_cublas_f32", CLL_KOP_GEMM, CLL_TYPE_F32, 0, "layout=0 cublasGemmEx f32 (no panel)", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
     {"gemm_f16_cublas_direct", CLL_KOP_GEMM, CLL_TYPE_F16, 0, "layout=0 cublasGemmEx f16 weight in place, x->f16", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
     {"gemm_bf16_cublas_direct", CLL_KOP_GEMM, CLL_TYPE_BF16, 0, "layout=0 cublasGemmEx bf16 weight in place, x->bf16", 0, 1, cu_row_ok, true, true, &k_gemm_impl},
@@ -304,6 +318,8 @@ static void fill_impls(void) {
         k_few_impl[i].few = true;
         k_mma_impl[i] = k_few_impl[i];
         k_mma_impl[i].gemv = cll_cu_sp_mma_gemv(k_sp_types[i]);
+        k_fused_impl[i].fgemm = cll_cu_sp_fused_gemm(k_sp_types[i]);
+        k_fused_impl[i].layout = CLL_CU_LAYOUT_SPLIT;
         k_moe_sp_impl[i].moe = o ? o->moe : NULL;
         k_moe_sp_impl[i].layout = CLL_CU_LAYOUT_SPLIT;
     }
@@ -364,6 +380,19 @@ const cll_cu_gemv_impl *cll_cu_gemv_mma_row(uint32_t type, int layout, int64_t r
         const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)r->impl;
         if (r->wtype == type && r->layout == layout && (r->op & CLL_KOP_GEMV) && impl && impl->few && impl->gemv &&
             impl->gemv == cll_cu_sp_mma_gemv(type) && cll_kernel_row_supported(r, &sh))
+            return impl;
+    }
+    return NULL;
+}
+
+const cll_cu_gemv_impl *cll_cu_gemm_fused_row(uint32_t type, int layout, int64_t rows, int64_t cols) {
+    const cll_kernel_table *t = cll_cu_kernel_table();
+    cll_kernel_shape sh = cu_shape(type, rows, cols, 0);
+    for (size_t i = 0; i < t->n; i++) {
+        const cll_kernel_row *r = &t->rows[i];
+        const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)r->impl;
+        if (r->wtype == type && r->layout == layout && (r->op & CLL_KOP_GEMM) && impl && impl->fgemm &&
+            cll_kernel_row_supported(r, &sh))
             return impl;
     }
     return NULL;

@@ -1,0 +1,365 @@
+/* cuda/matmul/gemm_fused: the fused dequant-in-tile product on f16 tensor cores (rows
+ * gemm_<type>_split_fused_f16: Q4_0, Q8_0, Q4_K, Q6_K in the split layout). Y (n x rows, f32) =
+ * X (n x cols, f16) . W^T, each weight byte read once per 64 tokens as quantized bytes. The pick gives
+ * it a batched decode step of CLL_CU_FUSED_MIN..MAX sequences (cuda/pick.h), where it replaced the
+ * resident f16 panels through cuBLAS (3.6x the bytes on Q4_0); the int8 tile of gemv_mma.cu scales
+ * every group's int32 result per token, so its cost grows with the token count.
+ *
+ * Why f16: a weight's scales are folded into the operand when it is decoded (once per weight, shared
+ * by every token), so the tensor cores accumulate a whole row in f32 with no per-group work per
+ * token. Q4_0 and Q8_0 decode to the resident panel's value exactly, in f16 arithmetic ((q - 8) and q
+ * are exact in f16, and one f16 multiply by d rounds the exact product once, as the panel's f32
+ * product rounded to f16 does). Q4_K and Q6_K decode in f16 over f16 scales (d * sc, dmin * m rounded
+ * to f16 once per group): within an f16 ulp of the panel's value, not always equal to it (the exact
+ * f32 decode took ~2.5x the instructions per weight, and the kernel is bound by its instruction
+ * issue: ncu on the H200, 16 tokens, ~4-7 cycles between a warp's instructions, half the cycles
+ * without an eligible warp). X is the f16 rounding the panel GEMM takes (cll_cu_gemm_fused converts
+ * it once per product). The gate holds the product to the gemm rows' bar (f16 roundings).
+ *
+ * Geometry: 256-thread blocks, 8 warps x 16 rows = 128 weight rows x up to 64 tokens (NTL tiles of 8:
+ * 2, 4 or 8, the launch's count rounded up, whole unrolled tile loops) per block, every warp over the
+ * block's K range for its own 16 rows. A stage is one chunk (256 values) of the 128 rows' quantized
+ * bytes (CuPieces, cuda/matmul/mma_stage.cuh; each thread copies the same pieces of every chunk,
+ * FgSlots) and of the nt tokens' f16 values (512 B a token, padded to FG_XP = 544: the B reads of a
+ * warp's 8 tokens x 4 lanes fall on disjoint banks, two wavefronts per LDS.64). NS stages by cp.async,
+ * the first weights before the PDL wait: 2 up to 32 tokens (62-80 KB, three blocks an SM at 16 tokens:
+ * l2-7b Q4_0 at 16 sequences 3366 vs 3112 tok/s with 3 stages and two blocks), 3 above. Per chunk a
+ * warp's lanes first turn its 16 rows' scales into f16 pairs (prep, a per-warp table), then per
+ * 32-value group a lane decodes its 16 operand values (rows r and r + 8, 8 values each: the A
+ * fragments of two m16n8k16 steps) once and issues two mma per tile of 8 tokens. The k index of the
+ * mma is a permutation of the group's elements (lane q's 32-bit word of quants holds elements
+ * 4q..4q+3 and 16+4q..16+4q+3): A and B take the same one, so step 0 reads X elements 4q..4q+3 of its
+ * token (one LDS.64) and step 1 elements 16+4q... K is split over ks blocks (gridDim.y,
+ * cll_cu_fused_ks: the count whose blocks fill their last wave best) with partials in the split-K
+ * scratch; the last block of a row tile (an atomic ticket, reset by that block) adds them in split
+ * order (deterministic).
+ * Owns nothing. Rule: tokens past nt in the last tile read unstaged shared memory; their columns are
+ * never written (an mma column depends on its own B column only). */
+#include <cuda_fp16.h>
+#include <stdio.h>
+
+#include "cuda/matmul/kernels.cuh"
+#include "cuda/matmul/split.cuh"
+#include "cuda/matmul/mma_stage.cuh"
+#include "cuda/pick.h"
+
+#define FG_WARPS 8
+#define FG_BM (FG_WARPS * MMA_ROWS) /* 128 rows per block */
+#define FG_TILES 8                  /* tokens per launch: 8 tiles of 8 */
+#define FG_XP 544                   /* bytes per token and chunk: 256 halves, padded */
+
+/* c += A (16x16 f16, row-major fragments a0..a3) . B (16x8 f16, b0 b1), f32 accumulate */
+static __device__ __forceinline__ void fg_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+static __device__ __forceinline__ uint32_t h2u(__half2 h) { return *(const uint32_t *)&h; }
+static __device__ __forceinline__ __half2 u2h(uint32_t u) { return *(const __half2 *)&u; }
+
+/* nibble pairs of one word (bytes 4q..4q+3: low nibbles elements 4q+j, high 16+4q+j) as f16 pairs:
+ * p[0] / p[1] = 1024 + nib of the low nibbles of bytes (0, 1) / (2, 3), p[2] / p[3] = 1024 + 16 nib of
+ * their high nibbles (left in place: one shift for all four, fg_nib_val scales them back) */
+static __device__ __forceinline__ void fg_nib_pairs(uint32_t w, uint32_t (&p)[4]) {
+    const uint32_t t = __byte_perm(w, 0, 0x3120); /* bytes 0, 2, 1, 3: byte pairs (0, 1) and (2, 3) per half */
+    const uint32_t u = t >> 8;
+    p[0] = (t & 0x000F000Fu) | 0x64006400u;
+    p[1] = (u & 0x000F000Fu) | 0x64006400u;
+    p[2] = (t & 0x00F000F0u) | 0x64006400u;
+    p[3] = (u & 0x00F000F0u) | 0x64006400u;
+}
+/* pair k of fg_nib_pairs as nib - off (exact in f16: 1024 + nib - (1024 + off), or (1024 + 16 nib) / 16
+ * - (64 + off) in one fma) */
+static __device__ __forceinline__ __half2 fg_nib_val(const uint32_t (&p)[4], int k, float off) {
+    return k < 2 ? __hsub2(u2h(p[k]), __float2half2_rn(1024.0f + off))
+                 : __hfma2(u2h(p[k]), __float2half2_rn(0.0625f), __float2half2_rn(-64.0f - off));
+}
+
+/* per format, over a staged chunk (s: one row's P bytes):
+ * prep(s, gi, dpos): the scales of row s's group gi as f16 pairs (both halves the same), once per
+ * (row, group) and chunk into the block's table (fg_prep), not once per lane and mma;
+ * row(s, sc, gi, q, ..): the row's 8 operand values of lane q in group gi as four f16 pairs: l01 / l23
+ * = elements (4q, 4q+1) / (4q+2, 4q+3), h01 / h23 = 16 + the same (the A fragments' words of the two
+ * k16 steps) */
+template <int T> struct CuFg;
+
+template <> struct CuFg<CLL_TYPE_Q4_0> : CuPieces<CLL_TYPE_Q4_0> {
+    static __device__ __forceinline__ uint2 prep(const uint8_t *s, int gi, int) {
+        const uint32_t d = lds16(s + 128 + 2 * gi);
+        return make_uint2(d | d << 16, 0);
+    }
+    /* d * (nib - 8): 1024 + nib minus 1032, exact; one f16 multiply rounds the exact product once, as
+     * the panel's f32 product rounded to f16 does */
+    static __device__ __forceinline__ void row(const uint8_t *s, uint2 sc, int gi, int q, uint32_t &l01, uint32_t &l23,
+                                               uint32_t &h01, uint32_t &h23) {
+        const __half2 d = u2h(sc.x);
+        uint32_t p[4];
+        fg_nib_pairs(lds32(s + 16 * gi + 4 * q), p);
+        l01 = h2u(__hmul2(fg_nib_val(p, 0, 8.0f), d));
+        l23 = h2u(__hmul2(fg_nib_val(p, 1, 8.0f), d));
+        h01 = h2u(__hmul2(fg_nib_val(p, 2, 8.0f), d));
+        h23 = h2u(__hmul2(fg_nib_val(p, 3, 8.0f), d));
+    }
+};
+
+template <> struct CuFg<CLL_TYPE_Q8_0> : CuPieces<CLL_TYPE_Q8_0> {
+    static __device__ __forceinline__ uint2 prep(const uint8_t *s, int gi, int) {
+        const uint32_t d = lds16(s + 256 + 2 * gi);
+        return make_uint2(d | d << 16, 0);
+    }
+    /* four int8 (one word) as two f16 pairs d * q: (q ^ 0x80) | 0x6400 is 1024 + 128 + q, minus 1152
+     * (exact), times d (one rounding of the exact product, as the panel) */
+    static __device__ __forceinline__ void word(uint32_t w, __half2 d, uint32_t &p01, uint32_t &p23) {
+        const uint32_t u = w ^ 0x80808080u;
+        const __half2 off = __float2half2_rn(1152.0f);
+        p01 = h2u(__hmul2(__hsub2(u2h(__byte_perm(u, 0x64646464u, 0x4140)), off), d));
+        p23 = h2u(__hmul2(__hsub2(u2h(__byte_perm(u, 0x64646464u, 0x4342)), off), d));
+    }
+    static __device__ __forceinline__ void row(const uint8_t *s, uint2 sc, int gi, int q, uint32_t &l01, uint32_t &l23,
+                                               uint32_t &h01, uint32_t &h23) {
+        word(lds32(s + 32 * gi + 4 * q), u2h(sc.x), l01, l23);
+        word(lds32(s + 32 * gi + 16 + 4 * q), u2h(sc.x), h01, h23);
+    }
+};
+
+template <> struct CuFg<CLL_TYPE_Q4_K> : CuPieces<CLL_TYPE_Q4_K> {
+    /* d1 = f16(d * sc), -m1 = -f16(dmin * m) */
+    static __device__ __forceinline__ uint2 prep(const uint8_t *s, int gi, int) {
+        const uint32_t h = lds32(s + 128);
+        int sc, m;
+        CuSp<CLL_TYPE_Q4_K>::sm(lds32(s + 132), lds32(s + 136), lds32(s + 140), gi, &sc, &m);
+        return make_uint2(h2u(__float2half2_rn(__fmul_rn(cll_h2f((uint16_t)(h & 0xFFFF)), (float)sc))),
+                          h2u(__float2half2_rn(-__fmul_rn(cll_h2f((uint16_t)(h >> 16)), (float)m))));
+    }
+    /* d1 * nib - m1 in f16 (one rounding of the exact value over the f16 scales): within an f16 ulp of
+     * the panel's f16(f32 value), not always equal to it */
+    static __device__ __forceinline__ void row(const uint8_t *s, uint2 sc, int gi, int q, uint32_t &l01, uint32_t &l23,
+                                               uint32_t &h01, uint32_t &h23) {
+        const __half2 d1 = u2h(sc.x), m1 = u2h(sc.y);
+        uint32_t p[4];
+        fg_nib_pairs(lds32(s + 16 * gi + 4 * q), p);
+        l01 = h2u(__hfma2(fg_nib_val(p, 0, 0.0f), d1, m1));
+        l23 = h2u(__hfma2(fg_nib_val(p, 1, 0.0f), d1, m1));
+        h01 = h2u(__hfma2(fg_nib_val(p, 2, 0.0f), d1, m1));
+        h23 = h2u(__hfma2(fg_nib_val(p, 3, 0.0f), d1, m1));
+    }
+};
+
+template <> struct CuFg<CLL_TYPE_Q6_K> : CuPieces<CLL_TYPE_Q6_K> {
+    /* f16(d * sc) of the group's two 16-value halves */
+    static __device__ __forceinline__ uint2 prep(const uint8_t *s, int gi, int dpos) {
+        const uint32_t scw = lds16(s + 192 + 2 * gi);
+        const float d = cll_h2f((uint16_t)lds16(s + 208 + dpos));
+        return make_uint2(h2u(__float2half2_rn(__fmul_rn(d, (float)(int8_t)(scw & 0xFF)))),
+                          h2u(__float2half2_rn(__fmul_rn(d, (float)(int8_t)(scw >> 8)))));
+    }
+    /* ds * (q - 32) in f16 (q - 32 exact: 0x6400 | q is 1024 + q, minus 1056); q = ql nibble | 2 high
+     * bits from qh' (the int8 row's assembly, gemv_mma.cu); within an f16 ulp of the panel's value */
+    static __device__ __forceinline__ void row(const uint8_t *s, uint2 sc, int gi, int q, uint32_t &l01, uint32_t &l23,
+                                               uint32_t &h01, uint32_t &h23) {
+        const uint32_t w = lds32(s + 16 * gi + 4 * q);
+        const uint32_t hx = lds32(s + 128 + 8 * gi), hy = lds32(s + 132 + 8 * gi);
+        const uint32_t lo = (w & 0x0F0F0F0Fu) | (((hx >> (2 * q)) & 0x03030303u) << 4);
+        const uint32_t hi = ((w >> 4) & 0x0F0F0F0Fu) | (((hy >> (2 * q)) & 0x03030303u) << 4);
+        const __half2 da = u2h(sc.x), db = u2h(sc.y), off = __float2half2_rn(1056.0f);
+        l01 = h2u(__hmul2(__hsub2(u2h(__byte_perm(lo, 0x64646464u, 0x4140)), off), da));
+        l23 = h2u(__hmul2(__hsub2(u2h(__byte_perm(lo, 0x64646464u, 0x4342)), off), da));
+        h01 = h2u(__hmul2(__hsub2(u2h(__byte_perm(hi, 0x64646464u, 0x4140)), off), db));
+        h23 = h2u(__hmul2(__hsub2(u2h(__byte_perm(hi, 0x64646464u, 0x4342)), off), db));
+    }
+};
+
+/* the pieces of the block's weight chunk this thread copies: slot k is piece i = tid + k x threads of
+ * the FG_BM x NP pieces (row i / NP, piece i % NP); the row pointers do not change between chunks */
+template <class F> struct FgSlots {
+    static constexpr int N = (FG_BM * F::NP + FG_WARPS * 32 - 1) / (FG_WARPS * 32);
+    const uint8_t *row[N]; /* the weight row (NULL: no piece) */
+    uint32_t dst[N];       /* shared-memory offset within a stage */
+    uint8_t j[N];
+    __device__ __forceinline__ void init(const uint8_t *W, int64_t row0, int64_t rows, int64_t rs) {
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            const int i = threadIdx.x + k * FG_WARPS * 32, r = i / F::NP;
+            const int64_t rr = row0 + r < rows ? row0 + r : rows - 1;
+            row[k] = i < FG_BM * F::NP ? W + rr * rs : NULL;
+            j[k] = (uint8_t)(i % F::NP);
+            dst[k] = (uint32_t)(r * F::P + 16 * (i % F::NP));
+        }
+    }
+    __device__ __forceinline__ void copy(uint8_t *buf, int ng, int chunk) const {
+#pragma unroll
+        for (int k = 0; k < N; k++)
+            if (row[k]) mma_cp16(buf + dst[k], F::piece(row[k], ng, MMA_G * chunk, j[k]));
+    }
+};
+
+/* the nt tokens' f16 values of chunk `chunk` after the weights (32 pieces of 16 B a token) */
+static __device__ __forceinline__ void fg_stage_x(uint8_t *bx, int chunk, const __half *xh, int64_t ldxh, int nt) {
+    for (int i = threadIdx.x; i < nt * 32; i += FG_WARPS * 32) {
+        const int j = i & 31, t = i >> 5;
+        mma_cp16(bx + t * FG_XP + 16 * j, xh + t * ldxh + 256 * (int64_t)chunk + 8 * j);
+    }
+}
+
+/* NTL tiles of 8 tokens (the launch's nt rounded up to 2, 4 or 8 tiles: whole unrolled tile loops; the
+ * columns past nt are computed and dropped); NS pipeline stages */
+template <int T, int NTL, int NS>
+__global__ void __launch_bounds__(FG_WARPS * 32, 1)
+k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const __half *__restrict__ xh, int64_t ldxh,
+        float *__restrict__ y, int64_t ldy, int nt, float *ws, int *tickets, int early) {
+    typedef CuFg<T> F;
+    /* NS stages x (FG_BM rows x P of weights | NTL x 8 tokens x FG_XP of f16) */
+    extern __shared__ __align__(16) uint8_t sm[];
+    __shared__ uint2 tab[FG_WARPS][MMA_G][MMA_ROWS]; /* a warp's rows' scales of the current chunk */
+    __shared__ int last;
+    if (early) cll_pdl_trigger();
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
+    const int64_t row0 = (int64_t)blockIdx.x * FG_BM;
+    const int ks = (int)gridDim.y, nchunks = ng / MMA_G;
+    const int c0 = (int)((int64_t)blockIdx.y * nchunks / ks), n = (int)((int64_t)(blockIdx.y + 1) * nchunks / ks) - c0;
+    constexpr size_t wbytes = (size_t)FG_BM * F::P, stage_bytes = wbytes + (size_t)NTL * 8 * FG_XP;
+    FgSlots<F> slots;
+    slots.init(W, row0, rows, rs);
+    /* the first stages' weights depend on nothing earlier: they go out before the wait; each stage's
+     * commit group then closes with its activations (groups complete in order) */
+#pragma unroll
+    for (int c = 0; c < NS - 1; c++)
+        if (c < n) slots.copy(sm + c * stage_bytes, ng, c0 + c);
+    cll_pdl_wait(); /* X's producer */
+#pragma unroll
+    for (int c = 0; c < NS - 1; c++) {
+        if (c < n) fg_stage_x(sm + c * stage_bytes + wbytes, c0 + c, xh, ldxh, nt);
+        mma_commit();
+    }
+    float acc[NTL][4];
+#pragma unroll
+    for (int t = 0; t < NTL; t++) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+    const uint8_t *ws0 = sm + (warp * MMA_ROWS) * F::P; /* the warp's first row in stage 0 */
+    for (int c = 0; c < n; c++) {
+        mma_wait<NS - 2>();
+        __syncthreads(); /* stage c landed for every thread; stage c-1's buffer is free */
+        if (c + NS - 1 < n) {
+            uint8_t *nb = sm + ((c + NS - 1) % NS) * stage_bytes;
+            slots.copy(nb, ng, c0 + c + NS - 1);
+            fg_stage_x(nb + wbytes, c0 + c + NS - 1, xh, ldxh, nt);
+        }
+        mma_commit();
+        const size_t so = (c % NS) * stage_bytes;
+        const uint8_t *st = ws0 + so;
+        /* the warp's 16 rows' scales, once per (row, group): lane l takes entries l, l + 32, .. */
+        const int dp = F::dpos(ng, MMA_G * (c0 + c));
+#pragma unroll
+        for (int k = 0; k < MMA_G * MMA_ROWS / 32; k++) {
+            const int i = lane + 32 * k;
+            tab[warp][i / MMA_ROWS][i % MMA_ROWS] = F::prep(st + (i % MMA_ROWS) * F::P, i / MMA_ROWS, dp);
+        }
+        __syncwarp();
+        const uint8_t *s0 = st + r * F::P, *s1 = s0 + 8 * F::P;
+        /* token r of each tile: its elements 4q.. (step 0) and 16 + 4q.. (step 1) of every group */
+        const uint8_t *xr = sm + so + wbytes + r * FG_XP + 8 * q;
+#pragma unroll 2
+        for (int gi = 0; gi < MMA_G; gi++) {
+            uint32_t k0[4], k1[4];
+            F::row(s0, tab[warp][gi][r], gi, q, k0[0], k0[2], k1[0], k1[2]);
+            F::row(s1, tab[warp][gi][r + 8], gi, q, k0[1], k0[3], k1[1], k1[3]);
+#pragma unroll
+            for (int t = 0; t < NTL; t++) {
+                const uint2 b0 = *(const uint2 *)(xr + 8 * t * FG_XP + 64 * gi);
+                const uint2 b1 = *(const uint2 *)(xr + 8 * t * FG_XP + 64 * gi + 32);
+                fg_mma(acc[t], k0, b0.x, b0.y);
+                fg_mma(acc[t], k1, b1.x, b1.y);
+            }
+        }
+        __syncwarp(); /* the table's readers before the next chunk's writers */
+    }
+    mma_wait<0>();
+    /* thread: rows r, r + 8 of the warp's 16 x tokens 8t + 2q, 8t + 2q + 1 */
+    const int64_t ra = row0 + warp * MMA_ROWS + r, rb = ra + 8;
+    float *dst = ks == 1 ? y : ws + (int64_t)blockIdx.y * nt * rows;
+    const int64_t dstr = ks == 1 ? ldy : rows;
+#pragma unroll
+    for (int t = 0; t < NTL; t++) {
+        const int ca = 8 * t + 2 * q, cb = ca + 1;
+        if (ca < nt) {
+            if (ra < rows) dst[ca * dstr + ra] = acc[t][0];
+            if (rb < rows) dst[ca * dstr + rb] = acc[t][2];
+        }
+        if (cb < nt) {
+            if (ra < rows) dst[cb * dstr + ra] = acc[t][1];
+            if (rb < rows) dst[cb * dstr + rb] = acc[t][3];
+        }
+    }
+    if (ks > 1) {
+        __threadfence(); /* this block's partials before its ticket */
+        __syncthreads();
+        if (threadIdx.x == 0) last = atomicAdd(&tickets[blockIdx.x], 1) == ks - 1;
+        __syncthreads();
+        if (last) { /* every split's partials are out: add them in split order */
+            __threadfence();
+            for (int i = threadIdx.x; i < FG_BM * nt; i += FG_WARPS * 32) {
+                const int rr = i % FG_BM, t = i / FG_BM;
+                const int64_t row = row0 + rr;
+                if (row >= rows) continue;
+                float v = 0.0f;
+                for (int k = 0; k < ks; k++) v += __ldcg(ws + ((int64_t)k * nt + t) * rows + row);
+                y[(int64_t)t * ldy + row] = v;
+            }
+            if (threadIdx.x == 0) tickets[blockIdx.x] = 0;
+        }
+    }
+}
+
+template <int T, int NTL, int NS> static constexpr size_t fg_smem(void) {
+    return (size_t)NS * ((size_t)FG_BM * CuFg<T>::P + (size_t)NTL * 8 * FG_XP);
+}
+
+template <int T, int NTL, int NS>
+static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t0, int nt, float *y, int64_t ldy,
+                                 const cll_cu_splitk *sk, cudaStream_t st) {
+    static int bps = 0; /* resident blocks per SM, asked once (the attribute set with it) */
+    constexpr size_t smem = fg_smem<T, NTL, NS>();
+    if (!bps) {
+        CLL_CU_RET(cudaFuncSetAttribute(k_fgemm<T, NTL, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CLL_CU_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_fgemm<T, NTL, NS>, FG_WARPS * 32, smem));
+        if (bps < 1) return cudaErrorInvalidConfiguration;
+    }
+    const int64_t tiles = cll_cdiv(w->rows, FG_BM);
+    const int ks = cll_cu_fused_ks(tiles, w->cols / 256, (int64_t)cll_cu_sm_count() * bps, nt, w->rows,
+                                   sk && sk->ws ? sk->ws_floats : 0, sk && sk->tickets ? sk->n_tickets : 0);
+    return cll_cu_launch(k_fgemm<T, NTL, NS>, dim3((unsigned)tiles, (unsigned)ks), dim3(FG_WARPS * 32), smem, st, w->d,
+                         w->rows, (int)(w->cols / 32), (int64_t)w->row_stride, xh + (int64_t)t0 * w->cols,
+                         (int64_t)w->cols, y + (int64_t)t0 * ldy, ldy, nt, sk ? sk->ws : (float *)NULL,
+                         sk ? sk->tickets : (int *)NULL, cll_cu_gemv_early_trigger());
+}
+
+template <int T>
+static cudaError_t fg_launch(const cll_cu_weight *w, const void *xh, int64_t n, float *y, int64_t ldy,
+                             const cll_cu_splitk *sk, cudaStream_t st) {
+    if (w->layout != CLL_CU_LAYOUT_SPLIT || w->type != (uint32_t)T || w->n_mat != 1 || w->cols % 256 ||
+        w->cols / 32 > INT32_MAX || ((uintptr_t)w->d & 15) || w->row_stride % 16 || ((uintptr_t)xh & 15) || n < 0 ||
+        ldy < w->rows)
+        return cudaErrorInvalidValue;
+    /* launches of at most 64 tokens, balanced (65 -> 33 + 32); each the fewest tiles that hold it */
+    const int64_t cap = 8 * FG_TILES, launches = (n + cap - 1) / cap, each = launches ? (n + launches - 1) / launches : 0;
+    for (int64_t t0 = 0; t0 < n; t0 += each) {
+        const int nt = (int)(n - t0 < each ? n - t0 : each);
+        const __half *x = (const __half *)xh;
+        const cudaError_t e = nt <= 16   ? fg_launch_one<T, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
+                              : nt <= 32 ? fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
+                                         : fg_launch_one<T, 8, 3>(w, x, (int)t0, nt, y, ldy, sk, st);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+
+cll_cu_fgemm_fn cll_cu_sp_fused_gemm(uint32_t type) {
+    switch (type) {
+    case CLL_TYPE_Q4_0: return fg_launch<CLL_TYPE_Q4_0>;
+    case CLL_TYPE_Q8_0: return fg_launch<CLL_TYPE_Q8_0>;
+    case CLL_TYPE_Q4_K: return fg_launch<CLL_TYPE_Q4_K>;
+    case CLL_TYPE_Q6_K: return fg_launch<CLL_TYPE_Q6_K>;
+    default: return NULL;
+    }
+}

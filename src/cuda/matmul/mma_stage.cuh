@@ -1,0 +1,74 @@
+/* cuda/matmul/mma_stage: what the tensor-core tiles over the split layout share (the int8 rows of
+ * gemv_mma.cu, the f16 fused GEMM of gemm_fused.cu): cp.async helpers, shared-memory loads, and per
+ * format the bytes of a chunk (MMA_G = 8 consecutive 32-value groups, 256 values) of one weight row
+ * as the tiles stage them: P bytes per row (a pitch chosen so that the 8 rows a warp's lanes read at
+ * once hit distinct banks), NP 16-byte pieces copied from piece(row, ng, g0, j), j < NP.
+ * Staged row layout (offsets within the P bytes):
+ *   Q4_0  [8 x 16 quants][8 x 2 d]
+ *   Q8_0  [8 x 32 quants][8 x 2 d]
+ *   Q4_K  [8 x 16 quants][16: the super-block header d, dmin, scales[12]] (g0 % 8 == 0)
+ *   Q6_K  [8 x 16 ql][8 x 8 qh'][8 x 2 scales][16: the window holding d at dpos(ng, g0)]
+ * Owns nothing. Rule: the pieces are the split layout's bytes (cuda/matmul/split.cuh), copied as
+ * they are; the decoders that read them keep their own arithmetic. */
+#ifndef CLL_CUDA_MATMUL_MMA_STAGE_CUH
+#define CLL_CUDA_MATMUL_MMA_STAGE_CUH
+
+#include <stdint.h>
+
+#include "formats/formats.h"
+
+#define MMA_ROWS 16 /* weight rows of one m16 tile */
+#define MMA_G 8     /* groups per chunk */
+
+static __device__ __forceinline__ void mma_cp16(void *smem, const void *g) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g)
+                 : "memory");
+}
+static __device__ __forceinline__ void mma_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void mma_wait(void) {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+static __device__ __forceinline__ uint32_t lds32(const uint8_t *p) { return *(const uint32_t *)p; }
+static __device__ __forceinline__ uint32_t lds16(const uint8_t *p) { return *(const uint16_t *)p; }
+
+template <int T> struct CuPieces;
+
+template <> struct CuPieces<CLL_TYPE_Q4_0> {
+    static constexpr int P = 144, NP = 9; /* 8 x 16 quants | 8 d */
+    static __device__ __forceinline__ int dpos(int, int) { return 0; }
+    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
+        return j < 8 ? row + 16 * (g0 + j) : row + 16 * ng + 2 * g0;
+    }
+};
+
+template <> struct CuPieces<CLL_TYPE_Q8_0> {
+    static constexpr int P = 272, NP = 17; /* 8 x 32 quants | 8 d */
+    static __device__ __forceinline__ int dpos(int, int) { return 0; }
+    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
+        return j < 16 ? row + 32 * g0 + 16 * j : row + 32 * ng + 2 * g0;
+    }
+};
+
+template <> struct CuPieces<CLL_TYPE_Q4_K> {
+    static constexpr int P = 144, NP = 9; /* 8 x 16 quants | the super-block header d, dmin, scales[12] */
+    static __device__ __forceinline__ int dpos(int, int) { return 0; }
+    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
+        return j < 8 ? row + 16 * (g0 + j) : row + 16 * ng + 16 * (g0 >> 3);
+    }
+};
+
+template <> struct CuPieces<CLL_TYPE_Q6_K> {
+    /* 8 x 16 ql | 8 x 8 qh' | 8 x 2 scales | the 16-byte window holding the super-block's d; pitch
+     * padded 224 -> 240 (240 mod 128 = 112: conflict-free rows) */
+    static constexpr int P = 240, NP = 14;
+    static __device__ __forceinline__ int64_t d_off(int ng, int g0) { return 26 * (int64_t)ng + 2 * (g0 >> 3); }
+    static __device__ __forceinline__ int dpos(int ng, int g0) { return (int)(d_off(ng, g0) & 15); }
+    static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
+        return j < 8    ? row + 16 * (g0 + j)
+               : j < 12 ? row + 16 * ng + 8 * g0 + 16 * (j - 8)
+               : j < 13 ? row + 24 * ng + 2 * g0
+                        : row + (d_off(ng, g0) & ~(int64_t)15);
+    }
+};
+
+#endif
