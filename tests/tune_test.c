@@ -3,6 +3,7 @@
  * a stale site among valid ones, a variant outside the grid, a tie, a tolerant crown with and
  * without the policy flag, another binary with the same hashes, unreadable JSON, pins inside and
  * outside the grid, site parsing, and `cllama tune doctor` naming a stale site and its fix. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,6 +440,14 @@ static void test_budget_allows(void **state) {
     assert_true(cll_race_budget_allows(180, 150, 30));      /* ends at 180 */
     assert_false(cll_race_budget_allows(180, 151, 30));     /* would end at 181 */
     assert_false(cll_race_budget_allows(180, 181, 0));      /* past it */
+    /* the first CUDA knob race's estimate (no finished race to go by): 3 copies of 4 s, 8 rounds x 3 of
+     * 0.5 s, 5 probe rounds when the noise is not known yet; a 100 s budget with 75 s used refuses it (the
+     * H200 tune of the sixth session started one at ~85 s of 100 and ended at 115 s) */
+    assert_true(fabs(cll_race_knob_estimate(3, 4.0, 0.5, 8, false) - 24.0) < 1e-9);
+    assert_true(fabs(cll_race_knob_estimate(3, 4.0, 0.5, 8, true) - 26.5) < 1e-9);
+    assert_true(fabs(cll_race_knob_estimate(0, -1.0, 0.5, 0, false) - 0.5) < 1e-9); /* at least one copy, one round */
+    assert_false(cll_race_budget_allows(100, 75, cll_race_knob_estimate(3, 4.0, 0.5, 8, true)));
+    assert_true(cll_race_budget_allows(100, 70, cll_race_knob_estimate(3, 4.0, 0.5, 8, true)));
 }
 
 /* a sidecar's runtime knobs reach the CPU driver; a bad one warns and keeps its default */

@@ -167,13 +167,33 @@ cll_status cll_race_knobs_cuda(const char *model, const cll_race_opts *o, cll_tu
             if (k_cuda[k].challengers[c] != (double)dflt) kn.values[kn.n++] = k_cuda[k].challengers[c];
         if (kn.n < 2) continue;
         cll_bench_model *bm[KR_VALUES] = {0};
+        bool over = false;
         for (int v = 0; v < kn.n && st == CLL_OK; v++) {
             if ((st = cuda_knobs_for(sc, kn.name, kn.values[v])) != CLL_OK) break;
             cll_bench_result w;
             if ((st = cll_bench_open(model, 1, o->threads, ng + 8, 1, &bm[v])) == CLL_OK)
                 st = cll_bench_measure(bm[v], 0, 1, 1, false, &w); /* the graph captured with this value */
+            if (st == CLL_OK && v == 0 && longest <= 0.0 && o->budget_s > 0) {
+                /* no finished knob race to go by: the first copy's load and one served round say how
+                 * long this one will take, before the other copies load */
+                const double t_load = cll_now() - t_knob, t0 = cll_now();
+                double sec = 0.0;
+                if ((st = cll_race_served_tg(bm[0], ng, true, kn.name, &sec)) != CLL_OK) break;
+                const double est = cll_race_knob_estimate(kn.n, t_load, cll_now() - t0, R, sc->noise_floor <= 0.0);
+                if (!cll_race_budget_allows(o->budget_s, t_knob - t_start, est)) {
+                    fprintf(stderr, "tune: knob %s would take ~%.0f s, past the budget of %.0f s (%.0f s used): it and "
+                                    "the knobs after it not raced\n",
+                            kn.name, est, o->budget_s, cll_now() - t_start);
+                    over = true;
+                    break;
+                }
+            }
         }
         cll_cuda_knob_reset();
+        if (over) {
+            for (int v = 0; v < kn.n; v++) cll_bench_close(bm[v]);
+            break;
+        }
         if (st == CLL_OK && sc->noise_floor <= 0.0) { /* no site race probed the noise */
             sc->noise_floor = cll_race_probe_tg(bm[0], ng, o->test_noise);
             for (int i = 0; i < 3; i++) sc->noise_probes[i] = sc->noise_floor;

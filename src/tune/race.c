@@ -516,6 +516,12 @@ bool cll_race_budget_allows(double budget_s, double elapsed_s, double longest_st
     return budget_s <= 0 || elapsed_s + (longest_step_s > 0 ? longest_step_s : 0) <= budget_s;
 }
 
+double cll_race_knob_estimate(int n_values, double load_s, double round_s, int rounds, bool probe) {
+    if (n_values < 1) n_values = 1;
+    if (rounds < 1) rounds = 1;
+    return n_values * (load_s > 0 ? load_s : 0) + (rounds * n_values + (probe ? 5 : 0)) * (round_s > 0 ? round_s : 0);
+}
+
 static double tq975(int df) { /* Student t, 97.5% quantile */
     static const double t[] = {0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
                                2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,

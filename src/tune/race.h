@@ -73,6 +73,9 @@ cll_status cll_race_run(const cll_race_site *sites, int n, const cll_race_opts *
 /* whether a step (a site, a knob) may start: no budget (budget_s <= 0), or the elapsed seconds plus
  * the longest step so far (0 before the first) stay within it, so a run ends inside its budget */
 bool cll_race_budget_allows(double budget_s, double elapsed_s, double longest_step_s);
+/* seconds a knob race over n_values loaded copies takes, from its first copy: n_values loads of load_s,
+ * rounds x n_values served rounds of round_s, and the noise probe's 5 rounds when it must run (probe) */
+double cll_race_knob_estimate(int n_values, double load_s, double round_s, int rounds, bool probe);
 
 /* the paired statistics of arm times ta against the incumbent's t0 over R rounds: the geometric
  * mean of the per-round ratios and its 95% t-interval */
