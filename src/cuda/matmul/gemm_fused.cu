@@ -78,17 +78,20 @@ static __device__ __forceinline__ __half2 fg_nib_val(const uint32_t (&p)[4], int
 }
 
 /* per format, over a staged chunk (s: one row's P bytes):
- * prep(s, gi, dpos): the scales of row s's group gi as f16 pairs (both halves the same), once per
- * (row, group) and chunk into the block's table (fg_prep), not once per lane and mma;
+ * prep(s, g0, dpos, out): the scales of row s's groups g0..g0+3 as f16 pairs (both halves the same),
+ * once per (row, group) and chunk into the warp's table, not once per lane and mma;
  * row(s, sc, gi, q, ..): the row's 8 operand values of lane q in group gi as four f16 pairs: l01 / l23
  * = elements (4q, 4q+1) / (4q+2, 4q+3), h01 / h23 = 16 + the same (the A fragments' words of the two
  * k16 steps) */
 template <int T> struct CuFg;
 
 template <> struct CuFg<CLL_TYPE_Q4_0> : CuPieces<CLL_TYPE_Q4_0> {
-    static __device__ __forceinline__ uint2 prep(const uint8_t *s, int gi, int) {
-        const uint32_t d = lds16(s + 128 + 2 * gi);
-        return make_uint2(d | d << 16, 0);
+    static __device__ __forceinline__ void prep(const uint8_t *s, int g0, int, uint2 (&out)[4]) {
+        const uint2 d = *(const uint2 *)(s + 128 + 2 * g0); /* g0 % 4 == 0: 8-byte aligned */
+        out[0] = make_uint2((d.x & 0xFFFF) | d.x << 16, 0);
+        out[1] = make_uint2((d.x >> 16) | (d.x & 0xFFFF0000u), 0);
+        out[2] = make_uint2((d.y & 0xFFFF) | d.y << 16, 0);
+        out[3] = make_uint2((d.y >> 16) | (d.y & 0xFFFF0000u), 0);
     }
     /* d * (nib - 8): 1024 + nib minus 1032, exact; one f16 multiply rounds the exact product once, as
      * the panel's f32 product rounded to f16 does */
@@ -105,9 +108,12 @@ template <> struct CuFg<CLL_TYPE_Q4_0> : CuPieces<CLL_TYPE_Q4_0> {
 };
 
 template <> struct CuFg<CLL_TYPE_Q8_0> : CuPieces<CLL_TYPE_Q8_0> {
-    static __device__ __forceinline__ uint2 prep(const uint8_t *s, int gi, int) {
-        const uint32_t d = lds16(s + 256 + 2 * gi);
-        return make_uint2(d | d << 16, 0);
+    static __device__ __forceinline__ void prep(const uint8_t *s, int g0, int, uint2 (&out)[4]) {
+        const uint2 d = *(const uint2 *)(s + 256 + 2 * g0);
+        out[0] = make_uint2((d.x & 0xFFFF) | d.x << 16, 0);
+        out[1] = make_uint2((d.x >> 16) | (d.x & 0xFFFF0000u), 0);
+        out[2] = make_uint2((d.y & 0xFFFF) | d.y << 16, 0);
+        out[3] = make_uint2((d.y >> 16) | (d.y & 0xFFFF0000u), 0);
     }
     /* four int8 (one word) as two f16 pairs d * q: (q ^ 0x80) | 0x6400 is 1024 + 128 + q, minus 1152
      * (exact), times d (one rounding of the exact product, as the panel) */
@@ -125,13 +131,16 @@ template <> struct CuFg<CLL_TYPE_Q8_0> : CuPieces<CLL_TYPE_Q8_0> {
 };
 
 template <> struct CuFg<CLL_TYPE_Q4_K> : CuPieces<CLL_TYPE_Q4_K> {
-    /* d1 = f16(d * sc), -m1 = -f16(dmin * m) */
-    static __device__ __forceinline__ uint2 prep(const uint8_t *s, int gi, int) {
-        const uint32_t h = lds32(s + 128);
-        int sc, m;
-        CuSp<CLL_TYPE_Q4_K>::sm(lds32(s + 132), lds32(s + 136), lds32(s + 140), gi, &sc, &m);
-        return make_uint2(h2u(__float2half2_rn(__fmul_rn(cll_h2f((uint16_t)(h & 0xFFFF)), (float)sc))),
-                          h2u(__float2half2_rn(-__fmul_rn(cll_h2f((uint16_t)(h >> 16)), (float)m))));
+    /* d1 = f16(d * sc), -m1 = -f16(dmin * m); the super-block header read once for the four groups */
+    static __device__ __forceinline__ void prep(const uint8_t *s, int g0, int, uint2 (&out)[4]) {
+        const uint4 h = *(const uint4 *)(s + 128);
+        const float d = cll_h2f((uint16_t)(h.x & 0xFFFF)), dmin = cll_h2f((uint16_t)(h.x >> 16));
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            int sc, m;
+            CuSp<CLL_TYPE_Q4_K>::sm(h.y, h.z, h.w, g0 + k, &sc, &m);
+            out[k] = make_uint2(h2u(__float2half2_rn(__fmul_rn(d, (float)sc))), h2u(__float2half2_rn(-__fmul_rn(dmin, (float)m))));
+        }
     }
     /* d1 * nib - m1 in f16 (one rounding of the exact value over the f16 scales): within an f16 ulp of
      * the panel's f16(f32 value), not always equal to it */
@@ -148,12 +157,16 @@ template <> struct CuFg<CLL_TYPE_Q4_K> : CuPieces<CLL_TYPE_Q4_K> {
 };
 
 template <> struct CuFg<CLL_TYPE_Q6_K> : CuPieces<CLL_TYPE_Q6_K> {
-    /* f16(d * sc) of the group's two 16-value halves */
-    static __device__ __forceinline__ uint2 prep(const uint8_t *s, int gi, int dpos) {
-        const uint32_t scw = lds16(s + 192 + 2 * gi);
+    /* f16(d * sc) of each group's two 16-value halves (d once for the four) */
+    static __device__ __forceinline__ void prep(const uint8_t *s, int g0, int dpos, uint2 (&out)[4]) {
+        const uint2 scw = *(const uint2 *)(s + 192 + 2 * g0);
         const float d = cll_h2f((uint16_t)lds16(s + 208 + dpos));
-        return make_uint2(h2u(__float2half2_rn(__fmul_rn(d, (float)(int8_t)(scw & 0xFF)))),
-                          h2u(__float2half2_rn(__fmul_rn(d, (float)(int8_t)(scw >> 8)))));
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint32_t w = ((k < 2 ? scw.x : scw.y) >> (16 * (k & 1))) & 0xFFFF;
+            out[k] = make_uint2(h2u(__float2half2_rn(__fmul_rn(d, (float)(int8_t)(w & 0xFF)))),
+                                h2u(__float2half2_rn(__fmul_rn(d, (float)(int8_t)(w >> 8)))));
+        }
     }
     /* ds * (q - 32) in f16 (q - 32 exact: 0x6400 | q is 1024 + q, minus 1056); q = ql nibble | 2 high
      * bits from qh' (the int8 row's assembly, gemv_mma.cu); within an f16 ulp of the panel's value */
@@ -206,7 +219,7 @@ static __device__ __forceinline__ void fg_stage_x(uint8_t *bx, int chunk, const 
 /* NTL tiles of 8 tokens (the launch's nt rounded up to 2, 4 or 8 tiles: whole unrolled tile loops; the
  * columns past nt are computed and dropped); NS pipeline stages */
 template <int T, int NTL, int NS>
-__global__ void __launch_bounds__(FG_WARPS * 32, 1)
+__global__ void __launch_bounds__(FG_WARPS * 32, NTL == 2 ? 3 : 1) /* 2 tiles: three blocks an SM (<= 85 registers) */
 k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const __half *__restrict__ xh, int64_t ldxh,
         float *__restrict__ y, int64_t ldy, int nt, float *ws, int *tickets, int early) {
     typedef CuFg<T> F;
@@ -248,12 +261,14 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
         mma_commit();
         const size_t so = (c % NS) * stage_bytes;
         const uint8_t *st = ws0 + so;
-        /* the warp's 16 rows' scales, once per (row, group): lane l takes entries l, l + 32, .. */
+        /* the warp's 16 rows' scales, once per (row, group) */
         const int dp = F::dpos(ng, MMA_G * (c0 + c));
+        {
+            const int pr = lane & 15, pg = (lane >> 4) * 4; /* lane: one row, four groups */
+            uint2 sc[4];
+            F::prep(st + pr * F::P, pg, dp, sc);
 #pragma unroll
-        for (int k = 0; k < MMA_G * MMA_ROWS / 32; k++) {
-            const int i = lane + 32 * k;
-            tab[warp][i / MMA_ROWS][i % MMA_ROWS] = F::prep(st + (i % MMA_ROWS) * F::P, i / MMA_ROWS, dp);
+            for (int k = 0; k < 4; k++) tab[warp][pg + k][pr] = sc[k];
         }
         __syncwarp();
         const uint8_t *s0 = st + r * F::P, *s1 = s0 + 8 * F::P;
