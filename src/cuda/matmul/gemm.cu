@@ -3,8 +3,9 @@
  * in panel_bytes, a multiple of 128 when more than 128 fit) and multiplied by cublasGemmEx
  * (f16 x f16, fp32 accumulate, fp32 out); X is converted once to f16 in xh. F16/BF16 weights are
  * read in place (X converted to f16/bf16), F32 weights run an f32 GemmEx. Panel kernels: one
- * thread per element, 256-thread blocks, grid (cols/256, slab rows) - correctness first; a fused
- * dequant-in-tile form is the next speed issue. Owns nothing (scratch is the caller's).
+ * thread per element, 256-thread blocks, grid (cols/256, slab rows). cll_cu_gemm_fused converts X
+ * the same way for a fused dequant-in-tile row (gemm_fused.cu: no panel, no cuBLAS). Owns nothing
+ * (scratch is the caller's).
  * Rule: everything runs on the caller's stream; the panel is reused only after the GEMM that
  * read it (stream order). */
 #include <cuda_bf16.h>

@@ -290,40 +290,7 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
         __syncwarp(); /* the table's readers before the next chunk's writers */
     }
     mma_wait<0>();
-    /* thread: rows r, r + 8 of the warp's 16 x tokens 8t + 2q, 8t + 2q + 1 */
-    const int64_t ra = row0 + warp * MMA_ROWS + r, rb = ra + 8;
-    float *dst = ks == 1 ? y : ws + (int64_t)blockIdx.y * nt * rows;
-    const int64_t dstr = ks == 1 ? ldy : rows;
-#pragma unroll
-    for (int t = 0; t < NTL; t++) {
-        const int ca = 8 * t + 2 * q, cb = ca + 1;
-        if (ca < nt) {
-            if (ra < rows) dst[ca * dstr + ra] = acc[t][0];
-            if (rb < rows) dst[ca * dstr + rb] = acc[t][2];
-        }
-        if (cb < nt) {
-            if (ra < rows) dst[cb * dstr + ra] = acc[t][1];
-            if (rb < rows) dst[cb * dstr + rb] = acc[t][3];
-        }
-    }
-    if (ks > 1) {
-        __threadfence(); /* this block's partials before its ticket */
-        __syncthreads();
-        if (threadIdx.x == 0) last = atomicAdd(&tickets[blockIdx.x], 1) == ks - 1;
-        __syncthreads();
-        if (last) { /* every split's partials are out: add them in split order */
-            __threadfence();
-            for (int i = threadIdx.x; i < FG_BM * nt; i += FG_WARPS * 32) {
-                const int rr = i % FG_BM, t = i / FG_BM;
-                const int64_t row = row0 + rr;
-                if (row >= rows) continue;
-                float v = 0.0f;
-                for (int k = 0; k < ks; k++) v += __ldcg(ws + ((int64_t)k * nt + t) * rows + row);
-                y[(int64_t)t * ldy + row] = v;
-            }
-            if (threadIdx.x == 0) tickets[blockIdx.x] = 0;
-        }
-    }
+    mma_tile_out<NTL>(acc, NTL, row0 + warp * MMA_ROWS + r, q, nt, rows, row0, FG_BM, y, ldy, ws, tickets, &last);
 }
 
 template <int T, int NTL, int NS> static constexpr size_t fg_smem(void) {

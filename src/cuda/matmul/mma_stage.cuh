@@ -31,6 +31,52 @@ template <int N> static __device__ __forceinline__ void mma_wait(void) {
 static __device__ __forceinline__ uint32_t lds32(const uint8_t *p) { return *(const uint32_t *)p; }
 static __device__ __forceinline__ uint32_t lds16(const uint8_t *p) { return *(const uint16_t *)p; }
 
+/* A tile's results and its split-K tail (the int8 tile of gemv_mma.cu, the fused GEMM): this thread
+ * holds rows ra and ra + 8 x columns 8t + 2q and 8t + 2q + 1 of tiles t < ntl (acc[t][0..3] in mma
+ * C order), columns past nt and rows past `rows` dropped. ks == 1: straight to y (ldy floats a
+ * column). Else to split blockIdx.y's partials in ws (nt x rows floats each); the block's ticket,
+ * and the last of the ks blocks of row tile blockIdx.x (bm rows from row0) adds the partials in split
+ * order into y (deterministic) and resets the ticket. Every thread of the block calls it; last: a
+ * __shared__ int of the kernel. */
+template <int NT>
+static __device__ __forceinline__ void mma_tile_out(const float (&acc)[NT][4], int ntl, int64_t ra, int q, int nt,
+                                                    int64_t rows, int64_t row0, int bm, float *y, int64_t ldy,
+                                                    float *ws, int *tickets, int *last) {
+    const int ks = (int)gridDim.y;
+    const int64_t rb = ra + 8;
+    float *dst = ks == 1 ? y : ws + (int64_t)blockIdx.y * nt * rows;
+    const int64_t dstr = ks == 1 ? ldy : rows;
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        if (t >= ntl) break;
+        const int ca = 8 * t + 2 * q, cb = ca + 1;
+        if (ca < nt) {
+            if (ra < rows) dst[ca * dstr + ra] = acc[t][0];
+            if (rb < rows) dst[ca * dstr + rb] = acc[t][2];
+        }
+        if (cb < nt) {
+            if (ra < rows) dst[cb * dstr + ra] = acc[t][1];
+            if (rb < rows) dst[cb * dstr + rb] = acc[t][3];
+        }
+    }
+    if (ks == 1) return;
+    __threadfence(); /* this block's partials before its ticket */
+    __syncthreads();
+    if (threadIdx.x == 0) *last = atomicAdd(&tickets[blockIdx.x], 1) == ks - 1;
+    __syncthreads();
+    if (!*last) return;
+    __threadfence(); /* every split's partials are out: add them in split order */
+    for (int i = threadIdx.x; i < bm * nt; i += blockDim.x) {
+        const int rr = i % bm, t = i / bm;
+        const int64_t row = row0 + rr;
+        if (row >= rows) continue;
+        float v = 0.0f;
+        for (int k = 0; k < ks; k++) v += __ldcg(ws + ((int64_t)k * nt + t) * rows + row);
+        y[(int64_t)t * ldy + row] = v;
+    }
+    if (threadIdx.x == 0) tickets[blockIdx.x] = 0;
+}
+
 template <int T> struct CuPieces;
 
 template <> struct CuPieces<CLL_TYPE_Q4_0> {
