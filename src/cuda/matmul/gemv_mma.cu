@@ -91,8 +91,8 @@ static __device__ __forceinline__ void mma_acc_k32(float (&acc)[NTT][4], uint32_
     }
 }
 
-/* ---- per format: a group's product over the staged chunk (its bytes: CuPieces, cuda/matmul/mma_stage.cuh) ----
- * piece(row, ng, g0, j): source of piece j (16 B) of the chunk of groups [g0, g0 + 8).
+/* ---- per format: a group's product over the staged chunk ----
+ * The chunk's bytes per row (P, NP pieces from piece()): CuPieces, cuda/matmul/mma_stage.cuh.
  * group(s0, s1, gi, q, x, acc): rows r (s0 = its staged chunk) and r + 8 (s1), group gi of the chunk,
  * every tile: acc[t][0..3] += (rows r, r+8) x (columns 2q, 2q+1). */
 template <int T> struct CuMma;
