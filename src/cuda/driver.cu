@@ -141,7 +141,7 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
      * float read in place, or a panel decoded per product) */
     const cll_cu_form f = part_form(p, n);
     const cll_cu_weight *w = f == CLL_CU_FORM_GEMM_RESIDENT ? &p->w16 : &p->w;
-    const int k = f == CLL_CU_FORM_GEMM_FUSED ? 1 : cll_cu_gemm_x_kind(w); /* the fused rows read f16 X */
+    const int k = cll_cu_gemm_x_kind(w); /* 1 (f16) for a fused row's quantized weight too */
     const bool ready = xk && k > 0 && *xk == k;
     if (xk) *xk = k > 0 ? k : *xk; /* an F32 part leaves the scratch as it was */
     if (f == CLL_CU_FORM_GEMM_FUSED)
