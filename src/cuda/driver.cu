@@ -134,14 +134,14 @@ static bool wants_q8(const cll_cu_part *parts, int np, int64_t n) {
 }
 
 /* *xk: the X conversion the product's previous part left in the gemm scratch (-1: none; the kind
- * of cll_cu_gemm_x_kind), so the parts of one product over the same X convert it once */
+ * of cll_cu_gemm_x_kind, or CLL_CU_X_FUSED), so the parts of one product over the same X convert it once */
 static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
                         float *y, int64_t ldy, int *xk = NULL) {
     /* the resident f16 panel when the model keeps one (CLLAMA_CUDA_PANELS), else the weight (a
      * float read in place, or a panel decoded per product) */
     const cll_cu_form f = part_form(p, n);
     const cll_cu_weight *w = f == CLL_CU_FORM_GEMM_RESIDENT ? &p->w16 : &p->w;
-    const int k = cll_cu_gemm_x_kind(w); /* 1 (f16) for a fused row's quantized weight too */
+    const int k = f == CLL_CU_FORM_GEMM_FUSED ? CLL_CU_X_FUSED : cll_cu_gemm_x_kind(w); /* the fused rows' own order */
     const bool ready = xk && k > 0 && *xk == k;
     if (xk) *xk = k > 0 ? k : *xk; /* an F32 part leaves the scratch as it was */
     if (f == CLL_CU_FORM_GEMM_FUSED)

@@ -4,7 +4,8 @@
  * (f16 x f16, fp32 accumulate, fp32 out); X is converted once to f16 in xh. F16/BF16 weights are
  * read in place (X converted to f16/bf16), F32 weights run an f32 GemmEx. Panel kernels: one
  * thread per element, 256-thread blocks, grid (cols/256, slab rows). cll_cu_gemm_fused converts X
- * the same way for a fused dequant-in-tile row (gemm_fused.cu: no panel, no cuBLAS). Owns nothing
+ * the same way, each 32-value group permuted as the fused rows read it (cll_cu_fused_xpos), for a
+ * fused dequant-in-tile row (gemm_fused.cu: no panel, no cuBLAS). Owns nothing
  * (scratch is the caller's).
  * Rule: everything runs on the caller's stream; the panel is reused only after the GEMM that
  * read it (stream order). */
@@ -13,19 +14,21 @@
 #include "cuda/matmul/matmul_internal.cuh"
 #include "cuda/common.cuh"
 
-__global__ void k_x_to_half(const float *__restrict__ x, int64_t ldx, int64_t cols, int64_t total, bool bf16,
+/* perm: the fused rows' order (cll_cu_fused_xpos within each 32-value group; cols % 32 == 0) */
+__global__ void k_x_to_half(const float *__restrict__ x, int64_t ldx, int64_t cols, int64_t total, bool bf16, bool perm,
                             uint16_t *__restrict__ xh) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= total) return;
     const float v = x[(i / cols) * ldx + i % cols];
-    xh[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : cll_f2h(v);
+    const uint16_t h = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : cll_f2h(v);
+    xh[perm ? (i & ~(int64_t)31) + cll_cu_fused_xpos((int)(i & 31)) : i] = h;
 }
 
 /* X (n x cols, row stride ldx) to f16 / bf16 in g->xh (dense) */
 static cudaError_t x_half(const cll_cu_gemm_ctx *g, const float *x, int64_t ldx, int64_t n, int64_t cols, bool bf16,
-                          cudaStream_t s) {
+                          cudaStream_t s, bool perm = false) {
     const int64_t total = n * cols;
-    k_x_to_half<<<(unsigned)cll_cdiv(total, 256), 256, 0, s>>>(x, ldx, cols, total, bf16, (uint16_t *)g->xh);
+    k_x_to_half<<<(unsigned)cll_cdiv(total, 256), 256, 0, s>>>(x, ldx, cols, total, bf16, perm, (uint16_t *)g->xh);
     return cudaGetLastError();
 }
 
@@ -87,9 +90,9 @@ cudaError_t cll_cu_gemm(const cll_cu_gemm_ctx *g, const cll_cu_weight *w, int64_
 cudaError_t cll_cu_gemm_fused(const cll_cu_gemm_ctx *g, cll_cu_fgemm_fn f, const cll_cu_weight *w, const float *x,
                               int64_t ldx, int64_t n, float *y, int64_t ldy, const cll_cu_splitk *sk, cudaStream_t s,
                               bool x_ready) {
-    if (!f || n < 0 || !g->xh || g->xh_bytes < (size_t)(n * w->cols) * 2) return cudaErrorInvalidValue;
+    if (!f || n < 0 || !g->xh || g->xh_bytes < (size_t)(n * w->cols) * 2 || w->cols % 32) return cudaErrorInvalidValue;
     if (n == 0) return cudaSuccess;
-    if (!x_ready) CLL_CU_RET(x_half(g, x, ldx, n, w->cols, false, s));
+    if (!x_ready) CLL_CU_RET(x_half(g, x, ldx, n, w->cols, false, s, true));
     return f(w, g->xh, n, y, ldy, sk, s);
 }
 

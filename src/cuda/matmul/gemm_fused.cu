@@ -17,22 +17,26 @@
  * it once per product). The gate holds the product to the gemm rows' bar (f16 roundings).
  *
  * Geometry: 256-thread blocks, 8 warps x 16 rows = 128 weight rows x up to 64 tokens (NTL tiles of 8:
- * 2, 4 or 8, the launch's count rounded up, whole unrolled tile loops) per block, every warp over the
+ * 1, 2, 4 or 8, the launch's count rounded up, whole unrolled tile loops) per block, every warp over the
  * block's K range for its own 16 rows. A stage is one chunk (256 values) of the 128 rows' quantized
  * bytes (CuPieces, cuda/matmul/mma_stage.cuh; each thread copies the same pieces of every chunk,
- * FgSlots) and of the nt tokens' f16 values (512 B a token, padded to FG_XP = 544: the B reads of a
- * warp's 8 tokens x 4 lanes fall on disjoint banks, two wavefronts per LDS.64). NS stages by cp.async,
- * the first weights before the PDL wait: 2 up to 32 tokens (62-80 KB, three blocks an SM at 16 tokens:
- * l2-7b Q4_0 at 16 sequences 3366 vs 3112 tok/s with 3 stages and two blocks), 3 above. Per chunk a
- * warp's lanes first turn its 16 rows' scales into f16 pairs (prep, a per-warp table), then per
- * 32-value group a lane decodes its 16 operand values (rows r and r + 8, 8 values each: the A
- * fragments of two m16n8k16 steps) once and issues two mma per tile of 8 tokens. The k index of the
- * mma is a permutation of the group's elements (lane q's 32-bit word of quants holds elements
- * 4q..4q+3 and 16+4q..16+4q+3): A and B take the same one, so step 0 reads X elements 4q..4q+3 of its
- * token (one LDS.64) and step 1 elements 16+4q... K is split over ks blocks (gridDim.y,
+ * FgSlots: a piece's address at the first chunk plus c x its step) and of the nt tokens' f16 values
+ * (512 B a token, padded to FG_XP = 576 = 64 mod 128: the 16-byte B reads of a quarter warp, two
+ * tokens x 4 lanes, fall on disjoint banks). NS stages by cp.async, the first weights before the PDL
+ * wait: 2 up to 32 tokens (three blocks an SM up to 16 tokens: l2-7b Q4_0 at 16 sequences 3366 vs
+ * 3112 tok/s with 3 stages and two blocks), 3 above. Per chunk a warp's lanes first turn its 16 rows'
+ * scales into f16 pairs (prep, a per-warp table), then per 32-value group a lane decodes its 16
+ * operand values (rows r and r + 8, 8 values each: the A fragments of two m16n8k16 steps) once and
+ * issues two mma per tile of 8 tokens. The k index of the mma is a permutation of the group's
+ * elements (lane q's 32-bit word of quants holds elements 4q..4q+3 and 16+4q..16+4q+3): A and B take
+ * the same one, and X is stored in it (cll_cu_gemm_fused converts X with cll_cu_fused_xpos), so one
+ * LDS.128 gives a token's B words of both steps. K is split over ks blocks (gridDim.y,
  * cll_cu_fused_ks: the count whose blocks fill their last wave best) with partials in the split-K
  * scratch; the last block of a row tile (an atomic ticket, reset by that block) adds them in split
  * order (deterministic).
+ * Instructions (sm_90a SASS, Q4_0, 2 tiles): ~57 a warp per 32-value group (43 in the group loop: 4
+ * mma, 30 decode, 2 B loads), down from ~93 when every copy recomputed its piece's address and the
+ * B words took two LDS.64 a tile; the kernel is bound by its instruction issue (ncu, H200).
  * Owns nothing. Rule: tokens past nt in the last tile read unstaged shared memory; their columns are
  * never written (an mma column depends on its own B column only). */
 #include <cuda_fp16.h>
@@ -46,7 +50,7 @@
 #define FG_WARPS 8
 #define FG_BM (FG_WARPS * MMA_ROWS) /* 128 rows per block */
 #define FG_TILES 8                  /* tokens per launch: 8 tiles of 8 */
-#define FG_XP 544                   /* bytes per token and chunk: 256 halves, padded */
+#define FG_XP 576                   /* bytes per token and chunk: 256 halves, padded (576 mod 128 = 64) */
 
 /* c += A (16x16 f16, row-major fragments a0..a3) . B (16x8 f16, b0 b1), f32 accumulate */
 static __device__ __forceinline__ void fg_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -62,13 +66,19 @@ static __device__ __forceinline__ __half2 u2h(uint32_t u) { return *(const __hal
 /* nibble pairs of one word (bytes 4q..4q+3: low nibbles elements 4q+j, high 16+4q+j) as f16 pairs:
  * p[0] / p[1] = 1024 + nib of the low nibbles of bytes (0, 1) / (2, 3), p[2] / p[3] = 1024 + 16 nib of
  * their high nibbles (left in place: one shift for all four, fg_nib_val scales them back) */
+/* (a & M) | 0x64006400 in one LOP3 (the compiler emits an AND and an OR) */
+template <uint32_t M> static __device__ __forceinline__ uint32_t fg_and_or(uint32_t a) {
+    uint32_t d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "n"(M), "n"(0x64006400u));
+    return d;
+}
 static __device__ __forceinline__ void fg_nib_pairs(uint32_t w, uint32_t (&p)[4]) {
     const uint32_t t = __byte_perm(w, 0, 0x3120); /* bytes 0, 2, 1, 3: byte pairs (0, 1) and (2, 3) per half */
     const uint32_t u = t >> 8;
-    p[0] = (t & 0x000F000Fu) | 0x64006400u;
-    p[1] = (u & 0x000F000Fu) | 0x64006400u;
-    p[2] = (t & 0x00F000F0u) | 0x64006400u;
-    p[3] = (u & 0x00F000F0u) | 0x64006400u;
+    p[0] = fg_and_or<0x000F000Fu>(t);
+    p[1] = fg_and_or<0x000F000Fu>(u);
+    p[2] = fg_and_or<0x00F000F0u>(t);
+    p[3] = fg_and_or<0x00F000F0u>(u);
 }
 /* pair k of fg_nib_pairs as nib - off (exact in f16: 1024 + nib - (1024 + off), or (1024 + 16 nib) / 16
  * - (64 + off) in one fma) */
@@ -184,42 +194,63 @@ template <> struct CuFg<CLL_TYPE_Q6_K> : CuPieces<CLL_TYPE_Q6_K> {
     }
 };
 
-/* the pieces of the block's weight chunk this thread copies: slot k is piece i = tid + k x threads of
- * the FG_BM x NP pieces (row i / NP, piece i % NP); the row pointers do not change between chunks */
+/* the pieces of the block's weight chunks this thread copies: slot k is piece i = tid + k x threads of
+ * the FG_BM x NP pieces (row i / NP, piece i % NP). A slot keeps its piece's address at the block's
+ * first chunk and its shared-memory offset; chunk c (relative) is that address + c x step (WIN: rounded
+ * down to 16), so a copy is an IMAD and a cp.async (the per-chunk piece() walk with 64-bit selects and
+ * a cvta per copy cost as many instructions per chunk as the tile's mma loop) */
 template <class F> struct FgSlots {
     static constexpr int N = (FG_BM * F::NP + FG_WARPS * 32 - 1) / (FG_WARPS * 32);
-    const uint8_t *row[N]; /* the weight row (NULL: no piece) */
-    uint32_t dst[N];       /* shared-memory offset within a stage */
-    uint8_t j[N];
-    __device__ __forceinline__ void init(const uint8_t *W, int64_t row0, int64_t rows, int64_t rs) {
+    static_assert(FG_BM * F::P <= 65536, "stage offsets in 16 bits");
+    /* registers: two a slot (Q6_K's 7 slots spilled at three blocks an SM with 64-bit addresses) */
+    const uint8_t *wb;     /* the block's first row */
+    uint32_t off[N];       /* the piece at chunk c0, bytes from wb (a block's 128 rows span < 4 GB); ~0u: none */
+    uint32_t ds[N];        /* offset within a stage (low 16 bits) | bytes per chunk << 16 */
+    __device__ __forceinline__ void init(const uint8_t *W, int64_t row0, int64_t rows, int64_t rs, int ng, int c0) {
+        /* through an opaque move: left to itself the compiler recomputes W + row0 x rs from the kernel
+         * parameters for every copy of every chunk (~6 instructions a slot) to save two registers */
+        asm volatile("mov.b64 %0, %1;" : "=l"(wb) : "l"(W + row0 * rs));
 #pragma unroll
         for (int k = 0; k < N; k++) {
-            const int i = threadIdx.x + k * FG_WARPS * 32, r = i / F::NP;
-            const int64_t rr = row0 + r < rows ? row0 + r : rows - 1;
-            row[k] = i < FG_BM * F::NP ? W + rr * rs : NULL;
-            j[k] = (uint8_t)(i % F::NP);
-            dst[k] = (uint32_t)(r * F::P + 16 * (i % F::NP));
+            const int i = threadIdx.x + k * FG_WARPS * 32, r = i / F::NP, j = i % F::NP;
+            const int64_t rr = row0 + r < rows ? r : rows - 1 - row0;
+            const uint8_t *row = wb + rr * rs;
+            const uint8_t *a = F::piece(row, ng, MMA_G * c0, j);
+            if constexpr (F::WIN)
+                if (j == F::NP - 1) a = row + F::d_off(ng, MMA_G * c0);
+            off[k] = i < FG_BM * F::NP ? (uint32_t)(a - wb) : ~0u;
+            ds[k] = (uint32_t)(r * F::P + 16 * j) | F::step(j) << 16;
         }
     }
-    __device__ __forceinline__ void copy(uint8_t *buf, int ng, int chunk) const {
+    /* chunk c0 + c into the stage at shared address sbuf */
+    __device__ __forceinline__ void copy(uint32_t sbuf, int c) const {
 #pragma unroll
         for (int k = 0; k < N; k++)
-            if (row[k]) mma_cp16(buf + dst[k], F::piece(row[k], ng, MMA_G * chunk, j[k]));
+            if (off[k] != ~0u) {
+                const uint8_t *a = wb + off[k] + (uint32_t)c * (ds[k] >> 16);
+                if constexpr (F::WIN) a = (const uint8_t *)((uintptr_t)a & ~(uintptr_t)15);
+                mma_cp16s(sbuf + (ds[k] & 0xFFFFu), a);
+            }
     }
 };
 
-/* the nt tokens' f16 values of chunk `chunk` after the weights (32 pieces of 16 B a token) */
-static __device__ __forceinline__ void fg_stage_x(uint8_t *bx, int chunk, const __half *xh, int64_t ldxh, int nt) {
-    for (int i = threadIdx.x; i < nt * 32; i += FG_WARPS * 32) {
-        const int j = i & 31, t = i >> 5;
-        mma_cp16(bx + t * FG_XP + 16 * j, xh + t * ldxh + 256 * (int64_t)chunk + 8 * j);
+/* the tokens' f16 values of a chunk after the weights (32 pieces of 16 B a token): warp w copies
+ * tokens w, w + 8, .. (< nt), lane l piece l; xb: this thread's piece of token w at chunk c0 */
+template <int NTL>
+static __device__ __forceinline__ void fg_stage_x(uint32_t sx, const __half *xb, int64_t ldxh, int c, int nt) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int k = 0; k < NTL; k++) {
+        const int t = warp + FG_WARPS * k;
+        if (t < nt) mma_cp16s(sx + t * FG_XP + 16 * lane, xb + (int64_t)k * FG_WARPS * ldxh + 256 * c);
     }
 }
 
-/* NTL tiles of 8 tokens (the launch's nt rounded up to 2, 4 or 8 tiles: whole unrolled tile loops; the
- * columns past nt are computed and dropped); NS pipeline stages */
+/* NTL tiles of 8 tokens (the launch's nt rounded up to 1, 2, 4 or 8 tiles: whole unrolled tile loops;
+ * the columns past nt are computed and dropped); NS pipeline stages. xh: the fused rows' f16 X
+ * (cll_cu_gemm_fused: each 32-value group in the order fg_xpos gives) */
 template <int T, int NTL, int NS>
-__global__ void __launch_bounds__(FG_WARPS * 32, NTL == 2 ? 3 : 1) /* 2 tiles: three blocks an SM (<= 85 registers) */
+__global__ void __launch_bounds__(FG_WARPS * 32, NTL <= 2 ? 3 : 1) /* <= 2 tiles: three blocks an SM (<= 85 registers) */
 k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const __half *__restrict__ xh, int64_t ldxh,
         float *__restrict__ y, int64_t ldy, int nt, float *ws, int *tickets, int early) {
     typedef CuFg<T> F;
@@ -232,18 +263,20 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
     const int64_t row0 = (int64_t)blockIdx.x * FG_BM;
     const int ks = (int)gridDim.y, nchunks = ng / MMA_G;
     const int c0 = (int)((int64_t)blockIdx.y * nchunks / ks), n = (int)((int64_t)(blockIdx.y + 1) * nchunks / ks) - c0;
-    constexpr size_t wbytes = (size_t)FG_BM * F::P, stage_bytes = wbytes + (size_t)NTL * 8 * FG_XP;
+    constexpr uint32_t wbytes = (uint32_t)FG_BM * F::P, stage_bytes = wbytes + (uint32_t)NTL * 8 * FG_XP;
+    const uint32_t s0a = (uint32_t)__cvta_generic_to_shared(sm);
     FgSlots<F> slots;
-    slots.init(W, row0, rows, rs);
+    slots.init(W, row0, rows, rs, ng, c0);
+    const __half *xb = xh + (int64_t)warp * ldxh + 256 * (int64_t)c0 + 8 * lane;
     /* the first stages' weights depend on nothing earlier: they go out before the wait; each stage's
      * commit group then closes with its activations (groups complete in order) */
 #pragma unroll
     for (int c = 0; c < NS - 1; c++)
-        if (c < n) slots.copy(sm + c * stage_bytes, ng, c0 + c);
+        if (c < n) slots.copy(s0a + c * stage_bytes, c);
     cll_pdl_wait(); /* X's producer */
 #pragma unroll
     for (int c = 0; c < NS - 1; c++) {
-        if (c < n) fg_stage_x(sm + c * stage_bytes + wbytes, c0 + c, xh, ldxh, nt);
+        if (c < n) fg_stage_x<NTL>(s0a + c * stage_bytes + wbytes, xb, ldxh, c, nt);
         mma_commit();
     }
     float acc[NTL][4];
@@ -254,12 +287,12 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
         mma_wait<NS - 2>();
         __syncthreads(); /* stage c landed for every thread; stage c-1's buffer is free */
         if (c + NS - 1 < n) {
-            uint8_t *nb = sm + ((c + NS - 1) % NS) * stage_bytes;
-            slots.copy(nb, ng, c0 + c + NS - 1);
-            fg_stage_x(nb + wbytes, c0 + c + NS - 1, xh, ldxh, nt);
+            const uint32_t nb = s0a + ((c + NS - 1) % NS) * stage_bytes;
+            slots.copy(nb, c + NS - 1);
+            fg_stage_x<NTL>(nb + wbytes, xb, ldxh, c + NS - 1, nt);
         }
         mma_commit();
-        const size_t so = (c % NS) * stage_bytes;
+        const uint32_t so = (c % NS) * stage_bytes;
         const uint8_t *st = ws0 + so;
         /* the warp's 16 rows' scales, once per (row, group) */
         const int dp = F::dpos(ng, MMA_G * (c0 + c));
@@ -272,8 +305,9 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
         }
         __syncwarp();
         const uint8_t *s0 = st + r * F::P, *s1 = s0 + 8 * F::P;
-        /* token r of each tile: its elements 4q.. (step 0) and 16 + 4q.. (step 1) of every group */
-        const uint8_t *xr = sm + so + wbytes + r * FG_XP + 8 * q;
+        /* token r of each tile: lane q's 8 values of every group (fg_xpos: the elements 4q.. of step 0,
+         * then 16 + 4q.. of step 1), one LDS.128 */
+        const uint8_t *xr = sm + so + wbytes + r * FG_XP + 16 * q;
 #pragma unroll 2
         for (int gi = 0; gi < MMA_G; gi++) {
             uint32_t k0[4], k1[4];
@@ -281,10 +315,9 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
             F::row(s1, tab[warp][gi][r + 8], gi, q, k0[1], k0[3], k1[1], k1[3]);
 #pragma unroll
             for (int t = 0; t < NTL; t++) {
-                const uint2 b0 = *(const uint2 *)(xr + 8 * t * FG_XP + 64 * gi);
-                const uint2 b1 = *(const uint2 *)(xr + 8 * t * FG_XP + 64 * gi + 32);
-                fg_mma(acc[t], k0, b0.x, b0.y);
-                fg_mma(acc[t], k1, b1.x, b1.y);
+                const uint4 b = *(const uint4 *)(xr + 8 * t * FG_XP + 64 * gi);
+                fg_mma(acc[t], k0, b.x, b.y);
+                fg_mma(acc[t], k1, b.z, b.w);
             }
         }
         __syncwarp(); /* the table's readers before the next chunk's writers */
@@ -328,7 +361,8 @@ static cudaError_t fg_launch(const cll_cu_weight *w, const void *xh, int64_t n, 
     for (int64_t t0 = 0; t0 < n; t0 += each) {
         const int nt = (int)(n - t0 < each ? n - t0 : each);
         const __half *x = (const __half *)xh;
-        const cudaError_t e = nt <= 16   ? fg_launch_one<T, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
+        const cudaError_t e = nt <= 8    ? fg_launch_one<T, 1, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
+                              : nt <= 16 ? fg_launch_one<T, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
                               : nt <= 32 ? fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
                                          : fg_launch_one<T, 8, 3>(w, x, (int)t0, nt, y, ldy, sk, st);
         if (e != cudaSuccess) return e;

@@ -8,6 +8,9 @@
  *   Q8_0  [8 x 32 quants][8 x 2 d]
  *   Q4_K  [8 x 16 quants][16: the super-block header d, dmin, scales[12]] (g0 % 8 == 0)
  *   Q6_K  [8 x 16 ql][8 x 8 qh'][8 x 2 scales][16: the window holding d at dpos(ng, g0)]
+ * A piece moves by step(j) bytes from one chunk to the next, so a tile that walks its chunks in order
+ * can keep a piece's chunk-0 address (start) and add c x step(j), instead of recomputing piece() per
+ * chunk; WIN: the last piece (Q6_K's d window) is that address rounded down to 16 bytes.
  * Owns nothing. Rule: the pieces are the split layout's bytes (cuda/matmul/split.cuh), copied as
  * they are; the decoders that read them keep their own arithmetic. */
 #ifndef CLL_CUDA_MATMUL_MMA_STAGE_CUH
@@ -23,6 +26,10 @@
 static __device__ __forceinline__ void mma_cp16(void *smem, const void *g) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g)
                  : "memory");
+}
+/* the same copy to a shared-space address (one cvta per kernel, not one per copy) */
+static __device__ __forceinline__ void mma_cp16s(uint32_t saddr, const void *g) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(saddr), "l"(g) : "memory");
 }
 static __device__ __forceinline__ void mma_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void mma_wait(void) {
@@ -81,33 +88,41 @@ template <int T> struct CuPieces;
 
 template <> struct CuPieces<CLL_TYPE_Q4_0> {
     static constexpr int P = 144, NP = 9; /* 8 x 16 quants | 8 d */
+    static constexpr bool WIN = false;
     static __device__ __forceinline__ int dpos(int, int) { return 0; }
     static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
         return j < 8 ? row + 16 * (g0 + j) : row + 16 * ng + 2 * g0;
     }
+    static __device__ __forceinline__ uint32_t step(int j) { return j < 8 ? 128u : 16u; }
 };
 
 template <> struct CuPieces<CLL_TYPE_Q8_0> {
     static constexpr int P = 272, NP = 17; /* 8 x 32 quants | 8 d */
+    static constexpr bool WIN = false;
     static __device__ __forceinline__ int dpos(int, int) { return 0; }
     static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
         return j < 16 ? row + 32 * g0 + 16 * j : row + 32 * ng + 2 * g0;
     }
+    static __device__ __forceinline__ uint32_t step(int j) { return j < 16 ? 256u : 16u; }
 };
 
 template <> struct CuPieces<CLL_TYPE_Q4_K> {
     static constexpr int P = 144, NP = 9; /* 8 x 16 quants | the super-block header d, dmin, scales[12] */
+    static constexpr bool WIN = false;
     static __device__ __forceinline__ int dpos(int, int) { return 0; }
     static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
         return j < 8 ? row + 16 * (g0 + j) : row + 16 * ng + 16 * (g0 >> 3);
     }
+    static __device__ __forceinline__ uint32_t step(int j) { return j < 8 ? 128u : 16u; }
 };
 
 template <> struct CuPieces<CLL_TYPE_Q6_K> {
     /* 8 x 16 ql | 8 x 8 qh' | 8 x 2 scales | the 16-byte window holding the super-block's d; pitch
      * padded 224 -> 240 (240 mod 128 = 112: conflict-free rows) */
     static constexpr int P = 240, NP = 14;
+    static constexpr bool WIN = true; /* piece 13: d_off rounded down to 16 (start: d_off itself) */
     static __device__ __forceinline__ int64_t d_off(int ng, int g0) { return 26 * (int64_t)ng + 2 * (g0 >> 3); }
+    static __device__ __forceinline__ uint32_t step(int j) { return j < 8 ? 128u : j < 12 ? 64u : j < 13 ? 16u : 2u; }
     static __device__ __forceinline__ int dpos(int ng, int g0) { return (int)(d_off(ng, g0) & 15); }
     static __device__ __forceinline__ const uint8_t *piece(const uint8_t *row, int ng, int g0, int j) {
         return j < 8    ? row + 16 * (g0 + j)
