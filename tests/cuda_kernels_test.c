@@ -401,6 +401,10 @@ static void test_pick_form(void **state) {
     assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q6_K), 9); /* the tile beyond the dp4a rows */
     assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q8_0), 9);
     assert_int_equal(cll_cu_mma_min_tokens(CLL_TYPE_Q5_1), 0);
+    assert_int_equal(cll_cu_fused_min_tokens(CLL_TYPE_Q4_K), 4); /* the K-quants' fused rows from 4 tokens */
+    assert_int_equal(cll_cu_fused_min_tokens(CLL_TYPE_Q6_K), 4);
+    assert_int_equal(cll_cu_fused_min_tokens(CLL_TYPE_Q4_0), CLL_CU_FUSED_MIN);
+    assert_int_equal(cll_cu_fused_min_tokens(CLL_TYPE_Q8_0), CLL_CU_FUSED_MIN);
     /* with the tile (mma_max 64): the int8 rows from mma_min to 64 tokens, the panels above */
     for (int64_t n = 2; n <= 80; n++) {
         cll_cu_form_query q = {.wtype = CLL_TYPE_Q6_K, .rows = 4096, .cols = 4096, .n_mat = 1, .n_tokens = n,

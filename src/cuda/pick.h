@@ -56,6 +56,10 @@ typedef struct {
  * 4620, 64 6086 / 7699; Q4_K_M 12 2436 / 1990, 16 2997 / 2585, 24 3605 / 3550, 32 4312 / 4459 */
 #define CLL_CU_FUSED_MIN 9
 #define CLL_CU_FUSED_MAX 24
+/* the fewest tokens the driver gives a type's fused row by default (CLLAMA_CUDA_FUSED_MIN overrides
+ * it for every type): Q4_K and Q6_K from 4 (ahead of their few-token rows), the others
+ * CLL_CU_FUSED_MIN */
+int32_t cll_cu_fused_min_tokens(uint32_t wtype);
 cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q);
 /* q heads per block of the split GQA attention kernel (cuda/ops/attn.cu: 1, 2, 4 or 8, one kv
  * head's group): the largest power of two <= min(group, 8), halved while the grid (n_kv x

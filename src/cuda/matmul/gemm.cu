@@ -18,6 +18,8 @@
 __global__ void k_x_to_half(const float *__restrict__ x, int64_t ldx, int64_t cols, int64_t total, bool bf16, bool perm,
                             uint16_t *__restrict__ xh) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    cll_pdl_wait(); /* X's producer */
+    cll_pdl_trigger(); /* as the small kernels: the product after it (its weights) may launch now */
     if (i >= total) return;
     const float v = x[(i / cols) * ldx + i % cols];
     const uint16_t h = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(v)) : cll_f2h(v);
@@ -28,8 +30,10 @@ __global__ void k_x_to_half(const float *__restrict__ x, int64_t ldx, int64_t co
 static cudaError_t x_half(const cll_cu_gemm_ctx *g, const float *x, int64_t ldx, int64_t n, int64_t cols, bool bf16,
                           cudaStream_t s, bool perm = false) {
     const int64_t total = n * cols;
-    k_x_to_half<<<(unsigned)cll_cdiv(total, 256), 256, 0, s>>>(x, ldx, cols, total, bf16, perm, (uint16_t *)g->xh);
-    return cudaGetLastError();
+    /* a programmatic launch (cuda/common.cuh): a plain one drained the stream before every product of a
+     * batched decode step (two per product with the fused rows) */
+    return cll_cu_launch(k_x_to_half, dim3((unsigned)cll_cdiv(total, 256)), dim3(256), 0, s, x, ldx, cols, total, bf16,
+                         perm, (uint16_t *)g->xh);
 }
 
 static cudaError_t blas_err(cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown; }
