@@ -197,14 +197,21 @@ static void test_attn_decode(void **state) {
             cll_cuda_gate_report r;
             report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
                                                  shapes[s].n_chunks, shapes[s].paged, widths[w], shapes[s].act,
-                                                 CLL_CU_ATTN_SPLIT, 600 + s, &r));
+                                                 CLL_CU_ATTN_SPLIT, 1, 600 + s, &r));
+        }
+        /* a batched decode step: 3 and 7 rows in sequences of their own, the fused rope per row */
+        for (int rows = 3; rows <= 7 && shapes[s].len >= 3 * rows - 2; rows += 4) {
+            cll_cuda_gate_report r;
+            report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
+                                                 shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_SPLIT,
+                                                 rows, 680 + s, &r));
         }
         /* the streaming kernel (long contexts) on the same shapes: one tile to 66 a chunk, the
          * newest cell patched into its tile, partials merged */
         cll_cuda_gate_report r;
         report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
                                              shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_STREAM,
-                                             650 + s, &r));
+                                             1, 650 + s, &r));
     }
     assert_int_equal(g_fail, 0);
 }

@@ -528,6 +528,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.prefill_contig = s->pf_contig;
         aa.prefill_p0 = s->pf_p0;
         aa.prefill_seq = s->pf_seq;
+        aa.distinct_rows = s->rows_distinct;
         aa.fuse_rope = cll_cu_attention_fuses_rope(&aa, n); /* decode: the attention blocks rope and store k/v */
         if (n == 1 && attn_pf_bytes() && C->wo.w.n_mat == 1) {
             aa.pf = C->wo.w.d;
@@ -658,14 +659,16 @@ static bool batch_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_
     if (n < 2 || n > CLL_CU_GRAPH_MAX_TOKENS || batch_graph_off()) return false;
     auto *fg = &s->batch_graph[n];
     if (fg->failed) return false;
-    if (!(fg->exec && fg->n_want == n_want)) {
-        if (fg->pending_want != n_want) { /* first sight of this shape */
-            fg->pending_want = (int32_t)n_want;
+    /* the shape: output rows, and whether the attention ropes the rows itself */
+    const int32_t key = (int32_t)(2 * n_want + (s->rows_distinct ? 1 : 0));
+    if (!(fg->exec && fg->key == key)) {
+        if (fg->pending_key != key) { /* first sight of this shape */
+            fg->pending_key = key;
             return false;
         }
         if (fg->exec) cudaGraphExecDestroy(fg->exec);
         fg->exec = NULL;
-        fg->pending_want = 0;
+        fg->pending_key = 0;
         cudaGraph_t g = NULL;
         cll_status cs = capture_pass(s, n, n_want, &g, &fg->exec);
         if (cs != CLL_OK) {
@@ -676,7 +679,7 @@ static bool batch_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_
             return false;
         }
         cudaGraphDestroy(g);
-        fg->n_want = (int32_t)n_want;
+        fg->key = key;
     }
     const cudaError_t e = cudaGraphLaunch(fg->exec, s->st);
     if (e != cudaSuccess) {
@@ -775,6 +778,11 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
         i = j;
     }
     if (!has_run) s->n_seg = 0;
+    /* a batched decode step (one token per sequence): each row's attention blocks may rope and store its
+     * cell themselves, since no row reads a cell another row of the step writes */
+    s->rows_distinct = n > 1 && n <= CLL_CU_GRAPH_MAX_TOKENS && !s->pf_contig && !s->n_seg;
+    for (int64_t i = 1; i < n && s->rows_distinct; i++)
+        for (int64_t j = 0; j < i && s->rows_distinct; j++) s->rows_distinct = b->seq[i] != b->seq[j];
     if (n_want > s->p.n_out_max)
         return cll_err(CLL_ERR_RANGE, "cuda forward: %lld tokens want output, the state holds %d rows", (long long)n_want,
                        s->p.n_out_max);

@@ -157,14 +157,16 @@ struct cll_driver_state {
     cudaGraph_t graph;
     cudaGraphExec_t exec; /* the decode step, captured on the first one-token forward */
     /* batched decode steps (2..CLL_CU_GRAPH_MAX_TOKENS tokens of several sequences, no contiguous prefill):
-     * one graph per token count, captured when a (count, n_want) repeats; failed: run eagerly */
+     * one graph per token count, captured when a (count, n_want, rows_distinct) repeats; failed: run eagerly */
     struct {
         cudaGraphExec_t exec;
-        int32_t n_want;       /* the output rows exec was captured with */
-        int32_t pending_want; /* the n_want of the last eager step of this count (captured if it repeats) */
+        int32_t key;         /* 2 x the output rows + rows_distinct exec was captured with */
+        int32_t pending_key; /* the key of the last eager step of this count (captured if it repeats) */
         bool failed;
     } batch_graph[CLL_CU_GRAPH_MAX_TOKENS + 1];
     bool pf_contig;       /* this forward's rows: positions pf_p0.. of sequence pf_seq */
+    bool rows_distinct;   /* this forward's rows (2..CLL_CU_GRAPH_MAX_TOKENS) each in a sequence of its own:
+                           * the attention ropes and stores them itself (cll_cu_attn_args.distinct_rows) */
     int32_t pf_p0, pf_seq;
     cll_driver_counters c;
     cll_cu_prof prof;

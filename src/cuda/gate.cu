@@ -1043,21 +1043,28 @@ cll_status gate_moe_route(int32_t E, int32_t K, bool renorm, uint64_t seed, cll_
     return verdict(rep, "moe route");
 }
 
-/* ---- decode attention (the split GQA kernel, one token) ----
+/* ---- decode attention (the split GQA kernel: one token, or a batched step of rows in distinct sequences) ----
  * Two device runs on the same inputs: A = the rope kernel, then attention on the roped q; B = the
  * attention blocks doing the rope themselves (fuse_rope: the first K/V tile is staged before the
- * PDL wait and the newest row comes from the rope buffer). B must equal A bit for bit (output
- * and the stored cell); A is held to an f64 softmax over A's own roped q and cache. */
+ * PDL wait and the newest row comes from the rope buffer; rows > 1: distinct_rows, row i in
+ * sequence rows - i at position len - 1 - 3i, so the rows' lengths and cells differ). B must equal A
+ * bit for bit (output and the stored cells); A is held to an f64 softmax over A's own roped q and
+ * cache. */
 cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, int warps, int act_chunks,
-                            int form, uint64_t seed, cll_cuda_gate_report *rep) {
-    if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || len < 1 || n_chunks < 1)
+                            int form, int rows, uint64_t seed, cll_cuda_gate_report *rep) {
+    if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || rows < 1 || len < 3 * rows - 2 || n_chunks < 1)
         return cll_err(CLL_ERR_ARG, "gate attn decode: bad shape");
     Rng rng{seed * 0x9E3779B97F4A7C15ull + 29};
     const int shift = 4, bs = 1 << shift;                     /* paged: 16-cell blocks */
-    const int n_ctx = (len + 40 + bs - 1) / bs * bs, seq = 1, n_seq = 2, pos = len - 1;
+    const int n_ctx = (len + 40 + bs - 1) / bs * bs, n_seq = rows + 1, R = rows;
+    std::vector<int32_t> hpos((size_t)R), hseq((size_t)R);
+    for (int i = 0; i < R; i++) {
+        hpos[(size_t)i] = len - 1 - 3 * i;
+        hseq[(size_t)i] = R - i;
+    }
     const int nblk = n_ctx / bs;
     const int64_t ldq = (int64_t)n_head * hd + 2 * (int64_t)n_kv * hd, kvw = (int64_t)n_kv * hd, row = (int64_t)n_head * hd;
-    std::vector<float> qkv((size_t)ldq);
+    std::vector<float> qkv((size_t)(ldq * R));
     for (auto &v : qkv) v = rng.uni();
     /* block table: sequence s's block b at cell block (n_seq*nblk - 1 - (s*nblk + b)) (reversed) */
     std::vector<int32_t> tab((size_t)n_seq * nblk);
@@ -1066,16 +1073,17 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
         return paged ? (int64_t)tab[(size_t)sq * nblk + p / bs] * bs + p % bs : (int64_t)sq * n_ctx + p;
     };
     std::vector<uint16_t> kc((size_t)n_seq * n_ctx * kvw, 0x7E00), vc(kc.size(), 0x7E00); /* NaN: unread cells */
-    for (int p = 0; p < pos; p++)
-        for (int64_t e = 0; e < kvw; e++) {
-            kc[(size_t)(cell(seq, p) * kvw + e)] = cll_f32_to_fp16(rng.uni());
-            vc[(size_t)(cell(seq, p) * kvw + e)] = cll_f32_to_fp16(rng.uni());
-        }
+    for (int i = 0; i < R; i++)
+        for (int p = 0; p < hpos[(size_t)i]; p++)
+            for (int64_t e = 0; e < kvw; e++) {
+                kc[(size_t)(cell(hseq[(size_t)i], p) * kvw + e)] = cll_f32_to_fp16(rng.uni());
+                vc[(size_t)(cell(hseq[(size_t)i], p) * kvw + e)] = cll_f32_to_fp16(rng.uni());
+            }
     Dev dev;
     float *dqkv[2], *dout[2], *dpart;
     void *dk[2], *dv[2];
     int32_t *dpos, *dseq, *dtab, *dcount;
-    const int64_t n_part = (int64_t)n_head * n_chunks * (hd + 2);
+    const int64_t n_part = (int64_t)R * n_head * n_chunks * (hd + 2);
     for (int k = 0; k < 2; k++) {
         GATE_CU(dev.alloc((void **)&dqkv[k], qkv.size() * sizeof(float)));
         GATE_CU(cudaMemcpy(dqkv[k], qkv.data(), qkv.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -1083,51 +1091,51 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
         GATE_CU(dev.alloc(&dv[k], vc.size() * 2));
         GATE_CU(cudaMemcpy(dk[k], kc.data(), kc.size() * 2, cudaMemcpyHostToDevice));
         GATE_CU(cudaMemcpy(dv[k], vc.data(), vc.size() * 2, cudaMemcpyHostToDevice));
-        GATE_CU(poisoned(dev, &dout[k], (size_t)row));
+        GATE_CU(poisoned(dev, &dout[k], (size_t)(row * R)));
     }
     GATE_CU(dev.alloc((void **)&dpart, (size_t)n_part * sizeof(float)));
-    GATE_CU(dev.alloc((void **)&dcount, (size_t)n_head * sizeof(int)));
-    GATE_CU(cudaMemset(dcount, 0, (size_t)n_head * sizeof(int)));
+    GATE_CU(dev.alloc((void **)&dcount, (size_t)R * n_head * sizeof(int)));
+    GATE_CU(cudaMemset(dcount, 0, (size_t)R * n_head * sizeof(int)));
     GATE_CU(dev.alloc((void **)&dtab, tab.size() * sizeof(int32_t)));
     GATE_CU(cudaMemcpy(dtab, tab.data(), tab.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
-    const int32_t hpos = pos, hseq = seq;
-    GATE_CU(dev.alloc((void **)&dpos, sizeof(int32_t)));
-    GATE_CU(dev.alloc((void **)&dseq, sizeof(int32_t)));
-    GATE_CU(cudaMemcpy(dpos, &hpos, sizeof hpos, cudaMemcpyHostToDevice));
-    GATE_CU(cudaMemcpy(dseq, &hseq, sizeof hseq, cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&dpos, (size_t)R * sizeof(int32_t)));
+    GATE_CU(dev.alloc((void **)&dseq, (size_t)R * sizeof(int32_t)));
+    GATE_CU(cudaMemcpy(dpos, hpos.data(), (size_t)R * sizeof(int32_t), cudaMemcpyHostToDevice));
+    GATE_CU(cudaMemcpy(dseq, hseq.data(), (size_t)R * sizeof(int32_t), cudaMemcpyHostToDevice));
     cll_cu_kvmap map = {paged ? dtab : NULL, nblk, shift};
     for (int k = 0; k < 2; k++) {
-        cll_cu_rope_args R;
+        cll_cu_rope_args Ra;
         cll_cu_attn_args a;
         decode_attn_args(dqkv[k], ldq, dk[k], dv[k], dpos, dseq, hd, n_head, n_kv, n_ctx, map, n_chunks, dpart, dcount,
-                         dout[k], &R, &a);
+                         dout[k], &Ra, &a);
         a.warps = warps;
         a.act_chunks = act_chunks;
         a.form = form;
+        a.distinct_rows = R > 1;
         cudaError_t e = cudaSuccess;
         if (k == 0) {
-            e = cll_cu_qkv_rope_store(&R, 1, 0);
+            e = cll_cu_qkv_rope_store(&Ra, R, 0);
         } else {
             a.fuse_rope = true;
-            a.rope = R;
+            a.rope = Ra;
             /* the gap prefetch runs too (a hint: the results must not change) */
             a.pf = dk[0];
             a.pf_bytes = (kc.size() * 2) & ~(size_t)15;
             a.pf_kv_max = INT64_MAX;
-            if (!cll_cu_attention_fuses_rope(&a, 1))
-                return cll_err(CLL_ERR_UNSUPPORTED, "gate attn decode: hd %d: no fused rope", hd);
+            if (!cll_cu_attention_fuses_rope(&a, R))
+                return cll_err(CLL_ERR_UNSUPPORTED, "gate attn decode: hd %d rows %d: no fused rope", hd, R);
         }
-        if (e == cudaSuccess) e = cll_cu_attention(&a, 1, 0);
+        if (e == cudaSuccess) e = cll_cu_attention(&a, R, 0);
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
         GATE_CU(e);
     }
     std::vector<float> got[2];
     for (int k = 0; k < 2; k++) {
-        got[k].resize((size_t)row);
-        GATE_CU(cudaMemcpy(got[k].data(), dout[k], (size_t)row * sizeof(float), cudaMemcpyDeviceToHost));
+        got[k].resize((size_t)(row * R));
+        GATE_CU(cudaMemcpy(got[k].data(), dout[k], (size_t)(row * R) * sizeof(float), cudaMemcpyDeviceToHost));
     }
-    /* A's roped q (in place) and its cache (the new cell included) feed the reference */
-    std::vector<float> q((size_t)ldq);
+    /* A's roped q (in place) and its cache (the new cells included) feed the reference */
+    std::vector<float> q(qkv.size());
     GATE_CU(cudaMemcpy(q.data(), dqkv[0], q.size() * sizeof(float), cudaMemcpyDeviceToHost));
     std::vector<uint16_t> ka(kc.size()), va(vc.size()), kb(kc.size()), vb(vc.size());
     GATE_CU(cudaMemcpy(ka.data(), dk[0], ka.size() * 2, cudaMemcpyDeviceToHost));
@@ -1135,44 +1143,48 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
     GATE_CU(cudaMemcpy(kb.data(), dk[1], kb.size() * 2, cudaMemcpyDeviceToHost));
     GATE_CU(cudaMemcpy(vb.data(), dv[1], vb.size() * 2, cudaMemcpyDeviceToHost));
     if (ka != kb || va != vb)
-        return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d len %d: the fused rope stored another cache", hd, len);
+        return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d len %d rows %d: the fused rope stored another cache", hd,
+                       len, R);
     int64_t differ = 0;
-    for (int64_t i = 0; i < row; i++)
+    for (int64_t i = 0; i < row * R; i++)
         if (memcmp(&got[0][(size_t)i], &got[1][(size_t)i], sizeof(float)) != 0) differ++;
-    std::vector<double> want((size_t)row), sc((size_t)row), p((size_t)len);
-    for (int h = 0; h < n_head; h++) {
-        const int kvh = h / (n_head / n_kv);
-        const float *qr = q.data() + (size_t)h * hd;
-        double mx = -INFINITY;
-        for (int kp = 0; kp <= pos; kp++) {
-            const uint16_t *kr = ka.data() + (size_t)(cell(seq, kp) * kvw) + (size_t)kvh * hd;
-            double d = 0.0;
-            for (int e = 0; e < hd; e++) d += (double)qr[e] * (double)cll_fp16_to_f32(kr[e]);
-            p[(size_t)kp] = d / sqrt((double)hd);
-            if (p[(size_t)kp] > mx) mx = p[(size_t)kp];
-        }
-        double sum = 0.0;
-        for (int kp = 0; kp <= pos; kp++) sum += (p[(size_t)kp] = exp(p[(size_t)kp] - mx));
-        for (int e = 0; e < hd; e++) {
-            double o = 0.0, m = 0.0;
+    std::vector<double> want((size_t)(row * R)), sc((size_t)(row * R)), p((size_t)len);
+    for (int i = 0; i < R; i++) {
+        const int seq = hseq[(size_t)i], pos = hpos[(size_t)i];
+        for (int h = 0; h < n_head; h++) {
+            const int kvh = h / (n_head / n_kv);
+            const float *qr = q.data() + (size_t)(i * ldq) + (size_t)h * hd;
+            double mx = -INFINITY;
             for (int kp = 0; kp <= pos; kp++) {
-                const double v = cll_fp16_to_f32(va[(size_t)(cell(seq, kp) * kvw) + (size_t)kvh * hd + e]);
-                o += p[(size_t)kp] * v;
-                m += p[(size_t)kp] * fabs(v);
+                const uint16_t *kr = ka.data() + (size_t)(cell(seq, kp) * kvw) + (size_t)kvh * hd;
+                double d = 0.0;
+                for (int e = 0; e < hd; e++) d += (double)qr[e] * (double)cll_fp16_to_f32(kr[e]);
+                p[(size_t)kp] = d / sqrt((double)hd);
+                if (p[(size_t)kp] > mx) mx = p[(size_t)kp];
             }
-            want[(size_t)h * hd + e] = o / sum;
-            sc[(size_t)h * hd + e] = m / sum;
+            double sum = 0.0;
+            for (int kp = 0; kp <= pos; kp++) sum += (p[(size_t)kp] = exp(p[(size_t)kp] - mx));
+            for (int e = 0; e < hd; e++) {
+                double o = 0.0, m = 0.0;
+                for (int kp = 0; kp <= pos; kp++) {
+                    const double v = cll_fp16_to_f32(va[(size_t)(cell(seq, kp) * kvw) + (size_t)kvh * hd + e]);
+                    o += p[(size_t)kp] * v;
+                    m += p[(size_t)kp] * fabs(v);
+                }
+                want[(size_t)(i * row + h * hd + e)] = o / sum;
+                sc[(size_t)(i * row + h * hd + e)] = m / sum;
+            }
         }
     }
     const double tol = 1e-5; /* f32 dots, softmax and sums over <= a few thousand keys (seen: <= 7.5e-8) */
     snprintf(rep->ref, sizeof rep->ref, "f64 softmax(q.k * scale) . v on the rope kernel's q and cache; fused == unfused bitwise");
-    const Cmp c = compare(got[0].data(), want.data(), sc.data(), row, tol);
+    const Cmp c = compare(got[0].data(), want.data(), sc.data(), row * R, tol);
     fill_report(rep, c, tol);
-    rep->control_failed = control_fails(got[0].data(), want.data(), sc.data(), row, tol);
+    rep->control_failed = control_fails(got[0].data(), want.data(), sc.data(), row * R, tol);
     if (differ)
-        return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d heads %d/%d len %d chunks %d: fused rope differs from "
-                       "rope + attention in %lld of %lld outputs", hd, n_head, n_kv, len, n_chunks, (long long)differ,
-                       (long long)row);
+        return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d heads %d/%d len %d chunks %d rows %d: fused rope differs "
+                       "from rope + attention in %lld of %lld outputs", hd, n_head, n_kv, len, n_chunks, R,
+                       (long long)differ, (long long)(row * R));
     return verdict(rep, "attention decode");
 }
 
@@ -1615,18 +1627,21 @@ extern "C" cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool 
 }
 
 extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged,
-                                                int warps, int act_chunks, int form, uint64_t seed, cll_cuda_gate_report *rep) {
+                                                int warps, int act_chunks, int form, int rows, uint64_t seed,
+                                                cll_cuda_gate_report *rep) {
     char name[64];
     const int G = n_kv > 0 ? n_head / n_kv : 1;
-    const int hg = cll_cu_attn_heads_per_block(n_head, n_kv, n_chunks, 1, CLL_CU_ATTN_MIN_BLOCKS), n_sub = (G + hg - 1) / hg;
+    const int hg = cll_cu_attn_heads_per_block(n_head, n_kv, n_chunks, rows, CLL_CU_ATTN_MIN_BLOCKS), n_sub = (G + hg - 1) / hg;
     const int live = act_chunks > 0 && act_chunks < n_chunks ? act_chunks : n_chunks;
     const bool stream = form == CLL_CU_ATTN_STREAM;
-    const int w = stream ? 4 : cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * live, cll_cu_sm_count(), hd, hg, true);
-    char cap[16] = "";
+    const int w = stream ? 4 : cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * live * rows, cll_cu_sm_count(), hd, hg, true);
+    char cap[16] = "", rw[16] = "";
     if (act_chunks > 0) snprintf(cap, sizeof cap, "_c%d", act_chunks);
-    snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s", stream ? "_stream" : "", hd, w, cap, paged ? "_paged" : "");
+    if (rows > 1) snprintf(rw, sizeof rw, "_r%d", rows);
+    snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s%s", stream ? "_stream" : "", hd, w, cap, rw,
+             paged ? "_paged" : "");
     init_report(rep, name, 0, CLL_TYPE_F16, len, hd, n_head);
-    return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, form, seed, rep);
+    return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, form, rows, seed, rep);
 }
 
 extern "C" cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,

@@ -171,11 +171,14 @@ typedef struct {
     int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
     float *out;            /* (n, n_head*hd_v) */
     void *outq;            /* (n, q8_blocks(n_head*hd_v)) or NULL */
-    /* decode only (n == 1, cll_cu_attention_fuses_rope): the attention blocks do the rope step
-     * themselves from the raw q|k|v rows in rope.qkv (q not written back), and the blocks whose
-     * chunk holds pos store k and v of the new cell (the cll_cu_qkv_rope_store launch is skipped) */
+    /* decode (cll_cu_attention_fuses_rope): the attention blocks do the rope step themselves from
+     * the raw q|k|v rows in rope.qkv (q not written back), and the blocks whose chunk holds a row's
+     * pos store k and v of its new cell (the cll_cu_qkv_rope_store launch is skipped) */
     bool fuse_rope;
     cll_cu_rope_args rope;
+    /* every row of the batch in a sequence of its own (the host checked; a batched decode step): a
+     * row's blocks read no cell another row writes, so the fused rope serves n > 1 too */
+    bool distinct_rows;
     /* prefill (n > 1): the batch rows are positions prefill_p0, prefill_p0 + 1, .. of sequence
      * prefill_seq (the host checked): the tensor-core kernel (cuda/ops/attn_prefill.cu) may run */
     bool prefill_contig;
@@ -203,7 +206,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
 bool cll_cu_attention_prefill_ok(const cll_cu_attn_args *a, int64_t n);
 cudaError_t cll_cu_attention_prefill(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);
 /* whether cll_cu_attention can take the rope step (fuse_rope) for these args and n tokens:
- * n == 1, the GQA kernel's head dims, and CLLAMA_CUDA_FUSE_ROPE not 0 */
+ * n == 1 or distinct_rows, the GQA kernel's head dims, and CLLAMA_CUDA_FUSE_ROPE not 0 */
 bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n);
 
 /* MoE routing per token: softmax over the n_expert router logits, top-k (ties to the lower
