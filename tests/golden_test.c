@@ -468,7 +468,10 @@ static void test_batched_parity(void **state) {
      * still catches a token fed to the wrong sequence (logits off by their whole spread).
      * Past 8 sequences (the 12- and 16-sequence cases) the GPU's first pass takes the f16 panels (cuBLAS on
      * f16-rounded activations, as the F16 file) and its defaults the int8 tensor-core tile, so both get the
-     * looser bar there (tol_gpu); the CPU keeps the exact one. */
+     * looser bar there (tol_gpu); the CPU keeps the exact one. The GPU's defaults also give Q4_K / Q6_K
+     * batches from 4 tokens to the fused f16 rows (cll_cu_fused_min_tokens: f16 activations and weights,
+     * as the panels; H200: 0.159 on tiny-llama-Q4_K_M at 8, 0.234 on tiny-gemma3-Q4_K_M at 4), inside
+     * tol_mma; the first pass keeps them off (CLLAMA_CUDA_FUSED_MAX=0, read at each load). */
     const struct { const char *file; int S; double tol, tol_gpu, tol_mma; bool graph; } cases[] = {
         {"tiny-llama-Q4_0", 5, 2e-3, 2e-3, 2e-3, true},      {"tiny-llama-Q4_0", 6, 2e-3, 2e-3, 0.25, true},
         {"tiny-llama-Q4_K_M", 8, 2e-3, 2e-3, 0.25, true},    {"tiny-llama-Q6_K", 3, 2e-3, 2e-3, 2e-3, true},
@@ -478,12 +481,16 @@ static void test_batched_parity(void **state) {
     };
     const size_t nc = sizeof cases / sizeof cases[0];
     int failed = 0;
-    if (g_gpu) setenv("CLLAMA_CUDA_FEW_MMA", "0", 1); /* first the dp4a rows alone (read at each load) */
+    if (g_gpu) { /* first the dp4a rows alone (both knobs read at each load) */
+        setenv("CLLAMA_CUDA_FEW_MMA", "0", 1);
+        setenv("CLLAMA_CUDA_FUSED_MAX", "0", 1);
+    }
     for (size_t i = 0; i < nc; i++)
         failed += !batched_vs_alone(cases[i].file, cases[i].S, 6, g_gpu ? cases[i].tol_gpu : cases[i].tol, cases[i].graph);
     if (g_gpu) {
         unsetenv("CLLAMA_CUDA_FEW_MMA");
-        printf("batched: the GPU's defaults (the int8 tensor-core rows where the pick takes them)\n");
+        unsetenv("CLLAMA_CUDA_FUSED_MAX");
+        printf("batched: the GPU's defaults (the int8 tensor-core and fused f16 rows where the pick takes them)\n");
         for (size_t i = 0; i < nc; i++)
             failed += !batched_vs_alone(cases[i].file, cases[i].S, 6, cases[i].tol_mma, cases[i].graph);
     }

@@ -77,27 +77,6 @@ static int mma_max(void) {
     return v;
 }
 
-/* CLLAMA_CUDA_FUSED_MIN / _MAX: the token range of a batch the fused dequant-in-tile rows take
- * (defaults cll_cu_fused_min_tokens(type)..CLL_CU_FUSED_MAX; _MAX=0: never, the f16 panels instead) */
-static int fused_env(const char *name, int dflt) {
-    const char *e = getenv(name);
-    const int v = e && *e ? atoi(e) : dflt;
-    return v < 0 ? 0 : v;
-}
-static int fused_min(uint32_t type) {
-    static int v = -2; /* process-wide setting read once; not state (-1: not set) */
-    if (v == -2) {
-        const char *e = getenv("CLLAMA_CUDA_FUSED_MIN");
-        v = e && *e ? fused_env("CLLAMA_CUDA_FUSED_MIN", 0) : -1;
-    }
-    return v >= 0 ? v : cll_cu_fused_min_tokens(type);
-}
-static int fused_max(void) {
-    static int v = -1; /* process-wide setting read once; not state */
-    if (v < 0) v = fused_env("CLLAMA_CUDA_FUSED_MAX", CLL_CU_FUSED_MAX);
-    return v;
-}
-
 /* the form that serves part p for a batch of n tokens (cuda/matmul/pick.cu) */
 static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     cll_cu_form_query q;
@@ -115,8 +94,8 @@ static cll_cu_form part_form(const cll_cu_part *p, int64_t n) {
     q.mma_min = !p->mma ? 0 : p->mma_tile_only ? CLL_CU_FEW_MAX + 1 : cll_cu_mma_min_tokens(p->w.type);
     q.mma_max = !p->mma ? 0 : p->mma_tile ? CLL_CU_MMA_MAX : mma_max();
     q.fused = p->fused && !p->mma_tile; /* a pin of the n9-64 class on the int8 tile wins */
-    q.fused_min = fused_min(p->w.type);
-    q.fused_max = fused_max();
+    q.fused_min = p->fused_min;
+    q.fused_max = p->fused_max;
     return cll_cu_pick_form(&q);
 }
 

@@ -24,7 +24,9 @@ typedef struct {
     bool mma_tile;                   /* a pin of the n9-64 class names mma: it serves 9..64 tokens */
     bool mma_tile_only;              /* ... and only those (2..8 stay on the few row) */
     const cll_cu_gemv_impl *fused; /* dense: the fused dequant-in-tile GEMM row (gemm_fused.cu) the pick
-                                    * gives a batch of CLL_CU_FUSED_MIN..MAX tokens (NULL: none) */
+                                    * gives a batch of fused_min..fused_max tokens (NULL: none) */
+    int32_t fused_min, fused_max;  /* cll_cu_fused_min_tokens(type)..CLL_CU_FUSED_MAX, or CLLAMA_CUDA_FUSED_MIN /
+                                    * _MAX as they were at the load (fused_max 0: never) */
     const cll_cu_gemv_impl *moe; /* expert weights: the grouped prefill row (NULL: none) */
     cll_cu_weight w16;           /* the resident f16 prefill panel of a quantized weight (an F16
                                   * weight over the model's panel arena; d NULL: none) */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cuda/driver_internal.cuh"
+#include "cuda/pick.h"
 
 #define ARENA_ALIGN 256
 
@@ -46,6 +47,13 @@ typedef struct {
     size_t total, host_max; /* arena bytes; largest concatenation staged on the host */
     cll_driver_model *dm;
 } plan;
+
+/* a non-negative integer knob, or dflt when unset or empty */
+static int fused_env(const char *name, int dflt) {
+    const char *e = getenv(name);
+    const int v = e && *e ? atoi(e) : dflt;
+    return v < 0 ? 0 : v;
+}
 
 static size_t align_up(size_t x) { return (x + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
 
@@ -105,6 +113,10 @@ static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const
         dst->mma_tile = dst->mma != NULL;
     }
     dst->fused = j->n_mat == 1 ? cll_cu_gemm_fused_row(j->type, dst->gemv->layout, j->rows, j->cols) : NULL;
+    /* its token range: CLLAMA_CUDA_FUSED_MIN / _MAX (read at each load, as CLLAMA_CUDA_FEW_MMA; _MAX=0: the
+     * f16 panels instead), else the type's default */
+    dst->fused_min = fused_env("CLLAMA_CUDA_FUSED_MIN", cll_cu_fused_min_tokens(j->type));
+    dst->fused_max = fused_env("CLLAMA_CUDA_FUSED_MAX", CLL_CU_FUSED_MAX);
     j->bytes = align_up(cll_cu_weight_bytes(j->type, j->rows, j->cols, j->n_mat));
     j->off = pl->total;
     pl->total += j->bytes;

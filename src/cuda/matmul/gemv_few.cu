@@ -24,6 +24,8 @@
  * to the same bar, token by token. */
 #include <stdio.h>
 
+#include <type_traits>
+
 #define CLL_CU_WANT_IQ 1 /* the IQ3_S rows read the grid */
 
 #include "cuda/matmul/kernels.cuh"
@@ -34,6 +36,14 @@
 #define FEW_XW CLL_CU_FEW_XW
 #define FEW_SMEM_MAX CLL_CU_FEW_SMEM_MAX
 #define FEW_MIN_BLOCKS 2 /* 2 x 256 threads x <= 128 registers: the register file */
+/* two tokens: three blocks an SM (<= 85 registers, more loads in flight) for the types that fit there
+ * without spilling (sm_90a: Q4_0 79, IQ3_S 80 registers; Q4_K, Q6_K and Q8_0 spill 134-178 bytes) */
+template <class S, int NT> struct FewMinBlocks {
+    static constexpr int v =
+        NT <= 2 && (std::is_same<S, CuSp<CLL_TYPE_Q4_0>>::value || std::is_same<S, CuSp<CLL_TYPE_IQ3_S>>::value)
+            ? 3
+            : FEW_MIN_BLOCKS;
+};
 
 /* stage rows t < nt of q8_1 blocks (ng each, xq_stride blocks apart) as FEW_XW-word records */
 static __device__ __forceinline__ void few_stage_x(const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride, int ng,
@@ -64,7 +74,7 @@ static __device__ __forceinline__ CuX few_ldx(const int *p) {
 }
 
 template <class S, int R, int NT>
-__global__ void __launch_bounds__(FEW_WARPS * 32, FEW_MIN_BLOCKS)
+__global__ void __launch_bounds__(FEW_WARPS * 32, FewMinBlocks<S, NT>::v)
 k_gemv_few(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride,
            const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride, float *__restrict__ y, int64_t y_stride, int nt,
            int ks_log2, int early, const void *pfn, size_t pfb) {
