@@ -23,8 +23,7 @@
  * Owns nothing. Rule: the same dots as the register rows on the same records, so the gate holds it
  * to the same bar, token by token. */
 #include <stdio.h>
-
-#include <type_traits>
+#include <stdlib.h>
 
 #define CLL_CU_WANT_IQ 1 /* the IQ3_S rows read the grid */
 
@@ -36,14 +35,6 @@
 #define FEW_XW CLL_CU_FEW_XW
 #define FEW_SMEM_MAX CLL_CU_FEW_SMEM_MAX
 #define FEW_MIN_BLOCKS 2 /* 2 x 256 threads x <= 128 registers: the register file */
-/* two tokens: three blocks an SM (<= 85 registers, more loads in flight) for the types that fit there
- * without spilling (sm_90a: Q4_0 79, IQ3_S 80 registers; Q4_K, Q6_K and Q8_0 spill 134-178 bytes) */
-template <class S, int NT> struct FewMinBlocks {
-    static constexpr int v =
-        NT <= 2 && (std::is_same<S, CuSp<CLL_TYPE_Q4_0>>::value || std::is_same<S, CuSp<CLL_TYPE_IQ3_S>>::value)
-            ? 3
-            : FEW_MIN_BLOCKS;
-};
 
 /* stage rows t < nt of q8_1 blocks (ng each, xq_stride blocks apart) as FEW_XW-word records */
 static __device__ __forceinline__ void few_stage_x(const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride, int ng,
@@ -74,7 +65,7 @@ static __device__ __forceinline__ CuX few_ldx(const int *p) {
 }
 
 template <class S, int R, int NT>
-__global__ void __launch_bounds__(FEW_WARPS * 32, FewMinBlocks<S, NT>::v)
+__global__ void __launch_bounds__(FEW_WARPS * 32, FEW_MIN_BLOCKS)
 k_gemv_few(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride,
            const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride, float *__restrict__ y, int64_t y_stride, int nt,
            int ks_log2, int early, const void *pfn, size_t pfb) {
@@ -215,7 +206,15 @@ static cudaError_t few_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const int per = cll_cu_few_tokens_per_launch(w->cols / 32, a->nb);
-    if (a->nb == 1 || a->mat_ids || a->epi.on || per < 2 || a->xq_stride <= 0 || a->y_stride <= 0) {
+    /* CLLAMA_CUDA_FEW_R4P_MAX=N (A/B knob, read once per process; default 0): batches of up to N tokens
+     * take the one-token row over a grid of nb token rows (each weight tile read by nb concurrent
+     * blocks: the later reads from L2) instead of this kernel */
+    static int r4p_max = -1; /* process-wide setting read once; not state */
+    if (r4p_max < 0) {
+        const char *e = getenv("CLLAMA_CUDA_FEW_R4P_MAX");
+        r4p_max = e && atoi(e) > 0 ? atoi(e) : 0;
+    }
+    if (a->nb == 1 || a->nb <= r4p_max || a->mat_ids || a->epi.on || per < 2 || a->xq_stride <= 0 || a->y_stride <= 0) {
         /* independent products, or a row too wide to stage two tokens: the r4_pt row */
         const cll_cu_sp_ops *o = cll_cu_sp_ops_get(w->type);
         return o ? o->gemv_r4p(w, a, st) : cudaErrorInvalidValue;
