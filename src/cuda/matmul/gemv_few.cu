@@ -23,7 +23,6 @@
  * Owns nothing. Rule: the same dots as the register rows on the same records, so the gate holds it
  * to the same bar, token by token. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #define CLL_CU_WANT_IQ 1 /* the IQ3_S rows read the grid */
 
@@ -206,15 +205,7 @@ static cudaError_t few_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const int per = cll_cu_few_tokens_per_launch(w->cols / 32, a->nb);
-    /* CLLAMA_CUDA_FEW_R4P_MAX=N (A/B knob, read once per process; default 0): batches of up to N tokens
-     * take the one-token row over a grid of nb token rows (each weight tile read by nb concurrent
-     * blocks: the later reads from L2) instead of this kernel */
-    static int r4p_max = -1; /* process-wide setting read once; not state */
-    if (r4p_max < 0) {
-        const char *e = getenv("CLLAMA_CUDA_FEW_R4P_MAX");
-        r4p_max = e && atoi(e) > 0 ? atoi(e) : 0;
-    }
-    if (a->nb == 1 || a->nb <= r4p_max || a->mat_ids || a->epi.on || per < 2 || a->xq_stride <= 0 || a->y_stride <= 0) {
+    if (a->nb == 1 || a->mat_ids || a->epi.on || per < 2 || a->xq_stride <= 0 || a->y_stride <= 0) {
         /* independent products, or a row too wide to stage two tokens: the r4_pt row */
         const cll_cu_sp_ops *o = cll_cu_sp_ops_get(w->type);
         return o ? o->gemv_r4p(w, a, st) : cudaErrorInvalidValue;
