@@ -372,7 +372,8 @@ static cllama_context_params test_cp(uint32_t n_ctx, uint32_t n_seq, uint32_t n_
  * alone-run's greedy ids. On the GPU this is the few-token gemv (2..8 tokens read each weight once)
  * and its per-count graphs; the counters show the batched steps after the first replayed graphs where
  * every product of the model has a few-token row (quantized dense files). */
-static bool batched_vs_alone(const char *file, int S, int T, double tol, bool want_graph) {
+/* keep: NULL, or S x T x n_vocab floats for the batched steps' logits (step t, sequence q at (t*S + q)) */
+static bool batched_vs_alone(const char *file, int S, int T, double tol, bool want_graph, float *keep) {
     cllama_model *m = load_oracle(file);
     if (!m) return false;
     const int32_t nv = cllama_model_n_vocab(m);
@@ -434,6 +435,7 @@ static bool batched_vs_alone(const char *file, int S, int T, double tol, bool wa
         for (int q = 0; ok && q < S; q++) {
             const float *L = cllama_get_logits(many, q), *R = ref + ((size_t)q * T + t) * nv;
             ok = L != NULL;
+            if (ok && keep) memcpy(keep + ((size_t)t * S + q) * nv, L, sizeof(float) * (size_t)nv);
             for (int32_t v = 0; ok && v < nv; v++) {
                 const double dd = fabs((double)L[v] - (double)R[v]);
                 if (!(dd <= worst)) worst = dd; /* NaN too */
@@ -486,13 +488,36 @@ static void test_batched_parity(void **state) {
         setenv("CLLAMA_CUDA_FUSED_MAX", "0", 1);
     }
     for (size_t i = 0; i < nc; i++)
-        failed += !batched_vs_alone(cases[i].file, cases[i].S, 6, g_gpu ? cases[i].tol_gpu : cases[i].tol, cases[i].graph);
+        failed += !batched_vs_alone(cases[i].file, cases[i].S, 6, g_gpu ? cases[i].tol_gpu : cases[i].tol, cases[i].graph,
+                                    NULL);
     if (g_gpu) {
         unsetenv("CLLAMA_CUDA_FEW_MMA");
         unsetenv("CLLAMA_CUDA_FUSED_MAX");
         printf("batched: the GPU's defaults (the int8 tensor-core and fused f16 rows where the pick takes them)\n");
         for (size_t i = 0; i < nc; i++)
-            failed += !batched_vs_alone(cases[i].file, cases[i].S, 6, cases[i].tol_mma, cases[i].graph);
+            failed += !batched_vs_alone(cases[i].file, cases[i].S, 6, cases[i].tol_mma, cases[i].graph, NULL);
+        /* the fused rows' f16 X written by the norm and activation kernels (the default) == converted by
+         * the products themselves (CLLAMA_CUDA_FUSED_XH=0, read at each context creation): the same
+         * rounding, so the same logits bit for bit (8 and 12 sequences of the Q4_K file: fused rows) */
+        const int xs[2] = {8, 12};
+        cllama_model *xm = load_oracle("tiny-llama-Q4_K_M");
+        const size_t nv = xm ? (size_t)cllama_model_n_vocab(xm) : 0;
+        if (xm) cllama_model_free(xm);
+        failed += !xm;
+        for (int k = 0; xm && k < 2; k++) {
+            const size_t nf = (size_t)xs[k] * 6 * nv;
+            float *a = (float *)calloc(nf, sizeof(float)), *b = (float *)calloc(nf, sizeof(float));
+            bool ok = a && b && batched_vs_alone("tiny-llama-Q4_K_M", xs[k], 6, 0.25, true, a);
+            setenv("CLLAMA_CUDA_FUSED_XH", "0", 1);
+            ok = ok && batched_vs_alone("tiny-llama-Q4_K_M", xs[k], 6, 0.25, true, b);
+            unsetenv("CLLAMA_CUDA_FUSED_XH");
+            const bool same = ok && memcmp(a, b, nf * sizeof(float)) == 0;
+            printf("batched tiny-llama-Q4_K_M %d seqs: producer-written fused X %s the products' own conversion\n", xs[k],
+                   same ? "bit-identical to" : "DIFFERS from");
+            failed += !same;
+            free(a);
+            free(b);
+        }
     }
     assert_int_equal(failed, 0);
 }

@@ -66,6 +66,13 @@ static __device__ __forceinline__ float cll_bf2f(uint16_t h) { return __uint_as_
 
 static inline int64_t cll_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* where element e (0..31) of a 32-value group of X sits in the fused rows' f16 X: lane q of an mma
+ * quad reads its 8 values (elements 4q..4q+3, then 16+4q..16+4q+3: the two k16 steps' B words of the
+ * nibbles it decodes) as one 16-byte load (cuda/matmul/gemm_fused.cu) */
+static __host__ __device__ __forceinline__ int cll_cu_fused_xpos(int e) {
+    return 8 * ((e & 15) >> 2) + (e & 3) + (e & 16 ? 4 : 0);
+}
+
 /* Programmatic dependent launch (PDL), shared by every kernel of the driver: a kernel launched
  * with cll_cu_launch may be scheduled while the previous kernel drains; it calls cll_pdl_wait()
  * in every thread before it reads anything a previous kernel wrote and before it exits (work

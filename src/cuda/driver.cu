@@ -115,6 +115,19 @@ static bool wants_q8(const cll_cu_part *parts, int np, int64_t n) {
     return false;
 }
 
+/* where the producer of a product's input over n rows of cols writes them as f16 in the fused rows'
+ * order (the gemm scratch, read by every part without a conversion kernel): when every part takes the
+ * fused form; NULL: it writes none (the parts convert X themselves, or read its q8_1 / f32 rows;
+ * CLLAMA_CUDA_FUSED_XH=0: always, the A/B and the golden test's reference). The norm and activation
+ * kernels round as the conversion kernel does (cll_f2h), so the product's bits do not change. The
+ * attention output (the o product's input) is still converted by the product. */
+static void *fused_x(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, int64_t cols) {
+    if (!s->fused_xh || n < 2 || cols % 32 || !s->gemm.xh || s->gemm.xh_bytes < (size_t)(n * cols) * 2) return NULL;
+    for (int i = 0; i < np; i++)
+        if (part_form(&parts[i], n) != CLL_CU_FORM_GEMM_FUSED || parts[i].w.cols != cols) return NULL;
+    return s->gemm.xh;
+}
+
 /* *xk: the X conversion the product's previous part left in the gemm scratch (-1: none; the kind
  * of cll_cu_gemm_x_kind, or CLL_CU_X_FUSED), so the parts of one product over the same X convert it once */
 static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
@@ -135,8 +148,8 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
  * product the step runs after this one (its weights are prefetched into L2 by the last part) */
 static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
-                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX) {
-    int xk = -1; /* the parts' X, converted once (gemm) */
+                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, bool xh_ready = false) {
+    int xk = xh_ready ? CLL_CU_X_FUSED : -1; /* the parts' X, converted once (gemm); xh_ready: by its producer */
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
@@ -442,7 +455,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
     PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, s->xn,
-                                        wants_q8(dm->layers[0].qkv, dm->layers[0].n_qkv, n) ? s->xq : NULL, s->st));
+                                        wants_q8(dm->layers[0].qkv, dm->layers[0].n_qkv, n) ? s->xq : NULL, s->st,
+                                        fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d)));
     /* attention split: decode grids cover n_ctx in fixed chunks; a batch takes as many chunks as
      * the partial buffer holds */
     const int32_t n_chunks = attn_chunks(s, n);
@@ -452,7 +466,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         const cll_cu_layer *C = &dm->layers[il];
         const bool moe = hp->n_expert > 0;
         const cll_cu_part *after_ffn = il + 1 < hp->n_layer ? &dm->layers[il + 1].qkv[0] : &dm->output;
-        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo));
+        /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
+        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
+                                 fused_x(s, C->qkv, C->n_qkv, n, d) != NULL));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -548,6 +564,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.next = C->ffn_norm;
         rr.xn = s->xn;
         rr.xq = moe || wants_q8(C->gu, C->n_gu, n) ? s->xq : NULL;
+        rr.xh = moe || e1 ? NULL : fused_x(s, C->gu, C->n_gu, n, d);
         if (!e1) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
@@ -556,11 +573,13 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             rr.moe_w = s->selw;
             rr.n_used = hp->n_expert_used;
         } else {
-            PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down));
+            PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down, NULL, SIZE_MAX,
+                                         rr.xh != NULL));
             const bool apf = n == 1 && act_pf_bytes();
             PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act,
                                            wants_q8(&C->down, 1, n) ? s->actq : NULL, s->st,
-                                           apf ? C->down.w.d : NULL, apf ? pf_span(&C->down, act_pf_bytes()) : 0));
+                                           apf ? C->down.w.d : NULL, apf ? pf_span(&C->down, act_pf_bytes()) : 0,
+                                           fused_x(s, &C->down, 1, n, s->ff)));
         }
         rr.post = C->post_ffn_norm;
         rr.next = il + 1 < hp->n_layer ? dm->layers[il + 1].attn_norm : dm->output_norm;
@@ -570,8 +589,10 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                     ? s->xq
                     : NULL;
         const cll_cu_resid_epi *e2 = moe ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
+        rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d) : NULL;
         if (!moe)
-            PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2, down_next_bytes()));
+            PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2, down_next_bytes(),
+                                      fused_x(s, &C->down, 1, n, s->ff) != NULL));
         if (!e2) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
     }
     if (n_out == 0) return CLL_OK;
@@ -852,6 +873,8 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     if (!s) return cll_err(CLL_ERR_NOMEM, "cuda state: out of memory");
     s->dm = dm;
     s->p = *p;
+    const char *fx = getenv("CLLAMA_CUDA_FUSED_XH"); /* read at each state creation (tests compare both) */
+    s->fused_xh = !(fx && fx[0] == '0');
     const int32_t L = hp->n_layer, H = hp->n_head, KV = hp->n_head_kv;
     const size_t nb = (size_t)p->n_batch, d = (size_t)hp->n_embd, no = (size_t)p->n_out_max, F = sizeof(float);
     const size_t K = (size_t)(hp->n_expert > 0 ? hp->n_expert_used : 0);

@@ -188,12 +188,7 @@ cudaError_t cll_cu_gemm_fused(const cll_cu_gemm_ctx *g, cll_cu_fgemm_fn f, const
                               int64_t ldx, int64_t n, float *y, int64_t ldy, const cll_cu_splitk *sk, cudaStream_t s,
                               bool x_ready = false);
 #define CLL_CU_X_FUSED 3 /* the X kind of cll_cu_gemm_fused (beside cll_cu_gemm_x_kind's 0..2) */
-/* where element e (0..31) of a 32-value group of X sits in the fused rows' f16 X: lane q of an mma
- * quad reads its 8 values (elements 4q..4q+3, then 16+4q..16+4q+3: the two k16 steps' B words of the
- * nibbles it decodes) as one 16-byte load */
-static __host__ __device__ __forceinline__ int cll_cu_fused_xpos(int e) {
-    return 8 * ((e & 15) >> 2) + (e & 3) + (e & 16 ? 4 : 0);
-}
+/* cll_cu_fused_xpos: cuda/common.cuh (the norm and activation kernels write that order too) */
 /* how cll_cu_gemm converts X for w: 0 not at all (F32), 1 to f16, 2 to bf16. A product of several
  * parts over the same X and cols converts it once: x_ready for every later part of the same kind
  * (xh then holds X as the earlier call left it) */
