@@ -327,13 +327,15 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
     mma_tile_out<NTL>(acc, NTL, row0 + warp * MMA_ROWS + r, q, nt, rows, row0, FG_BM, y, ldy, ws, tickets, &last);
 }
 
-/* CLLAMA_CUDA_FUSED_UNROLL (2, 4 or 8; default 2): groups per unrolled step of the one- and two-tile
- * kernels' group loop (an A/B knob, read once per process) */
+/* CLLAMA_CUDA_FUSED_UNROLL (2, 4 or 8; default 4): groups per unrolled step of the one- and two-tile
+ * kernels' group loop (an A/B knob, read once per process). H200, l2-7b speed_tg (same call, 91d7143),
+ * 2 / 4 / 8: Q4_K_M 4 1100.8 / 1112.2 / 1127.7, 8 1960.0 / 1982.2 / 1980.3, 16 3107.5 / 3150.6 /
+ * 3161.3; Q4_0 4 1367.6 / 1373.6 / 1368.1, 8 2145.4 / 2161.9 / 2160.8, 16 3388.5 / 3438.7 / 3466.3 */
 static int fg_unroll(void) {
     static int v = 0; /* process-wide setting read once; not state */
     if (!v) {
         const char *e = getenv("CLLAMA_CUDA_FUSED_UNROLL");
-        v = e && (atoi(e) == 4 || atoi(e) == 8) ? atoi(e) : 2;
+        v = e && (atoi(e) == 2 || atoi(e) == 8) ? atoi(e) : 4;
     }
     return v;
 }
