@@ -50,7 +50,8 @@ typedef struct {
                             * fused_max 0: never) */
     int32_t device;        /* CLL_KDEVICE_CUDA_SM(major, minor), or 0 = not known */
 } cll_cu_form_query;
-/* the token range the driver gives the fused rows by default: a batched decode step of 9..24
+/* the token range the driver gives the fused rows by default (the low end per type:
+ * cll_cu_fused_min_tokens): a batched decode step of 9..24
  * sequences (below, the few-token gemvs; above, the prefill GEMMs on the f16 panels). H200, l2-7b,
  * speed_tg fused / panels (same call): Q4_0 12 2751 / 2068, 16 3366 / 2695, 24 3902 / 3688, 32 4640 /
  * 4620, 64 6086 / 7699; Q4_K_M 12 2436 / 1990, 16 2997 / 2585, 24 3605 / 3550, 32 4312 / 4459 */

@@ -193,7 +193,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
 #define CU_GEMV_PARAMS_MMA "layout=1(split) n_tokens 2-64 cols%256 mma.sync m16n8k32 int8 (Q6_K 2x m16n8k16), weights + q8_1 by cp.async 3 stages, pdl; 2-8 tokens: 8 warps x 16 rows, K split over the warps in 256-value chunks; 9-64: 128 rows x 64 tokens per block, split-K over blocks (last-block ticket)"
 #define CU_GEMV_PARAMS_FLT "layout=0 warps=4 rows/warp=1 ld=16B x4/lane act=f32"
-#define CU_GEMM_PARAMS_FUSED "layout=1(split) cols%256 fused dequant-in-tile: 128 rows x <=64 tokens per block (8 warps x 16 rows), weights (quantized) + f16 X by cp.async (2 stages up to 32 tokens, 3 above), operand decoded once per weight to f16 (Q4_0/Q8_0 the panel's value, K-quants within an f16 ulp), per-warp scale table, mma.sync m16n8k16 f16 f32-accumulate, split-K over blocks (last-block ticket), pdl"
+#define CU_GEMM_PARAMS_FUSED "layout=1(split) cols%256 fused dequant-in-tile: 128 rows x <=64 tokens per block (8 warps x 16 rows, 1/2/4/8 tiles of 8 tokens), weights (quantized) + f16 X (in the mma's order, one LDS.128 per tile and group) by cp.async (2 stages up to 32 tokens, 3 above), operand decoded once per weight to f16 (Q4_0/Q8_0 the panel's value, K-quants within an f16 ulp), per-warp scale table, mma.sync m16n8k16 f16 f32-accumulate, split-K over blocks (last-block ticket), pdl"
 #define CU_GEMM_PARAMS "layout=0 panel=f16 slab<=panel_bytes cublasGemmEx fp32-accumulate"
 static const cll_kernel_row k_rows[] = {
     {"gemv_f32_warp_ld16", CLL_KOP_GEMV, CLL_TYPE_F32, 0, CU_GEMV_PARAMS_FLT, 0, 1, cu_row_ok, true, true, &k_gemv_impl[0]},
@@ -252,7 +252,8 @@ static const cll_kernel_row k_rows[] = {
 #undef CU_MMA_ROW
     /* the fused dequant-in-tile GEMM rows (cuda/matmul/gemm_fused.cu): not the registry default of the
      * gemm op (the cuBLAS panels serve prefill), but the pick (cll_cu_pick_form) gives them a batch of
-     * CLL_CU_FUSED_MIN..CLL_CU_FUSED_MAX tokens (by default a batched decode step of 9..24 sequences) */
+     * cll_cu_fused_min_tokens(type)..CLL_CU_FUSED_MAX tokens (a batched decode step of 4..24 sequences for
+     * Q4_K / Q6_K, 9..24 for Q4_0 / Q8_0) */
 #define CU_FUSED_ROW(n, T, i)                                                                                \
     {"gemm_" #n "_split_fused_f16", CLL_KOP_GEMM, CLL_TYPE_##T, 0, CU_GEMM_PARAMS_FUSED, CLL_CU_LAYOUT_SPLIT, 1,     \
      cu_fused_ok, false, false, &k_fused_impl[i]},
