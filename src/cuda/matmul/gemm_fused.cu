@@ -1,9 +1,9 @@
 /* cuda/matmul/gemm_fused: the fused dequant-in-tile product on f16 tensor cores (rows
  * gemm_<type>_split_fused_f16: Q4_0, Q8_0, Q4_K, Q6_K in the split layout). Y (n x rows, f32) =
  * X (n x cols, f16) . W^T, each weight byte read once per 64 tokens as quantized bytes. The pick gives
- * it a batched decode step of CLL_CU_FUSED_MIN..MAX sequences (cuda/pick.h), where it replaced the
- * resident f16 panels through cuBLAS (3.6x the bytes on Q4_0); the int8 tile of gemv_mma.cu scales
- * every group's int32 result per token, so its cost grows with the token count.
+ * it a batched decode step of cll_cu_fused_min_tokens(type)..CLL_CU_FUSED_MAX sequences (cuda/pick.h),
+ * where it replaced the resident f16 panels through cuBLAS (3.6x the bytes on Q4_0); the int8 tile of
+ * gemv_mma.cu scales every group's int32 result per token, so its cost grows with the token count.
  *
  * Why f16: a weight's scales are folded into the operand when it is decoded (once per weight, shared
  * by every token), so the tensor cores accumulate a whole row in f32 with no per-group work per
@@ -11,10 +11,11 @@
  * are exact in f16, and one f16 multiply by d rounds the exact product once, as the panel's f32
  * product rounded to f16 does). Q4_K and Q6_K decode in f16 over f16 scales (d * sc, dmin * m rounded
  * to f16 once per group): within an f16 ulp of the panel's value, not always equal to it (the exact
- * f32 decode took ~2.5x the instructions per weight, and the kernel is bound by its instruction
- * issue: ncu on the H200, 16 tokens, ~4-7 cycles between a warp's instructions, half the cycles
- * without an eligible warp). X is the f16 rounding the panel GEMM takes (cll_cu_gemm_fused converts
- * it once per product). The gate holds the product to the gemm rows' bar (f16 roundings).
+ * f32 decode took ~2.5x the instructions per weight, and the kernel is bound by its instructions and
+ * their latency: ncu on the H200, 16 tokens, ~9.5 cycles between a warp's instructions with 18 warps
+ * resident). X is the f16 rounding the panel GEMM takes (cll_cu_gemm_fused converts it once per
+ * product, or the norm / activation kernel before it wrote it so). The gate holds the product to the
+ * gemm rows' bar (f16 roundings).
  *
  * Geometry: 256-thread blocks, 8 warps x 16 rows = 128 weight rows x up to 64 tokens (NTL tiles of 8:
  * 1, 2, 4 or 8, the launch's count rounded up, whole unrolled tile loops) per block, every warp over the
@@ -196,10 +197,11 @@ template <> struct CuFg<CLL_TYPE_Q6_K> : CuPieces<CLL_TYPE_Q6_K> {
 };
 
 /* the pieces of the block's weight chunks this thread copies: slot k is piece i = tid + k x threads of
- * the FG_BM x NP pieces (row i / NP, piece i % NP). A slot keeps its piece's address at the block's
- * first chunk and its shared-memory offset; chunk c (relative) is that address + c x step (WIN: rounded
- * down to 16), so a copy is an IMAD and a cp.async (the per-chunk piece() walk with 64-bit selects and
- * a cvta per copy cost as many instructions per chunk as the tile's mma loop) */
+ * the FG_BM x NP pieces (row i / NP, piece i % NP). A slot keeps its piece's offset from the block's
+ * first row at the block's first chunk, its step and its shared-memory offset; chunk c (relative) is
+ * that offset + c x step (WIN: rounded down to 16), so a copy is a handful of integer instructions and a
+ * cp.async (the per-chunk piece() walk with 64-bit selects and a cvta per copy cost as many instructions
+ * per chunk as the tile's mma loop) */
 template <class F> struct FgSlots {
     static constexpr int N = (FG_BM * F::NP + FG_WARPS * 32 - 1) / (FG_WARPS * 32);
     static_assert(FG_BM * F::P <= 65536, "stage offsets in 16 bits");
