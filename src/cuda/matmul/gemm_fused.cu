@@ -42,7 +42,6 @@
  * never written (an mma column depends on its own B column only). */
 #include <cuda_fp16.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
@@ -252,7 +251,7 @@ static __device__ __forceinline__ void fg_stage_x(uint32_t sx, const __half *xb,
 /* NTL tiles of 8 tokens (the launch's nt rounded up to 1, 2, 4 or 8 tiles: whole unrolled tile loops;
  * the columns past nt are computed and dropped); NS pipeline stages. xh: the fused rows' f16 X
  * (cll_cu_gemm_fused: each 32-value group in the order fg_xpos gives) */
-template <int T, int NTL, int NS, int UG>
+template <int T, int NTL, int NS>
 __global__ void __launch_bounds__(FG_WARPS * 32, NTL <= 2 ? 3 : 1) /* <= 2 tiles: three blocks an SM (<= 85 registers) */
 k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const __half *__restrict__ xh, int64_t ldxh,
         float *__restrict__ y, int64_t ldy, int nt, float *ws, int *tickets, int early) {
@@ -311,6 +310,11 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
         /* token r of each tile: lane q's 8 values of every group (fg_xpos: the elements 4q.. of step 0,
          * then 16 + 4q.. of step 1), one LDS.128 */
         const uint8_t *xr = sm + so + wbytes + r * FG_XP + 16 * q;
+        /* one and two tiles unrolled by 4, more by 2 (the 17-64 token kernels were not re-measured). H200,
+         * l2-7b speed_tg (same call, 91d7143), unroll 2 / 4 / 8: Q4_K_M 4 sequences 1100.8 / 1112.2 / 1127.7,
+         * 8 1960.0 / 1982.2 / 1980.3, 16 3107.5 / 3150.6 / 3161.3; Q4_0 4 1367.6 / 1373.6 / 1368.1, 8 2145.4 /
+         * 2161.9 / 2160.8, 16 3388.5 / 3438.7 / 3466.3 */
+        constexpr int UG = NTL <= 2 ? 4 : 2;
 #pragma unroll UG
         for (int gi = 0; gi < MMA_G; gi++) {
             uint32_t k0[4], k1[4];
@@ -329,37 +333,24 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
     mma_tile_out<NTL>(acc, NTL, row0 + warp * MMA_ROWS + r, q, nt, rows, row0, FG_BM, y, ldy, ws, tickets, &last);
 }
 
-/* CLLAMA_CUDA_FUSED_UNROLL (2, 4 or 8; default 4): groups per unrolled step of the one- and two-tile
- * kernels' group loop (an A/B knob, read once per process). H200, l2-7b speed_tg (same call, 91d7143),
- * 2 / 4 / 8: Q4_K_M 4 1100.8 / 1112.2 / 1127.7, 8 1960.0 / 1982.2 / 1980.3, 16 3107.5 / 3150.6 /
- * 3161.3; Q4_0 4 1367.6 / 1373.6 / 1368.1, 8 2145.4 / 2161.9 / 2160.8, 16 3388.5 / 3438.7 / 3466.3 */
-static int fg_unroll(void) {
-    static int v = 0; /* process-wide setting read once; not state */
-    if (!v) {
-        const char *e = getenv("CLLAMA_CUDA_FUSED_UNROLL");
-        v = e && (atoi(e) == 2 || atoi(e) == 8) ? atoi(e) : 4;
-    }
-    return v;
-}
-
 template <int T, int NTL, int NS> static constexpr size_t fg_smem(void) {
     return (size_t)NS * ((size_t)FG_BM * CuFg<T>::P + (size_t)NTL * 8 * FG_XP);
 }
 
-template <int T, int NTL, int NS, int UG>
+template <int T, int NTL, int NS>
 static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t0, int nt, float *y, int64_t ldy,
                                  const cll_cu_splitk *sk, cudaStream_t st) {
     static int bps = 0; /* resident blocks per SM, asked once (the attribute set with it) */
     constexpr size_t smem = fg_smem<T, NTL, NS>();
     if (!bps) {
-        CLL_CU_RET(cudaFuncSetAttribute(k_fgemm<T, NTL, NS, UG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        CLL_CU_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_fgemm<T, NTL, NS, UG>, FG_WARPS * 32, smem));
+        CLL_CU_RET(cudaFuncSetAttribute(k_fgemm<T, NTL, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CLL_CU_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_fgemm<T, NTL, NS>, FG_WARPS * 32, smem));
         if (bps < 1) return cudaErrorInvalidConfiguration;
     }
     const int64_t tiles = cll_cdiv(w->rows, FG_BM);
     const int ks = cll_cu_fused_ks(tiles, w->cols / 256, (int64_t)cll_cu_sm_count() * bps, nt, w->rows,
                                    sk && sk->ws ? sk->ws_floats : 0, sk && sk->tickets ? sk->n_tickets : 0);
-    return cll_cu_launch(k_fgemm<T, NTL, NS, UG>, dim3((unsigned)tiles, (unsigned)ks), dim3(FG_WARPS * 32), smem, st, w->d,
+    return cll_cu_launch(k_fgemm<T, NTL, NS>, dim3((unsigned)tiles, (unsigned)ks), dim3(FG_WARPS * 32), smem, st, w->d,
                          w->rows, (int)(w->cols / 32), (int64_t)w->row_stride, xh + (int64_t)t0 * w->cols,
                          (int64_t)w->cols, y + (int64_t)t0 * ldy, ldy, nt, sk ? sk->ws : (float *)NULL,
                          sk ? sk->tickets : (int *)NULL, cll_cu_gemv_early_trigger());
@@ -377,15 +368,10 @@ static cudaError_t fg_launch(const cll_cu_weight *w, const void *xh, int64_t n, 
     for (int64_t t0 = 0; t0 < n; t0 += each) {
         const int nt = (int)(n - t0 < each ? n - t0 : each);
         const __half *x = (const __half *)xh;
-        const int ug = fg_unroll();
-        const cudaError_t e = nt <= 8    ? (ug == 8   ? fg_launch_one<T, 1, 2, 8>(w, x, (int)t0, nt, y, ldy, sk, st)
-                                            : ug == 4 ? fg_launch_one<T, 1, 2, 4>(w, x, (int)t0, nt, y, ldy, sk, st)
-                                                      : fg_launch_one<T, 1, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st))
-                              : nt <= 16 ? (ug == 8   ? fg_launch_one<T, 2, 2, 8>(w, x, (int)t0, nt, y, ldy, sk, st)
-                                            : ug == 4 ? fg_launch_one<T, 2, 2, 4>(w, x, (int)t0, nt, y, ldy, sk, st)
-                                                      : fg_launch_one<T, 2, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st))
-                              : nt <= 32 ? fg_launch_one<T, 4, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
-                                         : fg_launch_one<T, 8, 3, 2>(w, x, (int)t0, nt, y, ldy, sk, st);
+        const cudaError_t e = nt <= 8    ? fg_launch_one<T, 1, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
+                              : nt <= 16 ? fg_launch_one<T, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
+                              : nt <= 32 ? fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
+                                         : fg_launch_one<T, 8, 3>(w, x, (int)t0, nt, y, ldy, sk, st);
         if (e != cudaSuccess) return e;
     }
     return cudaSuccess;

@@ -23,13 +23,13 @@
 #define MMA_ROWS 16 /* weight rows of one m16 tile */
 #define MMA_G 8     /* groups per chunk */
 
-static __device__ __forceinline__ void mma_cp16(void *smem, const void *g) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(smem)), "l"(g)
-                 : "memory");
-}
-/* the same copy to a shared-space address (one cvta per kernel, not one per copy) */
+/* 16 bytes global -> shared at a shared-space address (a kernel converts its base once) */
 static __device__ __forceinline__ void mma_cp16s(uint32_t saddr, const void *g) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(saddr), "l"(g) : "memory");
+}
+/* the same from a generic pointer (a cvta per copy) */
+static __device__ __forceinline__ void mma_cp16(void *smem, const void *g) {
+    mma_cp16s((uint32_t)__cvta_generic_to_shared(smem), g);
 }
 static __device__ __forceinline__ void mma_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void mma_wait(void) {
