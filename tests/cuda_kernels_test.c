@@ -26,11 +26,12 @@ static int g_fail;
 
 static void report(const cll_cuda_gate_report *r, cll_status st) {
     printf("%-28s %-9s %6lldx%-6lld nb=%-3d mats=%lld  max_err %.2e bar %.0e  bad %lld unwritten %lld clobbered %lld  "
-           "control %s  %s%s\n",
+           "control %s  %s%s%s%s\n",
            r->row, st == CLL_OK ? "PASS" : "FAIL", (long long)r->rows, (long long)r->cols, r->nb, (long long)r->n_mat,
            r->max_err, r->tol, (long long)r->n_bad, (long long)r->n_unwritten, (long long)r->n_clobbered,
            r->control_failed ? "failed(ok)" : "PASSED(bad)", r->ref,
-           !r->tail_checked ? "" : r->tail_ok ? "  +resid tail ok" : "  +resid tail FAILED");
+           !r->tail_checked ? "" : r->tail_ok ? "  +resid tail ok" : "  +resid tail FAILED",
+           !r->exact_checked ? "" : r->n_exact_diff ? "  +bits DIFFER from " : "  +same bits as ", r->exact_checked ? r->exact_ref : "");
     if (st != CLL_OK) {
         printf("    -> %s\n", cll_last_error());
         g_fail++;
@@ -108,9 +109,43 @@ static void test_gemv_rows(void **state) {
             report(&r, cll_cuda_gate_row(row, few_shapes[s].rows, few_shapes[s].cols, few_shapes[s].nb, 150 + s, &r));
         }
     }
-    assert_int_equal(n_rows, 66); /* 20 layout-0 rows + 7 x 6 split rows (w4u4, r2, r4, r4_pt, tma, few) + 4 mma */
+    /* 20 layout-0 rows + 7 x 6 split rows (w4u4, r2, r4, r4_pt, tma, few) + 4 mma + 11 bit-exact
+     * variants (w4u2, w4u8 of IQ4_XS; r4u2_pt of Q4_0, Q5_1, IQ3_S; r2_r4ks_pt of the r4_pt types;
+     * r2_pt of Q6_K) */
+    assert_int_equal(n_rows, 77);
     if (only && *only) printf("CLL_GATE_ONLY=%s: only those gemv rows were gated\n", only);
     assert_int_equal(g_fail, 0);
+}
+
+/* the gate checks a bit-exact claim against the type's default row: a row that sums in another
+ * order (w4u4 against Q4_0's default r4_pt, split-K 2 at 4096 x 4096) made to claim it must fail,
+ * and the same row without the claim passes; every true claim passed in test_gemv_rows */
+static void test_false_bit_exact_claim(void **state) {
+    (void)state;
+    const cll_kernel_table *t = table();
+    const cll_kernel_row *r = cll_kernels_find(t, "gemv_q4_0_split_w4u4_dp4a");
+    assert_non_null(r);
+    assert_false(r->bit_exact);
+    cll_cuda_gate_report rep;
+    assert_int_equal(cll_cuda_gate_row(r, 4096, 4096, 1, 77, &rep), CLL_OK);
+    assert_false(rep.exact_checked);
+    cll_kernel_row liar = *r;
+    liar.bit_exact = true;
+    const cll_status st = cll_cuda_gate_row(&liar, 4096, 4096, 1, 77, &rep);
+    printf("false claim: %s, %lld of %lld outputs differ from %s (control %s)\n", st == CLL_OK ? "PASSED (bad)" : "failed (ok)",
+           (long long)rep.n_exact_diff, (long long)rep.n_out, rep.exact_ref, rep.exact_control_failed ? "ok" : "BAD");
+    assert_int_not_equal(st, CLL_OK);
+    assert_true(rep.exact_checked);
+    assert_true(rep.exact_control_failed);
+    assert_true(rep.n_exact_diff > 0);
+    assert_string_equal(rep.exact_ref, "gemv_q4_0_split_r4_smx_ks_pt");
+    /* a true claim at the same shape: r4u2_pt sums as r4_pt */
+    const cll_kernel_row *u2 = cll_kernels_find(t, "gemv_q4_0_split_r4u2_smx_ks_pt");
+    assert_non_null(u2);
+    assert_true(u2->bit_exact);
+    assert_int_equal(cll_cuda_gate_row(u2, 4096, 4096, 1, 77, &rep), CLL_OK);
+    assert_true(rep.exact_checked);
+    assert_int_equal(rep.n_exact_diff, 0);
 }
 
 static void test_gemm_rows(void **state) {
@@ -576,6 +611,7 @@ int main(void) {
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),
+        cmocka_unit_test(test_false_bit_exact_claim),
         cmocka_unit_test(test_gemm_rows),
         cmocka_unit_test(test_moe_rows),
         cmocka_unit_test(test_attn_prefill),

@@ -172,11 +172,13 @@ cll_status verdict(cll_cuda_gate_report *rep, const char *what) {
         return cll_err(CLL_ERR_INTERNAL, "gate %s: the poison control passed (the bar cannot fail)", rep->row);
     return cll_err(CLL_ERR_INTERNAL,
                    "gate %s (%s, %lldx%lld nb=%d): %lld/%lld outputs off (%lld unwritten), max err %.3g (bar %.3g), "
-                   "%lld padding clobbered%s%s",
+                   "%lld padding clobbered%s%s%s%s%s",
                    rep->row, what, (long long)rep->rows, (long long)rep->cols, rep->nb, (long long)rep->n_bad,
                    (long long)rep->n_out, (long long)rep->n_unwritten, rep->max_err, rep->tol,
                    (long long)rep->n_clobbered, rep->q8_exact ? "" : ", q8_1 bytes differ from the CPU's",
-                   rep->tables_exact ? "" : ", device codebooks differ from the C tables");
+                   rep->tables_exact ? "" : ", device codebooks differ from the C tables",
+                   rep->n_exact_diff ? ", claims bit-exact but differs from " : "",
+                   rep->n_exact_diff ? rep->exact_ref : "", rep->n_exact_diff ? " in some of them" : "");
 }
 
 void init_report(cll_cuda_gate_report *rep, const char *name, uint32_t op, uint32_t t, int64_t rows, int64_t cols, int nb) {
@@ -206,6 +208,14 @@ bool is_iq(uint32_t t) {
 cudaError_t poisoned(Dev &dev, float **p, size_t n) {
     CLL_CU_RET(dev.alloc((void **)p, n * sizeof(float)));
     return cudaMemset(*p, 0xFF, n * sizeof(float));
+}
+
+/* outputs (nrow rows of width, ld apart) whose bits differ between a and b */
+int64_t count_bit_diffs(const std::vector<float> &a, const std::vector<float> &b, int64_t nrow, int64_t width, int64_t ld) {
+    int64_t n = 0;
+    for (int64_t r = 0; r < nrow; r++)
+        for (int64_t i = 0; i < width; i++) n += memcmp(&a[(size_t)(r * ld + i)], &b[(size_t)(r * ld + i)], 4) != 0;
+    return n;
 }
 
 int64_t count_clobbered(const std::vector<float> &y, int64_t nrow, int64_t width, int64_t ld) {
@@ -519,6 +529,44 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
                 n_unstable += memcmp(&y[(size_t)(b * y_stride + r)], &y2[(size_t)(b * y_stride + r)], sizeof(float)) != 0;
     }
 
+    /* a bit-exact claim is checked, not believed: the type's default row of the same layout on the
+     * same weight and activation must give the same bits (padding aside) */
+    int64_t n_exact_diff = 0;
+    if (row->bit_exact) {
+        cll_kernel_shape sh;
+        memset(&sh, 0, sizeof sh);
+        sh.wtype = t;
+        sh.rows = rows;
+        sh.cols = cols;
+        sh.n_tokens = 1;
+        const cll_kernel_row *def = cll_kernels_default(cll_cu_kernel_table(), CLL_KOP_GEMV, &sh, row->layout);
+        const cll_cu_gemv_impl *di = def ? (const cll_cu_gemv_impl *)def->impl : NULL;
+        if (def && def != row && di && di->gemv && di->layout == impl->layout && !impl->few) {
+            float *dy2 = NULL;
+            GATE_CU(poisoned(dev, &dy2, (size_t)(nb * y_stride)));
+            cll_cu_gemv_args a2 = a;
+            a2.y = dy2;
+            GATE_CU(di->gemv(&w, &a2, 0));
+            GATE_CU(cudaDeviceSynchronize());
+            std::vector<float> y2((size_t)(nb * y_stride));
+            GATE_CU(cudaMemcpy(y2.data(), dy2, y2.size() * sizeof(float), cudaMemcpyDeviceToHost));
+            n_exact_diff = count_bit_diffs(y, y2, nb, rows, y_stride);
+            /* control: the same count over a copy with one output's low bit flipped must see it */
+            std::vector<float> y3 = y2;
+            uint32_t u;
+            memcpy(&u, &y3[(size_t)(rows / 2)], 4);
+            u ^= 1u;
+            memcpy(&y3[(size_t)(rows / 2)], &u, 4);
+            rep->exact_checked = true;
+            rep->exact_control_failed = count_bit_diffs(y2, y3, nb, rows, y_stride) == 1;
+            snprintf(rep->exact_ref, sizeof rep->exact_ref, "%s", def->name);
+            rep->n_exact_diff = n_exact_diff;
+            if (n_exact_diff)
+                fprintf(stderr, "gate %s (%lldx%lld nb=%d): claims bit-exact with %s, %lld outputs differ\n", row->name,
+                        (long long)rows, (long long)cols, nb, def->name, (long long)n_exact_diff);
+        }
+    }
+
     /* expectation */
     const size_t rb = (size_t)cll_row_bytes(t, (uint64_t)cols);
     std::vector<double> want((size_t)(nb * rows)), scale((size_t)(nb * rows));
@@ -573,6 +621,8 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
                 (long long)cols, nb, (long long)n_unstable);
         rep->n_bad += n_unstable;
     }
+    rep->n_bad += n_exact_diff;
+    if (rep->exact_checked && !rep->exact_control_failed) rep->control_failed = false;
     if (nb == 1) {
         cll_status st = gate_tail(impl, &w, a, y, rows, rng, dev, rep);
         if (st != CLL_OK) return st;

@@ -30,6 +30,10 @@ typedef struct {
     bool tail_checked;     /* gemv nb = 1: the row also ran with the fused residual tail (cll_cu_resid_epi) */
     bool tail_ok;          /* ... and y, x + y, the RMS norm and its q8_1 bytes matched, the ticket reset */
     char tail_why[96];     /* the first mismatch, when not */
+    bool exact_checked;    /* a row claiming bit_exact ran beside its type's default row (same layout) */
+    bool exact_control_failed; /* ... and a one-bit flip of the default's output was counted */
+    int64_t n_exact_diff;  /* outputs whose bits differ from the default's (counted in n_bad) */
+    char exact_ref[64];    /* that default row */
     bool passed;
     bool control_failed;   /* true = the perturbed expectation was rejected (the bar can fail) */
 } cll_cuda_gate_report;
@@ -42,6 +46,9 @@ typedef struct {
  *   quantized activation (q8_1 bytes; q8_0 = the same d and qs); K-quants and i-quants (CPU: q8_K)
  *   and float weights: f64 sum of to_f32(w) times the dequantized q8_1 activation (float weights:
  *   f32 x, bf16-rounded for BF16). Bar: |got - want| <= 1e-5 * sum |w_k x_k|.
+ *   A row that claims bit_exact also runs its type's default row (same layout, one-token default)
+ *   on the same weight and activation: every output must have the same bits (a one-bit flip of
+ *   the default's output must be counted: the check's control).
  *   nb = 1 also runs the row a second time with the fused residual tail on (residual x0, norm
  *   weight g, poisoned xn / xq): y must repeat bit for bit, x must be x0 + y (f32), xn the RMS
  *   norm of it times g (within 2 ulp of the f64-summed host norm; the poison control moves one

@@ -129,11 +129,18 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
                            who);
         if (f < 0) fprintf(stderr, "tune: NVML is not available: other GPU processes and the SM clock go unobserved\n");
     }
+    /* the races time decode steps only: the copies need no resident prefill panels (a 7B file's are
+     * ~13 GB each, and decoding them at every load is most of a copy's load time) */
+    const bool panels_set = getenv("CLLAMA_CUDA_PANELS") != NULL;
+    if (cuda && !panels_set) setenv("CLLAMA_CUDA_PANELS", "off", 1);
     const double t0 = cll_now();
     double floor_now = 0.0, probes[3] = {0, 0, 0}, longest = 0.0; /* longest: the longest site so far */
     int done = 0, skipped = 0, np = 0;
     char *race = (char *)calloc(1, 1 << 20);
-    if (!race) return cll_err(CLL_ERR_NOMEM, "tune: out of memory");
+    if (!race) {
+        if (cuda && !panels_set) unsetenv("CLLAMA_CUDA_PANELS");
+        return cll_err(CLL_ERR_NOMEM, "tune: out of memory");
+    }
     size_t rl = (size_t)snprintf(race, 1 << 20, "{");
     if (sc->race_json && strlen(sc->race_json) > 2)
         rl += (size_t)snprintf(race + rl, (1 << 20) - rl, "%.*s", (int)(strlen(sc->race_json) - 2), sc->race_json + 1);
@@ -172,10 +179,15 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         const cll_kernel_row *inc = cll_kernels_default(t, CLL_KOP_GEMV, &s0, -1);
         if (!inc || !cll_tune_row_runs(t, inc, 1, types[ti].cols)) continue;
         arm[na++] = inc;
+        int n_tol = 0; /* tolerant rows left out: a race they cannot win is not run */
         for (size_t i = 0; i < t->n && na < SR_MAX_ARMS; i++) {
             const cll_kernel_row *r = &t->rows[i];
             if (r == inc || r->wtype != types[ti].wtype || !(r->op & CLL_KOP_GEMV) || !cll_tune_row_runs(t, r, 1, types[ti].cols))
                 continue;
+            if (!r->bit_exact && !o->allow_tolerant) {
+                n_tol++;
+                continue;
+            }
             char why[256];
             if (!gate(r, types[ti].cols, cuda, why, sizeof why)) {
                 fprintf(stderr, "tune: %s: %s is broken (not raced): %s\n", site, r->name, why);
@@ -183,6 +195,9 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
             }
             arm[na++] = r;
         }
+        if (n_tol)
+            fprintf(stderr, "tune: %s: %d tolerant row(s) not raced (only bit-exact rows can be crowned without "
+                            "--allow-tolerant)\n", site, n_tol);
         if (na < 2) continue; /* nothing to race */
         cll_bench_model *bm[SR_MAX_ARMS] = {0};
         for (int a = 0; a < na && st == CLL_OK; a++) {
@@ -262,6 +277,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
     }
     free(race);
     cll_kernels_clear_overrides();
+    if (cuda && !panels_set) unsetenv("CLLAMA_CUDA_PANELS");
     if (st != CLL_OK) return st;
     for (int i = np; i < 3; i++) probes[i] = probes[np > 0 ? np - 1 : 0];
     memcpy(sc->noise_probes, probes, sizeof probes);
