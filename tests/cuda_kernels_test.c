@@ -109,10 +109,10 @@ static void test_gemv_rows(void **state) {
             report(&r, cll_cuda_gate_row(row, few_shapes[s].rows, few_shapes[s].cols, few_shapes[s].nb, 150 + s, &r));
         }
     }
-    /* 20 layout-0 rows + 7 x 6 split rows (w4u4, r2, r4, r4_pt, tma, few) + 4 mma + 11 bit-exact
-     * variants (w4u2, w4u8 of IQ4_XS; r4u2_pt of Q4_0, Q5_1, IQ3_S; r2_r4ks_pt of the r4_pt types;
-     * r2_pt of Q6_K) */
-    assert_int_equal(n_rows, 77);
+    /* 20 layout-0 rows + 7 x 6 split rows (w4u4, r2, r4, r4_pt, tma, few) + 4 mma + 13 bit-exact
+     * variants (w4u2, w4u2b8, w4u1b8, w4u4b6 of IQ4_XS; r4b6_pt of Q4_0, Q5_1, IQ3_S; r2u1b7_pt of
+     * the r4_pt types and Q6_K) */
+    assert_int_equal(n_rows, 79);
     if (only && *only) printf("CLL_GATE_ONLY=%s: only those gemv rows were gated\n", only);
     assert_int_equal(g_fail, 0);
 }
@@ -139,8 +139,8 @@ static void test_false_bit_exact_claim(void **state) {
     assert_true(rep.exact_control_failed);
     assert_true(rep.n_exact_diff > 0);
     assert_string_equal(rep.exact_ref, "gemv_q4_0_split_r4_smx_ks_pt");
-    /* a true claim at the same shape: r4u2_pt sums as r4_pt */
-    const cll_kernel_row *u2 = cll_kernels_find(t, "gemv_q4_0_split_r4u2_smx_ks_pt");
+    /* a true claim at the same shape: r2u1b7 with r4's split-K sums as r4_pt */
+    const cll_kernel_row *u2 = cll_kernels_find(t, "gemv_q4_0_split_r2u1b7_smx_r4ks_pt");
     assert_non_null(u2);
     assert_true(u2->bit_exact);
     assert_int_equal(cll_cuda_gate_row(u2, 4096, 4096, 1, 77, &rep), CLL_OK);

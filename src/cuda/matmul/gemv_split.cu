@@ -36,12 +36,12 @@ static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b
 #define SP_U 4
 /* >= 5 blocks (20 warps) per SM: caps registers at 102 (Q6_K would take 107; 80 spills) */
 #define SP_MIN_BLOCKS 5
-/* the variants that keep twice the loads in flight (k_gemv_sp U = 8, k_gemv_spx U = 2) would
- * spill under that cap: >= 4 blocks (128 registers) */
+/* a kernel keeping more loads in flight than its base form would spill under that cap: >= 4
+ * blocks (128 registers); the variants name their own (MINB) */
 #define SP_MIN_BLOCKS_U(U, BASE) ((U) > (BASE) ? 4 : SP_MIN_BLOCKS)
 
-template <class S, int WARPS, int U, bool EPI, bool RT>
-__global__ void __launch_bounds__(WARPS * 32, SP_MIN_BLOCKS_U(U, SP_U))
+template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS_U(U, SP_U)>
+__global__ void __launch_bounds__(WARPS * 32, MINB)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
           float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi,
@@ -114,10 +114,10 @@ static bool sp_route_ok(const cll_cu_gemv_args *a) {
            !a->mat_ids && !a->epi.on && r.sel && r.selw;
 }
 
-/* U: groups per lane in flight (4: the w4u4 rows; 2 / 8 their variants). A row's sum does not
- * depend on U (each lane adds its groups l, l + 32, .. in that order, then the warp sum), so the
- * variants are bit-exact with w4u4 */
-template <class S, int U = SP_U>
+/* U: groups per lane in flight (4: the w4u4 rows; 1 / 2 their variants), MINB: the resident
+ * blocks an SM the registers are capped for. A row's sum depends on neither (each lane adds its
+ * groups l, l + 32, .. in that order, then the warp sum), so the variants are bit-exact with w4u4 */
+template <class S, int U = SP_U, int MINB = SP_MIN_BLOCKS_U(U, SP_U)>
 static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
@@ -125,9 +125,9 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
     if (a->act_in.gu) return cudaErrorNotSupported; /* the staging of k_gemv_spx only */
-    auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, false, true>
-             : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, true, false>
-                             : k_gemv_sp<S, SP_WARPS, U, false, false>;
+    auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, false, true, MINB>
+             : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, true, false, MINB>
+                             : k_gemv_sp<S, SP_WARPS, U, false, false, MINB>;
     return cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
                         a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
@@ -152,8 +152,8 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
 #define SPX_WARPS 4
 #define SPX_MAX_SMEM (48 * 1024) /* activation rows above 48 KB (cols > 35744) take k_gemv_sp */
 
-template <class S, int R, int U, bool EPI, bool RT, bool ACT>
-__global__ void __launch_bounds__(SPX_WARPS * 32, SP_MIN_BLOCKS_U(U, R == 4 ? 1 : 2))
+template <class S, int R, int U, bool EPI, bool RT, bool ACT, int MINB = SP_MIN_BLOCKS_U(U, R == 4 ? 1 : 2)>
+__global__ void __launch_bounds__(SPX_WARPS * 32, MINB)
 k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride,
            int64_t n_mat, const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
            float *__restrict__ y, int64_t y_stride, int ks_log2, int early, const void *pfn, size_t pfb,
@@ -296,12 +296,12 @@ static int sp_pick_ks_log2(int64_t rows, int64_t ng, int nb, int sms, int bps, i
 }
 /* resident blocks per SM of k_gemv_spx<S, R, U> at smem bytes of dynamic shared memory (the last
  * answer cached per kernel: decode calls one kernel with a handful of widths) */
-template <class S, int R, int U> static int spx_blocks_per_sm(size_t smem) {
+template <class S, int R, int U, int MINB = SP_MIN_BLOCKS_U(U, R == 4 ? 1 : 2)> static int spx_blocks_per_sm(size_t smem) {
     static size_t last_smem = (size_t)-1;
     static int last = 0;
     if (smem != last_smem) {
         int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_spx<S, R, U, false, false, false>, SPX_WARPS * 32, smem) != cudaSuccess ||
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_spx<S, R, U, false, false, false, MINB>, SPX_WARPS * 32, smem) != cudaSuccess ||
             n <= 0) {
             cudaGetLastError();
             n = 4;
@@ -317,8 +317,10 @@ template <class S, int R, int U> static int spx_blocks_per_sm(size_t smem) {
  * KR, KU: the kernel whose split-K pick this launch takes. A row's sum depends on R, U and the
  * grid walk only through ks (each warp adds its chunks in order, the ks partials meet in a fixed
  * order), so a variant that picks ks as <KR, KU> would is bit-exact with that kernel's rows:
- * r4u2_pt (U = 2) and r2_r4ks_pt (R = 2) with r4 / r4_pt (KR = 4, KU = 1) */
-template <class S, int R, int U, bool PT, int KR = R, int KU = U>
+ * r4b6_pt (MINB = 6) and r2u1b7_r4ks_pt (R = 2, U = 1) with r4 / r4_pt (KR = 4, KU = 1), r2u1b7_pt
+ * with r2 (KR = 2, KU = 2). MINB: the resident blocks an SM its registers are capped for; the
+ * split-K pick reads the <KR, KU> kernel's residency at that kernel's own cap */
+template <class S, int R, int U, bool PT, int KR = R, int KU = U, int MINB = SP_MIN_BLOCKS_U(U, R == 4 ? 1 : 2)>
 static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     const bool act = a->act_in.gu != NULL;
     if ((!a->xq && !act) || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
@@ -327,8 +329,8 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     const size_t smem = (size_t)ng * SP_XW * 4;
     if (act && (smem > SPX_MAX_SMEM || a->epi.on || a->route.logits)) return cudaErrorNotSupported;
     if (smem > SPX_MAX_SMEM) return sp_gemv_launch<S>(w, a, st);
-    const int sms = cll_cu_sm_count(), bps = spx_blocks_per_sm<S, R, U>(smem);
-    const int kbps = KR == R && KU == U ? bps : spx_blocks_per_sm<S, KR, KU>(smem);
+    const int sms = cll_cu_sm_count(), bps = spx_blocks_per_sm<S, R, U, MINB>(smem);
+    const int kbps = spx_blocks_per_sm<S, KR, KU>(smem); /* the kernel whose split-K this takes, at its residency */
     const int l = sp_pick_ks_log2(w->rows, ng, a->nb, sms, kbps, KR);
     const int64_t rb = (int64_t)(SPX_WARPS >> l) * R;
     int64_t gx = cll_cdiv(w->rows, rb);
@@ -339,10 +341,10 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     const dim3 grid((unsigned)gx, (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
-    auto k = act               ? k_gemv_spx<S, R, U, false, false, true>
-             : a->route.logits ? k_gemv_spx<S, R, U, false, true, false>
-             : a->epi.on       ? k_gemv_spx<S, R, U, true, false, false>
-                               : k_gemv_spx<S, R, U, false, false, false>;
+    auto k = act               ? k_gemv_spx<S, R, U, false, false, true, MINB>
+             : a->route.logits ? k_gemv_spx<S, R, U, false, true, false, MINB>
+             : a->epi.on       ? k_gemv_spx<S, R, U, true, false, false, MINB>
+                               : k_gemv_spx<S, R, U, false, false, false, MINB>;
     return cll_cu_launch(k, grid, dim3(SPX_WARPS * 32), smem, st, w->d, w->rows, ng,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
                              (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, l, cll_cu_gemv_early_trigger(),
@@ -408,27 +410,34 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
     for (int64_t r = 0; r < n; r++) S::pack(src + (size_t)r * src_stride, dst + (size_t)r * dst_stride, cols / 32);
 }
 
-/* the bit-exact variants a type has (NULL: none; each would spill or has no default to match):
- * W: w4u2 / w4u8 (IQ4_XS, whose default is w4u4); X: r4u2_pt (spills above Q5_1's bytes per
- * group); Y: r2_r4ks_pt (the types whose default is r4_pt); Z: r2_pt (Q6_K, default r2) */
-#define SP_W(T) sp_gemv_launch<CuSp<T>, 2>, sp_gemv_launch<CuSp<T>, 8>
-#define SP_NOW NULL, NULL
-#define SP_X(T) spx_gemv_launch<CuSp<T>, 4, 2, true, 4, 1>
-#define SP_Y(T) spx_gemv_launch<CuSp<T>, 2, 2, true, 4, 1>
-#define SP_Z(T) spx_gemv_launch<CuSp<T>, 2, 2, true>
-#define SP_OPS(T, NAME, W, X, Y, Z)                                                                           \
+/* the bit-exact variants a type has (NULL: none): rows that launch its default's sums differently,
+ * for the tuner to race. W: IQ4_XS (default w4u4): w4u2, w4u2 and w4u1 at >= 8 blocks an SM
+ * (<= 64 registers), w4u4 at >= 6; X: r4 at >= 6 blocks (72-80 registers: Q4_0, Q5_1, IQ3_S; the
+ * K-quants and Q8_0 spill there); Y: r2 with one group a row in flight at >= 7 blocks (56-72
+ * registers), split-K as r4 (the r4_pt types) or as r2 (Q6_K, default r2). Left out after
+ * measuring (H200, tune serving races, l2-7b, same call): more in flight does not pay, fewer
+ * registers might: IQ4_XS w4u8 (4 blocks) -15.8% and w4u2 +3.0% against w4u4; Q4_K r2 (U = 2)
+ * with r4's split-K -1.5%, Q6_K r2_pt -0.5%; r4 with U = 2 spills on Q4_K / Q8_0 / Q6_K. */
+#define SP_W(T)                                                                                              \
+    sp_gemv_launch<CuSp<T>, 2>, sp_gemv_launch<CuSp<T>, 2, 8>, sp_gemv_launch<CuSp<T>, 1, 8>,                    \
+        sp_gemv_launch<CuSp<T>, 4, 6>
+#define SP_NOW NULL, NULL, NULL, NULL
+#define SP_X(T) spx_gemv_launch<CuSp<T>, 4, 1, true, 4, 1, 6>
+#define SP_Y4(T) spx_gemv_launch<CuSp<T>, 2, 1, true, 4, 1, 7>
+#define SP_Y2(T) spx_gemv_launch<CuSp<T>, 2, 1, true, 2, 2, 7>
+#define SP_OPS(T, NAME, W, X, Y)                                                                              \
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
-     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, Z,                                                        \
+     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y,                                                           \
      sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME,                \
      cu_moe_launch<CuMoeRowSp<CuSp<T>>>}
 static const cll_cu_sp_ops k_sp_ops[] = {
-    SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q4_0), SP_Y(CLL_TYPE_Q4_0), NULL),
-    SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a", SP_NOW, NULL, SP_Y(CLL_TYPE_Q8_0), NULL),
-    SP_OPS(CLL_TYPE_Q5_1, "gemv_q5_1_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q5_1), SP_Y(CLL_TYPE_Q5_1), NULL),
-    SP_OPS(CLL_TYPE_Q4_K, "gemv_q4_K_split_w4u4_dp4a", SP_NOW, NULL, SP_Y(CLL_TYPE_Q4_K), NULL),
-    SP_OPS(CLL_TYPE_Q6_K, "gemv_q6_K_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_Z(CLL_TYPE_Q6_K)),
-    SP_OPS(CLL_TYPE_IQ4_XS, "gemv_iq4_xs_split_w4u4_dp4a", SP_W(CLL_TYPE_IQ4_XS), NULL, NULL, NULL),
-    SP_OPS(CLL_TYPE_IQ3_S, "gemv_iq3_s_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_IQ3_S), SP_Y(CLL_TYPE_IQ3_S), NULL),
+    SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q4_0), SP_Y4(CLL_TYPE_Q4_0)),
+    SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a", SP_NOW, NULL, SP_Y4(CLL_TYPE_Q8_0)),
+    SP_OPS(CLL_TYPE_Q5_1, "gemv_q5_1_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q5_1), SP_Y4(CLL_TYPE_Q5_1)),
+    SP_OPS(CLL_TYPE_Q4_K, "gemv_q4_K_split_w4u4_dp4a", SP_NOW, NULL, SP_Y4(CLL_TYPE_Q4_K)),
+    SP_OPS(CLL_TYPE_Q6_K, "gemv_q6_K_split_w4u4_dp4a", SP_NOW, NULL, SP_Y2(CLL_TYPE_Q6_K)),
+    SP_OPS(CLL_TYPE_IQ4_XS, "gemv_iq4_xs_split_w4u4_dp4a", SP_W(CLL_TYPE_IQ4_XS), NULL, NULL),
+    SP_OPS(CLL_TYPE_IQ3_S, "gemv_iq3_s_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_IQ3_S), SP_Y4(CLL_TYPE_IQ3_S)),
 };
 
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type) {

@@ -34,12 +34,14 @@ typedef struct {
     cll_cu_gemv_fn gemv_r2;      /* k_gemv_spx<R=2, U=2>: smem activation, split-K by shape */
     cll_cu_gemv_fn gemv_r4;      /* k_gemv_spx<R=4, U=1> */
     cll_cu_gemv_fn gemv_r4p;     /* the same, persistent grid (one wave, tiles looped) */
-    /* bit-exact variants (NULL where a type has none): */
-    cll_cu_gemv_fn gemv_u2;      /* k_gemv_sp with 2 / 8 groups per lane in flight (as gemv) */
-    cll_cu_gemv_fn gemv_u8;
-    cll_cu_gemv_fn gemv_r4u2p;   /* k_gemv_spx<R=4, U=2>, persistent, split-K as r4 (as gemv_r4) */
-    cll_cu_gemv_fn gemv_r2k4p;   /* k_gemv_spx<R=2, U=2>, persistent, split-K as r4 (as gemv_r4) */
-    cll_cu_gemv_fn gemv_r2p;     /* k_gemv_spx<R=2, U=2>, persistent (as gemv_r2) */
+    /* bit-exact variants (NULL where a type has none; gemv_split.cu's SP_OPS): */
+    cll_cu_gemv_fn gemv_u2;      /* k_gemv_sp, 2 groups a lane in flight (as gemv) */
+    cll_cu_gemv_fn gemv_u2b8;    /* ... at >= 8 blocks an SM (<= 64 registers) */
+    cll_cu_gemv_fn gemv_u1b8;    /* 1 group a lane, >= 8 blocks */
+    cll_cu_gemv_fn gemv_u4b6;    /* 4 groups a lane, >= 6 blocks (<= 80 registers) */
+    cll_cu_gemv_fn gemv_r4b6p;   /* k_gemv_spx<R=4, U=1>, persistent, >= 6 blocks (as gemv_r4) */
+    cll_cu_gemv_fn gemv_r2u1p;   /* k_gemv_spx<R=2, U=1>, persistent, >= 7 blocks, split-K as the
+                                    type's default (r4: as gemv_r4; Q6_K: as gemv_r2) */
     cll_cu_get_rows_fn get_rows;
     cll_cu_panel_fn panel;
     cll_cu_pack_fn pack;

@@ -173,7 +173,7 @@ static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
 static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
     k_tma_impl[CU_NSP], k_few_impl[CU_NSP], k_mma_impl[CU_NSP], k_fused_impl[CU_NSP], k_spu2_impl[CU_NSP],
-    k_spu8_impl[CU_NSP], k_spx4u2p_impl[CU_NSP], k_spx2k4p_impl[CU_NSP], k_spx2p_impl[CU_NSP];
+    k_spu2b8_impl[CU_NSP], k_spu1b8_impl[CU_NSP], k_spu4b6_impl[CU_NSP], k_spx4b6p_impl[CU_NSP], k_spx2u1p_impl[CU_NSP];
 /* the grouped MoE rows: layout 0 (block types, k_types order) and split */
 static cll_cu_gemv_impl k_moe_impl[CU_NTYPES], k_moe_sp_impl[CU_NSP];
 /* a layout-0 row stays a default unless its type has a default split row */
@@ -191,10 +191,12 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SPX4 "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape lane/32-group ld=16B x1 group x4 rows double-buffered act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_SPX4P "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 by shape persistent grid (1 wave, tiles looped, activation staged once per block) ld=16B x1 group x4 rows act=q8_1 in smem dp4a pdl"
 #define CU_GEMV_PARAMS_SPU2 "layout=1(split) warps=4 rows/warp=1 lane/32-group ld=16B x2 groups/lane double-buffered act=q8_1 dp4a pdl (w4u4's sums)"
-#define CU_GEMV_PARAMS_SPU8 "layout=1(split) warps=4 rows/warp=1 lane/32-group ld=16B x8 groups/lane double-buffered >=4 blocks/SM act=q8_1 dp4a pdl (w4u4's sums)"
-#define CU_GEMV_PARAMS_SPX4U2P "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 as r4 persistent grid ld=16B x2 groups x4 rows double-buffered >=4 blocks/SM act=q8_1 in smem dp4a pdl (r4's sums)"
-#define CU_GEMV_PARAMS_SPX2K4P "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 as r4 persistent grid ld=16B x2 groups x2 rows double-buffered act=q8_1 in smem dp4a pdl (r4's sums)"
-#define CU_GEMV_PARAMS_SPX2P "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 by shape persistent grid ld=16B x2 groups x2 rows double-buffered act=q8_1 in smem dp4a pdl (r2's sums)"
+#define CU_GEMV_PARAMS_SPU2B8 "layout=1(split) warps=4 rows/warp=1 lane/32-group ld=16B x2 groups/lane double-buffered >=8 blocks/SM act=q8_1 dp4a pdl (w4u4's sums)"
+#define CU_GEMV_PARAMS_SPU1B8 "layout=1(split) warps=4 rows/warp=1 lane/32-group ld=16B x1 group/lane double-buffered >=8 blocks/SM act=q8_1 dp4a pdl (w4u4's sums)"
+#define CU_GEMV_PARAMS_SPU4B6 "layout=1(split) warps=4 rows/warp=1 lane/32-group ld=16B x4 groups/lane double-buffered >=6 blocks/SM act=q8_1 dp4a pdl (w4u4's sums)"
+#define CU_GEMV_PARAMS_SPX4B6P "layout=1(split) warps=4 rows/warp=4 split-K=1|2|4 as r4 persistent grid ld=16B x1 group x4 rows double-buffered >=6 blocks/SM act=q8_1 in smem dp4a pdl (r4's sums)"
+#define CU_GEMV_PARAMS_SPX2U1P4 "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 as r4 persistent grid ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 in smem dp4a pdl (r4's sums)"
+#define CU_GEMV_PARAMS_SPX2U1P2 "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 as r2 persistent grid ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 in smem dp4a pdl (r2's sums)"
 #define CU_GEMV_PARAMS_TMA "layout=1(split) 128 threads persistent grid tile=rt rows (~16KB) one cp.async.bulk per tile mbarrier 4 stages in flight (first before the PDL wait) act=q8_1 in smem dp4a nb=1 (else r4_pt)"
 #define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
 #define CU_GEMV_PARAMS_MMA "layout=1(split) n_tokens 2-64 cols%256 mma.sync m16n8k32 int8 (Q6_K 2x m16n8k16), weights + q8_1 by cp.async 3 stages, pdl; 2-8 tokens: 8 warps x 16 rows, K split over the warps in 256-value chunks; 9-64: 128 rows x 64 tokens per block, split-K over blocks (last-block ticket)"
@@ -227,9 +229,9 @@ static const cll_kernel_row k_rows[] = {
  * per-group vs per-lane), so only a row and itself are, and r4 with r4_pt (the same tile code,
  * the grid only walks the tiles differently) */
 /* the numerics family of split form k (the same sums in the same order within a family):
- * 0 w4u4 and its U variants (5 w4u2, 6 w4u8); 1 r2 and 9 r2_pt; 2 r4, 3 r4_pt, 7 r4u2_pt and
- * 8 r2_r4ks_pt (split-K as r4); 4 tma */
-#define CU_SP_FAM(k) ((k) == 5 || (k) == 6 ? 0 : (k) == 9 ? 1 : (k) == 3 || (k) == 7 || (k) == 8 ? 2 : (k))
+ * 0 w4u4 and its variants (5 w4u2, 6 w4u2b8, 7 w4u1b8, 8 w4u4b6); 1 r2 and 10 r2u1b7_pt; 2 r4,
+ * 3 r4_pt, 9 r4b6_pt and 11 r2u1b7_r4ks_pt (split-K as r4); 4 tma */
+#define CU_SP_FAM(k) ((k) >= 5 && (k) <= 8 ? 0 : (k) == 10 ? 1 : (k) == 3 || (k) == 9 || (k) == 11 ? 2 : (k))
 #define CU_SP_EXACT(D, k) (CU_SP_FAM(D) == CU_SP_FAM(k))
 #define CU_SP_ROW(n, T, i, D)                                                                                \
     {"gemv_" #n "_split_w4u4_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SP, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
@@ -253,16 +255,18 @@ static const cll_kernel_row k_rows[] = {
     {"gemv_" #n "_split_" suffix, CLL_KOP_GEMV, CLL_TYPE_##T, 0, params, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok,        \
      CU_SP_EXACT(D, k), false, &impl[i]},
     CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 5, "w4u2_dp4a", CU_GEMV_PARAMS_SPU2, k_spu2_impl)
-    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 6, "w4u8_dp4a", CU_GEMV_PARAMS_SPU8, k_spu8_impl)
-    CU_SPV_ROW(q4_0, Q4_0, 0, 3, 7, "r4u2_smx_ks_pt", CU_GEMV_PARAMS_SPX4U2P, k_spx4u2p_impl)
-    CU_SPV_ROW(q5_1, Q5_1, 2, 3, 7, "r4u2_smx_ks_pt", CU_GEMV_PARAMS_SPX4U2P, k_spx4u2p_impl)
-    CU_SPV_ROW(iq3_s, IQ3_S, 6, 3, 7, "r4u2_smx_ks_pt", CU_GEMV_PARAMS_SPX4U2P, k_spx4u2p_impl)
-    CU_SPV_ROW(q4_0, Q4_0, 0, 3, 8, "r2_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2K4P, k_spx2k4p_impl)
-    CU_SPV_ROW(q8_0, Q8_0, 1, 3, 8, "r2_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2K4P, k_spx2k4p_impl)
-    CU_SPV_ROW(q5_1, Q5_1, 2, 3, 8, "r2_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2K4P, k_spx2k4p_impl)
-    CU_SPV_ROW(q4_K, Q4_K, 3, 3, 8, "r2_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2K4P, k_spx2k4p_impl)
-    CU_SPV_ROW(iq3_s, IQ3_S, 6, 3, 8, "r2_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2K4P, k_spx2k4p_impl)
-    CU_SPV_ROW(q6_K, Q6_K, 4, 1, 9, "r2_smx_ks_pt", CU_GEMV_PARAMS_SPX2P, k_spx2p_impl)
+    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 6, "w4u2b8_dp4a", CU_GEMV_PARAMS_SPU2B8, k_spu2b8_impl)
+    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 7, "w4u1b8_dp4a", CU_GEMV_PARAMS_SPU1B8, k_spu1b8_impl)
+    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 8, "w4u4b6_dp4a", CU_GEMV_PARAMS_SPU4B6, k_spu4b6_impl)
+    CU_SPV_ROW(q4_0, Q4_0, 0, 3, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
+    CU_SPV_ROW(q5_1, Q5_1, 2, 3, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
+    CU_SPV_ROW(iq3_s, IQ3_S, 6, 3, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
+    CU_SPV_ROW(q4_0, Q4_0, 0, 3, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(q8_0, Q8_0, 1, 3, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(q5_1, Q5_1, 2, 3, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(q4_K, Q4_K, 3, 3, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(iq3_s, IQ3_S, 6, 3, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(q6_K, Q6_K, 4, 1, 10, "r2u1b7_smx_ks_pt", CU_GEMV_PARAMS_SPX2U1P2, k_spx2u1p_impl)
 #undef CU_SPV_ROW
     /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu): not the registry default of the
      * n2-8 class (the dp4a row is), but the pick (cll_cu_pick_form) takes them from the token count
@@ -339,14 +343,16 @@ static void fill_impls(void) {
         k_spx4p_impl[i].gemv = o ? o->gemv_r4p : NULL;
         k_spu2_impl[i] = k_sp_impl[i];
         k_spu2_impl[i].gemv = o ? o->gemv_u2 : NULL;
-        k_spu8_impl[i] = k_sp_impl[i];
-        k_spu8_impl[i].gemv = o ? o->gemv_u8 : NULL;
-        k_spx4u2p_impl[i] = k_spx2_impl[i];
-        k_spx4u2p_impl[i].gemv = o ? o->gemv_r4u2p : NULL;
-        k_spx2k4p_impl[i] = k_spx2_impl[i];
-        k_spx2k4p_impl[i].gemv = o ? o->gemv_r2k4p : NULL;
-        k_spx2p_impl[i] = k_spx2_impl[i];
-        k_spx2p_impl[i].gemv = o ? o->gemv_r2p : NULL;
+        k_spu2b8_impl[i] = k_sp_impl[i];
+        k_spu2b8_impl[i].gemv = o ? o->gemv_u2b8 : NULL;
+        k_spu1b8_impl[i] = k_sp_impl[i];
+        k_spu1b8_impl[i].gemv = o ? o->gemv_u1b8 : NULL;
+        k_spu4b6_impl[i] = k_sp_impl[i];
+        k_spu4b6_impl[i].gemv = o ? o->gemv_u4b6 : NULL;
+        k_spx4b6p_impl[i] = k_spx2_impl[i];
+        k_spx4b6p_impl[i].gemv = o ? o->gemv_r4b6p : NULL;
+        k_spx2u1p_impl[i] = k_spx2_impl[i];
+        k_spx2u1p_impl[i].gemv = o ? o->gemv_r2u1p : NULL;
         k_tma_impl[i] = k_sp_impl[i];
         k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
         k_tma_impl[i].routes = false;
