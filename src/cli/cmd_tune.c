@@ -237,6 +237,8 @@ static int mint(int argc, char **argv) {
     const char *export_cls = NULL, *out = NULL;
     bool serving = false, no_knobs = false;
     double budget = 0, gate_timeout = 60;
+    const char *gate_row = NULL; /* --gate-row NAME: the child side of a serving race's isolated gate */
+    long long gate_cols = 0;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN), rounds = 12;
     bool force = false, tolerant = false;
     long long ov_r = 0, ov_c = 0;
@@ -261,6 +263,8 @@ static int mint(int argc, char **argv) {
             }
         }
         else if (!strcmp(a, "--allow-tolerant")) tolerant = true;
+        else if (!strcmp(a, "--gate-row") && has) gate_row = argv[++i];
+        else if (!strcmp(a, "--gate-cols") && has) gate_cols = atoll(argv[++i]);
         else if (!strcmp(a, "--shape") && has) {
             if (sscanf(argv[++i], "%lldx%lld", &ov_r, &ov_c) != 2 || ov_r <= 0 || ov_c <= 0) {
                 fprintf(stderr, "cllama tune: --shape takes ROWSxCOLS (e.g. 512x2048)\n");
@@ -289,6 +293,7 @@ static int mint(int argc, char **argv) {
         fprintf(stderr, "cllama tune: -t must be positive\n");
         return 2;
     }
+    if (gate_row) return cll_race_gate_row_main(gate_row, (int64_t)gate_cols, backend);
     if (export_cls) return export_class(argc, argv, export_cls, path_arg, out, force);
     if (!strcmp(backend, "cuda")) serving = true; /* the CUDA decode is a replayed graph: race the served step */
     if (serving && !model) {

@@ -284,7 +284,7 @@ out:
  * timeout on one arm leaves that arm broken with the reason; a fresh child goes on with the next
  * arm. The timed rounds stay in the parent (one process, ABBA) and time only arms that passed. */
 
-static const char *sig_name(int sig, char *buf, size_t cap) {
+const char *cll_race_sig_name(int sig, char *buf, size_t cap) {
     switch (sig) {
     case SIGSEGV: return "SIGSEGV";
     case SIGBUS: return "SIGBUS";
@@ -302,7 +302,7 @@ static const char *sig_name(int sig, char *buf, size_t cap) {
 
 /* test hook (tests/tune_race_test.sh): CLLAMA_TUNE_TEST_FAULT=VARIANT=segv|hang[,...] makes that
  * arm raise SIGSEGV, or hang, in its child (where the gate runs), before its gate */
-static void test_fault(const char *variant) {
+void cll_race_test_fault(const char *variant) {
     const char *spec = getenv("CLLAMA_TUNE_TEST_FAULT");
     for (const char *p = spec; p && *p;) {
         const size_t len = strcspn(p, ",");
@@ -327,7 +327,7 @@ typedef struct {
 
 /* race.h step 1 for one arm (in the child), then its trial dispatches when asked */
 static bool check_arm(check_ctx *c, cll_pool *pool, const cll_kernel_row *r, bool trial, char *why, size_t cap) {
-    test_fault(r->name);
+    cll_race_test_fault(r->name);
     const int64_t gr[2] = {64, 40}, gn[2] = {c->n == 1 ? 1 : 33, c->n == 1 ? 1 : 7};
     for (int g = 0; g < 2; g++) {
         cll_kernel_shape sh = shape_of(c->s->wtype, gr[g], c->gc, gn[g]);
@@ -454,7 +454,7 @@ static cll_status isolate_arms(check_ctx *c, arm_t *arms, int na, const bool *tr
                      trial[a] ? " and trial" : "");
         else if (WIFSIGNALED(status))
             snprintf(arms[a].why, sizeof arms[a].why, "killed by %s in its child (gate%s)",
-                     sig_name(WTERMSIG(status), sb, sizeof sb), trial[a] ? " and trial" : "");
+                     cll_race_sig_name(WTERMSIG(status), sb, sizeof sb), trial[a] ? " and trial" : "");
         else
             snprintf(arms[a].why, sizeof arms[a].why, "its child (gate%s) exited with status %d",
                      trial[a] ? " and trial" : "", WIFEXITED(status) ? WEXITSTATUS(status) : -1);

@@ -89,6 +89,16 @@ cll_status cll_race_finish(const char *path, cll_tune_sidecar *sc, const cll_rac
 
 /* the CPU gate of one row at 64 (and 40) x min(cols, 1024) (race.h step 1), in a child process */
 bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, size_t cap);
+/* a serving race's gate of one gemv row (the CUDA device gate at 256 and 37 rows of min(cols, 4096),
+ * or the CPU gate), in this process: what `cllama tune --gate-row` runs in the child the race spawns */
+bool cll_race_gate_serving_row(const cll_kernel_row *r, int64_t cols, bool cuda, char *why, size_t cap);
+/* `cllama tune --gate-row NAME --gate-cols N --backend B`: the child side of a serving race's
+ * isolated gate (prints "gate-row ok" or "gate-row broken: WHY"); returns the exit status */
+int cll_race_gate_row_main(const char *name, int64_t cols, const char *backend);
+/* test hook (CLLAMA_TUNE_TEST_FAULT=VARIANT=segv|hang[,...]): that arm faults or hangs here */
+void cll_race_test_fault(const char *variant);
+/* "SIGSEGV" for SIGSEGV, .. ("signal N" in buf otherwise) */
+const char *cll_race_sig_name(int sig, char *buf, size_t cap);
 
 /* Serving races (the CUDA backend, and the CPU with --serving): per gemv site of the model's
  * weight types, every row serving it here, gated first (CUDA: cuda/gate.c at two shapes; CPU:

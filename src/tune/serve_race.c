@@ -5,10 +5,15 @@
  * Owns the model copies of one site while it races (closed before the next).
  * Rule: gate before timing; every copy differs from the others only in the raced site's pin. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench/bench.h"
 #include "cpu/matmul.h"
@@ -59,7 +64,7 @@ static cll_status model_types(const char *model, sr_type *out, int cap, int *n) 
     return CLL_OK;
 }
 
-static bool gate(const cll_kernel_row *r, int64_t cols, bool cuda, char *why, size_t cap) {
+bool cll_race_gate_serving_row(const cll_kernel_row *r, int64_t cols, bool cuda, char *why, size_t cap) {
     if (!cuda) return cll_race_gate_cpu_row(r, cols, why, cap);
 #ifndef CLLAMA_HAVE_CUDA
     snprintf(why, cap, "this cllama was built without the CUDA driver");
@@ -78,6 +83,122 @@ static bool gate(const cll_kernel_row *r, int64_t cols, bool cuda, char *why, si
     }
     return true;
 #endif
+}
+
+/* ---- child isolation of the serving races' gates ----
+ * Each arm's gate runs in a child: this cllama binary exec'd as `cllama tune --gate-row NAME
+ * --gate-cols N --backend B` (a fresh process: a forked child of a process that already holds a
+ * CUDA context cannot use the GPU, so the CPU races' fork does not serve here). The child prints
+ * one line, "gate-row ok" or "gate-row broken: WHY". A child killed by a signal, exiting without
+ * that line, or outliving timeout_s leaves the arm broken with the reason, and the race goes on.
+ * When this process is not the cllama binary (the library inside another program) the gate runs
+ * here and the arm is marked as not isolated. */
+static bool self_exe(char *buf, size_t cap) {
+    const char *env = getenv("CLLAMA_BIN"); /* set by the test scripts and the device scripts */
+    if (env && *env && access(env, X_OK) == 0) {
+        snprintf(buf, cap, "%s", env);
+        return true;
+    }
+    const ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    const char *base = strrchr(buf, '/');
+    return !strcmp(base ? base + 1 : buf, "cllama");
+}
+
+static bool gate_isolated(const cll_kernel_row *r, int64_t cols, bool cuda, double timeout_s, char *why, size_t cap,
+                          bool *isolated) {
+    char exe[4096];
+    *isolated = false;
+    if (!self_exe(exe, sizeof exe)) return cll_race_gate_serving_row(r, cols, cuda, why, cap);
+    if (timeout_s <= 0) timeout_s = 60;
+    char cs[32];
+    snprintf(cs, sizeof cs, "%lld", (long long)cols);
+    char *const argv[] = {exe, "tune", "--gate-row", (char *)r->name, "--gate-cols", cs, "--backend",
+                          cuda ? "cuda" : "cpu", NULL};
+    int fd[2];
+    if (pipe(fd)) return cll_race_gate_serving_row(r, cols, cuda, why, cap);
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return cll_race_gate_serving_row(r, cols, cuda, why, cap);
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        if (dup2(fd[1], STDOUT_FILENO) < 0) _exit(126);
+        close(fd[1]);
+        execv(exe, argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    *isolated = true;
+    char buf[1024];
+    size_t bl = 0;
+    bool timed_out = false;
+    const double t0 = cll_now();
+    for (;;) {
+        const double left = timeout_s - (cll_now() - t0);
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd pf = {fd[0], POLLIN, 0};
+        const int pr = poll(&pf, 1, (int)(left * 1000.0) + 1);
+        if (pr < 0 && errno != EINTR) break;
+        if (pr <= 0) continue;
+        const ssize_t got = read(fd[0], buf + bl, sizeof buf - 1 - bl);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        bl += (size_t)got;
+        if (bl == sizeof buf - 1) break;
+    }
+    buf[bl] = 0;
+    if (timed_out) kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    close(fd[0]);
+    const char *line = strstr(buf, "gate-row ");
+    char sb[32];
+    if (timed_out) {
+        snprintf(why, cap, "timed out after %.0f s in its child (gate); killed", timeout_s);
+        return false;
+    }
+    if (WIFSIGNALED(status)) {
+        snprintf(why, cap, "killed by %s in its child (gate)", cll_race_sig_name(WTERMSIG(status), sb, sizeof sb));
+        return false;
+    }
+    if (line && !strncmp(line, "gate-row ok", 11) && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+    if (line && !strncmp(line, "gate-row broken: ", 17)) {
+        const char *w = line + 17;
+        snprintf(why, cap, "%.*s", (int)strcspn(w, "\n"), w);
+        return false;
+    }
+    snprintf(why, cap, "its child (gate) exited with status %d and no verdict",
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return false;
+}
+
+int cll_race_gate_row_main(const char *name, int64_t cols, const char *backend) {
+    const bool cuda = !strcmp(backend, "cuda");
+    const cll_kernel_table *t = cuda ? cll_cuda_kernel_table() : cll_cpu_kernel_table();
+    const cll_kernel_row *r = t ? cll_kernels_find(t, name) : NULL;
+    if (!r || cols <= 0) {
+        printf("gate-row broken: no %s row '%s' (or cols %lld)\n", backend, name, (long long)cols);
+        return 1;
+    }
+    cll_race_test_fault(r->name);
+    char why[512] = "";
+    const bool ok = cll_race_gate_serving_row(r, cols, cuda, why, sizeof why);
+    for (char *p = why; *p; p++)
+        if (*p == '\n') *p = ' ';
+    if (ok) printf("gate-row ok\n");
+    else printf("gate-row broken: %s\n", why);
+    fflush(stdout);
+    return ok ? 0 : 1;
 }
 
 cll_status cll_race_served_tg(cll_bench_model *bm, int ng, bool cuda, const char *what, double *sec) {
@@ -180,6 +301,9 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         if (!inc || !cll_tune_row_runs(t, inc, 1, types[ti].cols)) continue;
         arm[na++] = inc;
         int n_tol = 0; /* tolerant rows left out: a race they cannot win is not run */
+        int n_broken = 0, n_inproc = 0; /* arms whose gate failed (recorded); gated in this process */
+        const cll_kernel_row *broken[SR_MAX_ARMS];
+        char broken_why[SR_MAX_ARMS][256];
         for (size_t i = 0; i < t->n && na < SR_MAX_ARMS; i++) {
             const cll_kernel_row *r = &t->rows[i];
             if (r == inc || r->wtype != types[ti].wtype || !(r->op & CLL_KOP_GEMV) || !cll_tune_row_runs(t, r, 1, types[ti].cols))
@@ -189,39 +313,51 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
                 continue;
             }
             char why[256];
-            if (!gate(r, types[ti].cols, cuda, why, sizeof why)) {
+            bool iso = false;
+            if (!gate_isolated(r, types[ti].cols, cuda, o->child_timeout_s, why, sizeof why, &iso)) {
                 fprintf(stderr, "tune: %s: %s is broken (not raced): %s\n", site, r->name, why);
+                if (n_broken < SR_MAX_ARMS) {
+                    broken[n_broken] = r;
+                    snprintf(broken_why[n_broken], sizeof broken_why[0], "%s", why);
+                    n_broken++;
+                }
                 continue;
             }
+            if (!iso) n_inproc++;
             arm[na++] = r;
         }
         if (n_tol)
             fprintf(stderr, "tune: %s: %d tolerant row(s) not raced (only bit-exact rows can be crowned without "
                             "--allow-tolerant)\n", site, n_tol);
-        if (na < 2) continue; /* nothing to race */
+        if (n_inproc)
+            fprintf(stderr, "tune: %s: %d arm(s) gated in this process (not the cllama binary: no child to isolate "
+                            "them in)\n", site, n_inproc);
+        if (na < 2 && !n_broken) continue; /* nothing to race */
+        /* every challenger broken: the incumbent keeps the site untimed, the record says why */
+        const bool timed = na >= 2;
+        double tt[SR_MAX_ARMS][64] = {{0}};
         cll_bench_model *bm[SR_MAX_ARMS] = {0};
-        for (int a = 0; a < na && st == CLL_OK; a++) {
+        for (int a = 0; timed && a < na && st == CLL_OK; a++) {
             if ((st = cll_race_crowns_with(sc, site, a ? arm[a]->name : NULL)) != CLL_OK) break;
             st = cll_bench_open(model, cuda ? 1 : 0, o->threads, ng + 8, 1, &bm[a]);
         }
         cll_kernels_clear_overrides();
-        if (st == CLL_OK && np == 0) {
+        if (timed && st == CLL_OK && np == 0) {
             probes[np++] = cll_race_probe_tg(bm[0], ng, o->test_noise);
             floor_now = probes[0];
         }
-        if (st == CLL_OK && floor_now > o->noise_bar && !o->force) {
+        if (timed && st == CLL_OK && floor_now > o->noise_bar && !o->force) {
             for (int a = 0; a < na; a++) cll_bench_close(bm[a]);
             break;
         }
-        double tt[SR_MAX_ARMS][64];
-        for (int r = 0; r < R && st == CLL_OK; r++)
+        for (int r = 0; timed && r < R && st == CLL_OK; r++)
             for (int i = 0; i < na && st == CLL_OK; i++) {
                 const int a = (r & 1) ? na - 1 - i : i; /* ABBA */
                 double sec = 0.0;
                 st = cll_race_served_tg(bm[a], ng, cuda, site, &sec);
                 if (st == CLL_OK) tt[a][r] = sec / ng;
             }
-        if (st == CLL_OK && np < 3) {
+        if (timed && st == CLL_OK && np < 3) {
             probes[np++] = cll_race_probe_tg(bm[0], ng, o->test_noise);
             if (probes[np - 1] > floor_now) floor_now = probes[np - 1];
         }
@@ -230,7 +366,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         /* the crown rule */
         const double margin = floor_now > o->min_margin ? floor_now : o->min_margin;
         int crown = -1;
-        double c_ratio = 1e9, c_lo = 1, c_hi = 1, b_ratio = 1e9, b_lo = 1, b_hi = 1;
+        double c_ratio = 1e9, c_lo = 1, c_hi = 1, b_ratio = timed ? 1e9 : 1.0, b_lo = 1, b_hi = 1;
         rl += (size_t)snprintf(race + rl, (1 << 20) - rl, "%s\"%s\": {\"serving\": true, \"tg\": %d, \"rounds\": %d, \"margin\": %.4f, \"arms\": [",
                                rl > 1 ? ", " : "", site, ng, R, margin);
         for (int a = 0; a < na; a++) {
@@ -245,8 +381,20 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
             rl += (size_t)snprintf(race + rl, (1 << 20) - rl,
                                    "%s{\"variant\": \"%s\", \"bit_exact\": %s, \"best_tok_s\": %.2f, \"ratio\": %.4f, "
                                    "\"ci\": [%.4f, %.4f]}",
-                                   a ? ", " : "", arm[a]->name, arm[a]->bit_exact ? "true" : "false", 1.0 / best, ratio, lo,
-                                   hi);
+                                   a ? ", " : "", arm[a]->name, arm[a]->bit_exact ? "true" : "false",
+                                   timed && best > 0 ? 1.0 / best : 0.0, ratio, lo, hi);
+        }
+        for (int b = 0; b < n_broken; b++) {
+            char esc[512];
+            size_t k = 0;
+            for (const char *p = broken_why[b]; *p && k + 2 < sizeof esc; p++) {
+                if (*p == '"' || *p == '\\') esc[k++] = '\\';
+                esc[k++] = (unsigned char)*p < 0x20 ? ' ' : *p;
+            }
+            esc[k] = 0;
+            rl += (size_t)snprintf(race + rl, (1 << 20) - rl,
+                                   ", {\"variant\": \"%s\", \"bit_exact\": %s, \"broken\": true, \"why\": \"%s\"}",
+                                   broken[b]->name, broken[b]->bit_exact ? "true" : "false", esc);
         }
         rl += (size_t)snprintf(race + rl, (1 << 20) - rl, "]}");
         cll_tune_entry e;
