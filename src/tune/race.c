@@ -375,44 +375,59 @@ static void child_run(check_ctx *c, arm_t *arms, int from, int na, const bool *t
     _exit(0);
 }
 
+pid_t cll_race_fork_piped(int fd[2]) {
+    if (pipe(fd)) return -1;
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        const int e = errno;
+        close(fd[0]);
+        close(fd[1]);
+        errno = e;
+        return -1;
+    }
+    close(pid == 0 ? fd[0] : fd[1]);
+    return pid;
+}
+
+ssize_t cll_race_read_child(int fd, char *dst, size_t cap, double left_s) {
+    for (;;) {
+        if (left_s <= 0) return -1;
+        const double t0 = cll_now();
+        struct pollfd pf = {fd, POLLIN, 0};
+        const int pr = poll(&pf, 1, (int)(left_s * 1000.0) + 1);
+        if (pr < 0 && errno != EINTR) return 0;
+        if (pr > 0) {
+            const ssize_t got = read(fd, dst, cap);
+            if (got > 0) return got;
+            if (!(got < 0 && errno == EINTR)) return 0;
+        }
+        left_s -= cll_now() - t0;
+    }
+}
+
 /* the gates (and trials) of arms[0..na), each in a child; fills broken / why / isolated */
 static cll_status isolate_arms(check_ctx *c, arm_t *arms, int na, const bool *trial, int threads, double timeout_s) {
     if (timeout_s <= 0) timeout_s = 60;
     int next = 0;
     while (next < na) {
         int fd[2];
-        if (pipe(fd)) return cll_err(CLL_ERR_IO, "tune: pipe: %s", strerror(errno));
-        fflush(stdout);
-        fflush(stderr);
-        const pid_t pid = fork();
-        if (pid < 0) {
-            close(fd[0]);
-            close(fd[1]);
-            return cll_err(CLL_ERR_IO, "tune: fork: %s", strerror(errno));
-        }
-        if (pid == 0) {
-            close(fd[0]);
-            child_run(c, arms, next, na, trial, threads, fd[1]);
-        }
-        close(fd[1]);
+        const pid_t pid = cll_race_fork_piped(fd);
+        if (pid < 0) return cll_err(CLL_ERR_IO, "tune: pipe / fork: %s", strerror(errno));
+        if (pid == 0) child_run(c, arms, next, na, trial, threads, fd[1]);
         int cur = -1;
         double started = cll_now();
         char buf[2048];
         size_t bl = 0;
         bool timed_out = false;
         for (;;) {
-            const double left = timeout_s - (cll_now() - started);
-            if (left <= 0) {
+            const ssize_t got = cll_race_read_child(fd[0], buf + bl, sizeof buf - 1 - bl, timeout_s - (cll_now() - started));
+            if (got < 0) {
                 timed_out = true;
                 break;
             }
-            struct pollfd pf = {fd[0], POLLIN, 0};
-            const int pr = poll(&pf, 1, (int)(left * 1000.0) + 1);
-            if (pr < 0 && errno != EINTR) break;
-            if (pr <= 0) continue;
-            const ssize_t got = read(fd[0], buf + bl, sizeof buf - 1 - bl);
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) break; /* the child is gone (or closed its end) */
+            if (got == 0) break; /* the child is gone (or closed its end) */
             bl += (size_t)got;
             buf[bl] = 0;
             char *line = buf, *nl;

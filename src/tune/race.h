@@ -26,6 +26,8 @@
 #ifndef CLL_TUNE_RACE_H
 #define CLL_TUNE_RACE_H
 
+#include <sys/types.h>
+
 #include "bench/bench.h"
 #include "tune/tune.h"
 
@@ -97,6 +99,12 @@ bool cll_race_gate_serving_row(const cll_kernel_row *r, int64_t cols, bool cuda,
 int cll_race_gate_row_main(const char *name, int64_t cols, const char *backend);
 /* test hook (CLLAMA_TUNE_TEST_FAULT=VARIANT=segv|hang[,...]): that arm faults or hangs here */
 void cll_race_test_fault(const char *variant);
+/* a child with a pipe back: fork()'s result (-1 with errno on failure, both ends closed); the
+ * child keeps fd[1] (the write end), the parent fd[0]; stdio flushed first */
+pid_t cll_race_fork_piped(int fd[2]);
+/* a child's report: up to cap bytes from fd once readable, waiting at most left_s; > 0 bytes read,
+ * 0 at its end (or an error), -1 when the time ran out first */
+ssize_t cll_race_read_child(int fd, char *dst, size_t cap, double left_s);
 /* "SIGSEGV" for SIGSEGV, .. ("signal N" in buf otherwise) */
 const char *cll_race_sig_name(int sig, char *buf, size_t cap);
 

@@ -7,7 +7,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,43 +116,24 @@ static bool gate_isolated(const cll_kernel_row *r, int64_t cols, bool cuda, doub
     char *const argv[] = {exe, "tune", "--gate-row", (char *)r->name, "--gate-cols", cs, "--backend",
                           cuda ? "cuda" : "cpu", NULL};
     int fd[2];
-    if (pipe(fd)) return cll_race_gate_serving_row(r, cols, cuda, why, cap);
-    fflush(stdout);
-    fflush(stderr);
-    const pid_t pid = fork();
-    if (pid < 0) {
-        close(fd[0]);
-        close(fd[1]);
-        return cll_race_gate_serving_row(r, cols, cuda, why, cap);
-    }
+    const pid_t pid = cll_race_fork_piped(fd);
+    if (pid < 0) return cll_race_gate_serving_row(r, cols, cuda, why, cap);
     if (pid == 0) {
-        close(fd[0]);
         if (dup2(fd[1], STDOUT_FILENO) < 0) _exit(126);
         close(fd[1]);
         execv(exe, argv);
         _exit(127);
     }
-    close(fd[1]);
     *isolated = true;
     char buf[1024];
     size_t bl = 0;
     bool timed_out = false;
     const double t0 = cll_now();
-    for (;;) {
-        const double left = timeout_s - (cll_now() - t0);
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        struct pollfd pf = {fd[0], POLLIN, 0};
-        const int pr = poll(&pf, 1, (int)(left * 1000.0) + 1);
-        if (pr < 0 && errno != EINTR) break;
-        if (pr <= 0) continue;
-        const ssize_t got = read(fd[0], buf + bl, sizeof buf - 1 - bl);
-        if (got < 0 && errno == EINTR) continue;
+    while (bl < sizeof buf - 1) {
+        const ssize_t got = cll_race_read_child(fd[0], buf + bl, sizeof buf - 1 - bl, timeout_s - (cll_now() - t0));
+        if (got < 0) timed_out = true;
         if (got <= 0) break;
         bl += (size_t)got;
-        if (bl == sizeof buf - 1) break;
     }
     buf[bl] = 0;
     if (timed_out) kill(pid, SIGKILL);

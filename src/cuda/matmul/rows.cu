@@ -345,22 +345,19 @@ static void fill_impls(void) {
         k_spx2_impl[i] = k_sp_impl[i];
         k_spx2_impl[i].gemv = o ? o->gemv_r2 : NULL;
         k_spx2_impl[i].acts = true; /* k_gemv_spx stages its input: it can compute it (act_in) */
-        k_spx4_impl[i] = k_spx2_impl[i];
-        k_spx4_impl[i].gemv = o ? o->gemv_r4 : NULL;
-        k_spx4p_impl[i] = k_spx2_impl[i];
-        k_spx4p_impl[i].gemv = o ? o->gemv_r4p : NULL;
-        k_spu2_impl[i] = k_sp_impl[i];
-        k_spu2_impl[i].gemv = o ? o->gemv_u2 : NULL;
-        k_spu2b8_impl[i] = k_sp_impl[i];
-        k_spu2b8_impl[i].gemv = o ? o->gemv_u2b8 : NULL;
-        k_spu1b8_impl[i] = k_sp_impl[i];
-        k_spu1b8_impl[i].gemv = o ? o->gemv_u1b8 : NULL;
-        k_spu4b6_impl[i] = k_sp_impl[i];
-        k_spu4b6_impl[i].gemv = o ? o->gemv_u4b6 : NULL;
-        k_spx4b6p_impl[i] = k_spx2_impl[i];
-        k_spx4b6p_impl[i].gemv = o ? o->gemv_r4b6p : NULL;
-        k_spx2u1p_impl[i] = k_spx2_impl[i];
-        k_spx2u1p_impl[i].gemv = o ? o->gemv_r2u1p : NULL;
+        /* a row of the same kind as base (its flags) with another kernel */
+        auto like = [i](cll_cu_gemv_impl *dst, const cll_cu_gemv_impl &base, cll_cu_gemv_fn fn) {
+            dst[i] = base;
+            dst[i].gemv = fn;
+        };
+        like(k_spx4_impl, k_spx2_impl[i], o ? o->gemv_r4 : NULL);
+        like(k_spx4p_impl, k_spx2_impl[i], o ? o->gemv_r4p : NULL);
+        like(k_spu2_impl, k_sp_impl[i], o ? o->gemv_u2 : NULL);
+        like(k_spu2b8_impl, k_sp_impl[i], o ? o->gemv_u2b8 : NULL);
+        like(k_spu1b8_impl, k_sp_impl[i], o ? o->gemv_u1b8 : NULL);
+        like(k_spu4b6_impl, k_sp_impl[i], o ? o->gemv_u4b6 : NULL);
+        like(k_spx4b6p_impl, k_spx2_impl[i], o ? o->gemv_r4b6p : NULL);
+        like(k_spx2u1p_impl, k_spx2_impl[i], o ? o->gemv_r2u1p : NULL);
         k_tma_impl[i] = k_sp_impl[i];
         k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
         k_tma_impl[i].routes = false;
