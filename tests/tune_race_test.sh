@@ -148,8 +148,9 @@ assert d["kernels"]["cpu/gemv/q4_0"]["verdict"] in ("crown", "tie")
 print("serving race ok:", [a["variant"] for a in r["arms"]])
 EOF2
   # 8. the serving race gates each arm in a child (this binary exec'd with --gate-row: a fresh
-  # process, as a CUDA context needs): a challenger that faults or hangs there is broken with the
-  # reason, the incumbent keeps the site, the run goes on and exits 0
+  # process, as a CUDA context needs), then decodes 4 tokens of the model with the arm pinned (its
+  # trial): a challenger that faults or hangs in its gate, or faults in its trial, is broken with
+  # the reason, the incumbent keeps the site, the run goes on and exits 0
   # the challenger: the second arm part 7 raced (which row that is depends on the box's ISA)
   CH=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["race"]["cpu/gemv/q4_0"]["arms"]; print(a[1]["variant"] if len(a) > 1 else "")' "$TMP/s.json")
   [ -n "$CH" ] || fail "part 7 raced no challenger on cpu/gemv/q4_0"
@@ -158,7 +159,7 @@ EOF2
   "$BIN" tune --gate-row no_such_row --gate-cols 256 --backend cpu >"$TMP/g2" 2>&1 &&
     fail "--gate-row of an unknown row exited 0"
   grep -q "^gate-row broken: no cpu row 'no_such_row'" "$TMP/g2" || fail "--gate-row unknown row: $(cat "$TMP/g2")"
-  for how in segv hang; do
+  for how in segv hang trial-segv; do
     CLLAMA_TUNE_TEST_FAULT="$CH=$how" "$BIN" tune --serving -m "$M" --quick --force -t 2 --no-knobs \
       --gate-timeout 3 --sites q4_0 --tune "$TMP/f-$how.json" >"$TMP/o8" 2>&1 || fail "serving race with a $how arm: $(cat "$TMP/o8")"
     python3 - "$TMP/f-$how.json" "$how" "$CH" <<'EOF2' || fails=$((fails + 1))
@@ -167,7 +168,8 @@ d, how, ch = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 r = d["race"]["cpu/gemv/q4_0"]
 b = [a for a in r["arms"] if a.get("broken")]
 assert [a["variant"] for a in b] == [ch], r
-want = "killed by SIGSEGV in its child" if how == "segv" else "timed out after 3 s in its child"
+want = {"segv": "killed by SIGSEGV in its child", "hang": "timed out after 3 s in its child",
+        "trial-segv": "killed by SIGSEGV in its child"}[how]
 assert want in b[0]["why"], b[0]
 assert d["kernels"]["cpu/gemv/q4_0"]["variant"] != ch, d["kernels"]
 print("serving race, %s arm: broken (%s), site %s" % (how, b[0]["why"], d["kernels"]["cpu/gemv/q4_0"]["verdict"]))

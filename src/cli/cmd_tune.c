@@ -293,7 +293,7 @@ static int mint(int argc, char **argv) {
         fprintf(stderr, "cllama tune: -t must be positive\n");
         return 2;
     }
-    if (gate_row) return cll_race_gate_row_main(gate_row, (int64_t)gate_cols, backend);
+    if (gate_row) return cll_race_gate_row_main(gate_row, (int64_t)gate_cols, backend, model, pattern, threads);
     if (export_cls) return export_class(argc, argv, export_cls, path_arg, out, force);
     if (!strcmp(backend, "cuda")) serving = true; /* the CUDA decode is a replayed graph: race the served step */
     if (serving && !model) {

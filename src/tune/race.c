@@ -300,21 +300,27 @@ const char *cll_race_sig_name(int sig, char *buf, size_t cap) {
     return buf;
 }
 
-/* test hook (tests/tune_race_test.sh): CLLAMA_TUNE_TEST_FAULT=VARIANT=segv|hang[,...] makes that
- * arm raise SIGSEGV, or hang, in its child (where the gate runs), before its gate */
-void cll_race_test_fault(const char *variant) {
+/* test hook (tests/tune_race_test.sh): CLLAMA_TUNE_TEST_FAULT=VARIANT=WHAT[,...]: does it name
+ * (variant, what)? */
+bool cll_race_test_fault_is(const char *variant, const char *what) {
     const char *spec = getenv("CLLAMA_TUNE_TEST_FAULT");
     for (const char *p = spec; p && *p;) {
         const size_t len = strcspn(p, ",");
         const char *eq = (const char *)memchr(p, '=', len);
-        if (eq && (size_t)(eq - p) == strlen(variant) && !strncmp(p, variant, (size_t)(eq - p))) {
-            const size_t vl = len - (size_t)(eq + 1 - p);
-            if (vl == 4 && !strncmp(eq + 1, "segv", 4)) raise(SIGSEGV);
-            if (vl == 4 && !strncmp(eq + 1, "hang", 4))
-                for (;;) pause();
-        }
+        if (eq && (size_t)(eq - p) == strlen(variant) && !strncmp(p, variant, (size_t)(eq - p)) &&
+            len - (size_t)(eq + 1 - p) == strlen(what) && !strncmp(eq + 1, what, strlen(what)))
+            return true;
         p += len + (p[len] == ',');
     }
+    return false;
+}
+
+/* VARIANT=segv|hang: that arm raises SIGSEGV, or hangs, in its child (where the gate runs), before
+ * its gate */
+void cll_race_test_fault(const char *variant) {
+    if (cll_race_test_fault_is(variant, "segv")) raise(SIGSEGV);
+    if (cll_race_test_fault_is(variant, "hang"))
+        for (;;) pause();
 }
 
 /* what a child checks: the site's gate shapes and, for trials, its timed shapes */

@@ -94,11 +94,16 @@ bool cll_race_gate_cpu_row(const cll_kernel_row *r, int64_t cols, char *why, siz
 /* a serving race's gate of one gemv row (the CUDA device gate at 256 and 37 rows of min(cols, 4096),
  * or the CPU gate), in this process: what `cllama tune --gate-row` runs in the child the race spawns */
 bool cll_race_gate_serving_row(const cll_kernel_row *r, int64_t cols, bool cuda, char *why, size_t cap);
-/* `cllama tune --gate-row NAME --gate-cols N --backend B`: the child side of a serving race's
- * isolated gate (prints "gate-row ok" or "gate-row broken: WHY"); returns the exit status */
-int cll_race_gate_row_main(const char *name, int64_t cols, const char *backend);
+/* `cllama tune --gate-row NAME --gate-cols N --backend B [-m MODEL --sites SITE -t T]`: the child
+ * side of a serving race's isolated gate, then (with a model and site) its trial, 4 decode steps of
+ * the model with the row pinned at the site; prints "gate-row ok" or "gate-row broken: WHY" and
+ * returns the exit status */
+int cll_race_gate_row_main(const char *name, int64_t cols, const char *backend, const char *model, const char *site,
+                           int threads);
 /* test hook (CLLAMA_TUNE_TEST_FAULT=VARIANT=segv|hang[,...]): that arm faults or hangs here */
 void cll_race_test_fault(const char *variant);
+/* whether CLLAMA_TUNE_TEST_FAULT names VARIANT=what (e.g. "trial-segv": the serving race's trial) */
+bool cll_race_test_fault_is(const char *variant, const char *what);
 /* a child with a pipe back: fork()'s result (-1 with errno on failure, both ends closed); the
  * child keeps fd[1] (the write end), the parent fd[0]; stdio flushed first */
 pid_t cll_race_fork_piped(int fd[2]);

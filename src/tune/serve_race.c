@@ -87,8 +87,10 @@ bool cll_race_gate_serving_row(const cll_kernel_row *r, int64_t cols, bool cuda,
 /* ---- child isolation of the serving races' gates ----
  * Each arm's gate runs in a child: this cllama binary exec'd as `cllama tune --gate-row NAME
  * --gate-cols N --backend B` (a fresh process: a forked child of a process that already holds a
- * CUDA context cannot use the GPU, so the CPU races' fork does not serve here). The child prints
- * one line, "gate-row ok" or "gate-row broken: WHY". A child killed by a signal, exiting without
+ * CUDA context cannot use the GPU, so the CPU races' fork does not serve here). After the gate the
+ * child also loads the model with the arm pinned at its site and decodes 4 tokens (the trial: a
+ * kernel that faults only at the model's shapes, or in the graph, faults there, not in the race).
+ * It prints one line, "gate-row ok" or "gate-row broken: WHY". A child killed by a signal, exiting without
  * that line, or outliving timeout_s leaves the arm broken with the reason, and the race goes on.
  * When this process is not the cllama binary (the library inside another program) the gate runs
  * here and the arm is marked as not isolated. */
@@ -105,16 +107,17 @@ static bool self_exe(char *buf, size_t cap) {
     return !strcmp(base ? base + 1 : buf, "cllama");
 }
 
-static bool gate_isolated(const cll_kernel_row *r, int64_t cols, bool cuda, double timeout_s, char *why, size_t cap,
-                          bool *isolated) {
+static bool gate_isolated(const cll_kernel_row *r, int64_t cols, bool cuda, const char *model, const char *site,
+                          int threads, double timeout_s, char *why, size_t cap, bool *isolated) {
     char exe[4096];
     *isolated = false;
     if (!self_exe(exe, sizeof exe)) return cll_race_gate_serving_row(r, cols, cuda, why, cap);
     if (timeout_s <= 0) timeout_s = 60;
-    char cs[32];
+    char cs[32], ts[16];
     snprintf(cs, sizeof cs, "%lld", (long long)cols);
+    snprintf(ts, sizeof ts, "%d", threads > 0 ? threads : 1);
     char *const argv[] = {exe, "tune", "--gate-row", (char *)r->name, "--gate-cols", cs, "--backend",
-                          cuda ? "cuda" : "cpu", NULL};
+                          cuda ? "cuda" : "cpu", "-m", (char *)model, "--sites", (char *)site, "-t", ts, NULL};
     int fd[2];
     const pid_t pid = cll_race_fork_piped(fd);
     if (pid < 0) return cll_race_gate_serving_row(r, cols, cuda, why, cap);
@@ -129,7 +132,11 @@ static bool gate_isolated(const cll_kernel_row *r, int64_t cols, bool cuda, doub
     size_t bl = 0;
     bool timed_out = false;
     const double t0 = cll_now();
-    while (bl < sizeof buf - 1) {
+    for (;;) { /* to the child's end; its verdict is its last line (keep the tail of a long output) */
+        if (bl > sizeof buf - 128) {
+            memmove(buf, buf + bl - 512, 512);
+            bl = 512;
+        }
         const ssize_t got = cll_race_read_child(fd[0], buf + bl, sizeof buf - 1 - bl, timeout_s - (cll_now() - t0));
         if (got < 0) timed_out = true;
         if (got <= 0) break;
@@ -141,14 +148,15 @@ static bool gate_isolated(const cll_kernel_row *r, int64_t cols, bool cuda, doub
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     close(fd[0]);
-    const char *line = strstr(buf, "gate-row ");
+    const char *line = NULL;
+    for (const char *p = strstr(buf, "gate-row "); p; p = strstr(p + 1, "gate-row ")) line = p;
     char sb[32];
     if (timed_out) {
-        snprintf(why, cap, "timed out after %.0f s in its child (gate); killed", timeout_s);
+        snprintf(why, cap, "timed out after %.0f s in its child (gate and trial); killed", timeout_s);
         return false;
     }
     if (WIFSIGNALED(status)) {
-        snprintf(why, cap, "killed by %s in its child (gate)", cll_race_sig_name(WTERMSIG(status), sb, sizeof sb));
+        snprintf(why, cap, "killed by %s in its child (gate and trial)", cll_race_sig_name(WTERMSIG(status), sb, sizeof sb));
         return false;
     }
     if (line && !strncmp(line, "gate-row ok", 11) && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
@@ -157,12 +165,13 @@ static bool gate_isolated(const cll_kernel_row *r, int64_t cols, bool cuda, doub
         snprintf(why, cap, "%.*s", (int)strcspn(w, "\n"), w);
         return false;
     }
-    snprintf(why, cap, "its child (gate) exited with status %d and no verdict",
+    snprintf(why, cap, "its child (gate and trial) exited with status %d and no verdict",
              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     return false;
 }
 
-int cll_race_gate_row_main(const char *name, int64_t cols, const char *backend) {
+int cll_race_gate_row_main(const char *name, int64_t cols, const char *backend, const char *model, const char *site,
+                           int threads) {
     const bool cuda = !strcmp(backend, "cuda");
     const cll_kernel_table *t = cuda ? cll_cuda_kernel_table() : cll_cpu_kernel_table();
     const cll_kernel_row *r = t ? cll_kernels_find(t, name) : NULL;
@@ -172,7 +181,21 @@ int cll_race_gate_row_main(const char *name, int64_t cols, const char *backend) 
     }
     cll_race_test_fault(r->name);
     char why[512] = "";
-    const bool ok = cll_race_gate_serving_row(r, cols, cuda, why, sizeof why);
+    bool ok = cll_race_gate_serving_row(r, cols, cuda, why, sizeof why);
+    if (ok && model && site) { /* the trial: the served step with the arm pinned, a few tokens */
+        cll_bench_model *bm = NULL;
+        cll_bench_result res;
+        cll_status st = cll_kernels_set_override(site, r->name);
+        if (st == CLL_OK) st = cll_bench_open(model, cuda ? 1 : 0, threads, 16, 1, &bm);
+        if (st == CLL_OK && cll_race_test_fault_is(r->name, "trial-segv")) raise(SIGSEGV); /* test hook */
+        if (st == CLL_OK) st = cll_bench_measure(bm, 0, 4, 1, false, &res);
+        if (bm) cll_bench_close(bm);
+        cll_kernels_clear_overrides();
+        if (st != CLL_OK) {
+            ok = false;
+            snprintf(why, sizeof why, "trial (4 decode steps of the model, %s pinned): %s", site, cll_last_error());
+        }
+    }
     for (char *p = why; *p; p++)
         if (*p == '\n') *p = ' ';
     if (ok) printf("gate-row ok\n");
@@ -294,7 +317,7 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
             }
             char why[256];
             bool iso = false;
-            if (!gate_isolated(r, types[ti].cols, cuda, o->child_timeout_s, why, sizeof why, &iso)) {
+            if (!gate_isolated(r, types[ti].cols, cuda, model, site, o->threads, o->child_timeout_s, why, sizeof why, &iso)) {
                 fprintf(stderr, "tune: %s: %s is broken (not raced): %s\n", site, r->name, why);
                 if (n_broken < SR_MAX_ARMS) {
                     broken[n_broken] = r;
