@@ -14,6 +14,8 @@
 #       ab NAME ENV...  tg128 of one anchor file under each env setting ("-" none, "A=1+B=2")
 #       tune NAME [S]   the CUDA serving races on one anchor file (gemv rows, then the CUDA knobs),
 #               the h200 class export of the mint, then tg128 untuned vs tuned
+#       mint [NAME:S[:SITES] ..]  the h200 class defaults: races over several anchor files into one
+#               sidecar, the export (commit as tune/defaults/h200.json), untuned vs class tg128
 #       long [--ref]    the long.md cells: l2-7b Q4_K_M and Q4_0, pp4096, then -p 512,4096 -n 128 -d 8192,
 #               -r 3 (recorded; pp512 / tg128 at depth 0 are bench's), with --ref llama-bench
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
@@ -228,6 +230,41 @@ ab() {
   done
 }
 
+# mint [SPEC ...]: the h200 class defaults as the ninth session minted them: the serving races of
+# several anchor files into one sidecar ($OUT/tune-h200.json; a carried .gpu/tune-h200.json resumes),
+# SPEC = NAME:BUDGET[:SITES] (default: each dense type's site on the smallest file that has it, then
+# the whole of l2-7b Q4_K_M at 180 s), then --export-class h200 (to $OUT/class-h200.json: commit it as
+# tune/defaults/h200.json), the doctor, and tg128 untuned (--tune none) vs those class defaults per
+# file in alternating order (~8 min with the default specs)
+mint() {
+  dev_env
+  local s=$OUT/tune-h200.json spec name budget sites t order
+  [ -f .gpu/tune-h200.json ] && [ ! -f "$s" ] && cp .gpu/tune-h200.json "$s"
+  local -a specs=("$@")
+  [ ${#specs[@]} -gt 0 ] || specs=(l2-7b-IQ4_XS:60:iq4_xs l2-7b-Q4_0:60:q4_0 l3-8b-IQ3_S:60:iq3_s l2-7b-Q5_1:50:q5_1
+    l2-7b-Q8_0:50:q8_0 l2-7b-Q4_K_M:180)
+  for spec in "${specs[@]}"; do
+    IFS=: read -r name budget sites <<<"$spec"
+    synth_anchor "$name" || continue
+    echo "=== tune $name budget $budget ${sites:+sites $sites}"
+    timeout $((budget + 90)) .gpu/bin/cllama tune --backend cuda -m "$MODELS/$name.gguf" --budget "$budget" \
+      ${sites:+--sites "$sites"} --tune "$s" 2>&1 | grep -vE "chat template" | tee -a "$OUT/mint.log" | tail -12
+  done
+  .gpu/bin/cllama tune --export-class h200 --tune "$s" -o "$OUT/class-h200.json" && cat "$OUT/class-h200.json"
+  mkdir -p "$OUT/defaults" && cp "$OUT/class-h200.json" "$OUT/defaults/h200.json"
+  CLLAMA_TUNE_DEFAULTS=$OUT/defaults .gpu/bin/cllama tune doctor --backend cuda 2>&1 | tail -12
+  for spec in "${specs[@]}"; do
+    name=${spec%%:*}
+    for order in "none class" "class none"; do
+      for t in $order; do
+        if [ "$t" = none ]; then set -- --tune none; else set --; fi
+        CLLAMA_TUNE_DEFAULTS=$OUT/defaults .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 "$@" \
+          -m "$MODELS/$name.gguf" 2>/dev/null | grep tg128 | sed "s|^|$name $t |"
+      done
+    done
+  done
+}
+
 # tune NAME [BUDGET_S]: the CUDA serving races on one anchor file (cllama tune --backend cuda -m,
 # sidecar to $OUT/tune-NAME.json), then tg128 untuned and tuned side by side (issue 12's check)
 tune() {
@@ -398,6 +435,7 @@ case $cmd in
   final) final "$@" ;;
   ab) n=$1; shift; AB_ENVS=("$@"); ab "$n" ;;
   tune) tune "$@" ;;
+  mint) mint "$@" ;;
   long) long "$@" ;;
   batched) batched "$@" ;;
   serve) serve "$@" ;;
