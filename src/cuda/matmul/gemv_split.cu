@@ -34,13 +34,11 @@ static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b
 
 #define SP_WARPS 4
 #define SP_U 4
-/* >= 5 blocks (20 warps) per SM: caps registers at 102 (Q6_K would take 107; 80 spills) */
+/* >= 5 blocks (20 warps) per SM: caps registers at 102 (Q6_K would take 107; 80 spills); the
+ * bit-exact variants name their own cap (MINB) */
 #define SP_MIN_BLOCKS 5
-/* a kernel keeping more loads in flight than its base form would spill under that cap: >= 4
- * blocks (128 registers); the variants name their own (MINB) */
-#define SP_MIN_BLOCKS_U(U, BASE) ((U) > (BASE) ? 4 : SP_MIN_BLOCKS)
 
-template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS_U(U, SP_U)>
+template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
@@ -117,7 +115,7 @@ static bool sp_route_ok(const cll_cu_gemv_args *a) {
 /* U: groups per lane in flight (4: the w4u4 rows; 1 / 2 their variants), MINB: the resident
  * blocks an SM the registers are capped for. A row's sum depends on neither (each lane adds its
  * groups l, l + 32, .. in that order, then the warp sum), so the variants are bit-exact with w4u4 */
-template <class S, int U = SP_U, int MINB = SP_MIN_BLOCKS_U(U, SP_U)>
+template <class S, int U = SP_U, int MINB = SP_MIN_BLOCKS>
 static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
@@ -152,7 +150,7 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
 #define SPX_WARPS 4
 #define SPX_MAX_SMEM (48 * 1024) /* activation rows above 48 KB (cols > 35744) take k_gemv_sp */
 
-template <class S, int R, int U, bool EPI, bool RT, bool ACT, int MINB = SP_MIN_BLOCKS_U(U, R == 4 ? 1 : 2)>
+template <class S, int R, int U, bool EPI, bool RT, bool ACT, int MINB = SP_MIN_BLOCKS>
 __global__ void __launch_bounds__(SPX_WARPS * 32, MINB)
 k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride,
            int64_t n_mat, const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
@@ -296,7 +294,7 @@ static int sp_pick_ks_log2(int64_t rows, int64_t ng, int nb, int sms, int bps, i
 }
 /* resident blocks per SM of k_gemv_spx<S, R, U> at smem bytes of dynamic shared memory (the last
  * answer cached per kernel: decode calls one kernel with a handful of widths) */
-template <class S, int R, int U, int MINB = SP_MIN_BLOCKS_U(U, R == 4 ? 1 : 2)> static int spx_blocks_per_sm(size_t smem) {
+template <class S, int R, int U, int MINB = SP_MIN_BLOCKS> static int spx_blocks_per_sm(size_t smem) {
     static size_t last_smem = (size_t)-1;
     static int last = 0;
     if (smem != last_smem) {
@@ -320,7 +318,7 @@ template <class S, int R, int U, int MINB = SP_MIN_BLOCKS_U(U, R == 4 ? 1 : 2)> 
  * r4b6_pt (MINB = 6) and r2u1b7_r4ks_pt (R = 2, U = 1) with r4 / r4_pt (KR = 4, KU = 1), r2u1b7_pt
  * with r2 (KR = 2, KU = 2). MINB: the resident blocks an SM its registers are capped for; the
  * split-K pick reads the <KR, KU> kernel's residency at that kernel's own cap */
-template <class S, int R, int U, bool PT, int KR = R, int KU = U, int MINB = SP_MIN_BLOCKS_U(U, R == 4 ? 1 : 2)>
+template <class S, int R, int U, bool PT, int KR = R, int KU = U, int MINB = SP_MIN_BLOCKS>
 static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     const bool act = a->act_in.gu != NULL;
     if ((!a->xq && !act) || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)

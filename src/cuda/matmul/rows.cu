@@ -233,11 +233,10 @@ static const cll_kernel_row k_rows[] = {
  * [0.976, 0.982] (526.2 vs 514.4), iq3_s r4b6_pt 0.976 [0.973, 0.979] (335.8 vs 327.4). Where a
  * variant cleared the bar it went to the h200 class defaults instead (tune/defaults/h200.json:
  * iq4_xs w4u2b8, 0.923). q4_0, q4_K and q6_K: every variant tied or lost (docs/tune.md). */
-/* bit_exact: with the type's default row. Rows sum in different orders (lanes per row, split-K,
- * per-group vs per-lane), so only a row and itself are, and r4 with r4_pt (the same tile code,
- * the grid only walks the tiles differently) */
-/* the numerics family of split form k (the same sums in the same order within a family):
- * 0 w4u4 and its variants (5 w4u2, 6 w4u2b8, 7 w4u1b8, 8 w4u4b6); 1 r2 and 10 r2u1b7_pt; 2 r4,
+/* bit_exact: with the type's default row. Forms sum in different orders (lanes per row, split-K,
+ * per-group vs per-lane); a row's sums depend only on its lanes' group order and the split-K
+ * factor, so the rows of one numerics family are bit-exact with each other (the gate checks every
+ * claim). The family of split form k (D and k use these codes): 0 w4u4 and its variants (5 w4u2, 6 w4u2b8, 7 w4u1b8, 8 w4u4b6); 1 r2 and 10 r2u1b7_pt; 2 r4,
  * 3 r4_pt, 9 r4b6_pt and 11 r2u1b7_r4ks_pt (split-K as r4); 4 tma */
 #define CU_SP_FAM(k) ((k) >= 5 && (k) <= 8 ? 0 : (k) == 10 ? 1 : (k) == 3 || (k) == 9 || (k) == 11 ? 2 : (k))
 #define CU_SP_EXACT(D, k) (CU_SP_FAM(D) == CU_SP_FAM(k))
@@ -257,8 +256,8 @@ static const cll_kernel_row k_rows[] = {
     CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 11) CU_SP_ROW(q5_1, Q5_1, 2, 11) CU_SP_ROW(q4_K, Q4_K, 3, 3)
     CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 9)
 #undef CU_SP_ROW
-    /* the bit-exact variants (rows of the default's numerics family that only launch differently:
-     * tuner arms, never a default; cuda/matmul/gemv_split.cu says which type has which) */
+    /* the bit-exact variants (rows of a numerics family that only launch differently: the tuner's
+     * arms, and the defaults of Q8_0, Q5_1, IQ3_S; cuda/matmul/gemv_split.cu says which type has which) */
 #define CU_SPV_ROW(n, T, i, D, k, suffix, params, impl)                                                    \
     {"gemv_" #n "_split_" suffix, CLL_KOP_GEMV, CLL_TYPE_##T, 0, params, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok,        \
      CU_SP_EXACT(D, k), (D) == (k), &impl[i]},
