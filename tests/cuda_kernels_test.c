@@ -414,11 +414,11 @@ static void test_pick_form(void **state) {
                                .resident = true, .few_tokens = 8, .mma_min = 6, .fused = true,
                                .fused_min = CLL_CU_FUSED_MIN, .fused_max = CLL_CU_FUSED_MAX, .device = h};
         const cll_cu_form few = n >= 6 ? CLL_CU_FORM_GEMV_FEW_MMA : CLL_CU_FORM_GEMV_FEW;
-        const cll_cu_form want = n == 1 ? CLL_CU_FORM_GEMV : n <= 8 ? few : n <= 24 ? CLL_CU_FORM_GEMM_FUSED
+        const cll_cu_form want = n == 1 ? CLL_CU_FORM_GEMV : n <= 8 ? few : n <= 32 ? CLL_CU_FORM_GEMM_FUSED
                                                                                    : CLL_CU_FORM_GEMM_RESIDENT;
         assert_int_equal(cll_cu_pick_form(&q), want);
         q.fused_min = 4; /* CLLAMA_CUDA_FUSED_MIN=4: ahead of the few-token rows from 4 tokens */
-        assert_int_equal(cll_cu_pick_form(&q), n >= 4 && n <= 24 ? CLL_CU_FORM_GEMM_FUSED : want);
+        assert_int_equal(cll_cu_pick_form(&q), n >= 4 && n <= 32 ? CLL_CU_FORM_GEMM_FUSED : want);
         q.fused_min = CLL_CU_FUSED_MIN;
         q.fused_max = 0; /* CLLAMA_CUDA_FUSED_MAX=0: the panels */
         assert_int_equal(cll_cu_pick_form(&q), n > 8 ? CLL_CU_FORM_GEMM_RESIDENT : want);

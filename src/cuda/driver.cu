@@ -290,10 +290,12 @@ static void prof_report(const cll_driver_state *s) {
     }
 }
 
-/* CLLAMA_CUDA_SKIP=attn,norm,...: a diagnosis of where a decode step's time goes, by removal:
- * the one-token pass leaves out the launches of those kinds (the tokens it produces are then
- * wrong; a warning says so), so `cllama bench -n 128` with and without a kind measures what
- * that kind costs inside the replayed graph, overlap included. Names as the profile's kinds:
+/* CLLAMA_CUDA_SKIP=attn,norm,...: a diagnosis of where a step's time goes, by removal: every
+ * pass (a decode step, a batched step, a prompt) leaves out the launches of those kinds (the
+ * tokens it produces are then wrong; a warning says so), so `cllama bench -n 128` (or -npl N)
+ * with and without a kind measures what that kind costs inside the replayed graph, overlap
+ * included (the eager profile's events inflate small kernels and count host gaps). Names as the
+ * profile's kinds:
  * embd qkv rope attn o norm gu act down router route experts output softcap argmax. */
 
 static unsigned skip_mask(void) {
@@ -307,17 +309,16 @@ static unsigned skip_mask(void) {
                 if (strlen(skip_names[k]) == len && !strncmp(skip_names[k], p, len)) m |= 1 << k;
             p += len + (p[len] == ',');
         }
-        if (m) fprintf(stderr, "cuda: CLLAMA_CUDA_SKIP=%s: decode steps leave those kernels out: timing only, the "
+        if (m) fprintf(stderr, "cuda: CLLAMA_CUDA_SKIP=%s: every pass leaves those kernels out: timing only, the "
                                "tokens are wrong\n", e);
     }
     return (unsigned)m;
 }
 
-/* TRY(call) timed as one span of kind k when profiling; a one-token pass skips the kinds of
- * CLLAMA_CUDA_SKIP */
+/* TRY(call) timed as one span of kind k when profiling; skipped when CLLAMA_CUDA_SKIP names k */
 #define PTRY(k, call)                                                                                        \
     do {                                                                                                     \
-        if (n == 1 && (skip_mask() >> (k) & 1u)) break;                                                      \
+        if (skip_mask() >> (k) & 1u) break;                                                                  \
         const int pi_ = prof_begin(s);                                                                       \
         TRY(call);                                                                                           \
         prof_end(s, pi_, (k));                                                                               \

@@ -51,12 +51,15 @@ typedef struct {
     int32_t device;        /* CLL_KDEVICE_CUDA_SM(major, minor), or 0 = not known */
 } cll_cu_form_query;
 /* the token range the driver gives the fused rows by default (the low end per type:
- * cll_cu_fused_min_tokens): a batched decode step of 9..24
+ * cll_cu_fused_min_tokens): a batched decode step of 9..32
  * sequences (below, the few-token gemvs; above, the prefill GEMMs on the f16 panels). H200, l2-7b,
- * speed_tg fused / panels (same call): Q4_0 12 2751 / 2068, 16 3366 / 2695, 24 3902 / 3688, 32 4640 /
- * 4620, 64 6086 / 7699; Q4_K_M 12 2436 / 1990, 16 2997 / 2585, 24 3605 / 3550, 32 4312 / 4459 */
+ * speed_tg fused / panels (same call, seventh session): Q4_0 12 2751 / 2068, 16 3366 / 2695, 24 3902 /
+ * 3688, 32 4640 / 4620, 64 6086 / 7699; Q4_K_M 12 2436 / 1990, 16 2997 / 2585, 24 3605 / 3550, 32 4312 /
+ * 4459. Tenth session (4a952ce, same call, -npp 128 -ntg 128): 32 sequences fused / panels Q4_0 4888 /
+ * 4572, Q4_K_M 4528 / 4342 (the fused kernel's cheaper staging since, and the output head's 32 rows
+ * fused instead of a panel decoded per product), hence 32 */
 #define CLL_CU_FUSED_MIN 9
-#define CLL_CU_FUSED_MAX 24
+#define CLL_CU_FUSED_MAX 32
 /* the fewest tokens the driver gives a type's fused row by default (CLLAMA_CUDA_FUSED_MIN overrides
  * it for every type): Q4_K and Q6_K from 4 (ahead of their few-token rows), the others
  * CLL_CU_FUSED_MIN */

@@ -22,8 +22,9 @@
  * block's K range for its own 16 rows. A stage is one chunk (256 values) of the 128 rows' quantized
  * bytes (CuPieces, cuda/matmul/mma_stage.cuh; each thread copies the same pieces of every chunk,
  * FgSlots: a piece's address at the first chunk plus c x its step) and of the nt tokens' f16 values
- * (512 B a token, padded to FG_XP = 576 = 64 mod 128: the 16-byte B reads of a quarter warp, two
- * tokens x 4 lanes, fall on disjoint banks). NS stages by cp.async, the first weights before the PDL
+ * (512 B a token, FG_XP, unpadded: an odd token's 64-byte groups swap places in pairs, offset ^ 64, so
+ * the 16-byte B reads of a quarter warp, two tokens x 4 lanes, fall on disjoint banks; the padding
+ * to 576 B it replaced kept a third stage of 32 tokens from fitting two blocks). NS stages by cp.async, the first weights before the PDL
  * wait: 2 up to 32 tokens (three blocks an SM up to 16 tokens: l2-7b Q4_0 at 16 sequences 3366 vs
  * 3112 tok/s with 3 stages and two blocks), 3 above. Per chunk a warp's lanes first turn its 16 rows'
  * scales into f16 pairs (prep, a per-warp table), then per 32-value group a lane decodes its 16
@@ -42,6 +43,7 @@
  * never written (an mma column depends on its own B column only). */
 #include <cuda_fp16.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
@@ -51,7 +53,8 @@
 #define FG_WARPS 8
 #define FG_BM (FG_WARPS * MMA_ROWS) /* 128 rows per block */
 #define FG_TILES 8                  /* tokens per launch: 8 tiles of 8 */
-#define FG_XP 576                   /* bytes per token and chunk: 256 halves, padded (576 mod 128 = 64) */
+#define FG_XP 512                   /* bytes per token and chunk: 256 halves (odd tokens swizzled: FG_SW) */
+#define FG_SW(t) (((t) & 1) << 6)   /* token t's byte offsets within its chunk are XORed with this */
 
 /* c += A (16x16 f16, row-major fragments a0..a3) . B (16x8 f16, b0 b1), f32 accumulate */
 static __device__ __forceinline__ void fg_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -244,7 +247,7 @@ static __device__ __forceinline__ void fg_stage_x(uint32_t sx, const __half *xb,
 #pragma unroll
     for (int k = 0; k < NTL; k++) {
         const int t = warp + FG_WARPS * k;
-        if (t < nt) mma_cp16s(sx + t * FG_XP + 16 * lane, xb + (int64_t)k * FG_WARPS * ldxh + 256 * c);
+        if (t < nt) mma_cp16s(sx + t * FG_XP + ((16 * lane) ^ FG_SW(t)), xb + (int64_t)k * FG_WARPS * ldxh + 256 * c);
     }
 }
 
@@ -310,6 +313,7 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
         /* token r of each tile: lane q's 8 values of every group (fg_xpos: the elements 4q.. of step 0,
          * then 16 + 4q.. of step 1), one LDS.128 */
         const uint8_t *xr = sm + so + wbytes + r * FG_XP + 16 * q;
+        const int sw = FG_SW(r); /* token r + 8t: the parity of r */
         /* one and two tiles unrolled by 4, more by 2 (the 17-64 token kernels were not re-measured). H200,
          * l2-7b speed_tg (same call, 91d7143), unroll 2 / 4 / 8: Q4_K_M 4 sequences 1100.8 / 1112.2 / 1127.7,
          * 8 1960.0 / 1982.2 / 1980.3, 16 3107.5 / 3150.6 / 3161.3; Q4_0 4 1367.6 / 1373.6 / 1368.1, 8 2145.4 /
@@ -322,7 +326,7 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
             F::row(s1, tab[warp][gi][r + 8], gi, q, k0[1], k0[3], k1[1], k1[3]);
 #pragma unroll
             for (int t = 0; t < NTL; t++) {
-                const uint4 b = *(const uint4 *)(xr + 8 * t * FG_XP + 64 * gi);
+                const uint4 b = *(const uint4 *)(xr + 8 * t * FG_XP + ((64 * gi) ^ sw));
                 fg_mma(acc[t], k0, b.x, b.y);
                 fg_mma(acc[t], k1, b.z, b.w);
             }
@@ -356,6 +360,16 @@ static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t
                          sk ? sk->tickets : (int *)NULL, cll_cu_gemv_early_trigger());
 }
 
+/* stages of the 17-32 token kernel: CLLAMA_CUDA_FUSED_NS4=2|3 (A/B; read once per process) */
+static int fg_ns4(void) {
+    static int v = -1; /* process-wide setting read once; not state */
+    if (v < 0) {
+        const char *e = getenv("CLLAMA_CUDA_FUSED_NS4");
+        v = e && atoi(e) == 3 ? 3 : 2;
+    }
+    return v;
+}
+
 template <int T>
 static cudaError_t fg_launch(const cll_cu_weight *w, const void *xh, int64_t n, float *y, int64_t ldy,
                              const cll_cu_splitk *sk, cudaStream_t st) {
@@ -370,7 +384,8 @@ static cudaError_t fg_launch(const cll_cu_weight *w, const void *xh, int64_t n, 
         const __half *x = (const __half *)xh;
         const cudaError_t e = nt <= 8    ? fg_launch_one<T, 1, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
                               : nt <= 16 ? fg_launch_one<T, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
-                              : nt <= 32 ? fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
+                              : nt <= 32 ? (fg_ns4() == 3 ? fg_launch_one<T, 4, 3>(w, x, (int)t0, nt, y, ldy, sk, st)
+                                                          : fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st))
                                          : fg_launch_one<T, 8, 3>(w, x, (int)t0, nt, y, ldy, sk, st);
         if (e != cudaSuccess) return e;
     }
