@@ -164,10 +164,12 @@ static void test_gemm_rows(void **state) {
         }
         /* the fused rows at the batched-decode counts: split-K over blocks (300 x 4096: 3 row tiles x 5
          * splits), a ragged last row tile, one token in a tile, two balanced launches of a split product;
-         * the one-tile kernel (<= 8 tokens): 2 tokens split over blocks, 5 over ragged rows and 3 chunks, 8 */
+         * the one-tile kernel (<= 8 tokens): 2 tokens split over blocks, 5 over ragged rows and 3 chunks, 8;
+         * a full 32-token launch (the batched step's largest fused count; CLLAMA_CUDA_FUSED_NS4=3 gates its
+         * three-stage form) */
         const struct { int64_t rows, cols; int n; } fused_shapes[] = {
             {300, 4096, 64}, {1000, 2048, 40}, {129, 1024, 9}, {256, 3072, 23}, {4100, 512, 16}, {200, 2048, 65},
-            {520, 4096, 2},  {1003, 768, 5},   {128, 256, 8}};
+            {520, 4096, 2},  {1003, 768, 5},   {128, 256, 8},   {384, 4096, 32}};
         for (size_t s = 0; strstr(row->name, "_fused") && s < sizeof fused_shapes / sizeof fused_shapes[0]; s++) {
             cll_cuda_gate_report r;
             report(&r, cll_cuda_gate_row(row, fused_shapes[s].rows, fused_shapes[s].cols, fused_shapes[s].n, 250 + s, &r));
