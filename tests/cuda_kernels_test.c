@@ -328,6 +328,26 @@ static void test_attn_warps(void **state) {
 
 /* the attention's live chunk cap (pure): about per_sm blocks an SM, at least one chunk, never past
  * the grid's; off at per_sm 0 */
+/* the split attention's chunk floor (wider when the grid's blocks of one chunk fill the SMs twice)
+ * and its keys in flight a warp (8 only where the q registers of hg <= 2 heads leave room) */
+static void test_attn_min_chunk_loads(void **state) {
+    (void)state;
+    assert_int_equal(cll_cu_attn_min_chunk(0, 32, 132), CLL_CU_ATTN_MIN_CHUNK);       /* l2-7b decode */
+    assert_int_equal(cll_cu_attn_min_chunk(0, 4 * 32, 132), CLL_CU_ATTN_MIN_CHUNK);   /* 4 sequences */
+    assert_int_equal(cll_cu_attn_min_chunk(0, 263, 132), CLL_CU_ATTN_MIN_CHUNK);
+    assert_int_equal(cll_cu_attn_min_chunk(0, 264, 132), CLL_CU_ATTN_MIN_CHUNK_WIDE); /* twice the SMs */
+    assert_int_equal(cll_cu_attn_min_chunk(0, 32 * 32, 132), CLL_CU_ATTN_MIN_CHUNK_WIDE);
+    assert_int_equal(cll_cu_attn_min_chunk(64, 32 * 32, 132), 64); /* the knob wins */
+    assert_int_equal(cll_cu_attn_min_chunk(0, 4, 0), CLL_CU_ATTN_MIN_CHUNK);
+    assert_true(CLL_CU_ATTN_MIN_CHUNK_WIDE > CLL_CU_ATTN_MIN_CHUNK);
+    assert_int_equal(cll_cu_attn_loads(8, 1), 8);
+    assert_int_equal(cll_cu_attn_loads(8, 2), 8);
+    assert_int_equal(cll_cu_attn_loads(8, 4), 4);
+    assert_int_equal(cll_cu_attn_loads(4, 1), 4);
+    assert_int_equal(cll_cu_attn_loads(3, 1), cll_cu_attn_loads(0, 1)); /* not 4 or 8: the default */
+    assert_int_equal(cll_cu_attn_loads(0, 8), 4);
+}
+
 static void test_attn_active_chunks(void **state) {
     (void)state;
     assert_int_equal(cll_cu_attn_active_chunks(65, 32, 132, 0), 65);   /* off: every chunk of the grid */
@@ -594,6 +614,7 @@ int main(void) {
         cmocka_unit_test(test_attn_warps),
         cmocka_unit_test(test_gemv_f_pre),
         cmocka_unit_test(test_attn_active_chunks),
+        cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
     };
     int n = 0;
@@ -609,6 +630,7 @@ int main(void) {
         cmocka_unit_test(test_attn_warps),
         cmocka_unit_test(test_gemv_f_pre),
         cmocka_unit_test(test_attn_active_chunks),
+        cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),

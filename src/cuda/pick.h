@@ -87,6 +87,21 @@ int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, in
  * (CLLAMA_CUDA_ATTN_PER_SM; the kernel caps its chunks at this count, so a replayed graph grows
  * its chunks with the context). */
 int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, int32_t n_sm, int32_t per_sm);
+/* the fewest keys a chunk of the split GQA kernel holds: want (> 0: the CLLAMA_CUDA_ATTN_MIN_CHUNK
+ * knob or a caller's) wins; else CLL_CU_ATTN_MIN_CHUNK, or CLL_CU_ATTN_MIN_CHUNK_WIDE when the grid's
+ * blocks of one chunk (kv-head groups x rows: `pairs`) already fill the SMs twice over (a batched
+ * step of many sequences): splitting a short context there only adds partials and a merge. H200,
+ * l2-7b speed_tg (-npp 128 -ntg 128, same call) 128 / 256: Q4_0 16 sequences 3835 / 4010, 32 5032 /
+ * 5084, 4 1487 / 1471; Q4_K_M 16 3372 / 3508, 32 4622 / 4630, 4 1264 / 1232 */
+#define CLL_CU_ATTN_MIN_CHUNK 128
+#define CLL_CU_ATTN_MIN_CHUNK_WIDE 256
+int32_t cll_cu_attn_min_chunk(int32_t want, int64_t pairs, int32_t n_sm);
+/* keys in flight per warp in each phase of the split GQA kernel (4 or 8: the same sums in the same
+ * order, only the load rounds per sub-chunk change): want (4 or 8, CLLAMA_CUDA_ATTN_LOADS) wins;
+ * else CLL_CU_ATTN_LOADS. 8 only for hg <= 2 (q of 8 heads plus 8 keys of K would not fit the
+ * registers) */
+#define CLL_CU_ATTN_LOADS 4
+int cll_cu_attn_loads(int32_t want, int32_t hg);
 /* The decode attention's form (cuda/ops/attn.cu): the split kernel (thousands of short blocks over
  * a long context, each prefetching its one sub-chunk) or the streaming one (a few blocks an SM, each
  * walking a long chunk through a cp.async pipeline in shared memory). want: a caller's or the

@@ -138,6 +138,17 @@ int cll_cu_attn_heads_per_block(int32_t n_head, int32_t n_kv, int32_t n_chunks, 
     return hg;
 }
 
+int32_t cll_cu_attn_min_chunk(int32_t want, int64_t pairs, int32_t n_sm) {
+    if (want > 0) return want;
+    if (n_sm < 1) n_sm = 1;
+    return pairs >= 2 * (int64_t)n_sm ? CLL_CU_ATTN_MIN_CHUNK_WIDE : CLL_CU_ATTN_MIN_CHUNK;
+}
+
+int cll_cu_attn_loads(int32_t want, int32_t hg) {
+    const int u = want == 4 || want == 8 ? want : CLL_CU_ATTN_LOADS;
+    return u == 8 && hg <= 2 ? 8 : 4;
+}
+
 int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, int32_t hg, bool f16) {
     auto fits = [&](int w) { return w == 4 || (f16 && (int64_t)w * hg * hd <= 8192); };
     if ((want == 4 || want == 8 || want == 16) && fits(want)) return want;

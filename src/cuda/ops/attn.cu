@@ -154,12 +154,14 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
 /* ---- the GQA kernel: one block per (kv head, q-head subgroup, chunk, token) -------------------
  * Serves hg <= HG q heads of one kv head, so K/V are read once per group. Head dim HD (64, 128,
  * 256; hd_k == hd_v). The live length len = pos + 1 - lo is split into nc = cdiv(len, eff)
- * chunks of eff = max(min_chunk, cdiv(len, n_chunks)) keys (min_chunk default FA_MIN_CHUNK) (the grid covers n_chunks; blocks
+ * chunks of eff = max(min_chunk, cdiv(len, n_chunks)) keys (min_chunk: cll_cu_attn_min_chunk) (the grid covers n_chunks; blocks
  * past nc exit after the wait). A block walks its chunk in sub-chunks of FA_CS keys:
- *   A: scores: HD/8 lanes per key (8 dims per lane, one 16 B load for F16), 4 keys in flight per
- *      lane, q of the hg heads in registers, dot reduced over the key's lanes -> smem S[h][j];
+ *   A: scores: HD/8 lanes per key (8 dims per lane, one 16 B load for F16), U keys in flight per
+ *      lane (4, or 8: cll_cu_attn_loads), q of the hg heads in registers, dot reduced over the key's
+ *      lanes -> smem S[h][j];
  *   B: per head online softmax over the sub-chunk (warp per head): p in S, running m, l, corr;
- *   C: V: warp per key, HD/32 dims per lane, 4 keys in flight, acc[h][dims] += p * v.
+ *   C: V: warp per key, HD/32 dims per lane, U keys in flight, acc[h][dims] += p * v (a warp's keys
+ *      w, w + W, w + 2W, .. in that order for either U: the same sums).
  * The K and V rows of the first sub-chunk are prefetched into L2 before the PDL wait (only the
  * newest cell is written by the kernel before; L2 is coherent). nc == 1 writes the output
  * directly; else the partials (acc at idx*HD, (m, l) after all acc) and the last block of the
@@ -167,11 +169,11 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
  * (m, l) pairs: n*H*n_chunks*(HD+2) floats <= part_cap*(hd_v+2). */
 #define FA_WARPS 4 /* the default block: 4 warps (cll_cu_attn_warps may give a small grid 8 or 16) */
 #define FA_CS 128
-/* fewest keys a chunk holds: at 128 a decode step over <= 128 keys is one chunk a head group (no
- * partials, no merge), and a 16-warp block scores 128 keys in one pass. H200 tg128, same call:
- * l2-7b Q4_0 587.9 (32) / 595.5 (64) / 608.9 (128) tok/s, q3moe Q4_K_M 856.3 / 888.7 (128);
- * cuda_kbench -A, 128 keys: 7.9 -> 5.7 us (MHA); 1024 and 8192 keys unchanged */
-#define FA_MIN_CHUNK 128
+/* fewest keys a chunk holds (cll_cu_attn_min_chunk, cuda/pick.h): at 128 a decode step over <= 128
+ * keys is one chunk a head group (no partials, no merge), and a 16-warp block scores 128 keys in one
+ * pass. H200 tg128, same call: l2-7b Q4_0 587.9 (32) / 595.5 (64) / 608.9 (128) tok/s, q3moe Q4_K_M
+ * 856.3 / 888.7 (128); cuda_kbench -A, 128 keys: 7.9 -> 5.7 us (MHA); 1024 and 8192 keys unchanged.
+ * A batched step of many rows takes 256 (the pick) */
 /* live chunks for about this many blocks an SM (cll_cu_attn_active_chunks; 0: every chunk of the
  * grid, one per min_chunk keys) */
 #define FA_PER_SM 0
@@ -484,9 +486,9 @@ static __device__ void fa_tail(const cll_cu_attn_args &a, const FaGeo &g, const 
 /* PG: the cache is paged (a.map.blk): every key's row comes from the block table; else the rows of
  * a sequence are consecutive from seq * n_ctx (the address arithmetic of the unpaged kernel stays
  * what it was: a per-key table lookup there cost the l2-7b decode step ~10% on the H200) */
-template <bool F16, int HD, int HG, bool PG, int W>
+template <bool F16, int HD, int HG, bool PG, int W, int U>
 __global__ static void __launch_bounds__(32 * W) attn_gqa_kernel(cll_cu_attn_args a) {
-    constexpr int LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, U = 4;
+    constexpr int LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32; /* U: keys in flight a warp (4 or 8) */
     __shared__ float S[HG][FA_CS];
     __shared__ float sm_m[HG], sm_l[HG], sm_c[HG];
     __shared__ __align__(16) float red[W][HG][HD];
@@ -835,21 +837,29 @@ static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, cudaS
 
 /* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
  * HD floats <= 32 KB) and the cache is F16 (else the 4-warp block) */
-template <bool F, int D, int HGV, int WV>
-static cudaError_t fa_launch_w(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
+template <bool F, int D, int HGV, int WV, int U>
+static cudaError_t fa_launch_u(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
     const dim3 b(32 * WV);
-    return a->map.blk ? cll_cu_launch(attn_gqa_kernel<F, D, HGV, true, WV>, g, b, 0, s, *a)
-                      : cll_cu_launch(attn_gqa_kernel<F, D, HGV, false, WV>, g, b, 0, s, *a);
+    return a->map.blk ? cll_cu_launch(attn_gqa_kernel<F, D, HGV, true, WV, U>, g, b, 0, s, *a)
+                      : cll_cu_launch(attn_gqa_kernel<F, D, HGV, false, WV, U>, g, b, 0, s, *a);
+}
+/* U = 8 keys in flight a warp: F16 caches, hg <= 2 (cll_cu_attn_loads) */
+template <bool F, int D, int HGV, int WV>
+static cudaError_t fa_launch_w(const cll_cu_attn_args *a, dim3 g, int U, cudaStream_t s) {
+    if constexpr (F && HGV <= 2) {
+        if (U == 8) return fa_launch_u<F, D, HGV, WV, 8>(a, g, s);
+    }
+    return fa_launch_u<F, D, HGV, WV, 4>(a, g, s);
 }
 template <bool F, int D, int HGV>
-static cudaError_t fa_launch(const cll_cu_attn_args *a, dim3 g, int W, cudaStream_t s) {
+static cudaError_t fa_launch(const cll_cu_attn_args *a, dim3 g, int W, int U, cudaStream_t s) {
     if constexpr (F && 16 * HGV * D <= 8192) {
-        if (W == 16) return fa_launch_w<F, D, HGV, 16>(a, g, s);
+        if (W == 16) return fa_launch_w<F, D, HGV, 16>(a, g, U, s);
     }
     if constexpr (F && 8 * HGV * D <= 8192) {
-        if (W == 8) return fa_launch_w<F, D, HGV, 8>(a, g, s);
+        if (W == 8) return fa_launch_w<F, D, HGV, 8>(a, g, U, s);
     }
-    return fa_launch_w<F, D, HGV, 4>(a, g, s);
+    return fa_launch_w<F, D, HGV, 4>(a, g, U, s);
 }
 
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
@@ -862,14 +872,16 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
     if (a->fuse_rope && !cll_cu_attention_fuses_rope(a, n)) return cudaErrorInvalidValue;
     if (a->pf && ((uintptr_t)a->pf % 16 || a->pf_bytes % 16)) return cudaErrorInvalidValue;
     if (a->hd_v == hd && (hd == 64 || hd == 128 || hd == 256)) {
-        static int c_min = -1, c_per_sm = -1, c_warps = -1;
-        const int env_min = cll_cu_env_pos_int(&c_min, "CLLAMA_CUDA_ATTN_MIN_CHUNK", FA_MIN_CHUNK);
+        static int c_min = -1, c_per_sm = -1, c_warps = -1, c_loads = -1;
+        /* fewest keys a chunk (0: by the grid, cll_cu_attn_min_chunk) */
+        const int env_min = cll_cu_env_pos_int(&c_min, "CLLAMA_CUDA_ATTN_MIN_CHUNK", 0);
+        /* keys in flight a warp: 4 or 8 (0: CLL_CU_ATTN_LOADS) */
+        const int env_loads = cll_cu_env_pos_int(&c_loads, "CLLAMA_CUDA_ATTN_LOADS", 0);
         /* live chunks for about N blocks an SM (0: each kernel's own default) */
         const int env_per_sm = cll_cu_env_pos_int(&c_per_sm, "CLLAMA_CUDA_ATTN_PER_SM", 0);
         /* 4, 8 or 16 warps a split block (0: by the grid) */
         const int env_warps = cll_cu_env_pos_int(&c_warps, "CLLAMA_CUDA_ATTN_WARPS", 0);
         cll_cu_attn_args ac = *a;
-        if (ac.min_chunk <= 0) ac.min_chunk = env_min;
         if (ac.warps <= 0) ac.warps = env_warps;
         a = &ac;
         const int G = a->n_head / a->n_kv;
@@ -880,6 +892,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int HG = cll_cu_attn_heads_per_block(a->n_head, a->n_kv, a->n_chunks, n, FA_MIN_BLOCKS);
         const int n_sub = (G + HG - 1) / HG;
         dim3 g((unsigned)(a->n_kv * n_sub), (unsigned)a->n_chunks, (unsigned)n);
+        if (ac.min_chunk <= 0) ac.min_chunk = cll_cu_attn_min_chunk(env_min, (int64_t)g.x * g.z, cll_cu_sm_count());
         static int env_form = -1; /* CLLAMA_CUDA_ATTN_STREAM: 1 the streaming kernel, 0 the split one, unset: by n_ctx */
         if (env_form < 0) {
             const char *e = getenv("CLLAMA_CUDA_ATTN_STREAM");
@@ -898,12 +911,13 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
         const int W = cll_cu_attn_warps(a->warps, (int64_t)g.x * live * g.z, cll_cu_sm_count(), hd, HG, a->kv_f16);
+        const int U = cll_cu_attn_loads(env_loads, HG);
 #define FA_HG(F, D)                                                                                          \
     do {                                                                                                     \
-        if (HG == 1) CLL_CU_RET((fa_launch<F, D, 1>(a, g, W, s)));                                            \
-        else if (HG == 2) CLL_CU_RET((fa_launch<F, D, 2>(a, g, W, s)));                                       \
-        else if (HG == 4) CLL_CU_RET((fa_launch<F, D, 4>(a, g, W, s)));                                       \
-        else CLL_CU_RET((fa_launch<F, D, 8>(a, g, W, s)));                                                    \
+        if (HG == 1) CLL_CU_RET((fa_launch<F, D, 1>(a, g, W, U, s)));                                         \
+        else if (HG == 2) CLL_CU_RET((fa_launch<F, D, 2>(a, g, W, U, s)));                                    \
+        else if (HG == 4) CLL_CU_RET((fa_launch<F, D, 4>(a, g, W, U, s)));                                    \
+        else CLL_CU_RET((fa_launch<F, D, 8>(a, g, W, U, s)));                                                 \
     } while (0)
         if (a->kv_f16) {
             if (hd == 64) FA_HG(true, 64);

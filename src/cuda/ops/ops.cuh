@@ -168,7 +168,7 @@ typedef struct {
     cll_cu_kvmap map;      /* paged KV (cll_cu_kv_cell) */
     float scale;
     int32_t chunk, n_chunks;
-    int32_t min_chunk;     /* GQA kernel: fewest keys per chunk (0: CLLAMA_CUDA_ATTN_MIN_CHUNK, default 128) */
+    int32_t min_chunk;     /* GQA kernel: fewest keys per chunk (0: CLLAMA_CUDA_ATTN_MIN_CHUNK, else cll_cu_attn_min_chunk) */
     float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
     int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
     float *out;            /* (n, n_head*hd_v) */
