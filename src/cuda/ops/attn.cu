@@ -320,9 +320,10 @@ static __device__ void fa_rope(const cll_cu_rope_args &R, float *buf, int hd, in
 }
 
 bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n) {
-    static int on = -1;
+    static int on = -1, max_rows = -1;
     const int hd = a->hd_k;
-    const bool rows_ok = n == 1 || (a->distinct_rows && n <= CLL_CU_FUSE_ROPE_MAX_ROWS);
+    const bool rows_ok =
+        n == 1 || (a->distinct_rows && n <= cll_cu_env_pos_int(&max_rows, "CLLAMA_CUDA_FUSE_ROPE_ROWS", CLL_CU_FUSE_ROPE_MAX_ROWS));
     return cll_cu_env_flag(&on, "CLLAMA_CUDA_FUSE_ROPE", true) && rows_ok && a->hd_v == hd &&
            (hd == 64 || hd == 128 || hd == 256) && a->n_kv > 0 && a->n_head % a->n_kv == 0 && a->rope.n_rot <= hd;
 }

@@ -212,7 +212,8 @@ cudaError_t cll_cu_attention_prefill(const cll_cu_attn_args *a, int64_t n, cudaS
  * CLLAMA_CUDA_FUSE_ROPE not 0. Every chunk block of a row ropes its heads' q again, so the fusion
  * pays while the rope kernel's launch costs more than that: H200, l2-7b speed_tg fused / rope kernel
  * (same call, 3e5cae5): Q4_0 2 976 / 879, 4 1466 / 1392, 16 3466 / 3367, 32 4536 / 4686, 64 7493 /
- * 7757; Q4_K_M 2 759 / 696, 16 3175 / 3114, 32 4504 / 4513, 64 7544 / 7590 */
+ * 7757; Q4_K_M 2 759 / 696, 16 3175 / 3114, 32 4504 / 4513, 64 7544 / 7590 (measured when a
+ * 32-row step split a short context in two chunks; CLLAMA_CUDA_FUSE_ROPE_ROWS=N moves the cap) */
 #define CLL_CU_FUSE_ROPE_MAX_ROWS 16
 bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n);
 
