@@ -338,7 +338,7 @@ static void test_attn_min_chunk_loads(void **state) {
     assert_int_equal(cll_cu_attn_min_chunk(0, 264, 132), CLL_CU_ATTN_MIN_CHUNK_WIDE); /* twice the SMs */
     assert_int_equal(cll_cu_attn_min_chunk(0, 32 * 32, 132), CLL_CU_ATTN_MIN_CHUNK_WIDE);
     assert_int_equal(cll_cu_attn_min_chunk(64, 32 * 32, 132), 64); /* the knob wins */
-    assert_int_equal(cll_cu_attn_min_chunk(0, 4, 0), CLL_CU_ATTN_MIN_CHUNK);
+    assert_int_equal(cll_cu_attn_min_chunk(0, 4096, 0), CLL_CU_ATTN_MIN_CHUNK); /* no SM count: narrow */
     assert_true(CLL_CU_ATTN_MIN_CHUNK_WIDE > CLL_CU_ATTN_MIN_CHUNK);
     assert_int_equal(cll_cu_attn_loads(8, 1), 8);
     assert_int_equal(cll_cu_attn_loads(8, 2), 8);

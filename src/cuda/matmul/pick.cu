@@ -140,7 +140,7 @@ int cll_cu_attn_heads_per_block(int32_t n_head, int32_t n_kv, int32_t n_chunks, 
 
 int32_t cll_cu_attn_min_chunk(int32_t want, int64_t pairs, int32_t n_sm) {
     if (want > 0) return want;
-    if (n_sm < 1) n_sm = 1;
+    if (n_sm < 1) return CLL_CU_ATTN_MIN_CHUNK; /* the device not known: the narrow floor */
     return pairs >= 2 * (int64_t)n_sm ? CLL_CU_ATTN_MIN_CHUNK_WIDE : CLL_CU_ATTN_MIN_CHUNK;
 }
 
