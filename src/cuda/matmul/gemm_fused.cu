@@ -22,9 +22,8 @@
  * block's K range for its own 16 rows. A stage is one chunk (256 values) of the 128 rows' quantized
  * bytes (CuPieces, cuda/matmul/mma_stage.cuh; each thread copies the same pieces of every chunk,
  * FgSlots: a piece's address at the first chunk plus c x its step) and of the nt tokens' f16 values
- * (512 B a token, FG_XP, unpadded: an odd token's 64-byte groups swap places in pairs, offset ^ 64, so
- * the 16-byte B reads of a quarter warp, two tokens x 4 lanes, fall on disjoint banks; the padding
- * to 576 B it replaced kept a third stage of 32 tokens from fitting two blocks). NS stages by cp.async, the first weights before the PDL
+ * (512 B a token, padded to FG_XP = 576 = 64 mod 128: the 16-byte B reads of a quarter warp, two
+ * tokens x 4 lanes, fall on disjoint banks). NS stages by cp.async, the first weights before the PDL
  * wait: 2 up to 32 tokens (three blocks an SM up to 16 tokens: l2-7b Q4_0 at 16 sequences 3366 vs
  * 3112 tok/s with 3 stages and two blocks), 3 above. Per chunk a warp's lanes first turn its 16 rows'
  * scales into f16 pairs (prep, a per-warp table), then per 32-value group a lane decodes its 16
@@ -53,8 +52,7 @@
 #define FG_WARPS 8
 #define FG_BM (FG_WARPS * MMA_ROWS) /* 128 rows per block */
 #define FG_TILES 8                  /* tokens per launch: 8 tiles of 8 */
-#define FG_XP 512                   /* bytes per token and chunk: 256 halves (odd tokens swizzled: FG_SW) */
-#define FG_SW(t) (((t) & 1) << 6)   /* token t's byte offsets within its chunk are XORed with this */
+#define FG_XP 576                   /* bytes per token and chunk: 256 halves, padded (576 mod 128 = 64) */
 
 /* c += A (16x16 f16, row-major fragments a0..a3) . B (16x8 f16, b0 b1), f32 accumulate */
 static __device__ __forceinline__ void fg_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -247,14 +245,14 @@ static __device__ __forceinline__ void fg_stage_x(uint32_t sx, const __half *xb,
 #pragma unroll
     for (int k = 0; k < NTL; k++) {
         const int t = warp + FG_WARPS * k;
-        if (t < nt) mma_cp16s(sx + t * FG_XP + ((16 * lane) ^ FG_SW(t)), xb + (int64_t)k * FG_WARPS * ldxh + 256 * c);
+        if (t < nt) mma_cp16s(sx + t * FG_XP + 16 * lane, xb + (int64_t)k * FG_WARPS * ldxh + 256 * c);
     }
 }
 
 /* NTL tiles of 8 tokens (the launch's nt rounded up to 1, 2, 4 or 8 tiles: whole unrolled tile loops;
  * the columns past nt are computed and dropped); NS pipeline stages. xh: the fused rows' f16 X
  * (cll_cu_gemm_fused: each 32-value group in the order fg_xpos gives) */
-template <int T, int NTL, int NS>
+template <int T, int NTL, int NS, int UG>
 __global__ void __launch_bounds__(FG_WARPS * 32, NTL <= 2 ? 3 : 1) /* <= 2 tiles: three blocks an SM (<= 85 registers) */
 k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const __half *__restrict__ xh, int64_t ldxh,
         float *__restrict__ y, int64_t ldy, int nt, float *ws, int *tickets, int early) {
@@ -313,12 +311,10 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
         /* token r of each tile: lane q's 8 values of every group (fg_xpos: the elements 4q.. of step 0,
          * then 16 + 4q.. of step 1), one LDS.128 */
         const uint8_t *xr = sm + so + wbytes + r * FG_XP + 16 * q;
-        const int sw = FG_SW(r); /* token r + 8t: the parity of r */
         /* one and two tiles unrolled by 4, more by 2 (the 17-64 token kernels were not re-measured). H200,
          * l2-7b speed_tg (same call, 91d7143), unroll 2 / 4 / 8: Q4_K_M 4 sequences 1100.8 / 1112.2 / 1127.7,
          * 8 1960.0 / 1982.2 / 1980.3, 16 3107.5 / 3150.6 / 3161.3; Q4_0 4 1367.6 / 1373.6 / 1368.1, 8 2145.4 /
          * 2161.9 / 2160.8, 16 3388.5 / 3438.7 / 3466.3 */
-        constexpr int UG = NTL <= 2 ? 4 : 2;
 #pragma unroll UG
         for (int gi = 0; gi < MMA_G; gi++) {
             uint32_t k0[4], k1[4];
@@ -326,7 +322,7 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
             F::row(s1, tab[warp][gi][r + 8], gi, q, k0[1], k0[3], k1[1], k1[3]);
 #pragma unroll
             for (int t = 0; t < NTL; t++) {
-                const uint4 b = *(const uint4 *)(xr + 8 * t * FG_XP + ((64 * gi) ^ sw));
+                const uint4 b = *(const uint4 *)(xr + 8 * t * FG_XP + 64 * gi);
                 fg_mma(acc[t], k0, b.x, b.y);
                 fg_mma(acc[t], k1, b.z, b.w);
             }
@@ -341,31 +337,35 @@ template <int T, int NTL, int NS> static constexpr size_t fg_smem(void) {
     return (size_t)NS * ((size_t)FG_BM * CuFg<T>::P + (size_t)NTL * 8 * FG_XP);
 }
 
-template <int T, int NTL, int NS>
+/* UG: the group loop's unroll (one and two tiles 4, more 2; CLLAMA_CUDA_FUSED_UG4=4 A/Bs 4 at 17-32 tokens) */
+template <int T, int NTL, int NS, int UG = (NTL <= 2 ? 4 : 2)>
 static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t0, int nt, float *y, int64_t ldy,
                                  const cll_cu_splitk *sk, cudaStream_t st) {
     static int bps = 0; /* resident blocks per SM, asked once (the attribute set with it) */
     constexpr size_t smem = fg_smem<T, NTL, NS>();
     if (!bps) {
-        CLL_CU_RET(cudaFuncSetAttribute(k_fgemm<T, NTL, NS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        CLL_CU_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_fgemm<T, NTL, NS>, FG_WARPS * 32, smem));
+        CLL_CU_RET(cudaFuncSetAttribute(k_fgemm<T, NTL, NS, UG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CLL_CU_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_fgemm<T, NTL, NS, UG>, FG_WARPS * 32, smem));
         if (bps < 1) return cudaErrorInvalidConfiguration;
     }
     const int64_t tiles = cll_cdiv(w->rows, FG_BM);
     const int ks = cll_cu_fused_ks(tiles, w->cols / 256, (int64_t)cll_cu_sm_count() * bps, nt, w->rows,
                                    sk && sk->ws ? sk->ws_floats : 0, sk && sk->tickets ? sk->n_tickets : 0);
-    return cll_cu_launch(k_fgemm<T, NTL, NS>, dim3((unsigned)tiles, (unsigned)ks), dim3(FG_WARPS * 32), smem, st, w->d,
+    return cll_cu_launch(k_fgemm<T, NTL, NS, UG>, dim3((unsigned)tiles, (unsigned)ks), dim3(FG_WARPS * 32), smem, st, w->d,
                          w->rows, (int)(w->cols / 32), (int64_t)w->row_stride, xh + (int64_t)t0 * w->cols,
                          (int64_t)w->cols, y + (int64_t)t0 * ldy, ldy, nt, sk ? sk->ws : (float *)NULL,
                          sk ? sk->tickets : (int *)NULL, cll_cu_gemv_early_trigger());
 }
 
-/* stages of the 17-32 token kernel: CLLAMA_CUDA_FUSED_NS4=2|3 (A/B; read once per process) */
-static int fg_ns4(void) {
+/* the group loop's unroll of the 17-32 token kernel: CLLAMA_CUDA_FUSED_UG4=2|4 (A/B; read once per
+ * process). Three stages there (two blocks an SM, with the tokens' padding traded for a swizzle to
+ * fit) measured slower on the H200: l2-7b 32 sequences Q4_0 4725 / 4717 vs 4829 / 4917, Q4_K_M
+ * 4428 / 4376 vs 4522 / 4475 tok/s (same call, tenth session) */
+static int fg_ug4(void) {
     static int v = -1; /* process-wide setting read once; not state */
     if (v < 0) {
-        const char *e = getenv("CLLAMA_CUDA_FUSED_NS4");
-        v = e && atoi(e) == 3 ? 3 : 2;
+        const char *e = getenv("CLLAMA_CUDA_FUSED_UG4");
+        v = e && atoi(e) == 4 ? 4 : 2;
     }
     return v;
 }
@@ -384,7 +384,7 @@ static cudaError_t fg_launch(const cll_cu_weight *w, const void *xh, int64_t n, 
         const __half *x = (const __half *)xh;
         const cudaError_t e = nt <= 8    ? fg_launch_one<T, 1, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
                               : nt <= 16 ? fg_launch_one<T, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
-                              : nt <= 32 ? (fg_ns4() == 3 ? fg_launch_one<T, 4, 3>(w, x, (int)t0, nt, y, ldy, sk, st)
+                              : nt <= 32 ? (fg_ug4() == 4 ? fg_launch_one<T, 4, 2, 4>(w, x, (int)t0, nt, y, ldy, sk, st)
                                                           : fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st))
                                          : fg_launch_one<T, 8, 3>(w, x, (int)t0, nt, y, ldy, sk, st);
         if (e != cudaSuccess) return e;
