@@ -349,8 +349,11 @@ static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t
         if (bps < 1) return cudaErrorInvalidConfiguration;
     }
     const int64_t tiles = cll_cdiv(w->rows, FG_BM);
-    const int ks = cll_cu_fused_ks(tiles, w->cols / 256, (int64_t)cll_cu_sm_count() * bps, nt, w->rows,
-                                   sk && sk->ws ? sk->ws_floats : 0, sk && sk->tickets ? sk->n_tickets : 0);
+    static int c_ks = -1; /* CLLAMA_CUDA_FUSED_KS_MAX=N: at most N splits of K (A/B; 0: the pick's) */
+    const int ks_max = cll_cu_env_pos_int(&c_ks, "CLLAMA_CUDA_FUSED_KS_MAX", 0);
+    int ks = cll_cu_fused_ks(tiles, w->cols / 256, (int64_t)cll_cu_sm_count() * bps, nt, w->rows,
+                             sk && sk->ws ? sk->ws_floats : 0, sk && sk->tickets ? sk->n_tickets : 0);
+    if (ks_max > 0 && ks > ks_max) ks = ks_max;
     return cll_cu_launch(k_fgemm<T, NTL, NS, UG>, dim3((unsigned)tiles, (unsigned)ks), dim3(FG_WARPS * 32), smem, st, w->d,
                          w->rows, (int)(w->cols / 32), (int64_t)w->row_stride, xh + (int64_t)t0 * w->cols,
                          (int64_t)w->cols, y + (int64_t)t0 * ldy, ldy, nt, sk ? sk->ws : (float *)NULL,
