@@ -28,6 +28,8 @@ static const struct {
     {"cuda.gemv_trigger", "CLLAMA_CUDA_GEMV_TRIGGER", 0, 1, 1, offsetof(cll_cuda_knobs, gemv_trigger)},
     {"cuda.pdl", "CLLAMA_CUDA_PDL", 0, 1, 1, offsetof(cll_cuda_knobs, pdl)},
     {"cuda.batch_graph", "CLLAMA_CUDA_BATCH_GRAPH", 0, 1, 1, offsetof(cll_cuda_knobs, batch_graph)},
+    /* keys in flight a warp in the split attention kernel (cll_cu_attn_loads): off until measured */
+    {"cuda.attn_loads8", "CLLAMA_CUDA_ATTN_LOADS8", 0, 1, 0, offsetof(cll_cuda_knobs, attn_loads8)},
 };
 #define K_N (sizeof k_tab / sizeof k_tab[0])
 

@@ -28,6 +28,8 @@ typedef struct {
     int gemv_trigger;   /* 1: a gemv lets the next kernel launch first thing (PDL), 0: when it ends */
     int pdl;            /* 1: kernels launch with programmatic dependent launch */
     int batch_graph;    /* 1: batched decode steps replay captured graphs, 0: run eagerly */
+    int attn_loads8;    /* 1: the split decode attention keeps 8 keys a warp in flight (blocks of <= 2
+                         * q heads), 0: 4; the same sums in the same order */
 } cll_cuda_knobs;
 
 /* the current values (the first call reads the environment) */

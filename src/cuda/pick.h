@@ -97,10 +97,8 @@ int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, in
 #define CLL_CU_ATTN_MIN_CHUNK_WIDE 256
 int32_t cll_cu_attn_min_chunk(int32_t want, int64_t pairs, int32_t n_sm);
 /* keys in flight per warp in each phase of the split GQA kernel (4 or 8: the same sums in the same
- * order, only the load rounds per sub-chunk change): want (4 or 8, CLLAMA_CUDA_ATTN_LOADS) wins;
- * else CLL_CU_ATTN_LOADS. 8 only for hg <= 2 (q of 8 heads plus 8 keys of K would not fit the
- * registers) */
-#define CLL_CU_ATTN_LOADS 4
+ * order, only the load rounds per sub-chunk change): want 8 (the knob cuda.attn_loads8) gives 8 for
+ * blocks of hg <= 2 q heads (more heads' q plus 8 keys of K would not fit the registers), else 4 */
 int cll_cu_attn_loads(int32_t want, int32_t hg);
 /* The decode attention's form (cuda/ops/attn.cu): the split kernel (thousands of short blocks over
  * a long context, each prefetching its one sub-chunk) or the streaming one (a few blocks an SM, each

@@ -34,7 +34,8 @@ static const kr_knob k_cpu[] = {
 };
 
 /* the CUDA knobs raced and their challengers (the default, from cuda/knobs.c, leads; a challenger
- * equal to it is left out): the prefetch sizes of the decode step and the gemvs' early trigger */
+ * equal to it is left out): the prefetch sizes of the decode step, the gemvs' early trigger and the
+ * decode attention's keys in flight */
 static const struct {
     const char *name;
     double challengers[KR_VALUES - 1];
@@ -43,6 +44,7 @@ static const struct {
     {"cuda.attn_pf_mb", {0, 16, 40}, 3},  {"cuda.act_pf_mb", {0, 16}, 2},
     {"cuda.l2next_o_mb", {4, 16}, 2},     {"cuda.l2next_down_mb", {4, 16}, 2},
     {"cuda.l2next_mb", {2, 8}, 2},        {"cuda.gemv_trigger", {0, 1}, 2},
+    {"cuda.attn_loads8", {0, 1}, 2},
 };
 
 const char *cll_race_cuda_knob(int i) {

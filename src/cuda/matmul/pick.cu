@@ -144,10 +144,7 @@ int32_t cll_cu_attn_min_chunk(int32_t want, int64_t pairs, int32_t n_sm) {
     return pairs >= 2 * (int64_t)n_sm ? CLL_CU_ATTN_MIN_CHUNK_WIDE : CLL_CU_ATTN_MIN_CHUNK;
 }
 
-int cll_cu_attn_loads(int32_t want, int32_t hg) {
-    const int u = want == 4 || want == 8 ? want : CLL_CU_ATTN_LOADS;
-    return u == 8 && hg <= 2 ? 8 : 4;
-}
+int cll_cu_attn_loads(int32_t want, int32_t hg) { return want == 8 && hg <= 2 ? 8 : 4; }
 
 int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, int32_t hg, bool f16) {
     auto fits = [&](int w) { return w == 4 || (f16 && (int64_t)w * hg * hd <= 8192); };

@@ -873,11 +873,9 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
     if (a->fuse_rope && !cll_cu_attention_fuses_rope(a, n)) return cudaErrorInvalidValue;
     if (a->pf && ((uintptr_t)a->pf % 16 || a->pf_bytes % 16)) return cudaErrorInvalidValue;
     if (a->hd_v == hd && (hd == 64 || hd == 128 || hd == 256)) {
-        static int c_min = -1, c_per_sm = -1, c_warps = -1, c_loads = -1;
+        static int c_min = -1, c_per_sm = -1, c_warps = -1;
         /* fewest keys a chunk (0: by the grid, cll_cu_attn_min_chunk) */
         const int env_min = cll_cu_env_pos_int(&c_min, "CLLAMA_CUDA_ATTN_MIN_CHUNK", 0);
-        /* keys in flight a warp: 4 or 8 (0: CLL_CU_ATTN_LOADS) */
-        const int env_loads = cll_cu_env_pos_int(&c_loads, "CLLAMA_CUDA_ATTN_LOADS", 0);
         /* live chunks for about N blocks an SM (0: each kernel's own default) */
         const int env_per_sm = cll_cu_env_pos_int(&c_per_sm, "CLLAMA_CUDA_ATTN_PER_SM", 0);
         /* 4, 8 or 16 warps a split block (0: by the grid) */
@@ -912,7 +910,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
         const int W = cll_cu_attn_warps(a->warps, (int64_t)g.x * live * g.z, cll_cu_sm_count(), hd, HG, a->kv_f16);
-        const int U = cll_cu_attn_loads(env_loads, HG);
+        const int U = cll_cu_attn_loads(cll_cuda_knobs_now()->attn_loads8 ? 8 : 4, HG); /* a runtime knob */
 #define FA_HG(F, D)                                                                                          \
     do {                                                                                                     \
         if (HG == 1) CLL_CU_RET((fa_launch<F, D, 1>(a, g, W, U, s)));                                         \
