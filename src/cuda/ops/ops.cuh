@@ -212,9 +212,12 @@ cudaError_t cll_cu_attention_prefill(const cll_cu_attn_args *a, int64_t n, cudaS
  * CLLAMA_CUDA_FUSE_ROPE not 0. Every chunk block of a row ropes its heads' q again, so the fusion
  * pays while the rope kernel's launch costs more than that: H200, l2-7b speed_tg fused / rope kernel
  * (same call, 3e5cae5): Q4_0 2 976 / 879, 4 1466 / 1392, 16 3466 / 3367, 32 4536 / 4686, 64 7493 /
- * 7757; Q4_K_M 2 759 / 696, 16 3175 / 3114, 32 4504 / 4513, 64 7544 / 7590 (measured when a
- * 32-row step split a short context in two chunks; CLLAMA_CUDA_FUSE_ROPE_ROWS=N moves the cap) */
-#define CLL_CU_FUSE_ROPE_MAX_ROWS 16
+ * 7757; Q4_K_M 2 759 / 696, 16 3175 / 3114, 32 4504 / 4513, 64 7544 / 7590, when a 32-row step split
+ * a short context in two chunks. Since the chunk floor widens for wide grids (cll_cu_attn_min_chunk),
+ * a 32-row step over <= 256 keys is one chunk a row and the cap of 16 / 64 rows gave (tenth session,
+ * 4b9f0fa, same call, two runs each): Q4_K_M 32 4542 4529 / 4654 4647, 64 7878 7794 / 7792 7801; Q4_0
+ * 32 4971 4923 / 4971 4990, 64 8081 8004 / 7822 7931: hence 32. CLLAMA_CUDA_FUSE_ROPE_ROWS=N moves it */
+#define CLL_CU_FUSE_ROPE_MAX_ROWS 32
 bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n);
 
 /* MoE routing per token: softmax over the n_expert router logits, top-k (ties to the lower
