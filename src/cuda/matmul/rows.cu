@@ -290,8 +290,8 @@ static const cll_kernel_row k_rows[] = {
 #undef CU_MMA_ROW
     /* the fused dequant-in-tile GEMM rows (cuda/matmul/gemm_fused.cu): not the registry default of the
      * gemm op (the cuBLAS panels serve prefill), but the pick (cll_cu_pick_form) gives them a batch of
-     * cll_cu_fused_min_tokens(type)..CLL_CU_FUSED_MAX tokens (a batched decode step of 4..24 sequences for
-     * Q4_K / Q6_K, 9..24 for Q4_0 / Q8_0) */
+     * cll_cu_fused_min_tokens(type)..CLL_CU_FUSED_MAX tokens (a batched decode step of 4..32 sequences for
+     * Q4_K / Q6_K, 9..32 for Q4_0 / Q8_0) */
 #define CU_FUSED_ROW(n, T, i)                                                                                \
     {"gemm_" #n "_split_fused_f16", CLL_KOP_GEMM, CLL_TYPE_##T, 0, CU_GEMM_PARAMS_FUSED, CLL_CU_LAYOUT_SPLIT, 1,     \
      cu_fused_ok, false, false, &k_fused_impl[i]},
