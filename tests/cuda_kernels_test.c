@@ -165,8 +165,7 @@ static void test_gemm_rows(void **state) {
         /* the fused rows at the batched-decode counts: split-K over blocks (300 x 4096: 3 row tiles x 5
          * splits), a ragged last row tile, one token in a tile, two balanced launches of a split product;
          * the one-tile kernel (<= 8 tokens): 2 tokens split over blocks, 5 over ragged rows and 3 chunks, 8;
-         * a full 32-token launch (the batched step's largest fused count; CLLAMA_CUDA_FUSED_UG4=4 gates its
-         * other unroll) */
+         * a full 32-token launch (the batched step's largest fused count) */
         const struct { int64_t rows, cols; int n; } fused_shapes[] = {
             {300, 4096, 64}, {1000, 2048, 40}, {129, 1024, 9}, {256, 3072, 23}, {4100, 512, 16}, {200, 2048, 65},
             {520, 4096, 2},  {1003, 768, 5},   {128, 256, 8},   {384, 4096, 32}};

@@ -25,7 +25,8 @@
  * (512 B a token, padded to FG_XP = 576 = 64 mod 128: the 16-byte B reads of a quarter warp, two
  * tokens x 4 lanes, fall on disjoint banks). NS stages by cp.async, the first weights before the PDL
  * wait: 2 up to 32 tokens (three blocks an SM up to 16 tokens: l2-7b Q4_0 at 16 sequences 3366 vs
- * 3112 tok/s with 3 stages and two blocks), 3 above. Per chunk a warp's lanes first turn its 16 rows'
+ * 3112 tok/s with 3 stages and two blocks; at 17-32 tokens three stages at two blocks, the tokens'
+ * padding traded for a swizzle to fit, 32 sequences Q4_0 4725 / 4717 vs 4829 / 4917), 3 above. Per chunk a warp's lanes first turn its 16 rows'
  * scales into f16 pairs (prep, a per-warp table), then per 32-value group a lane decodes its 16
  * operand values (rows r and r + 8, 8 values each: the A fragments of two m16n8k16 steps) once and
  * issues two mma per tile of 8 tokens. The k index of the mma is a permutation of the group's
@@ -42,7 +43,6 @@
  * never written (an mma column depends on its own B column only). */
 #include <cuda_fp16.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
@@ -337,7 +337,8 @@ template <int T, int NTL, int NS> static constexpr size_t fg_smem(void) {
     return (size_t)NS * ((size_t)FG_BM * CuFg<T>::P + (size_t)NTL * 8 * FG_XP);
 }
 
-/* UG: the group loop's unroll (one and two tiles 4, more 2; CLLAMA_CUDA_FUSED_UG4=4 A/Bs 4 at 17-32 tokens) */
+/* UG: the group loop's unroll (one and two tiles 4, more 2: at 17-32 tokens 4 measured 0.5-1% slower,
+ * H200 tenth session) */
 template <int T, int NTL, int NS, int UG = (NTL <= 2 ? 4 : 2)>
 static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t0, int nt, float *y, int64_t ldy,
                                  const cll_cu_splitk *sk, cudaStream_t st) {
@@ -349,28 +350,14 @@ static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t
         if (bps < 1) return cudaErrorInvalidConfiguration;
     }
     const int64_t tiles = cll_cdiv(w->rows, FG_BM);
-    static int c_ks = -1; /* CLLAMA_CUDA_FUSED_KS_MAX=N: at most N splits of K (A/B; 0: the pick's) */
-    const int ks_max = cll_cu_env_pos_int(&c_ks, "CLLAMA_CUDA_FUSED_KS_MAX", 0);
-    int ks = cll_cu_fused_ks(tiles, w->cols / 256, (int64_t)cll_cu_sm_count() * bps, nt, w->rows,
-                             sk && sk->ws ? sk->ws_floats : 0, sk && sk->tickets ? sk->n_tickets : 0);
-    if (ks_max > 0 && ks > ks_max) ks = ks_max;
+    /* split-K by how well the blocks fill their last wave (capping it at 4 or 2 for the 8-12 splits of
+     * the o / down products at 16-32 tokens measured 1-26% slower, H200 tenth session) */
+    const int ks = cll_cu_fused_ks(tiles, w->cols / 256, (int64_t)cll_cu_sm_count() * bps, nt, w->rows,
+                                   sk && sk->ws ? sk->ws_floats : 0, sk && sk->tickets ? sk->n_tickets : 0);
     return cll_cu_launch(k_fgemm<T, NTL, NS, UG>, dim3((unsigned)tiles, (unsigned)ks), dim3(FG_WARPS * 32), smem, st, w->d,
                          w->rows, (int)(w->cols / 32), (int64_t)w->row_stride, xh + (int64_t)t0 * w->cols,
                          (int64_t)w->cols, y + (int64_t)t0 * ldy, ldy, nt, sk ? sk->ws : (float *)NULL,
                          sk ? sk->tickets : (int *)NULL, cll_cu_gemv_early_trigger());
-}
-
-/* the group loop's unroll of the 17-32 token kernel: CLLAMA_CUDA_FUSED_UG4=2|4 (A/B; read once per
- * process). Three stages there (two blocks an SM, with the tokens' padding traded for a swizzle to
- * fit) measured slower on the H200: l2-7b 32 sequences Q4_0 4725 / 4717 vs 4829 / 4917, Q4_K_M
- * 4428 / 4376 vs 4522 / 4475 tok/s (same call, tenth session) */
-static int fg_ug4(void) {
-    static int v = -1; /* process-wide setting read once; not state */
-    if (v < 0) {
-        const char *e = getenv("CLLAMA_CUDA_FUSED_UG4");
-        v = e && atoi(e) == 4 ? 4 : 2;
-    }
-    return v;
 }
 
 template <int T>
@@ -387,8 +374,7 @@ static cudaError_t fg_launch(const cll_cu_weight *w, const void *xh, int64_t n, 
         const __half *x = (const __half *)xh;
         const cudaError_t e = nt <= 8    ? fg_launch_one<T, 1, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
                               : nt <= 16 ? fg_launch_one<T, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
-                              : nt <= 32 ? (fg_ug4() == 4 ? fg_launch_one<T, 4, 2, 4>(w, x, (int)t0, nt, y, ldy, sk, st)
-                                                          : fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st))
+                              : nt <= 32 ? fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
                                          : fg_launch_one<T, 8, 3>(w, x, (int)t0, nt, y, ldy, sk, st);
         if (e != cudaSuccess) return e;
     }
