@@ -496,8 +496,7 @@ static bool arm_known(json_t *prev_site, const char *name, const char *hash) {
     return false;
 }
 
-/* s JSON-escaped into buf (for the race record's reasons) */
-static const char *json_esc(const char *s, char *buf, size_t cap) {
+const char *cll_race_json_esc(const char *s, char *buf, size_t cap) {
     size_t o = 0;
     for (; *s && o + 7 < cap; s++) {
         const unsigned char ch = (unsigned char)*s;
@@ -747,7 +746,7 @@ static cll_status race_site(const cll_race_site *s, const cll_race_opts *o, cll_
                 crown = a;
         }
         char why[400];
-        json_esc(arms[a].why[0] ? arms[a].why : "gate failed", why, sizeof why);
+        cll_race_json_esc(arms[a].why[0] ? arms[a].why : "gate failed", why, sizeof why);
         rj += (size_t)snprintf(race_json + rj, race_cap - rj,
                                "%s{\"variant\": \"%s\", \"source_hash\": \"%s\", \"bit_exact\": %s, \"broken\": %s, "
                                "\"isolated\": \"%s\", \"median_ms\": %.4f, \"best_ms\": %.4f, \"ratio\": %.4f, "

@@ -112,6 +112,9 @@ pid_t cll_race_fork_piped(int fd[2]);
 ssize_t cll_race_read_child(int fd, char *dst, size_t cap, double left_s);
 /* "SIGSEGV" for SIGSEGV, .. ("signal N" in buf otherwise) */
 const char *cll_race_sig_name(int sig, char *buf, size_t cap);
+/* s JSON-escaped into buf (quotes, backslashes, control characters as \u00XX; cut to fit cap): the
+ * race records' reasons */
+const char *cll_race_json_esc(const char *s, char *buf, size_t cap);
 
 /* Serving races (the CUDA backend, and the CPU with --serving): per gemv site of the model's
  * weight types, every row serving it here, gated first (CUDA: cuda/gate.c at two shapes; CPU:

@@ -389,15 +389,10 @@ cll_status cll_race_serving(const char *model, const char *backend, const char *
         }
         for (int b = 0; b < n_broken; b++) {
             char esc[512];
-            size_t k = 0;
-            for (const char *p = broken_why[b]; *p && k + 2 < sizeof esc; p++) {
-                if (*p == '"' || *p == '\\') esc[k++] = '\\';
-                esc[k++] = (unsigned char)*p < 0x20 ? ' ' : *p;
-            }
-            esc[k] = 0;
             rl += (size_t)snprintf(race + rl, (1 << 20) - rl,
                                    ", {\"variant\": \"%s\", \"bit_exact\": %s, \"broken\": true, \"why\": \"%s\"}",
-                                   broken[b]->name, broken[b]->bit_exact ? "true" : "false", esc);
+                                   broken[b]->name, broken[b]->bit_exact ? "true" : "false",
+                                   cll_race_json_esc(broken_why[b], esc, sizeof esc));
         }
         rl += (size_t)snprintf(race + rl, (1 << 20) - rl, "]}");
         cll_tune_entry e;
