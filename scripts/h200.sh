@@ -126,6 +126,9 @@ dev_env() {
   [ -d "$sh" ] || sh="$ROOT/.gpu/pshared" # the parity probe's files only (stories260K + its golden)
   export CLLAMA_SHARED="$sh" CLLAMA_SRC="$ROOT" CLLAMA_BIN="$ROOT/.gpu/bin/cllama"
   export CLLAMA_MODEL="$MODELS/gemma-3-270m-q4_k_m.gguf"
+  # the shipped class defaults, as an install finds them beside its binary (the carried binary has no
+  # share/ beside it): records then name class:h200 like a user's untuned H200
+  export CLLAMA_TUNE_DEFAULTS="${CLLAMA_TUNE_DEFAULTS:-$ROOT/tune/defaults}"
   [ -f .gpu/bin/GIT_SHA ] && export CLLAMA_GIT_SHA="$(cat .gpu/bin/GIT_SHA)"
   [ -d "$ROOT/.gpu/wheels" ] && export CLLAMA_WHEELS="$ROOT/.gpu/wheels" # openai for the server tests, offline
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used,memory.total --format=csv,noheader
@@ -137,6 +140,9 @@ gate() {
   local rc=0
   .gpu/bin/cuda_test 2>&1 | tail -5 || rc=1
   .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate.log" | grep -E "FAIL|PASS|SKIP|rows|\[  " | tail -40 || rc=1
+  # the attention gates again with the batched step's register-capped block forced on every shape it serves
+  CLLAMA_CUDA_ATTN_MINB8=1 CLL_GATE_ONLY=none .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_minb8.log" |
+    grep -E "FAIL|\[  (PASSED|FAILED)" | sed 's/^/capped attention: /' || rc=1
   CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) |chat template" | tail -60 || rc=1
   [ "${1:-}" = "--quick" ] && return $rc # kernel rows and golden only
   # the whole OpenAI-compatible API suite against the GPU backend (its /metrics check proves the GPU ran)

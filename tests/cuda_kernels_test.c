@@ -343,6 +343,14 @@ static void test_attn_min_chunk_loads(void **state) {
     assert_int_equal(cll_cu_attn_loads(8, 2), 8);
     assert_int_equal(cll_cu_attn_loads(8, 4), 4); /* q of 4 heads + 8 keys: the registers */
     assert_int_equal(cll_cu_attn_loads(4, 1), 4);
+    /* the register-capped one-head block: only where the uncapped one needs a second wave */
+    assert_false(cll_cu_attn_capped(-1, 32 * 16, 132));      /* 16 sequences, one chunk: 512 blocks, one wave */
+    assert_false(cll_cu_attn_capped(-1, 6 * 132, 132));      /* exactly one wave of 6 an SM */
+    assert_true(cll_cu_attn_capped(-1, 6 * 132 + 1, 132));
+    assert_true(cll_cu_attn_capped(-1, 32 * 32, 132));       /* 32 sequences: 1024 blocks */
+    assert_false(cll_cu_attn_capped(-1, 1 << 20, 0));        /* no SM count: never */
+    assert_true(cll_cu_attn_capped(1, 32, 132));             /* the knob wins both ways */
+    assert_false(cll_cu_attn_capped(0, 32 * 64, 132));
     assert_int_equal(cll_cu_attn_loads(0, 1), 4);
 }
 

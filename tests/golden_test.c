@@ -262,6 +262,12 @@ static void test_stories(void **state) {
     assert_int_equal(cllama_model_load(model, NULL, &m), CLLAMA_OK);
     cllama_context *c = make_ctx(m, CLLAMA_KV_F32, 2, 512);
     assert_non_null(c);
+    if (g_gpu) { /* the decode graph (and with it every kernel of the step) comes with the context */
+        cllama_counters k0;
+        assert_int_equal(cllama_context_counters(c, &k0), CLLAMA_OK);
+        assert_int_equal(k0.forwards, 0);
+        assert_true(k0.launches > 0);
+    }
     cllama_sampler_params sp = cllama_sampler_default_params();
     sp.temperature = 0.0f;
     cllama_sampler *smp;

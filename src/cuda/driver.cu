@@ -1,6 +1,6 @@
 /* cuda/driver: the CUDA driver (model/driver.h): per-context state (F16/F32 KV cache and every
- * activation, allocated once), and the forward: one-token steps replay a CUDA graph captured on
- * the first one (everything that changes per step, token / pos / seq, sits in a small device
+ * activation, allocated once), and the forward: one-token steps replay a CUDA graph captured when
+ * the state is created (everything that changes per step, token / pos / seq, sits in a small device
  * buffer that one copy refreshes); batches of n > 1 tokens launch the same kernels eagerly with
  * cuBLAS products (cll_cu_gemm).
  * Owns the state's device arena, stream, cuBLAS handle and graph. Rule: glue only: kernels live
@@ -1041,6 +1041,20 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         s->gemm.blas = s->blas;
     }
 #undef STRY
+    /* the decode graph now, not in the first step: capturing it loads every kernel of the step
+     * (CUDA loads a kernel on its first launch, CUDA_MODULE_LOADING=LAZY by default), which cost the
+     * first decode step of a context ~50 ms (H200, l2-7b: a 128-step batched-bench run at one
+     * sequence 495 -> 566 tok/s). A profiled state (CLLAMA_CUDA_PROFILE=1) runs eagerly. The graph
+     * reads token, position and sequence from s->io at replay; a one-token batch is contiguous,
+     * as cu_forward sets it */
+    if (s->prof.mode != 1) {
+        s->pf_contig = true;
+        s->pf_p0 = 0;
+        s->pf_seq = 0;
+        s->n_seg = 0;
+        s->rows_distinct = false;
+        if ((st = capture(s)) != CLL_OK) goto fail;
+    }
     *out = s;
     return CLL_OK;
 fail:
@@ -1052,6 +1066,8 @@ fail:
     free(s->kc);
     free(s->vc);
     s->kc = s->vc = NULL;
+    if (s->exec) cudaGraphExecDestroy(s->exec);
+    if (s->graph) cudaGraphDestroy(s->graph);
     if (s->arena) cudaFree(s->arena);
     if (s->hio) cudaFreeHost(s->hio);
     if (s->hkeys) cudaFreeHost(s->hkeys);

@@ -157,7 +157,7 @@ struct cll_driver_state {
     int32_t *hio;         /* pinned staging of io */
     unsigned long long *hkeys; /* pinned (n_out_max) */
     cudaGraph_t graph;
-    cudaGraphExec_t exec; /* the decode step, captured on the first one-token forward */
+    cudaGraphExec_t exec; /* the decode step, captured when the state is created */
     /* batched decode steps (2..CLL_CU_GRAPH_MAX_TOKENS tokens of several sequences, no contiguous prefill):
      * one graph per token count, captured when a (count, n_want, rows_distinct) repeats; failed: run eagerly */
     struct {

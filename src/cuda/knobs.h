@@ -4,7 +4,7 @@
  * defaults (each cites the measurement that set it in knobs.c), then the CLLAMA_CUDA_* variable
  * of each knob, then a tune sidecar's "runtime" section ("cuda.<knob>") or the tuner's races.
  * Values are read when a step is launched or captured: a decode graph keeps the values it was
- * captured with, so a knob is set before the model's context runs its first step.
+ * captured with (at the context's creation), so a knob is set before the context is created.
  * Owns the process-wide knob values. Rule: a value outside its range is an error, not a clamp. */
 #ifndef CLL_CUDA_KNOBS_H
 #define CLL_CUDA_KNOBS_H

@@ -100,6 +100,14 @@ int32_t cll_cu_attn_min_chunk(int32_t want, int64_t pairs, int32_t n_sm);
  * order, only the load rounds per sub-chunk change): want 8 (the knob cuda.attn_loads8) gives 8 for
  * blocks of hg <= 2 q heads (more heads' q plus 8 keys of K would not fit the registers), else 4 */
 int cll_cu_attn_loads(int32_t want, int32_t hg);
+/* the one-head 4-warp split block capped at 64 registers (8 resident an SM) instead of its 80 (6 an
+ * SM): want 0 / 1 (CLLAMA_CUDA_ATTN_MINB8) wins; else capped when the launch's live blocks do not
+ * fit one wave of the uncapped block (more than CLL_CU_ATTN_UNCAPPED_PER_SM x n_sm; n_sm < 1: never).
+ * H200, l2-7b speed_tg (-npp 128 -ntg 128, same call) capped / uncapped: Q4_0 32 sequences (1024
+ * blocks) 5275 / 4964, 64 8197 / 7883; Q4_K_M 32 4856 / 4550; 16 sequences (512 blocks, one wave
+ * either way) Q4_0 3803 / 3860, Q4_K_M 3439 / 3426 */
+#define CLL_CU_ATTN_UNCAPPED_PER_SM 6
+bool cll_cu_attn_capped(int want, int64_t blocks, int32_t n_sm);
 /* The decode attention's form (cuda/ops/attn.cu): the split kernel (thousands of short blocks over
  * a long context, each prefetching its one sub-chunk) or the streaming one (a few blocks an SM, each
  * walking a long chunk through a cp.async pipeline in shared memory). want: a caller's or the

@@ -42,7 +42,7 @@ static int g_attn_form = CLL_CU_ATTN_AUTO; /* -A split|stream: that form (cuda/p
 static int bench_attention(int reps) {
     static const struct { int hd, n_head, n_kv; const char *what; } heads[] = {
         {128, 32, 32, "l2-7b (MHA)"}, {128, 32, 8, "l3-8b (GQA 4)"}, {128, 32, 4, "q3moe (GQA 8)"}};
-    static const int lens[] = {128, 1024, 8192}, per_sm[] = {0, 2, 4, 8};
+    static const int lens[] = {128, 256, 1024, 8192}, per_sm[] = {0, 2, 4, 8};
     cll_cuda_device dv;
     const int n_sm = cll_cuda_device_info(0, &dv) == CLL_OK ? dv.sm_count : 0;
     int failed = 0;

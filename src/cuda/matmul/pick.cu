@@ -146,6 +146,11 @@ int32_t cll_cu_attn_min_chunk(int32_t want, int64_t pairs, int32_t n_sm) {
 
 int cll_cu_attn_loads(int32_t want, int32_t hg) { return want == 8 && hg <= 2 ? 8 : 4; }
 
+bool cll_cu_attn_capped(int want, int64_t blocks, int32_t n_sm) {
+    if (want == 0 || want == 1) return want == 1;
+    return n_sm > 0 && blocks > (int64_t)CLL_CU_ATTN_UNCAPPED_PER_SM * n_sm;
+}
+
 int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, int32_t hg, bool f16) {
     auto fits = [&](int w) { return w == 4 || (f16 && (int64_t)w * hg * hd <= 8192); };
     if ((want == 4 || want == 8 || want == 16) && fits(want)) return want;
