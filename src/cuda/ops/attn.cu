@@ -512,28 +512,6 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
             prefetch_l2(row + ln * 128);
         }
     }
-    const int sub = lane / LPK, l = lane % LPK;
-    const int64_t kvo = (int64_t)kvh * HD;
-    /* PRE: the first round of K rows (phase A) and of V rows (phase C) of the first sub-chunk into
-     * registers before the wait, overlapping the q|k|v product's tail: cells before pos were stored
-     * by earlier steps; pos itself is loaded again after the fused rope stores it. Only in the
-     * 16-warp one-head block (a decode step over a short context: one block an SM whatever its
-     * registers); the narrower blocks would lose residency to the 48 registers (H200 ptxas, HD 128:
-     * 4 warps 80 -> 149, 8 warps 80 -> 148) and a 16-warp block of several heads spilled */
-    constexpr bool PRE = W == 16 && HG == 1;
-    const bool pre = PRE && a.preload && a.fuse_rope && c < nc; /* block-uniform */
-    float kpre[U][8], vpre[U][NV];
-    if (pre) {
-        const int cs = min(FA_CS, c1 - c0);
-        const int64_t rb = (base + c0) * ks + kvo;
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int jj = (u * W + warp) * KPW + sub;
-            if (jj < cs) kv_ld<F16, 8>(a.kc, (PG ? krow(c0 + jj) * ks + kvo : rb + (int64_t)jj * ks) + 8 * l, kpre[u]);
-            const int jv = u * W + warp;
-            if (jv < cs) kv_ld<F16, NV>(a.vc, (PG ? krow(c0 + jv) * ks + kvo : rb + (int64_t)jv * ks) + NV * lane, vpre[u]);
-        }
-    }
     cll_pdl_wait();
     cll_pdl_trigger();
     fa_pf_next(a, g);
@@ -541,6 +519,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     float *buf = &red[0][0][0]; /* fused rope: rows q 0..hg-1, k hg, v hg+1 (red is free until the end) */
     if (a.fuse_rope) fa_rope(a.rope, buf, HD, r, h0, hg, kvh, pos, pos >= c0 && pos < c1);
     /* q of the group's heads: lane (key group slot sub, lane-in-key l) holds dims 8l..8l+7 */
+    const int sub = lane / LPK, l = lane % LPK;
     float qv[HG][8];
     fa_load_q<HD, HG>(a, g, buf, l, qv);
     if (threadIdx.x < HG) {
@@ -552,20 +531,17 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     for (int h = 0; h < HG; h++)
 #pragma unroll
         for (int e = 0; e < NV; e++) acc[h][e] = 0.0f;
+    const int64_t kvo = (int64_t)kvh * HD;
     for (int32_t s0 = c0; s0 < c1; s0 += FA_CS) {
         const int cs = min(FA_CS, c1 - s0);
         const int64_t rb = (base + s0) * ks + kvo; /* unpaged: the sub-chunk's first row */
         /* A: scores */
         for (int jb = 0; jb < cs; jb += W * KPW * U) {
             float kv[U][8];
-            const bool from_pre = pre && s0 == c0 && jb == 0; /* block-uniform */
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + (u * W + warp) * KPW + sub;
-                if (jj < cs && from_pre && s0 + jj != pos)
-#pragma unroll
-                    for (int e = 0; e < 8; e++) kv[u][e] = kpre[u][e];
-                else if (jj < cs)
+                if (jj < cs)
                     kv_ld<F16, 8>(a.kc, (PG ? krow(s0 + jj) * ks + kvo : rb + (int64_t)jj * ks) + 8 * l, kv[u]);
                 else
 #pragma unroll
@@ -617,14 +593,10 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
         }
         for (int jb = 0; jb < cs; jb += W * U) {
             float vv[U][NV];
-            const bool from_pre = pre && s0 == c0 && jb == 0; /* block-uniform */
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + u * W + warp;
-                if (jj < cs && from_pre && s0 + jj != pos)
-#pragma unroll
-                    for (int e = 0; e < NV; e++) vv[u][e] = vpre[u][e];
-                else if (jj < cs)
+                if (jj < cs)
                     kv_ld<F16, NV>(a.vc, (PG ? krow(s0 + jj) * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
             }
 #pragma unroll
@@ -865,10 +837,10 @@ static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, cudaS
 }
 
 /* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
- * HD floats <= 32 KB) and the cache is F16 (else the 4-warp block) */
-/* cap: the one-head 4-warp block of head size 128 over an unpaged F16 cache at 64 registers, 8
- * resident an SM instead of 6 (80 registers; H200 ptxas: no spill at 64, the paged instance would
- * spill 44 bytes); cll_cu_attn_capped picks it for a batched step's wide grid */
+ * HD floats <= 32 KB) and the cache is F16 (else the 4-warp block). cap: the one-head 4-warp block
+ * of head size 128 over an unpaged F16 cache at 64 registers, 8 resident an SM instead of 6 (80
+ * registers; H200 ptxas: no spill at 64, the paged instance would spill 44 bytes);
+ * cll_cu_attn_capped picks it for a batched step's wide grid */
 template <bool F, int D, int HGV, int WV, int U>
 static cudaError_t fa_launch_u(const cll_cu_attn_args *a, dim3 g, bool cap, cudaStream_t s) {
     const dim3 b(32 * WV);
@@ -914,10 +886,8 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int env_per_sm = cll_cu_env_pos_int(&c_per_sm, "CLLAMA_CUDA_ATTN_PER_SM", 0);
         /* 4, 8 or 16 warps a split block (0: by the grid) */
         const int env_warps = cll_cu_env_pos_int(&c_warps, "CLLAMA_CUDA_ATTN_WARPS", 0);
-        static int c_pre = -1; /* the first K / V round before the PDL wait (A/B: 0 off) */
         cll_cu_attn_args ac = *a;
         if (ac.warps <= 0) ac.warps = env_warps;
-        ac.preload = cll_cu_env_flag(&c_pre, "CLLAMA_CUDA_ATTN_PRELOAD", true);
         a = &ac;
         const int G = a->n_head / a->n_kv;
         /* a small grid (decode over a short context: one chunk per head group) leaves most SMs idle

@@ -187,10 +187,6 @@ typedef struct {
     int32_t prefill_p0, prefill_seq;
     /* warps per block of the GQA kernel (4, 8 or 16; 0: cll_cu_attn_warps' choice) */
     int32_t warps;
-    /* split GQA kernel with fuse_rope: the block's first round of K and of V rows into registers
-     * before the PDL wait (the cells before pos are a previous step's; the cell at pos is read
-     * again after the fused rope stores it). The launcher sets it (CLLAMA_CUDA_ATTN_PRELOAD=0: off) */
-    bool preload;
     /* GQA kernels: most chunks a token's keys use (0: the kernel's default cap, cll_cu_attn_active_chunks
      * with CLLAMA_CUDA_ATTN_PER_SM; -1: n_chunks) */
     int32_t act_chunks;
