@@ -132,6 +132,16 @@ static inline bool cll_cu_env_flag(int *cache, const char *name, bool default_on
     return *cache != 0;
 }
 
+/* a knob that may force either way, read once per process into *cache (-2: not read yet; not
+ * state): -1 when NAME is unset or empty (the caller's own pick), else 1 for a nonzero number, 0 */
+static inline int cll_cu_env_tri(int *cache, const char *name) {
+    if (*cache == -2) {
+        const char *e = getenv(name);
+        *cache = e && *e ? atoi(e) != 0 : -1;
+    }
+    return *cache;
+}
+
 /* a positive integer knob read once per process into *cache (-1: not read yet; not state): NAME's
  * value when it is a number > 0, else dflt (>= 0) */
 static inline int cll_cu_env_pos_int(int *cache, const char *name, int dflt) {

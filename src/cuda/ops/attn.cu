@@ -898,11 +898,9 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int n_sub = (G + HG - 1) / HG;
         dim3 g((unsigned)(a->n_kv * n_sub), (unsigned)a->n_chunks, (unsigned)n);
         if (ac.min_chunk <= 0) ac.min_chunk = cll_cu_attn_min_chunk(env_min, (int64_t)g.x * g.z, cll_cu_sm_count());
-        static int env_form = -1; /* CLLAMA_CUDA_ATTN_STREAM: 1 the streaming kernel, 0 the split one, unset: by n_ctx */
-        if (env_form < 0) {
-            const char *e = getenv("CLLAMA_CUDA_ATTN_STREAM");
-            env_form = e && *e ? (atoi(e) ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT) : CLL_CU_ATTN_AUTO;
-        }
+        static int c_stream = -2; /* CLLAMA_CUDA_ATTN_STREAM: 1 the streaming kernel, 0 the split one, unset: by n_ctx */
+        const int s_env = cll_cu_env_tri(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
+        const int env_form = s_env < 0 ? CLL_CU_ATTN_AUTO : s_env ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT;
         const bool stream =
             cll_cu_attn_form(a->form ? a->form : env_form, a->kv_f16, a->n_ctx, n) == CLL_CU_ATTN_STREAM;
         if (ac.act_chunks == 0)
@@ -915,14 +913,11 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
             return cudaGetLastError();
         }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
-        const int W = cll_cu_attn_warps(a->warps, (int64_t)g.x * live * g.z, cll_cu_sm_count(), hd, HG, a->kv_f16);
+        const int64_t blocks = (int64_t)g.x * live * g.z;
+        const int W = cll_cu_attn_warps(a->warps, blocks, cll_cu_sm_count(), hd, HG, a->kv_f16);
         const int U = cll_cu_attn_loads(cll_cuda_knobs_now()->attn_loads8 ? 8 : 4, HG); /* a runtime knob */
         static int c_cap = -2; /* CLLAMA_CUDA_ATTN_MINB8=0|1 forces the register cap off / on (A/B) */
-        if (c_cap == -2) {
-            const char *e = getenv("CLLAMA_CUDA_ATTN_MINB8");
-            c_cap = e && *e ? (atoi(e) != 0) : -1;
-        }
-        const bool cap = cll_cu_attn_capped(c_cap, (int64_t)g.x * live * g.z, cll_cu_sm_count());
+        const bool cap = cll_cu_attn_capped(cll_cu_env_tri(&c_cap, "CLLAMA_CUDA_ATTN_MINB8"), blocks, cll_cu_sm_count());
 #define FA_HG(F, D)                                                                                          \
     do {                                                                                                     \
         if (HG == 1) CLL_CU_RET((fa_launch<F, D, 1>(a, g, W, U, cap, s)));                                   \
