@@ -351,6 +351,12 @@ static void test_attn_min_chunk_loads(void **state) {
     assert_false(cll_cu_attn_capped(-1, 1 << 20, 0));        /* no SM count: never */
     assert_true(cll_cu_attn_capped(1, 32, 132));             /* the knob wins both ways */
     assert_false(cll_cu_attn_capped(0, 32 * 64, 132));
+    /* the first sub-chunk's L2 prefetch: whole in narrow grids, CLL_CU_ATTN_KV_PF_WIDE keys in wide ones */
+    assert_int_equal(cll_cu_attn_kv_pf_keys(32, 132, 128), 128);          /* one sequence, MHA */
+    assert_int_equal(cll_cu_attn_kv_pf_keys(32 * 16, 132, 128), 128);     /* 16 sequences */
+    assert_int_equal(cll_cu_attn_kv_pf_keys(32 * 32, 132, 128), CLL_CU_ATTN_KV_PF_WIDE);
+    assert_int_equal(cll_cu_attn_kv_pf_keys(32 * 32, 132, 32), 32);       /* never more than the sub-chunk */
+    assert_int_equal(cll_cu_attn_kv_pf_keys(1 << 20, 0, 128), 128);       /* no SM count: whole */
     assert_int_equal(cll_cu_attn_loads(0, 1), 4);
 }
 

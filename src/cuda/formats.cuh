@@ -133,10 +133,20 @@ CU_HD int cu_lut16(uint32_t idx, uint32_t t0, uint32_t t1, uint32_t t2, uint32_t
     return (int)((lo & ~m) | (hi & m));
 }
 
-/* float ops that must not contract into FMA (bit-exact dequantizers) */
+/* a * b + c rounded once, on the device and on the host alike */
+CU_HD float cu_ffma(float a, float b, float c) {
+#ifdef __CUDA_ARCH__
+    return __fmaf_rn(a, b, c);
+#else
+    return fmaf(a, b, c);
+#endif
+}
+
+/* float ops that must not contract into FMA (bit-exact dequantizers); FFMA: one explicit fma */
 #define FM(a, b) cu_fmul((a), (b))
 #define FA(a, b) cu_fadd((a), (b))
 #define FS(a, b) cu_fsub((a), (b))
+#define FFMA(a, b, c) cu_ffma((a), (b), (c))
 
 /* ---- format descriptors ----------------------------------------------------------------------
  * struct CuFmt<T>: BB bytes per block, QK elements per block, GPB 32-groups per block,

@@ -108,6 +108,14 @@ int cll_cu_attn_loads(int32_t want, int32_t hg);
  * either way) Q4_0 3803 / 3860, Q4_K_M 3439 / 3426 */
 #define CLL_CU_ATTN_UNCAPPED_PER_SM 6
 bool cll_cu_attn_capped(int want, int64_t blocks, int32_t n_sm);
+/* keys of its first sub-chunk (of full, FA_CS) whose K and V rows a split attention block asks L2 for
+ * before its PDL wait: all of them, except in a grid of more than CLL_CU_ATTN_UNCAPPED_PER_SM x n_sm
+ * (kv head, row) pairs (a batched step of many sequences: 1000+ blocks asking 64 KB each overfill the
+ * L2 before they read it), where CLL_CU_ATTN_KV_PF_WIDE. H200, l2-7b speed_tg (-npp 128 -ntg 128, same
+ * call) full / none / 64 keys: Q4_0 32 sequences 5265, 5243 / 5311, 5273 / 5318; 64: 7971, 7920 / 8096,
+ * 8048 / 8033; Q4_K_M 32 4857, 4851 / 4906, 4887 / 4924; 64 7925, 7888 / 8120, 8028 / 8106 */
+#define CLL_CU_ATTN_KV_PF_WIDE 64
+int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
 /* The decode attention's form (cuda/ops/attn.cu): the split kernel (thousands of short blocks over
  * a long context, each prefetching its one sub-chunk) or the streaming one (a few blocks an SM, each
  * walking a long chunk through a cp.async pipeline in shared memory). want: a caller's or the

@@ -34,6 +34,15 @@
 #define FEW_XW CLL_CU_FEW_XW
 #define FEW_SMEM_MAX CLL_CU_FEW_SMEM_MAX
 #define FEW_MIN_BLOCKS 2 /* 2 x 256 threads x <= 128 registers: the register file */
+/* launches of up to v tokens hold the tokens' records in registers and decode a row's group once for
+ * all of them (ptxas, sm_90a: Q4_0 at 4 tokens 128 registers, no spill; the K-quants and Q8_0 spill
+ * at 4, so 2) */
+template <class S> struct FewDecNt {
+    static constexpr int v = 2;
+};
+template <> struct FewDecNt<CuSp<CLL_TYPE_Q4_0>> {
+    static constexpr int v = 4;
+};
 
 /* stage rows t < nt of q8_1 blocks (ng each, xq_stride blocks apart) as FEW_XW-word records */
 static __device__ __forceinline__ void few_stage_x(const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride, int ng,
@@ -113,12 +122,28 @@ k_gemv_few(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
 #pragma unroll
                     for (int r = 0; r < R; r++) nxt[r] = S::load(wr[r], ng, g + cstep);
                 }
+                if constexpr (NT <= FewDecNt<S>::v) {
+                    /* the tokens' records in registers, then each row's group decoded once for all
+                     * of them (SpDec: the same sums as S::dot) */
+                    CuX xs[NT];
 #pragma unroll
-                for (int t = 0; t < NT; t++) {
-                    if (t < nt) {
-                        const CuX x = few_ldx(sx + FEW_XW * (t * ngi + g));
+                    for (int t = 0; t < NT; t++)
+                        if (t < nt) xs[t] = few_ldx(sx + FEW_XW * (t * ngi + g));
 #pragma unroll
-                        for (int r = 0; r < R; r++) acc[r][t] += S::dot(cur[r], g, x);
+                    for (int r = 0; r < R; r++) {
+                        const typename SpDec<S>::D dd = SpDec<S>::dec(cur[r], g);
+#pragma unroll
+                        for (int t = 0; t < NT; t++)
+                            if (t < nt) acc[r][t] += SpDec<S>::dot(dd, xs[t]);
+                    }
+                } else {
+#pragma unroll
+                    for (int t = 0; t < NT; t++) {
+                        if (t < nt) {
+                            const CuX x = few_ldx(sx + FEW_XW * (t * ngi + g));
+#pragma unroll
+                            for (int r = 0; r < R; r++) acc[r][t] += S::dot(cur[r], g, x);
+                        }
                     }
                 }
 #pragma unroll

@@ -151,6 +151,11 @@ bool cll_cu_attn_capped(int want, int64_t blocks, int32_t n_sm) {
     return n_sm > 0 && blocks > (int64_t)CLL_CU_ATTN_UNCAPPED_PER_SM * n_sm;
 }
 
+int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full) {
+    const bool wide = n_sm > 0 && pairs > (int64_t)CLL_CU_ATTN_UNCAPPED_PER_SM * n_sm;
+    return wide && full > CLL_CU_ATTN_KV_PF_WIDE ? CLL_CU_ATTN_KV_PF_WIDE : full;
+}
+
 int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, int32_t hg, bool f16) {
     auto fits = [&](int w) { return w == 4 || (f16 && (int64_t)w * hg * hd <= 8192); };
     if ((want == 4 || want == 8 || want == 16) && fits(want)) return want;

@@ -505,7 +505,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     constexpr int ESZ = F16 ? 2 : 4;
     if (c < nc) { /* K and V rows of the first sub-chunk to L2, 128 B lines */
         constexpr int LINES = (HD * ESZ + 127) / 128;
-        const int nk = min(c1 - c0, FA_CS);
+        const int nk = min(c1 - c0, a.kv_pf_keys);
         for (int i = threadIdx.x; i < 2 * nk * LINES; i += blockDim.x) {
             const int which = i / (nk * LINES), rem = i % (nk * LINES), j = rem / LINES, ln = rem % LINES;
             const char *row = (const char *)(which ? a.vc : a.kc) + (krow(c0 + j) * ks + (int64_t)kvh * HD) * ESZ;
@@ -898,6 +898,14 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int n_sub = (G + HG - 1) / HG;
         dim3 g((unsigned)(a->n_kv * n_sub), (unsigned)a->n_chunks, (unsigned)n);
         if (ac.min_chunk <= 0) ac.min_chunk = cll_cu_attn_min_chunk(env_min, (int64_t)g.x * g.z, cll_cu_sm_count());
+        /* keys of the first sub-chunk a split block asks L2 for before its wait (cll_cu_attn_kv_pf_keys;
+         * CLLAMA_CUDA_ATTN_KV_PF=N keys, 0 none, forces it for A/B runs) */
+        static int c_kvpf = -2;
+        if (c_kvpf == -2) {
+            const char *e = getenv("CLLAMA_CUDA_ATTN_KV_PF");
+            c_kvpf = e && *e ? atoi(e) : -1;
+        }
+        ac.kv_pf_keys = c_kvpf >= 0 ? c_kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
         static int c_stream = -2; /* CLLAMA_CUDA_ATTN_STREAM: 1 the streaming kernel, 0 the split one, unset: by n_ctx */
         const int s_env = cll_cu_env_tri(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
         const int env_form = s_env < 0 ? CLL_CU_ATTN_AUTO : s_env ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT;
