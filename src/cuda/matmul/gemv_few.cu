@@ -10,8 +10,10 @@
  * into dynamic shared memory as 12-word records (d|s, qs[8], the integer sums of the two halves, one
  * pad word: 48 bytes, read back as three 16-byte LDS, conflict-free: the 8 lanes of a phase hit 8
  * disjoint 4-bank quads), syncs, then streams its rows: per 32-value group a lane decodes the R
- * rows' weights once and dots them with every token's record (S::dot, the same dot as the n = 1
- * rows; the decode is shared across tokens by the compiler, the activation read across rows).
+ * rows' weights once and dots them with every token's record (up to FewDecNt tokens: the records
+ * in registers and SpDec's dec / dot, which S::dot is made of, so the same sums as the n = 1 rows;
+ * above, S::dot per token: the compiler did not share the decode across tokens, the activation
+ * read is shared across rows).
  * Split-K over ks warps (1, 2 or 4: cll_cu_few_pick_ks_log2, cuda/pick.h) as the n = 1 r2/r4 rows;
  * partial sums meet in shared memory in a fixed order (deterministic), and each row sums its groups
  * in the n = 1 rows' order, so a batched step's logits equal each sequence's alone. Persistent grid:
@@ -19,7 +21,8 @@
  * (CLL_CU_FEW_SMEM_MAX of records: cll_cu_few_tokens_per_launch, 5-8 on 7B/8B shapes) go to further
  * launches of equal size. Other calls (nb 1, mat_ids, the fused residual tail) go on to the type's
  * r4_pt row, which is what they are. H200 (cuda_kbench -n, the 7B shapes, weight bytes once per
- * launch): q4_0 60% of 4.3 TB/s at 2 tokens, 44% at 4, 26% at 8 (compute-bound); q4_K 44/29/16%.
+ * launch, % of 4.3 TB/s): q4_0 63.0 at 2 tokens, 48.9 at 4, ~26 at 8 (compute-bound); q4_K 57.8 / 30.9;
+ * q6_K 71.7 / 43.3 (the decode shared across tokens; before: q4_0 60.2 / 44.1, q4_K 44.8 / 29.3, q6_K 60.8)
  * Owns nothing. Rule: the same dots as the register rows on the same records, so the gate holds it
  * to the same bar, token by token. */
 #include <stdio.h>
