@@ -170,7 +170,7 @@ typedef struct {
     int32_t chunk, n_chunks;
     int32_t min_chunk;     /* GQA kernel: fewest keys per chunk (0: CLLAMA_CUDA_ATTN_MIN_CHUNK, else cll_cu_attn_min_chunk) */
     int32_t kv_pf_keys;    /* split GQA kernel: keys of its first sub-chunk whose K / V rows a block asks L2 for
-                            * first (set by cll_cu_attention: FA_CS, or CLLAMA_CUDA_ATTN_KV_PF; 0 none) */
+                            * first (set by cll_cu_attention: cll_cu_attn_kv_pf_keys, or CLLAMA_CUDA_ATTN_KV_PF; 0 none) */
     float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
     int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
     float *out;            /* (n, n_head*hd_v) */
