@@ -142,6 +142,17 @@ static inline int cll_cu_env_tri(int *cache, const char *name) {
     return *cache;
 }
 
+/* a non-negative integer knob read once per process into *cache (-2: not read yet; not state): -1
+ * when NAME is unset, empty or negative (the caller's own pick), else its value (0 included) */
+static inline int cll_cu_env_nonneg(int *cache, const char *name) {
+    if (*cache == -2) {
+        const char *e = getenv(name);
+        const int v = e && *e ? atoi(e) : -1;
+        *cache = v >= 0 ? v : -1;
+    }
+    return *cache;
+}
+
 /* a positive integer knob read once per process into *cache (-1: not read yet; not state): NAME's
  * value when it is a number > 0, else dflt (>= 0) */
 static inline int cll_cu_env_pos_int(int *cache, const char *name, int dflt) {

@@ -263,7 +263,9 @@ SP_UNROLL
     }
     return n;
 }
-/* sp_nib_dot over decoded nibbles: the same dp4a chain in the same order */
+/* sp_nib_dot over decoded nibbles: the same dp4a chain in the same order (sp_nib_dot stays written
+ * out: defined as sp_nibs_dot(sp_nibs(q)) it compiles to other SASS for the one-token rows, sm_90a,
+ * and those were not re-measured) */
 CU_HD int sp_nibs_dot(const CuN &n, const CuX &x, int acc) {
 SP_UNROLL
     for (int k = 0; k < 4; k++) {

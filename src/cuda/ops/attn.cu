@@ -901,11 +901,8 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         /* keys of the first sub-chunk a split block asks L2 for before its wait (cll_cu_attn_kv_pf_keys;
          * CLLAMA_CUDA_ATTN_KV_PF=N keys, 0 none, forces it for A/B runs) */
         static int c_kvpf = -2;
-        if (c_kvpf == -2) {
-            const char *e = getenv("CLLAMA_CUDA_ATTN_KV_PF");
-            c_kvpf = e && *e ? atoi(e) : -1;
-        }
-        ac.kv_pf_keys = c_kvpf >= 0 ? c_kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
+        const int kvpf = cll_cu_env_nonneg(&c_kvpf, "CLLAMA_CUDA_ATTN_KV_PF");
+        ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
         static int c_stream = -2; /* CLLAMA_CUDA_ATTN_STREAM: 1 the streaming kernel, 0 the split one, unset: by n_ctx */
         const int s_env = cll_cu_env_tri(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
         const int env_form = s_env < 0 ? CLL_CU_ATTN_AUTO : s_env ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT;
