@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tokenizer/chat.h"
 
@@ -60,6 +61,45 @@ static void test_unknown_falls_back(void **s) {
     cll_chat_tmpl ct;
     cll_chat_init(&ct, "{{ nothing }}", NULL, NULL);
     assert_false(ct.recognised);
+}
+
+/* stderr's lines that contain `needle` while fn runs */
+static int stderr_lines_with(void (*fn)(void), const char *needle) {
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    assert_true(saved >= 0 && dup2(fileno(tmp), 2) == 2);
+    fn();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, tmp))
+        if (strstr(line, needle)) n++;
+    fclose(tmp);
+    return n;
+}
+
+static cll_chat_tmpl g_plain;
+static void load_plain(void) { cll_chat_init(&g_plain, NULL, "<s>", "</s>"); }
+static void render_plain_twice(void) {
+    char buf[256];
+    for (int i = 0; i < 2; i++) assert_true(cll_chat_render(&g_plain, CONV + 1, 1, true, buf, sizeof buf) > 0);
+}
+
+/* A model without a chat template loads without a warning (bench, tune and raw-prompt runs load
+ * models they never chat with: a CUDA tune printed it for each of its dozens of loads); the first
+ * render warns, once a process. Runs first in main: the once-flag is the process's. */
+static void test_fallback_warned_at_first_render_only(void **s) {
+    (void)s;
+    assert_int_equal(stderr_lines_with(load_plain, "warning"), 0);
+    assert_false(g_plain.recognised);
+    assert_string_equal(g_plain.fallback, "the model has no chat template");
+    assert_int_equal(stderr_lines_with(render_plain_twice, "warning: chat: the model has no chat template"), 1);
+    assert_int_equal(stderr_lines_with(render_plain_twice, "warning"), 0);
 }
 
 static void test_llama2(void **s) {
@@ -175,6 +215,7 @@ static void test_bad_args(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fallback_warned_at_first_render_only), /* first: see there */
         cmocka_unit_test(test_chatml_qwen), cmocka_unit_test(test_unknown_falls_back), cmocka_unit_test(test_llama2),
         cmocka_unit_test(test_llama3),      cmocka_unit_test(test_gemma),              cmocka_unit_test(test_mistral),
         cmocka_unit_test(test_phi3),        cmocka_unit_test(test_deepseek_zephyr_vicuna), cmocka_unit_test(test_bad_args),

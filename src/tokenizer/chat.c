@@ -3,6 +3,7 @@
  * where it prints bos_token/eos_token, how it places the system message). */
 #include "tokenizer/chat.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,10 @@ void cll_chat_init(cll_chat_tmpl *ct, const char *tmpl, const char *bos, const c
     snprintf(ct->eos, sizeof ct->eos, "%s", eos ? eos : "");
     ct->family = CLL_CHAT_CHATML;
     if (!tmpl || !*tmpl) {
-        cll_log(CLL_LOG_WARN, "chat: the model has no chat template; using chatml");
+        /* said at the first render, not here: bench, tune and raw-prompt runs load models they never
+         * chat with (a tune loads dozens of copies) */
+        snprintf(ct->fallback, sizeof ct->fallback, "the model has no chat template");
+        cll_log(CLL_LOG_INFO, "chat: %s; chats will render as chatml", ct->fallback);
         return;
     }
     const char *t = tmpl;
@@ -104,7 +108,8 @@ void cll_chat_init(cll_chat_tmpl *ct, const char *tmpl, const char *bos, const c
         ct->family = CLL_CHAT_VICUNA;
     } else {
         ct->recognised = false;
-        cll_log(CLL_LOG_WARN, "chat: chat template not recognised; using chatml");
+        snprintf(ct->fallback, sizeof ct->fallback, "the model's chat template is not recognised");
+        cll_log(CLL_LOG_INFO, "chat: %s; chats will render as chatml", ct->fallback);
     }
 }
 
@@ -368,6 +373,9 @@ int64_t cll_chat_render(const cll_chat_tmpl *ct, const cll_chat_msg *msgs, size_
     if (!ct || (n && !msgs) || cap < 0 || (cap > 0 && !buf)) return -1;
     for (size_t i = 0; i < n; i++)
         if (!msgs[i].role || !msgs[i].content) return -1;
+    static atomic_flag warned = ATOMIC_FLAG_INIT; /* once a process: a server renders every request */
+    if (!ct->recognised && !atomic_flag_test_and_set(&warned))
+        cll_log(CLL_LOG_WARN, "chat: %s; rendering chats as chatml", ct->fallback[0] ? ct->fallback : "no chat template");
     out_t o = {buf, cap, 0};
     switch (ct->family) {
     case CLL_CHAT_LLAMA2: render_llama2(ct, msgs, n, &o); break;

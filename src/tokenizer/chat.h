@@ -2,7 +2,8 @@
  * tokenizer.chat_template (by distinctive markers) and render messages the way that
  * Jinja template would, with a built-in renderer per family. Owns nothing but small
  * copies (BOS/EOS text, a default system prompt). Rule: templates are never
- * executed; an unrecognised one renders as chatml after one warning.
+ * executed; a missing or unrecognised one renders as chatml, warned once a process at the first
+ * render (loading only notes it at info level: most loads never chat).
  *
  * BOS rule: where the real template emits bos_token (llama-2, llama-3, gemma,
  * mistral, phi-3, deepseek), the rendered text starts with the BOS text ("<s>",
@@ -39,12 +40,13 @@ typedef struct {
 typedef struct {
     cll_chat_family family;
     bool recognised;           /* false: fell back to chatml */
+    char fallback[64];         /* why it fell back ("" when recognised) */
     char bos[64], eos[64];     /* token texts the template would print */
     char default_system[512];  /* system prompt the template inserts when none is given ("" = none) */
     uint32_t flags;            /* family variants (chat.c) */
 } cll_chat_tmpl;
 
-/* Recognise tmpl (NULL or "" -> chatml, warned). bos/eos: the vocab's token texts (may be NULL). */
+/* Recognise tmpl (NULL or "" -> chatml). bos/eos: the vocab's token texts (may be NULL). */
 void cll_chat_init(cll_chat_tmpl *ct, const char *tmpl, const char *bos, const char *eos);
 /* Same, reading tokenizer.chat_template from g and the BOS/EOS texts from t. */
 void cll_chat_init_gguf(cll_chat_tmpl *ct, const cll_gguf *g, const cll_tokenizer *t);
