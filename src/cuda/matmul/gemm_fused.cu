@@ -54,6 +54,24 @@
 #define FG_TILES 8                  /* tokens per launch: 8 tiles of 8 */
 #define FG_XP 576                   /* bytes per token and chunk: 256 halves, padded (576 mod 128 = 64) */
 
+/* The compact 17-32 token tile (Q4_0 and Q4_K: the formats whose 128-row stage is 18 KB): the same
+ * work in 73.7 KB of shared memory instead of 81.9, so three blocks an SM instead of two (24 warps: the
+ * 32-token kernel is bound by dependent waits with too few warps, docs/cuda.md); the tokens' f16 values
+ * unpadded (512 B a token, an odd token's 64-byte groups swapped in pairs, offset ^ 64: the quarter
+ * warp's two tokens still fall on disjoint banks), the scale table one word a (row, group) (CuFg::pack /
+ * unpack) or, for Q4_K, its uint2 entries half a chunk at a time; registers capped at 80 (ptxas: Q4_K
+ * spills 8 bytes, outside the group loop). CLLAMA_CUDA_FG3 (fg_compact) picks it per type (A/B). */
+template <int T, int NTL, bool C3> struct FgGeo {
+    static_assert(!C3 || (NTL == 4 && (T == CLL_TYPE_Q4_0 || T == CLL_TYPE_Q4_K)), "compact tile: Q4_0 / Q4_K, 17-32 tokens");
+    static constexpr uint32_t xp = C3 ? 512 : FG_XP; /* bytes a token and chunk */
+    /* the scale table: tw words a (row, group) for tg groups of the chunk at a time (Q4_0: d's pair,
+     * one word; Q4_K: d1 and -m1 pairs, two words, half a chunk at a time) */
+    static constexpr int tw = C3 && T == CLL_TYPE_Q4_0 ? 1 : 2;
+    static constexpr int tg = C3 && T == CLL_TYPE_Q4_K ? MMA_G / 2 : MMA_G;
+    /* the swizzle of token t's 64-byte group offsets */
+    static __device__ __forceinline__ uint32_t sw(int t) { return C3 ? (uint32_t)(t & 1) << 6 : 0u; }
+};
+
 /* c += A (16x16 f16, row-major fragments a0..a3) . B (16x8 f16, b0 b1), f32 accumulate */
 static __device__ __forceinline__ void fg_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -98,6 +116,9 @@ static __device__ __forceinline__ __half2 fg_nib_val(const uint32_t (&p)[4], int
 template <int T> struct CuFg;
 
 template <> struct CuFg<CLL_TYPE_Q4_0> : CuPieces<CLL_TYPE_Q4_0> {
+    /* the compact table (fg_tab): d's pair is the whole entry */
+    static __device__ __forceinline__ uint32_t pack(uint2 sc) { return sc.x; }
+    static __device__ __forceinline__ uint2 unpack(uint32_t u) { return make_uint2(u, 0); }
     static __device__ __forceinline__ void prep(const uint8_t *s, int g0, int, uint2 (&out)[4]) {
         const uint2 d = *(const uint2 *)(s + 128 + 2 * g0); /* g0 % 4 == 0: 8-byte aligned */
         out[0] = make_uint2((d.x & 0xFFFF) | d.x << 16, 0);
@@ -143,17 +164,20 @@ template <> struct CuFg<CLL_TYPE_Q8_0> : CuPieces<CLL_TYPE_Q8_0> {
 };
 
 template <> struct CuFg<CLL_TYPE_Q4_K> : CuPieces<CLL_TYPE_Q4_K> {
-    /* d1 = f16(d * sc), -m1 = -f16(dmin * m); the super-block header read once for the four groups */
-    static __device__ __forceinline__ void prep(const uint8_t *s, int g0, int, uint2 (&out)[4]) {
+    /* d1 = f16(d * sc), -m1 = -f16(dmin * m); the super-block header read once for the NG groups
+     * (prep: four, prep2: two, for the compact tile's half-chunk table) */
+    template <int NG> static __device__ __forceinline__ void prepn(const uint8_t *s, int g0, uint2 (&out)[NG]) {
         const uint4 h = *(const uint4 *)(s + 128);
         const float d = cll_h2f((uint16_t)(h.x & 0xFFFF)), dmin = cll_h2f((uint16_t)(h.x >> 16));
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < NG; k++) {
             int sc, m;
             CuSp<CLL_TYPE_Q4_K>::sm(h.y, h.z, h.w, g0 + k, &sc, &m);
             out[k] = make_uint2(h2u(__float2half2_rn(__fmul_rn(d, (float)sc))), h2u(__float2half2_rn(-__fmul_rn(dmin, (float)m))));
         }
     }
+    static __device__ __forceinline__ void prep(const uint8_t *s, int g0, int, uint2 (&out)[4]) { prepn<4>(s, g0, out); }
+    static __device__ __forceinline__ void prep2(const uint8_t *s, int g0, uint2 (&out)[2]) { prepn<2>(s, g0, out); }
     /* d1 * nib - m1 in f16 (one rounding of the exact value over the f16 scales): within an f16 ulp of
      * the panel's f16(f32 value), not always equal to it */
     static __device__ __forceinline__ void row(const uint8_t *s, uint2 sc, int gi, int q, uint32_t &l01, uint32_t &l23,
@@ -239,34 +263,36 @@ template <class F> struct FgSlots {
 
 /* the tokens' f16 values of a chunk after the weights (32 pieces of 16 B a token): warp w copies
  * tokens w, w + 8, .. (< nt), lane l piece l; xb: this thread's piece of token w at chunk c0 */
-template <int NTL>
+template <class G, int NTL>
 static __device__ __forceinline__ void fg_stage_x(uint32_t sx, const __half *xb, int64_t ldxh, int c, int nt) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
     for (int k = 0; k < NTL; k++) {
         const int t = warp + FG_WARPS * k;
-        if (t < nt) mma_cp16s(sx + t * FG_XP + 16 * lane, xb + (int64_t)k * FG_WARPS * ldxh + 256 * c);
+        if (t < nt) mma_cp16s(sx + t * G::xp + ((16 * lane) ^ G::sw(t)), xb + (int64_t)k * FG_WARPS * ldxh + 256 * c);
     }
 }
 
 /* NTL tiles of 8 tokens (the launch's nt rounded up to 1, 2, 4 or 8 tiles: whole unrolled tile loops;
  * the columns past nt are computed and dropped); NS pipeline stages. xh: the fused rows' f16 X
  * (cll_cu_gemm_fused: each 32-value group in the order fg_xpos gives) */
-template <int T, int NTL, int NS, int UG>
-__global__ void __launch_bounds__(FG_WARPS * 32, NTL <= 2 ? 3 : 1) /* <= 2 tiles: three blocks an SM (<= 85 registers) */
+template <int T, int NTL, int NS, int UG, bool C3>
+__global__ void __launch_bounds__(FG_WARPS * 32, NTL <= 2 || C3 ? 3 : 1) /* <= 2 tiles, C3: three blocks an SM (<= 85 registers) */
 k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const __half *__restrict__ xh, int64_t ldxh,
         float *__restrict__ y, int64_t ldy, int nt, float *ws, int *tickets, int early) {
     typedef CuFg<T> F;
-    /* NS stages x (FG_BM rows x P of weights | NTL x 8 tokens x FG_XP of f16) */
+    typedef FgGeo<T, NTL, C3> G;
+    /* NS stages x (FG_BM rows x P of weights | NTL x 8 tokens x G::xp of f16) */
     extern __shared__ __align__(16) uint8_t sm[];
-    __shared__ uint2 tab[FG_WARPS][MMA_G][MMA_ROWS]; /* a warp's rows' scales of the current chunk */
+    /* a warp's rows' scales of the current chunk: a uint2 each, or one word (C3) */
+    __shared__ __align__(8) uint32_t tab[FG_WARPS][G::tg][MMA_ROWS][G::tw];
     __shared__ int last;
     if (early) cll_pdl_trigger();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 2, q = lane & 3;
     const int64_t row0 = (int64_t)blockIdx.x * FG_BM;
     const int ks = (int)gridDim.y, nchunks = ng / MMA_G;
     const int c0 = (int)((int64_t)blockIdx.y * nchunks / ks), n = (int)((int64_t)(blockIdx.y + 1) * nchunks / ks) - c0;
-    constexpr uint32_t wbytes = (uint32_t)FG_BM * F::P, stage_bytes = wbytes + (uint32_t)NTL * 8 * FG_XP;
+    constexpr uint32_t wbytes = (uint32_t)FG_BM * F::P, stage_bytes = wbytes + (uint32_t)NTL * 8 * G::xp;
     const uint32_t s0a = (uint32_t)__cvta_generic_to_shared(sm);
     FgSlots<F> slots;
     slots.init(W, row0, rows, rs, ng, c0);
@@ -279,7 +305,7 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
     cll_pdl_wait(); /* X's producer */
 #pragma unroll
     for (int c = 0; c < NS - 1; c++) {
-        if (c < n) fg_stage_x<NTL>(s0a + c * stage_bytes + wbytes, xb, ldxh, c, nt);
+        if (c < n) fg_stage_x<G, NTL>(s0a + c * stage_bytes + wbytes, xb, ldxh, c, nt);
         mma_commit();
     }
     float acc[NTL][4];
@@ -292,61 +318,75 @@ k_fgemm(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t rs, const _
         if (c + NS - 1 < n) {
             const uint32_t nb = s0a + ((c + NS - 1) % NS) * stage_bytes;
             slots.copy(nb, c + NS - 1);
-            fg_stage_x<NTL>(nb + wbytes, xb, ldxh, c + NS - 1, nt);
+            fg_stage_x<G, NTL>(nb + wbytes, xb, ldxh, c + NS - 1, nt);
         }
         mma_commit();
         const uint32_t so = (c % NS) * stage_bytes;
         const uint8_t *st = ws0 + so;
-        /* the warp's 16 rows' scales, once per (row, group) */
         const int dp = F::dpos(ng, MMA_G * (c0 + c));
-        {
-            const int pr = lane & 15, pg = (lane >> 4) * 4; /* lane: one row, four groups */
-            uint2 sc[4];
-            F::prep(st + pr * F::P, pg, dp, sc);
-#pragma unroll
-            for (int k = 0; k < 4; k++) tab[warp][pg + k][pr] = sc[k];
-        }
-        __syncwarp();
         const uint8_t *s0 = st + r * F::P, *s1 = s0 + 8 * F::P;
         /* token r of each tile: lane q's 8 values of every group (fg_xpos: the elements 4q.. of step 0,
          * then 16 + 4q.. of step 1), one LDS.128 */
-        const uint8_t *xr = sm + so + wbytes + r * FG_XP + 16 * q;
-        /* one and two tiles unrolled by 4, more by 2 (the 17-64 token kernels were not re-measured). H200,
-         * l2-7b speed_tg (same call, 91d7143), unroll 2 / 4 / 8: Q4_K_M 4 sequences 1100.8 / 1112.2 / 1127.7,
-         * 8 1960.0 / 1982.2 / 1980.3, 16 3107.5 / 3150.6 / 3161.3; Q4_0 4 1367.6 / 1373.6 / 1368.1, 8 2145.4 /
-         * 2161.9 / 2160.8, 16 3388.5 / 3438.7 / 3466.3 */
-#pragma unroll UG
-        for (int gi = 0; gi < MMA_G; gi++) {
-            uint32_t k0[4], k1[4];
-            F::row(s0, tab[warp][gi][r], gi, q, k0[0], k0[2], k1[0], k1[2]);
-            F::row(s1, tab[warp][gi][r + 8], gi, q, k0[1], k0[3], k1[1], k1[3]);
+        const uint8_t *xr = sm + so + wbytes + r * G::xp + 16 * q;
+        const uint32_t sw = G::sw(r); /* token r + 8 t has r's parity */
+        /* the chunk's groups in G::tg-group halves (one, or two for the compact Q4_K tile) */
 #pragma unroll
-            for (int t = 0; t < NTL; t++) {
-                const uint4 b = *(const uint4 *)(xr + 8 * t * FG_XP + 64 * gi);
-                fg_mma(acc[t], k0, b.x, b.y);
-                fg_mma(acc[t], k1, b.z, b.w);
+        for (int h = 0; h < MMA_G / G::tg; h++) {
+            { /* the warp's 16 rows' scales, once per (row, group): a lane one row, tg / 2 groups */
+                const int pr = lane & 15, pg = (lane >> 4) * (G::tg / 2);
+                uint2 sc[G::tg / 2];
+                if constexpr (G::tg == MMA_G) F::prep(st + pr * F::P, pg, dp, sc);
+                else F::prep2(st + pr * F::P, h * G::tg + pg, sc);
+#pragma unroll
+                for (int k = 0; k < G::tg / 2; k++) {
+                    if constexpr (G::tw == 1) tab[warp][pg + k][pr][0] = F::pack(sc[k]);
+                    else *(uint2 *)tab[warp][pg + k][pr] = sc[k];
+                }
             }
+            __syncwarp();
+            /* one and two tiles unrolled by 4, more by 2 (the 17-64 token kernels were not re-measured). H200,
+             * l2-7b speed_tg (same call, 91d7143), unroll 2 / 4 / 8: Q4_K_M 4 sequences 1100.8 / 1112.2 / 1127.7,
+             * 8 1960.0 / 1982.2 / 1980.3, 16 3107.5 / 3150.6 / 3161.3; Q4_0 4 1367.6 / 1373.6 / 1368.1, 8 2145.4 /
+             * 2161.9 / 2160.8, 16 3388.5 / 3438.7 / 3466.3 */
+#pragma unroll UG
+            for (int gj = 0; gj < G::tg; gj++) {
+                const int gi = h * G::tg + gj;
+                uint32_t k0[4], k1[4];
+                if constexpr (G::tw == 1) {
+                    F::row(s0, F::unpack(tab[warp][gj][r][0]), gi, q, k0[0], k0[2], k1[0], k1[2]);
+                    F::row(s1, F::unpack(tab[warp][gj][r + 8][0]), gi, q, k0[1], k0[3], k1[1], k1[3]);
+                } else {
+                    F::row(s0, *(const uint2 *)tab[warp][gj][r], gi, q, k0[0], k0[2], k1[0], k1[2]);
+                    F::row(s1, *(const uint2 *)tab[warp][gj][r + 8], gi, q, k0[1], k0[3], k1[1], k1[3]);
+                }
+#pragma unroll
+                for (int t = 0; t < NTL; t++) {
+                    const uint4 b = *(const uint4 *)(xr + 8 * t * G::xp + ((64 * gi) ^ sw));
+                    fg_mma(acc[t], k0, b.x, b.y);
+                    fg_mma(acc[t], k1, b.z, b.w);
+                }
+            }
+            __syncwarp(); /* the table's readers before the next writers */
         }
-        __syncwarp(); /* the table's readers before the next chunk's writers */
     }
     mma_wait<0>();
     mma_tile_out<NTL>(acc, NTL, row0 + warp * MMA_ROWS + r, q, nt, rows, row0, FG_BM, y, ldy, ws, tickets, &last);
 }
 
-template <int T, int NTL, int NS> static constexpr size_t fg_smem(void) {
-    return (size_t)NS * ((size_t)FG_BM * CuFg<T>::P + (size_t)NTL * 8 * FG_XP);
+template <int T, int NTL, int NS, bool C3> static constexpr size_t fg_smem(void) {
+    return (size_t)NS * ((size_t)FG_BM * CuFg<T>::P + (size_t)NTL * 8 * FgGeo<T, NTL, C3>::xp);
 }
 
 /* UG: the group loop's unroll (one and two tiles 4, more 2: at 17-32 tokens 4 measured 0.5-1% slower,
  * H200 tenth session) */
-template <int T, int NTL, int NS, int UG = (NTL <= 2 ? 4 : 2)>
+template <int T, int NTL, int NS, bool C3 = false, int UG = (NTL <= 2 ? 4 : 2)>
 static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t0, int nt, float *y, int64_t ldy,
                                  const cll_cu_splitk *sk, cudaStream_t st) {
     static int bps = 0; /* resident blocks per SM, asked once (the attribute set with it) */
-    constexpr size_t smem = fg_smem<T, NTL, NS>();
+    constexpr size_t smem = fg_smem<T, NTL, NS, C3>();
     if (!bps) {
-        CLL_CU_RET(cudaFuncSetAttribute(k_fgemm<T, NTL, NS, UG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        CLL_CU_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_fgemm<T, NTL, NS, UG>, FG_WARPS * 32, smem));
+        CLL_CU_RET(cudaFuncSetAttribute(k_fgemm<T, NTL, NS, UG, C3>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CLL_CU_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_fgemm<T, NTL, NS, UG, C3>, FG_WARPS * 32, smem));
         if (bps < 1) return cudaErrorInvalidConfiguration;
     }
     const int64_t tiles = cll_cdiv(w->rows, FG_BM);
@@ -354,10 +394,19 @@ static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t
      * the o / down products at 16-32 tokens measured 1-26% slower, H200 tenth session) */
     const int ks = cll_cu_fused_ks(tiles, w->cols / 256, (int64_t)cll_cu_sm_count() * bps, nt, w->rows,
                                    sk && sk->ws ? sk->ws_floats : 0, sk && sk->tickets ? sk->n_tickets : 0);
-    return cll_cu_launch(k_fgemm<T, NTL, NS, UG>, dim3((unsigned)tiles, (unsigned)ks), dim3(FG_WARPS * 32), smem, st, w->d,
+    return cll_cu_launch(k_fgemm<T, NTL, NS, UG, C3>, dim3((unsigned)tiles, (unsigned)ks), dim3(FG_WARPS * 32), smem, st, w->d,
                          w->rows, (int)(w->cols / 32), (int64_t)w->row_stride, xh + (int64_t)t0 * w->cols,
                          (int64_t)w->cols, y + (int64_t)t0 * ldy, ldy, nt, sk ? sk->ws : (float *)NULL,
                          sk ? sk->tickets : (int *)NULL, cll_cu_gemv_early_trigger());
+}
+
+/* the compact 17-32 token tile (FgGeo) for type T: CLLAMA_CUDA_FG3 = a mask (1: Q4_0, 2: Q4_K; unset:
+ * FG_COMPACT_DEFAULT) */
+#define FG_COMPACT_DEFAULT 3
+template <int T> static bool fg_compact(void) {
+    static int c = -2; /* read once per process; not state */
+    const int m = cll_cu_env_nonneg(&c, "CLLAMA_CUDA_FG3");
+    return ((m < 0 ? FG_COMPACT_DEFAULT : m) >> (T == CLL_TYPE_Q4_K)) & 1;
 }
 
 template <int T>
@@ -372,9 +421,11 @@ static cudaError_t fg_launch(const cll_cu_weight *w, const void *xh, int64_t n, 
     for (int64_t t0 = 0; t0 < n; t0 += each) {
         const int nt = (int)(n - t0 < each ? n - t0 : each);
         const __half *x = (const __half *)xh;
+        constexpr bool c3ok = T == CLL_TYPE_Q4_0 || T == CLL_TYPE_Q4_K;
         const cudaError_t e = nt <= 8    ? fg_launch_one<T, 1, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
                               : nt <= 16 ? fg_launch_one<T, 2, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
-                              : nt <= 32 ? fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st)
+                              : nt <= 32 ? (c3ok && fg_compact<T>() ? fg_launch_one<T, 4, 2, c3ok>(w, x, (int)t0, nt, y, ldy, sk, st)
+                                                                 : fg_launch_one<T, 4, 2>(w, x, (int)t0, nt, y, ldy, sk, st))
                                          : fg_launch_one<T, 8, 3>(w, x, (int)t0, nt, y, ldy, sk, st);
         if (e != cudaSuccess) return e;
     }
