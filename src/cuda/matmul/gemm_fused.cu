@@ -23,7 +23,8 @@
  * bytes (CuPieces, cuda/matmul/mma_stage.cuh; each thread copies the same pieces of every chunk,
  * FgSlots: a piece's address at the first chunk plus c x its step) and of the nt tokens' f16 values
  * (512 B a token, padded to FG_XP = 576 = 64 mod 128: the 16-byte B reads of a quarter warp, two
- * tokens x 4 lanes, fall on disjoint banks). NS stages by cp.async, the first weights before the PDL
+ * tokens x 4 lanes, fall on disjoint banks; Q4_0 and Q4_K at 17-32 tokens: the compact tile, FgGeo,
+ * unpadded and swizzled, three blocks an SM). NS stages by cp.async, the first weights before the PDL
  * wait: 2 up to 32 tokens (three blocks an SM up to 16 tokens: l2-7b Q4_0 at 16 sequences 3366 vs
  * 3112 tok/s with 3 stages and two blocks; at 17-32 tokens three stages at two blocks, the tokens'
  * padding traded for a swizzle to fit, 32 sequences Q4_0 4725 / 4717 vs 4829 / 4917), 3 above. Per chunk a warp's lanes first turn its 16 rows'
@@ -116,7 +117,7 @@ static __device__ __forceinline__ __half2 fg_nib_val(const uint32_t (&p)[4], int
 template <int T> struct CuFg;
 
 template <> struct CuFg<CLL_TYPE_Q4_0> : CuPieces<CLL_TYPE_Q4_0> {
-    /* the compact table (fg_tab): d's pair is the whole entry */
+    /* the compact tile's table entry (FgGeo): d's pair is the whole of it */
     static __device__ __forceinline__ uint32_t pack(uint2 sc) { return sc.x; }
     static __device__ __forceinline__ uint2 unpack(uint32_t u) { return make_uint2(u, 0); }
     static __device__ __forceinline__ void prep(const uint8_t *s, int g0, int, uint2 (&out)[4]) {
