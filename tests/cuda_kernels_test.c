@@ -577,6 +577,29 @@ static void test_pick_form(void **state) {
     assert_int_equal(pick(CLL_TYPE_Q4_K, 1, 1, true, false, false, h), CLL_CU_FORM_GEMV);
     assert_int_equal(pick(CLL_TYPE_Q4_K, 128, 1, true, true, false, h), CLL_CU_FORM_GEMV);
     for (int f = CLL_CU_FORM_GEMV; f <= CLL_CU_FORM_MOE_GROUPED_F16; f++) assert_string_not_equal(cll_cu_form_name((cll_cu_form)f), "?");
+    /* the weights of a product: all of one type, one; mixed, one per run of a type (with runs) or one
+     * per tensor (without) */
+    {
+        int st[4];
+        const uint32_t k4 = CLL_TYPE_Q4_K, k6 = CLL_TYPE_Q6_K;
+        const uint32_t qkv_same[3] = {k4, k4, k4}, qkv_v6[3] = {k4, k4, k6}, qkv_q6[3] = {k6, k4, k4}, alt[3] = {k4, k6, k4};
+        const int64_t c[3] = {4096, 4096, 4096}, cw[3] = {4096, 4096, 2048};
+        assert_int_equal(cll_cu_product_parts(qkv_same, c, 3, true, st), 1);
+        assert_int_equal(st[0], 0);
+        assert_int_equal(cll_cu_product_parts(qkv_same, c, 3, false, st), 1);
+        assert_int_equal(cll_cu_product_parts(qkv_v6, c, 3, true, st), 2); /* q|k, then v */
+        assert_int_equal(st[0], 0);
+        assert_int_equal(st[1], 2);
+        assert_int_equal(cll_cu_product_parts(qkv_v6, c, 3, false, st), 3);
+        assert_int_equal(st[2], 2);
+        assert_int_equal(cll_cu_product_parts(qkv_q6, c, 3, true, st), 2); /* q, then k|v */
+        assert_int_equal(st[1], 1);
+        assert_int_equal(cll_cu_product_parts(alt, c, 3, true, st), 3);    /* no two neighbours alike */
+        assert_int_equal(cll_cu_product_parts(qkv_same, cw, 3, true, st), 2); /* v of another width */
+        assert_int_equal(st[1], 2);
+        assert_int_equal(cll_cu_product_parts(qkv_v6, c, 2, true, st), 1);    /* gate|up alike */
+        assert_int_equal(cll_cu_product_parts(qkv_v6, c, 1, false, st), 1);
+    }
     /* the resident-panel policy */
     const size_t gib = (size_t)1 << 30;
     assert_true(cll_cu_panels_fit(13 * gib, 130 * gib, 1));   /* l2-7b on an H200: auto keeps them */

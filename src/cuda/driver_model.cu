@@ -130,23 +130,32 @@ static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const
     return CLL_OK;
 }
 
-/* a product of 1..3 tensors: fused into one weight when every part has the same type */
+/* CLLAMA_CUDA_PART_RUNS=1: a product of mixed types fuses its runs of one type (cll_cu_product_parts;
+ * read at each load). Off until measured on the H200: it changes the launches of the one-token,
+ * batched and prefill steps of every file whose q/k/v (or gate/up) types differ, and a fused weight's
+ * gemv may pick another split-K, so its sums another order (not bit-exact with today's split parts). */
+static bool part_runs(void) {
+    const char *e = getenv("CLLAMA_CUDA_PART_RUNS");
+    return e && e[0] == '1';
+}
+
+/* a product of 1..3 tensors: one weight per cll_cu_product_parts run, each placed at its outputs'
+ * offset in the product's row */
 static cll_status add_product(plan *pl, cll_cu_part *parts, int *n_parts, const cll_gguf_tensor *const *ts, int nt) {
-    bool same = true;
-    for (int i = 1; i < nt; i++) same &= ts[i]->type == ts[0]->type && ts[i]->ne[0] == ts[0]->ne[0];
+    uint32_t types[3];
+    int64_t cols[3];
+    int starts[4];
+    for (int i = 0; i < nt; i++) types[i] = (uint32_t)ts[i]->type, cols[i] = (int64_t)ts[i]->ne[0];
+    const int np = cll_cu_product_parts(types, cols, nt, part_runs(), starts);
+    starts[np] = nt;
     int64_t off = 0;
-    if (same) {
-        *n_parts = 1;
-        parts[0].y_off = 0;
-        return add_w(pl, &parts[0], ts, nt);
-    }
-    *n_parts = nt;
-    for (int i = 0; i < nt; i++) {
+    for (int i = 0; i < np; i++) {
         parts[i].y_off = off;
-        off += (int64_t)ts[i]->ne[1];
-        cll_status st = add_w(pl, &parts[i], &ts[i], 1);
+        for (int k = starts[i]; k < starts[i + 1]; k++) off += (int64_t)ts[k]->ne[1];
+        cll_status st = add_w(pl, &parts[i], &ts[starts[i]], starts[i + 1] - starts[i]);
         if (st != CLL_OK) return st;
     }
+    *n_parts = np;
     return CLL_OK;
 }
 
@@ -448,7 +457,7 @@ cll_status cll_cu_model_create(const cll_model *m, const cll_driver_model_params
     if (st == CLL_OK) {
         const cll_cu_layer *C = &dm->layers[0];
         snprintf(dm->desc, sizeof dm->desc, "cuda %s: %.1f MiB resident, q/k/v %s, gate/up %s, %s weights%s", dm->dev_name,
-                 dm->arena_bytes / 1048576.0, C->n_qkv == 1 ? "fused" : "split", C->n_gu == 1 ? "fused" : "split",
+                 dm->arena_bytes / 1048576.0, C->n_qkv == 1 ? "fused" : C->n_qkv == 2 ? "in 2 weights" : "split", C->n_gu == 1 ? "fused" : "split",
                  cll_type_name(C->qkv[0].w.type), pnote);
     }
     free(pl.w);

@@ -181,6 +181,12 @@ int cll_cu_fused_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, int64
  * Q4_K_M 2044/2694/3251 against 2512/4318/7212 (cuda_kbench: 23/16/10% of 4.3 TB/s for q4_0 at
  * 16/32/64 tokens; it scales with the token count, so per-tile work, not the weight stream, bounds it) */
 #define CLL_CU_MMA_DEFAULT_MAX 8
+/* the weights of a product of nt tensors whose outputs are concatenated in order (q, k, v; gate, up):
+ * starts[i] = the first tensor of weight i, the weights' count returned (1..nt). All of one type and
+ * width: one weight. Otherwise, with runs, each run of consecutive tensors of one type and width is
+ * one weight (a Q4_K_M layer's q|k beside its Q6_K v: two launches a product instead of three); without
+ * runs, one weight a tensor. */
+int cll_cu_product_parts(const uint32_t *types, const int64_t *cols, int nt, bool runs, int *starts);
 /* the resident-panel policy: mode 0 off, 1 auto (total <= a quarter of free_after), 2 on (fits
  * with 1 GiB left) */
 bool cll_cu_panels_fit(size_t total, size_t free_after, int mode);

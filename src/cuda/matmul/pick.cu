@@ -50,6 +50,16 @@ const char *cll_cu_form_name(cll_cu_form f) {
     return "?";
 }
 
+int cll_cu_product_parts(const uint32_t *types, const int64_t *cols, int nt, bool runs, int *starts) {
+    if (nt < 1) return 0;
+    bool same = true;
+    for (int i = 1; i < nt; i++) same &= types[i] == types[0] && cols[i] == cols[0];
+    int np = 0;
+    for (int i = 0; i < nt; i++)
+        if (i == 0 || (!same && (!runs || types[i] != types[i - 1] || cols[i] != cols[i - 1]))) starts[np++] = i;
+    return np;
+}
+
 bool cll_cu_panels_fit(size_t total, size_t free_after, int mode) {
     if (mode <= 0 || total == 0) return false;
     const size_t gib = (size_t)1 << 30;
