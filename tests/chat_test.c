@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "tokenizer/chat.h"
 
@@ -64,28 +63,24 @@ static void test_unknown_falls_back(void **s) {
 }
 
 /* stderr's lines that contain `needle` while fn runs */
-static int stderr_lines_with(void (*fn)(void), const char *needle) {
-    fflush(stderr);
-    int saved = dup(2);
-    FILE *tmp = tmpfile();
-    assert_non_null(tmp);
-    assert_true(saved >= 0 && dup2(fileno(tmp), 2) == 2);
-    fn();
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    rewind(tmp);
-    char line[512];
+static int stderr_lines_with(void (*fn)(void *), const char *needle) {
+    char *err = tu_stderr_of(fn, NULL, NULL);
     int n = 0;
-    while (fgets(line, sizeof line, tmp))
-        if (strstr(line, needle)) n++;
-    fclose(tmp);
+    for (char *l = err, *e; *l; l = e ? e + 1 : l + strlen(l)) {
+        if ((e = strchr(l, '\n'))) *e = 0;
+        if (strstr(l, needle)) n++;
+    }
+    free(err);
     return n;
 }
 
 static cll_chat_tmpl g_plain;
-static void load_plain(void) { cll_chat_init(&g_plain, NULL, "<s>", "</s>"); }
-static void render_plain_twice(void) {
+static void load_plain(void *u) {
+    (void)u;
+    cll_chat_init(&g_plain, NULL, "<s>", "</s>");
+}
+static void render_plain_twice(void *u) {
+    (void)u;
     char buf[256];
     for (int i = 0; i < 2; i++) assert_true(cll_chat_render(&g_plain, CONV + 1, 1, true, buf, sizeof buf) > 0);
 }

@@ -12,6 +12,9 @@
 const char *tu_shared(const char *rel);
 /* read a whole file (malloc'd, NUL-terminated); NULL on failure; *len if non-NULL */
 char *tu_read_file(const char *path, size_t *len);
+/* what fn(arg) writes to stderr (fd 2 redirected to a temporary file while it runs): malloc'd,
+ * NUL-terminated; *len if non-NULL */
+char *tu_stderr_of(void (*fn)(void *), void *arg, size_t *len);
 /* print a visible SKIP line and exit 77 (ctest SKIP_RETURN_CODE) */
 void tu_skip(const char *why);
 

@@ -380,24 +380,23 @@ static bool decode_only(const cll_kernel_row *r, const cll_kernel_shape *s) {
     return cll_kernel_shape_tokens_in(s, 1, 1);
 }
 
-/* stderr of f() */
+typedef struct {
+    void (*f)(const cll_kernel_table *, int64_t, const char **);
+    const cll_kernel_table *t;
+    int64_t n;
+    const char **got;
+} sel_call;
+static void run_sel(void *u) {
+    const sel_call *c = (const sel_call *)u;
+    c->f(c->t, c->n, c->got);
+}
+/* bytes f() writes to stderr */
 static size_t stderr_of(void (*f)(const cll_kernel_table *, int64_t, const char **), const cll_kernel_table *t,
                         int64_t n, const char **got) {
-    char p[320];
-    path_of("stderr.txt", p, sizeof p);
-    fflush(stderr);
-    const int saved = dup(2);
-    FILE *tmp = fopen(p, "w+");
-    assert_non_null(tmp);
-    dup2(fileno(tmp), 2);
-    f(t, n, got);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    fseek(tmp, 0, SEEK_END);
-    const long len = ftell(tmp);
-    fclose(tmp);
-    return (size_t)(len > 0 ? len : 0);
+    sel_call c = {f, t, n, got};
+    size_t len = 0;
+    free(tu_stderr_of(run_sel, &c, &len));
+    return len;
 }
 
 static void select_q4_0(const cll_kernel_table *t, int64_t n, const char **got) {
