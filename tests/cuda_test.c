@@ -1,5 +1,6 @@
 /* cuda_test: the CUDA boundary — probe and self-test on every visible device; SKIP
  * (visibly) when this build has no CUDA driver or the machine has no GPU. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +51,60 @@ static void test_does_not_fit(void **state) {
     cllama_model_free(m);
 }
 
+/* a CUDA context hands its logits back in page-locked memory (the 32-sequence step's 4 MB copy is
+ * one DMA, not the runtime's staged pageable copy), and they are the CPU driver's logits within
+ * the GPU tolerance: every row of a 3-sequence step, next to the same step on the CPU */
+static void decode_step_logits(cllama_backend be, float *out, int n_vocab, bool *pinned) {
+    cllama_model_params mp = cllama_model_default_params();
+    mp.backend = be;
+    cllama_model *m = NULL;
+    assert_int_equal(cllama_model_load(tu_shared("models/stories260K.gguf"), &mp, &m), CLLAMA_OK);
+    assert_int_equal(cllama_model_n_vocab(m), n_vocab);
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 64, cp.n_seq_max = 3, cp.n_threads = 1;
+    cllama_context *c = NULL;
+    assert_int_equal(cllama_context_create(m, &cp, &c), CLLAMA_OK);
+    cllama_token tok[6] = {1, 403, 1, 81, 1, 35};
+    int32_t pos[6] = {0, 1, 0, 1, 0, 1}, seq[6] = {0, 0, 1, 1, 2, 2};
+    int8_t lg[6] = {0, 1, 0, 1, 0, 1};
+    cllama_batch b = {6, tok, pos, seq, lg};
+    assert_int_equal(cllama_decode(c, &b), CLLAMA_OK);
+    for (int i = 0; i < 3; i++) {
+        const float *l = cllama_get_logits(c, 2 * i + 1);
+        assert_non_null(l);
+        memcpy(out + (size_t)i * n_vocab, l, sizeof(float) * (size_t)n_vocab);
+        if (i == 0) *pinned = cll_cuda_host_pinned(l);
+    }
+    cllama_context_free(c);
+    cllama_model_free(m);
+}
+
+static void test_logits_pinned(void **state) {
+    (void)state;
+    const int V = 512; /* stories260K */
+    float *gpu = malloc(sizeof(float) * 3 * V), *cpu = malloc(sizeof(float) * 3 * V);
+    assert_non_null(gpu);
+    assert_non_null(cpu);
+    bool pg = false, pc = true;
+    decode_step_logits(CLLAMA_BACKEND_CUDA, gpu, V, &pg);
+    decode_step_logits(CLLAMA_BACKEND_CPU, cpu, V, &pc);
+    assert_true(pg);  /* the CUDA context's rows: page-locked */
+    assert_false(pc); /* the CPU context's: plain memory (the check tells them apart) */
+    double worst = 0;
+    for (int i = 0; i < 3 * V; i++) {
+        const double d = fabs((double)gpu[i] - cpu[i]);
+        worst = d > worst ? d : worst;
+    }
+    printf("logits: worst |gpu - cpu| %.3g over 3 rows\n", worst);
+    assert_true(worst < 0.05);
+    free(gpu), free(cpu);
+}
+
 int main(void) {
     if (!cll_cuda_built()) tu_skip("cuda_test: built without the CUDA driver");
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) tu_skip("cuda_test: no CUDA device on this machine");
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_devices), cmocka_unit_test(test_does_not_fit)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_devices), cmocka_unit_test(test_does_not_fit),
+                                       cmocka_unit_test(test_logits_pinned)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

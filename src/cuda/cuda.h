@@ -28,6 +28,10 @@ cll_status cll_cuda_device_info(int dev, cll_cuda_device *out);
 /* run a small kernel on dev and check its result (proves the device really computes) */
 cll_status cll_cuda_selftest(int dev);
 
+/* true when p is page-locked host memory the CUDA runtime allocated or registered (what a CUDA
+ * context's logits rows must be: the step's copy is then one DMA); false without the driver */
+bool cll_cuda_host_pinned(const void *p);
+
 /* the CUDA kernel table (kernels/registry.h rows, backend "cuda": gemv and gemm rows of every
  * served weight format; impl = cll_cu_gemv_impl, see cuda/matmul/matmul.cuh); NULL in a build
  * without the CUDA driver */

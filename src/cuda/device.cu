@@ -43,6 +43,15 @@ extern "C" cll_status cll_cuda_device_info(int dev, cll_cuda_device *out) {
     return CLL_OK;
 }
 
+extern "C" bool cll_cuda_host_pinned(const void *p) {
+    cudaPointerAttributes a;
+    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
+
 /* y[i] = a * x[i] + i: every element written, each depends on its index */
 __global__ static void axpy_index_kernel(float a, const float *x, float *y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -1107,7 +1107,23 @@ static void cu_counters(const cll_driver_state *s, cll_driver_counters *out) { *
 
 static const char *cu_model_desc(const cll_driver_model *dm) { return dm->desc; }
 
+/* the logits rows a decode hands back, page-locked: a 32-sequence step's 4 MB copy is one DMA
+ * instead of the driver's staged pageable copy (llama.cpp's output buffer is pinned too) */
+static void *cu_host_alloc(size_t bytes) {
+    static int pin = -2; /* CLLAMA_CUDA_PINNED=0: pageable rows instead (A/B; read once per process) */
+    if (cll_cu_env_nonneg(&pin, "CLLAMA_CUDA_PINNED") == 0) return NULL;
+    void *p = NULL;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: the caller takes pageable memory instead */
+        return NULL;
+    }
+    return p;
+}
+static void cu_host_free(void *p) {
+    if (p) cudaFreeHost(p);
+}
+
 extern "C" const cll_driver cll_cuda_driver = {
     "cuda", cll_cu_model_create, cll_cu_model_free, cu_model_desc, cu_state_create,
-    cu_state_free, cu_state_bytes, cu_forward, cu_counters, CLL_CU_TOPK_MAX,
+    cu_state_free, cu_state_bytes, cu_forward, cu_counters, CLL_CU_TOPK_MAX, cu_host_alloc, cu_host_free,
 };

@@ -21,6 +21,10 @@ cll_status cll_cuda_selftest(int dev) {
     (void)dev;
     return cll_err(CLL_ERR_UNSUPPORTED, NOT_BUILT);
 }
+bool cll_cuda_host_pinned(const void *p) {
+    (void)p;
+    return false;
+}
 const struct cll_kernel_table *cll_cuda_kernel_table(void) { return NULL; }
 bool cll_cuda_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t cols) {
     (void)type, (void)layout, (void)rows, (void)cols;

@@ -84,6 +84,11 @@ typedef struct cll_driver {
     cll_status (*forward)(cll_driver_state *s, const cll_driver_batch *b, cll_driver_out kind, void *out);
     void (*counters)(const cll_driver_state *s, cll_driver_counters *out);
     int32_t topk_max; /* the most candidates CLL_OUT_TOPK returns per row (0: not served) */
+    /* optional: host memory forward's out lands in fastest (CUDA: page-locked, so the logits copy is
+     * one DMA, not staged through the driver's bounce buffer); NULL from host_alloc, or no hook: the
+     * caller allocates its own. What host_alloc gave goes back through host_free. */
+    void *(*host_alloc)(size_t bytes);
+    void (*host_free)(void *p);
 } cll_driver;
 
 extern const cll_driver cll_cpu_driver;

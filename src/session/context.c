@@ -81,7 +81,9 @@ cllama_status cllama_context_create(cllama_model *m, const cllama_context_params
     if (st != CLL_OK) goto fail;
     c->seq_len = calloc(p.n_seq_max, sizeof *c->seq_len);
     c->seq_cnt = calloc(p.n_seq_max, sizeof *c->seq_cnt);
-    c->logits = cll_aalloc((size_t)rows * (size_t)hp->n_vocab * sizeof(float));
+    const size_t lbytes = (size_t)rows * (size_t)hp->n_vocab * sizeof(float);
+    if (m->drv->host_alloc && (c->logits = m->drv->host_alloc(lbytes))) c->logits_drv = true;
+    else c->logits = cll_aalloc(lbytes);
     c->logit_row = malloc(p.n_batch * sizeof *c->logit_row);
     c->g_tok = malloc(p.n_batch * sizeof *c->g_tok);
     c->g_pos = malloc(p.n_batch * sizeof *c->g_pos);
@@ -106,7 +108,8 @@ void cllama_context_free(cllama_context *c) {
     cll_kvpage_free(c->kv);
     free(c->kv_tab);
     free(c->tk_buf);
-    cll_afree(c->logits);
+    if (c->logits_drv) c->model->drv->host_free(c->logits);
+    else cll_afree(c->logits);
     free(c->logit_row);
     free(c->g_tok);
     free(c->g_pos);

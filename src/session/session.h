@@ -46,6 +46,7 @@ struct cllama_context {
     int32_t topk;          /* the k of a cllama_decode_topk in progress (the driver batch's top_k) */
     void *tk_buf;          /* (n_out_max x CLLAMA_TOPK_MAX) ids then logits from the driver */
     float *logits;         /* (n_out_max, n_vocab) logits of the last decode */
+    bool logits_drv;       /* logits came from the driver's host_alloc (page-locked on CUDA) */
     int32_t *logit_row;    /* (n_batch) row of batch token i in logits, -1 if none */
     int32_t last_n;        /* tokens in the last decode */
     bool last_greedy;      /* the last decode returned ids, not logits */
