@@ -78,7 +78,7 @@ class Pty:
     def wait(self, timeout):
         end = time.time() + timeout
         while time.time() < end:
-            self.read_until(rb"$^", 0.2)  # drain so the child never blocks on a full terminal
+            self.read_until(rb"(?!)", 0.2)  # matches nothing: drain so the child never blocks on a full terminal
             pid, st = os.waitpid(self.pid, os.WNOHANG)
             if pid:
                 return os.waitstatus_to_exitcode(st)
