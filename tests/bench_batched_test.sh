@@ -60,7 +60,9 @@ expect_err() { # name pattern args...
 expect_err "shared prompt" "-pps" -m "$M" -npp 4 -ntg 2 -npl 2 -pps
 expect_err "bad list" "unknown or incomplete option" -m "$M" -npp 4,x -ntg 2 -npl 2
 expect_err "pl zero" "must be >= 1" -m "$M" -npp 4 -ntg 2 -npl 0
-expect_err "no model" "no model" -npp 4 -ntg 2 -npl 2
+# no -m and no default installed (an empty cache, no $CLLAMA_MODEL): the default's refusal
+mkdir -p "$tmp/nocache"
+XDG_CACHE_HOME="$tmp/nocache" CLLAMA_MODEL= expect_err "no model" "no model given" -npp 4 -ntg 2 -npl 2
 expect_err "csv" "md or jsonl" -m "$M" -npp 4 -ntg 2 -npl 2 -o csv
 [ $fails = 0 ] && echo "bench_batched_test: ok"
 exit $((fails > 0))

@@ -91,5 +91,30 @@ EOF
   one_line_error huge-n_kv "$TMP/huge.gguf"
 fi
 
+# with no FILE: the default model of each command (issue 15: chat and serve take the instruction-tuned
+# one, the rest Gemma); an empty cache names both as not installed and fails, $CLLAMA_MODEL replaces both
+mkdir -p "$TMP/cache"
+chat_default="$TMP/cache/cllama/models/smollm2-135m-instruct-q4_1.gguf"
+text_default="$TMP/cache/cllama/models/gemma-3-270m-q4_k_m.gguf"
+out=$(XDG_CACHE_HOME="$TMP/cache" CLLAMA_MODEL= "$BIN" info 2>&1) && fail "info, no file, nothing installed: exit 0"
+echo "$out" | grep -qx "  chat, serve: $chat_default" || fail "info, no file: no chat default line: $out"
+echo "$out" | grep -qx "  run, bench, perplexity, tokenize, info: $text_default" || fail "info, no file: no run default line: $out"
+[ "$(echo "$out" | grep -c 'not installed: bash scripts/setup.sh')" = 2 ] || fail "info, no file: not both marked missing: $out"
+out=$(XDG_CACHE_HOME="$TMP/cache" CLLAMA_MODEL= "$BIN" --help)
+echo "$out" | grep -qx "    $chat_default" && echo "$out" | grep -qx "    $text_default" || fail "--help does not name both defaults: $out"
+out=$(CLLAMA_MODEL="$SHARED/models/stories260K.gguf" "$BIN" info 2>&1) || fail "info with \$CLLAMA_MODEL: exit $?"
+[ "$(echo "$out" | grep -c "^  .*: .*/models/stories260K.gguf\$")" = 2 ] || fail "info: \$CLLAMA_MODEL is not the default of both: $out"
+echo "$out" | grep -q '^architecture: *llama$' || fail "info with \$CLLAMA_MODEL: not that file's facts"
+if command -v python3 >/dev/null; then
+  XDG_CACHE_HOME="$TMP/cache" CLLAMA_MODEL="$SHARED/models/stories260K.gguf" "$BIN" info --json > "$TMP/d.json" ||
+    fail "info --json with \$CLLAMA_MODEL: exit status"
+  python3 - "$TMP/d.json" <<'EOF' || fail "info --json, no file: defaults"
+import json, sys
+d = json.load(open(sys.argv[1]))["defaults"]
+assert d["chat"]["commands"] == "chat, serve" and d["text"]["commands"].startswith("run, bench"), d
+assert all(d[k]["from_env"] and d[k]["installed"] and d[k]["path"].endswith("stories260K.gguf") for k in d), d
+EOF
+fi
+
 echo "info_test: $n model files, $fails failures"
 [ $fails = 0 ]

@@ -27,7 +27,8 @@ def skip(why):
 
 
 class Server:
-    """A `cllama serve` child on a free loopback port (--port 0, read back from its log).
+    """A `cllama serve` child on a free loopback port (--port 0, read back from its log); model None:
+    no -m, the server's own default.
     headers: sent with every request() (e.g. the API key); an https server (--ssl-cert-file)
     is spoken to over TLS, verified against cafile when given, else unverified."""
 
@@ -36,7 +37,7 @@ class Server:
         self.headers = dict(headers or {})
         self.cafile = cafile
         self.scheme = "http"
-        cmd = [self.bin, "serve", "-m", model, "--port", "0"] + [str(a) for a in args]
+        cmd = [self.bin, "serve"] + (["-m", model] if model is not None else []) + ["--port", "0"] + [str(a) for a in args]
         self.log = []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      env=env or os.environ.copy())

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "cllama.h"
 
@@ -24,9 +25,24 @@ int cll_cmd_serve(int argc, char **argv);
 int cll_cmd_perplexity(int argc, char **argv);
 int cll_cmd_tune(int argc, char **argv);
 
-/* The default model: $CLLAMA_MODEL if set, else the Gemma-3-270M Q4_K_M in
- * $XDG_CACHE_HOME/cllama/models/ (installed by scripts/setup.sh). Returns 0 and fills
- * buf, or prints an error telling the user how to get it and returns -1. */
+/* The default models, by job: a continuation takes a base model, a chat an instruction-tuned one.
+ * Each lives in $XDG_CACHE_HOME/cllama/models/ (installed by scripts/setup.sh); $CLLAMA_MODEL, and
+ * -m above it, override both. */
+typedef enum {
+    CLL_CLI_JOB_TEXT, /* run, bench, perplexity, tokenize, info: Gemma-3-270M Q4_K_M (base) */
+    CLL_CLI_JOB_CHAT, /* chat, serve: SmolLM2-135M-Instruct Q4_1 (instruction-tuned, ChatML) */
+} cll_cli_job;
+/* the path a job's default resolves to, installed or not: true when it is $CLLAMA_MODEL */
+bool cll_cli_default_path(cll_cli_job job, char *buf, size_t cap);
+/* the job's default model in words, and the commands that use it */
+const char *cll_cli_default_name(cll_cli_job job);
+const char *cll_cli_default_cmds(cll_cli_job job);
+/* a usage line (indented two spaces): the resolved path, what it is, whether it is installed */
+void cll_cli_print_default(FILE *f, cll_cli_job job);
+/* the job's default into buf: 0, or -1 after printing "cllama CMD: ..." (CMD may be NULL) saying which file is
+ * missing and how to get it (a $CLLAMA_MODEL path is not checked here: the load names it) */
+int cll_cli_default_model_for(const char *cmd, cll_cli_job job, char *buf, size_t cap);
+/* the continuation default (CLL_CLI_JOB_TEXT), as the golden tests and `cllama info` use it */
 int cll_cli_default_model(char *buf, size_t cap);
 /* --backend VALUE: "cpu" or "cuda" into *out; prints "cllama CMD: ..." and returns -1 otherwise */
 int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *out);
@@ -44,7 +60,7 @@ struct cll_tune_loaded; /* tune/tune.h */
 int cll_cli_apply_tune(const char *cmd, cllama_backend backend, const char *tune, const char *pin, struct cll_tune_loaded *out);
 int cll_cli_parse_kv(const char *cmd, const char *value, cllama_kv_type *out);
 
-/* model path from -m if given, else the default */
-const char *cll_cli_model_or_default(const char *given, char *buf, size_t cap);
+/* model path from -m if given, else the job's default (NULL after printing why not) */
+const char *cll_cli_model_or_default(const char *cmd, cll_cli_job job, const char *given, char *buf, size_t cap);
 
 #endif

@@ -25,7 +25,7 @@ typedef struct {
 } opts;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: cllama bench -m FILE [-m FILE ...] [-p 512] [-n 128] [-d 0] [-r 5] [-t THREADS]\n"
+    fprintf(f, "usage: cllama bench [-m FILE ...] [-p 512] [-n 128] [-d 0] [-r 5] [-t THREADS]\n"
                "                    [--backend cpu|cuda | -ngl N] [-o md|json|jsonl|csv]\n"
                "                    [--record [--box NAME] [--records DIR]] [--tune SIDECAR] [--pin SITE=VARIANT[,...]]\n"
                "  pp<p>: one prefill of p tokens from an empty cache; tg<n>: n single-token steps.\n"
@@ -39,7 +39,9 @@ static void usage(FILE *f) {
                "  --tune F   apply the tune sidecar F (default: env CLLAMA_TUNE, else this box's sidecar, else its\n"
                "             class defaults; 'none': the built-ins); rows carry its sha256 (class:<class>:<sha256>)\n"
                "  --pin S=V  run kernel variant V at site S (env CLLAMA_PIN); see `cllama tune doctor`\n"
-               "  -npp/-ntg/-npl LISTS: llama-batched-bench's protocol instead (cllama bench -npp 1 --help)\n");
+               "  -npp/-ntg/-npl LISTS: llama-batched-bench's protocol instead (cllama bench -npp 1 --help)\n"
+               "  -m FILE    a model to measure (repeatable; default below)\n");
+    cll_cli_print_default(f, CLL_CLI_JOB_TEXT);
 }
 
 static char *join_args(int argc, char **argv) {
@@ -243,9 +245,10 @@ int cll_cmd_bench(int argc, char **argv) {
             return 2;
         }
     }
+    char defpath[4096];
     if (!o.n_models) {
-        fprintf(stderr, "cllama bench: no model: pass -m FILE.gguf\n");
-        return 2;
+        if (cll_cli_default_model_for("bench", CLL_CLI_JOB_TEXT, defpath, sizeof defpath) != 0) return 2;
+        o.models[o.n_models++] = defpath;
     }
     if (strcmp(o.fmt, "md") && strcmp(o.fmt, "json") && strcmp(o.fmt, "jsonl") && strcmp(o.fmt, "csv")) {
         fprintf(stderr, "cllama bench: unknown output format '%s' (md, json, jsonl, csv)\n", o.fmt);

@@ -16,7 +16,7 @@
 #define BB_MAX_LIST 16
 
 static void bb_usage(FILE *f) {
-    fprintf(f, "usage: cllama bench -m FILE -npp 128[,..] -ntg 128[,..] -npl 1,2,4,8,16,32,64 [-b 2048] [-t THREADS]\n"
+    fprintf(f, "usage: cllama bench [-m FILE] -npp 128[,..] -ntg 128[,..] -npl 1,2,4,8,16,32,64 [-b 2048] [-t THREADS]\n"
                "                    [--backend cpu|cuda | -ngl N] [-o md|jsonl] [--record [--box NAME] [--records DIR]]\n"
                "                    [--tune SIDECAR] [--pin SITE=VARIANT[,...]]\n"
                "  llama-batched-bench's protocol: per (pp, tg, pl), pl prompts of pp tokens from an empty cache\n"
@@ -24,6 +24,7 @@ static void bb_usage(FILE *f) {
                "  (t_tg). speed_pp = pl*pp/t_pp, speed_tg = pl*tg/t_tg (all sequences), speed = n_kv/(t_pp+t_tg),\n"
                "  n_kv = pl*(pp+tg). One run per row (no repetitions), a 16-token warm-up first. Prompts are not\n"
                "  shared (-pps is not supported: the engine has no cache copy between sequences).\n");
+    cll_cli_print_default(f, CLL_CLI_JOB_TEXT);
 }
 
 static bool bb_is_flag(const char *a) { return !strcmp(a, "-npp") || !strcmp(a, "-ntg") || !strcmp(a, "-npl"); }
@@ -83,9 +84,10 @@ int cll_cmd_bench_batched(int argc, char **argv) {
             return 2;
         }
     }
+    char defpath[4096];
     if (!model) {
-        fprintf(stderr, "cllama bench: no model: pass -m FILE.gguf\n");
-        return 2;
+        if (cll_cli_default_model_for("bench", CLL_CLI_JOB_TEXT, defpath, sizeof defpath) != 0) return 2;
+        model = defpath;
     }
     if (strcmp(fmt, "md") && strcmp(fmt, "jsonl")) {
         fprintf(stderr, "cllama bench: the batched bench writes md or jsonl, not '%s'\n", fmt);

@@ -69,7 +69,9 @@ int cll_cmd_chat(int argc, char **argv) {
             printf("usage: cllama chat [-m MODEL] [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
                    "                   [--min-p P] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]\n"
                    "                   [--backend cpu|cuda]\n"
-                   "Type a message and press Enter; Ctrl-D quits. Works with piped stdin (one message a line).\n");
+                   "Type a message and press Enter; Ctrl-D quits. Works with piped stdin (one message a line).\n"
+                   "  --temp 0    greedy (argmax)\n");
+            cll_cli_print_default(stdout, CLL_CLI_JOB_CHAT);
             return 0;
         }
         if (!v) {
@@ -98,7 +100,7 @@ int cll_cmd_chat(int argc, char **argv) {
     }
     if (!seed_given) sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     char defpath[4096];
-    const char *path = cll_cli_model_or_default(model_arg, defpath, sizeof defpath);
+    const char *path = cll_cli_model_or_default("chat", CLL_CLI_JOB_CHAT, model_arg, defpath, sizeof defpath);
     if (!path) return 1;
     const bool tty = isatty(0);
     int rc = 1;

@@ -283,8 +283,42 @@ static void print_text(const char *path, const cll_gguf *g, const facts *fx, boo
     }
 }
 
-static int print_json(const char *path, const cll_gguf *g, const facts *fx, bool all_tensors) {
+/* with no FILE: which model each command takes when it is given no -m (text lines, or a JSON object
+ * {"chat": {...}, "text": {...}} with the path, the model, its commands, whether it is installed) */
+static const struct {
+    cll_cli_job job;
+    const char *key;
+} k_jobs[] = {{CLL_CLI_JOB_CHAT, "chat"}, {CLL_CLI_JOB_TEXT, "text"}};
+
+static void print_defaults_text(void) {
+    printf("default models (used without -m; $CLLAMA_MODEL overrides both):\n");
+    for (size_t i = 0; i < sizeof k_jobs / sizeof k_jobs[0]; i++) {
+        char path[4096];
+        const bool env = cll_cli_default_path(k_jobs[i].job, path, sizeof path);
+        const bool here = access(path, R_OK) == 0;
+        printf("  %s: %s\n      %s%s\n", cll_cli_default_cmds(k_jobs[i].job), path,
+               env ? "from $CLLAMA_MODEL" : cll_cli_default_name(k_jobs[i].job),
+               here ? "" : "; not installed: bash scripts/setup.sh installs it");
+    }
+    printf("\n");
+}
+
+static json_t *defaults_json(void) {
     json_t *o = json_object();
+    for (size_t i = 0; i < sizeof k_jobs / sizeof k_jobs[0]; i++) {
+        char path[4096];
+        const bool env = cll_cli_default_path(k_jobs[i].job, path, sizeof path);
+        json_object_set_new(o, k_jobs[i].key,
+                            json_pack("{s:s, s:s, s:s, s:b, s:b}", "path", path, "model",
+                                      cll_cli_default_name(k_jobs[i].job), "commands", cll_cli_default_cmds(k_jobs[i].job),
+                                      "from_env", env, "installed", access(path, R_OK) == 0));
+    }
+    return o;
+}
+
+static int print_json(const char *path, const cll_gguf *g, const facts *fx, bool all_tensors, bool defaults) {
+    json_t *o = json_object();
+    if (defaults) json_object_set_new(o, "defaults", defaults_json());
     json_object_set_new(o, "file", json_string(path));
     json_object_set_new(o, "gguf_version", json_integer(cll_gguf_version(g)));
     json_object_set_new(o, "file_size", json_integer((json_int_t)cll_gguf_file_size(g)));
@@ -344,7 +378,8 @@ static int print_json(const char *path, const cll_gguf *g, const facts *fx, bool
 static void usage(FILE *f) {
     fprintf(f, "usage: cllama info [--json] [--tensors] [FILE.gguf]\n"
                "       cllama info --tune [--backend cpu|cuda]\n"
-               "  prints a GGUF file's facts (default model if FILE is omitted)\n"
+               "  prints a GGUF file's facts; with no FILE, which default model each command uses and\n"
+               "  the facts of the one `run` uses\n"
                "  --json      machine-readable output\n"
                "  --tensors   also list every tensor\n"
                "  --tune      the tune sidecar this box would apply: path, sha256, whether it applies\n"
@@ -425,8 +460,10 @@ int cll_cmd_info(int argc, char **argv) {
         return info_tune(backend);
     }
     char buf[4096];
+    const bool defaults = !path;
     if (!path) {
-        if (cll_cli_default_model(buf, sizeof buf) != 0) return 1;
+        if (!json) print_defaults_text();
+        if (cll_cli_default_model_for("info", CLL_CLI_JOB_TEXT, buf, sizeof buf) != 0) return 1;
         path = buf;
     }
     cll_gguf *g;
@@ -437,7 +474,7 @@ int cll_cmd_info(int argc, char **argv) {
     facts fx;
     gather(g, &fx);
     int rc = 0;
-    if (json) rc = print_json(path, g, &fx, tensors);
+    if (json) rc = print_json(path, g, &fx, tensors, defaults);
     else print_text(path, g, &fx, tensors);
     cll_gguf_free(g);
     return rc;

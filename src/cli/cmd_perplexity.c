@@ -33,6 +33,7 @@ static void usage(FILE *f) {
             "  --kl-divergence  with --kl-divergence-base FILE: score the tokens stored in FILE and print\n"
             "                the KL divergence of this model's distributions from the stored ones\n"
             "  --numerics ggml  llama.cpp's CPU numerics bit for bit (see `cllama run --help`)\n");
+    cll_cli_print_default(f, CLL_CLI_JOB_TEXT);
 }
 
 static char *read_file(const char *path, size_t *len) {
@@ -319,7 +320,7 @@ int cll_cmd_perplexity(int argc, char **argv) {
     FILE *save = NULL;
     ppl_eval ev = {0};
     ppl_acc acc = {0};
-    const char *path = cll_cli_model_or_default(model_arg, defpath, sizeof defpath);
+    const char *path = cll_cli_model_or_default("perplexity", CLL_CLI_JOB_TEXT, model_arg, defpath, sizeof defpath);
     if (!path) goto out;
     mp.progress = isatty(2);
     if (cllama_model_load(path, &mp, &m) != CLLAMA_OK) {

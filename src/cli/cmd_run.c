@@ -27,6 +27,7 @@ static void usage(FILE *f) {
             "              class defaults; 'none': the built-ins); see `cllama tune doctor`\n"
             "  --pin S=V   run kernel variant V at site S (e.g. cpu/gemv/q4_K=<row of `cllama kernels`>;\n"
             "              env CLLAMA_PIN); a variant the site does not have is an error\n");
+    cll_cli_print_default(f, CLL_CLI_JOB_TEXT);
 }
 
 /* emit the longest prefix of buf that ends on a UTF-8 character boundary; keep the rest */
@@ -190,7 +191,7 @@ int cll_cmd_run(int argc, char **argv) {
     }
     if (!seed_given) sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     char defpath[4096];
-    const char *path = cll_cli_model_or_default(model_arg, defpath, sizeof defpath);
+    const char *path = cll_cli_model_or_default("run", CLL_CLI_JOB_TEXT, model_arg, defpath, sizeof defpath);
     if (!path) return 1;
     char *owned_prompt = NULL;
     if (!prompt) {

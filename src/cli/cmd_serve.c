@@ -11,7 +11,8 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: cllama serve [-m MODEL] [options]\n"
-            "  -m, --model FILE       GGUF model (default: the installed Gemma-3-270M)\n"
+            "  -m, --model FILE       GGUF model (default: $CLLAMA_MODEL, else the instruction-tuned model\n"
+            "                         scripts/setup.sh installs, below)\n"
             "      --host ADDR        address to listen on (default 127.0.0.1)\n"
             "      --port N           port (default 8080; 0 = any free port)\n"
             "  -np, --parallel N      sequences decoded together (default 4)\n"
@@ -44,6 +45,7 @@ static void usage(FILE *f) {
             "                         class defaults; 'none': the built-ins); see `cllama tune doctor`\n"
             "      --pin SITE=VARIANT[,...]\n"
             "                         run a kernel variant at a site ($CLLAMA_PIN too)\n");
+    cll_cli_print_default(f, CLL_CLI_JOB_CHAT);
 }
 
 /* strict integer flag: the whole value must be a number in [lo, hi] */
@@ -151,7 +153,7 @@ static int serve(int argc, char **argv, cll_server_keys *keys) {
     }
     cfg.api_keys = keys;
     char buf[4096];
-    cfg.model_path = cll_cli_model_or_default(model, buf, sizeof buf);
+    cfg.model_path = cll_cli_model_or_default("serve", CLL_CLI_JOB_CHAT, model, buf, sizeof buf);
     if (!cfg.model_path) return 1;
     if (cll_cli_apply_tune("serve", cfg.backend, tune, pin, NULL)) return 2; /* before the model loads */
     return cll_server_run(&cfg);

@@ -13,10 +13,11 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: cllama tokenize [-m MODEL] [--bos] [--special] [--pieces] [TEXT]\n"
             "  prints the token ids of TEXT (or of stdin when TEXT is absent) on one line\n"
-            "  -m MODEL    GGUF file (a vocab-only file is enough); default: the installed Gemma 3\n"
+            "  -m MODEL    GGUF file (a vocab-only file is enough; default below)\n"
             "  --bos       add BOS/EOS as the model's metadata says\n"
             "  --special   recognise control-token text such as <start_of_turn> in the input\n"
             "  --pieces    also print each token's text on a second line\n");
+    cll_cli_print_default(f, CLL_CLI_JOB_TEXT);
 }
 
 static char *read_all(FILE *f, size_t *len) {
@@ -52,7 +53,7 @@ int cll_cmd_tokenize(int argc, char **argv) {
         else { fprintf(stderr, "cllama tokenize: one TEXT only (quote it)\n"); return 2; }
     }
     char pbuf[4096];
-    const char *path = cll_cli_model_or_default(model, pbuf, sizeof pbuf);
+    const char *path = cll_cli_model_or_default("tokenize", CLL_CLI_JOB_TEXT, model, pbuf, sizeof pbuf);
     if (!path) return 1;
 
     size_t len = 0;

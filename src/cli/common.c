@@ -1,4 +1,4 @@
-/* cli/common: helpers shared by the subcommands (default model lookup). */
+/* cli/common: helpers shared by the subcommands (the default models by job, flag parsers). */
 #include "cli/cli.h"
 #include "tune/tune.h"
 
@@ -7,34 +7,63 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define CLL_DEFAULT_MODEL_FILE "gemma-3-270m-q4_k_m.gguf"
+/* the default model of each job (scripts/setup.sh installs both under these names). A chat needs an
+ * instruction-tuned model: Gemma-3-270M is a base model and answers a chat with a continuation. */
+static const struct {
+    const char *file, *name, *cmds;
+} k_default[] = {
+    [CLL_CLI_JOB_TEXT] = {"gemma-3-270m-q4_k_m.gguf", "Gemma-3-270M Q4_K_M, a base model for continuations",
+                          "run, bench, perplexity, tokenize, info"},
+    [CLL_CLI_JOB_CHAT] = {"smollm2-135m-instruct-q4_1.gguf", "SmolLM2-135M-Instruct Q4_1, instruction-tuned",
+                          "chat, serve"},
+};
 
-int cll_cli_default_model(char *buf, size_t cap) {
+bool cll_cli_default_path(cll_cli_job job, char *buf, size_t cap) {
     const char *env = getenv("CLLAMA_MODEL");
     if (env && *env) {
         snprintf(buf, cap, "%s", env);
-        return 0;
+        return true;
     }
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
-    if (xdg && *xdg)
-        snprintf(buf, cap, "%s/cllama/models/%s", xdg, CLL_DEFAULT_MODEL_FILE);
+    if (xdg && *xdg) snprintf(buf, cap, "%s/cllama/models/%s", xdg, k_default[job].file);
+    else snprintf(buf, cap, "%s/.cache/cllama/models/%s", home ? home : ".", k_default[job].file);
+    return false;
+}
+
+const char *cll_cli_default_name(cll_cli_job job) { return k_default[job].name; }
+const char *cll_cli_default_cmds(cll_cli_job job) { return k_default[job].cmds; }
+
+void cll_cli_print_default(FILE *f, cll_cli_job job) {
+    char path[4096];
+    struct stat st;
+    const bool env = cll_cli_default_path(job, path, sizeof path);
+    const bool here = stat(path, &st) == 0;
+    if (env) fprintf(f, "  default model: %s ($CLLAMA_MODEL)%s\n", path, here ? "" : " (missing)");
     else
-        snprintf(buf, cap, "%s/.cache/cllama/models/%s", home ? home : ".", CLL_DEFAULT_MODEL_FILE);
+        fprintf(f, "  default model: %s\n                 (%s)%s\n", path, k_default[job].name,
+                here ? "" : "; not installed: bash scripts/setup.sh installs it");
+}
+
+int cll_cli_default_model_for(const char *cmd, cll_cli_job job, char *buf, size_t cap) {
+    if (cll_cli_default_path(job, buf, cap)) return 0; /* $CLLAMA_MODEL: the load names a missing file */
     struct stat st;
     if (stat(buf, &st) != 0) {
+        /* no fallback to the other job's model: a base model in a chat answers with garbage */
         fprintf(stderr,
-                "cllama: no model given and the default model is not installed (%s).\n"
-                "        run scripts/setup.sh to install it, or pass -m FILE.gguf\n",
-                buf);
+                "cllama%s%s: no model given and the default %smodel is not installed: %s\n"
+                "        (%s). `bash scripts/setup.sh` installs it; or pass -m FILE.gguf\n",
+                cmd ? " " : "", cmd ? cmd : "", job == CLL_CLI_JOB_CHAT ? "chat " : "", buf, k_default[job].name);
         return -1;
     }
     return 0;
 }
 
-const char *cll_cli_model_or_default(const char *given, char *buf, size_t cap) {
+int cll_cli_default_model(char *buf, size_t cap) { return cll_cli_default_model_for(NULL, CLL_CLI_JOB_TEXT, buf, cap); }
+
+const char *cll_cli_model_or_default(const char *cmd, cll_cli_job job, const char *given, char *buf, size_t cap) {
     if (given) return given;
-    return cll_cli_default_model(buf, cap) == 0 ? buf : NULL;
+    return cll_cli_default_model_for(cmd, job, buf, cap) == 0 ? buf : NULL;
 }
 
 int cll_cli_int_list(const char *s, int *out, int max) {

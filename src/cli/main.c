@@ -30,6 +30,13 @@ static void usage(FILE *f) {
             cllama_version());
     for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++)
         fprintf(f, "  %-9s %s\n", k_cmds[i].name, k_cmds[i].help);
+    fprintf(f, "\ndefault models, when no -m is given ($CLLAMA_MODEL overrides both; `cllama info` says more):\n");
+    const cll_cli_job jobs[] = {CLL_CLI_JOB_CHAT, CLL_CLI_JOB_TEXT};
+    for (size_t i = 0; i < 2; i++) {
+        char path[4096];
+        const bool env = cll_cli_default_path(jobs[i], path, sizeof path);
+        fprintf(f, "  %s:\n    %s%s\n", cll_cli_default_cmds(jobs[i]), path, env ? " ($CLLAMA_MODEL)" : "");
+    }
     fprintf(f, "\n`cllama <command> --help` shows a command's options.\n");
 }
 
