@@ -2,7 +2,7 @@
 """gemma_ref_test: Gemma-3-270M (the default model) greedy continuations of cllama vs llama.cpp.
 
 The reference is regenerated live with the PyPI package llama-cpp-py-sync (it bundles llama.cpp's
-libllama; scripts/gen_gemma_golden.py drives it in the reference config: weight repacking off,
+libllama; scripts/gen_golden.py drives it in the reference config: weight repacking off,
 flash attention, F16 KV, 1 thread, one token per llama_decode) and compared with
 `$CLLAMA_BIN run --numerics ggml --temp 0 --print-ids`, which reproduces that config's numerics
 bit for bit. SKIP (exit 77) when the reference package or the model is missing.
@@ -14,7 +14,7 @@ import os, subprocess, sys
 
 src = os.environ.get("CLLAMA_SRC") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(src, "scripts"))
-import gen_gemma_golden as gg  # noqa: E402
+import gen_golden as gg  # noqa: E402
 
 
 def skip(why):
