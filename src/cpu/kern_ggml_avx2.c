@@ -5,12 +5,15 @@
  *     4k..4k+3 of every 32-byte chunk (maddubs then madd), times the sub-block scale;
  *   - per block one float scale, computed as ggml does (fp16(x.d) * fp16(y.d) for the
  *     32-element formats; y.d * fp16(x.d) for the K-quants), then acc = fma(scale, lanes, acc);
+ *   - Q4_1 / Q5_1: unsigned quants against Q8_1, the m * s offsets summed in a scalar added
+ *     after the horizontal sum;
  *   - one horizontal sum at the end: (hi128 + lo128), then + movehl, then + movehdup;
  *   - Q4_K: the min correction in its own 4-lane accumulator (fma with -y.d * fp16(dmin)),
  *     reduced the same way and added last.
  * The integer parts are exact in any order; what must match is which integers land in
  * which float lane and the float operation sequence, and that is what this file pins. */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "cpu/kern_avx2_util.h"
@@ -34,6 +37,56 @@ INLINE __m256 dot4_s8_ps(__m256i w, __m256i a) {
 }
 
 
+
+/* unsigned x signed bytes, 4 consecutive products per int32 lane, as float (ggml's
+ * mul_sum_us8_pairs_float without VNNI: maddubs, madd with ones) */
+INLINE __m256 dot4_u8_ps(__m256i w, __m256i a) {
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));
+}
+
+/* Q4_0: nibble - 8, signed lanes like Q8_0's */
+static float dot_q4_0(const uint8_t *w, const uint8_t *act, int64_t cols) {
+    const cll_block_q4_0 *x = (const cll_block_q4_0 *)w;
+    const kact_q8_0x *y = (const kact_q8_0x *)act;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < cols / 32; b++) {
+        const __m256i q = _mm256_sub_epi8(nibbles32(x[b].qs), _mm256_set1_epi8(8));
+        const __m256 p = dot4_s8_ps(q, _mm256_loadu_si256((const __m256i *)y[b].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[b].d) * y[b].d), p, acc);
+    }
+    return hsum8(acc);
+}
+
+/* Q4_1 / Q5_1 against Q8_1: unsigned quants, lanes fma'd with fp16(x.d) * fp16(y.d); the
+ * offsets m * s (s = ggml's fp16 d*sum(a)) gather in one float, one fma per block (ggml's
+ * `summs += m * s` is contracted to vfmadd231ss in the shipped build), added after the hsum */
+static float dot_q4_1(const uint8_t *w, const uint8_t *act, int64_t cols) {
+    const cll_block_q4_1 *x = (const cll_block_q4_1 *)w;
+    const cll_block_q8_1 *y = (const cll_block_q8_1 *)act;
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0.0f;
+    for (int64_t b = 0; b < cols / 32; b++) {
+        summs = fmaf(h2f(x[b].m), h2f(y[b].s), summs);
+        const __m256 p = dot4_u8_ps(nibbles32(x[b].qs), _mm256_loadu_si256((const __m256i *)y[b].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d)), p, acc);
+    }
+    return hsum8(acc) + summs;
+}
+
+static float dot_q5_1(const uint8_t *w, const uint8_t *act, int64_t cols) {
+    const cll_block_q5_1 *x = (const cll_block_q5_1 *)w;
+    const cll_block_q8_1 *y = (const cll_block_q8_1 *)act;
+    const __m256i b4 = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps();
+    float summs = 0.0f;
+    for (int64_t b = 0; b < cols / 32; b++) {
+        summs = fmaf(h2f(x[b].m), h2f(y[b].s), summs);
+        const __m256i q = _mm256_or_si256(nibbles32(x[b].qs), _mm256_and_si256(bits32(x[b].qh), b4));
+        const __m256 p = dot4_u8_ps(q, _mm256_loadu_si256((const __m256i *)y[b].qs));
+        acc = _mm256_fmadd_ps(p, _mm256_set1_ps(h2f(x[b].d) * h2f(y[b].d)), acc);
+    }
+    return hsum8(acc) + summs;
+}
 
 /* Q5_0: the quant is (nibble | bit4 << 4) - 16, taken signed (a clear 5th bit ORs 0xF0 into
  * the nibble), so lanes are signed 4-product sums like Q8_0's */
@@ -157,7 +210,10 @@ typedef float (*dot_fn)(const uint8_t *w, const uint8_t *act, int64_t cols);
 
 static dot_fn dot_for(uint32_t t) {
     switch (t) {
+    case CLL_TYPE_Q4_0: return dot_q4_0;
+    case CLL_TYPE_Q4_1: return dot_q4_1;
     case CLL_TYPE_Q5_0: return dot_q5_0;
+    case CLL_TYPE_Q5_1: return dot_q5_1;
     case CLL_TYPE_Q8_0: return dot_q8_0;
     case CLL_TYPE_Q4_K: return dot_q4_K;
     case CLL_TYPE_Q6_K: return dot_q6_K;
@@ -182,4 +238,5 @@ static void run(const kern_args *a, int64_t r0, int64_t r1) {
 }
 
 const kern_impl cll_kern_ggml_impl_q8_0x = {KACT_Q8_0X, 1, NULL, NULL, run};
+const kern_impl cll_kern_ggml_impl_q8_1 = {KACT_Q8_1, 1, NULL, NULL, run};
 const kern_impl cll_kern_ggml_impl_q8_K = {KACT_Q8_K, 1, NULL, NULL, run};
