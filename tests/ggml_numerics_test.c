@@ -4,7 +4,7 @@
  *  - every "numerics=ggml" matmul row (kern_ggml.h): ggml's vec_dot of shared/oracle/quant's
  *    rows against 8 activation rows, as one 8-token GEMM and as 8 single-token GEMVs; the
  *    types of the golden without a row are listed, and must fall back loudly;
- *  - the ops on the llama path under ggml numerics: rms_norm, rope.
+ *  - the ops on the llama path under ggml numerics: swiglu (SiLU(g) * u), rms_norm, rope.
  * A mismatch prints the first differing element with both bit patterns. */
 #include <math.h>
 #include <stdio.h>
@@ -204,6 +204,37 @@ static void test_fallback_is_loud(void **state) {
 
 /* ---- ops ------------------------------------------------------------------------------------- */
 
+static void test_swiglu(void **state) {
+    (void)state;
+    if (!(cll_kernels_cpu_features() & CLL_ISA_AVX2)) tu_skip("ggml's swiglu is its AVX2 + FMA path");
+    json_t *o = json_object_get(json_object_get(golden(), "ops"), "swiglu");
+    const int64_t nc = json_integer_value(json_array_get(json_object_get(o, "ne"), 0)),
+                  nr = json_integer_value(json_array_get(json_object_get(o, "ne"), 1));
+    const size_t n = (size_t)(nc * nr);
+    float *x = hex_floats(json_string_value(json_object_get(o, "x")), n);
+    float *g = hex_floats(json_string_value(json_object_get(o, "g")), n);
+    float *want = hex_floats(json_string_value(json_object_get(o, "y")), n);
+    float *y = malloc(n * sizeof *y);
+    /* whole rows, then the same rows cut at odd column ranges (the matmul epilogue's chunks) */
+    memcpy(y, x, n * sizeof *y);
+    for (int64_t r = 0; r < nr; r++) cll_ops_silu_mul_ggml_avx2(y + r * nc, g + r * nc, 0, nc, nc);
+    const int bad = count_diff("swiglu rows", y, want, n);
+    memcpy(y, x, n * sizeof *y);
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t c0 = 0; c0 < nc; c0 += 13) {
+            const int64_t c1 = c0 + 13 < nc ? c0 + 13 : nc;
+            cll_ops_silu_mul_ggml_avx2(y + r * nc + c0, g + r * nc + c0, c0, c1, nc);
+        }
+    const int bad2 = count_diff("swiglu chunks", y, want, n);
+    printf("swiglu (%lldx%lld): %zu/%zu bit-exact whole rows, %zu/%zu in 13-column chunks\n", (long long)nc,
+           (long long)nr, n - (size_t)bad, n, n - (size_t)bad2, n);
+    assert_int_equal(bad + bad2, 0);
+    free(x);
+    free(g);
+    free(want);
+    free(y);
+}
+
 static void test_rms_norm(void **state) {
     (void)state;
     size_t i;
@@ -262,7 +293,7 @@ static void test_rope(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vec_dot_rows), cmocka_unit_test(test_fallback_is_loud),
+        cmocka_unit_test(test_vec_dot_rows), cmocka_unit_test(test_fallback_is_loud), cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_rms_norm),     cmocka_unit_test(test_rope),
     };
     const int r = cmocka_run_group_tests(tests, NULL, NULL);
