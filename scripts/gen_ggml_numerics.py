@@ -112,24 +112,39 @@ def vec_dot_section(cpu, shared):
                 same = acts[-1] == ref["q"][nb * t:nb * (t + 1)]
                 equal = same if equal is None else (equal and same)
         wbuf = C.create_string_buffer(bytes(wq))
-        y = []
+        # rows of n and of n_short = n minus one block (32-element types: an odd block count;
+        # f32/f16/bf16: 1000, a length off the SIMD step): the first n_short values of each
+        # row, quantized again by from_float (a shorter row quantizes to the same blocks)
+        blck = 256 if vdt == 15 else 32 if vdt in (8, 9) else 24
+        n_short = n - blck
+        y, ys = [], []
         for t in range(ntok):
             ab = C.create_string_buffer(acts[t])
-            row = []
+            abs_ = C.create_string_buffer(4 * n + 64)
+            if vdt == 0:
+                C.memmove(abs_, acts[t], 4 * n_short)
+            else:
+                C.memset(abs_, 0, len(abs_))
+                FROM_FLOAT(vtr.from_float)(C.addressof(xs) + 4 * n * t, abs_, n_short)
+            row, rows_ = [], []
             for r in range(w["n_rows"]):
                 s = C.c_float(0)
                 vdot(n, C.byref(s), 0, C.addressof(wbuf) + r * rs, 0, ab, 0, 1)
                 row.append(s.value)
+                vdot(n_short, C.byref(s), 0, C.addressof(wbuf) + r * rs, 0, abs_, 0, 1)
+                rows_.append(s.value)
             y.append(fbits_all(row))
+            ys.append(fbits_all(rows_))
         out[name] = {"file": f, "ggml_type": tid, "vec_dot_type": TYPE_NAME.get(vdt, str(vdt)),
-                     "act_from_float_equals_oracle": equal, "y": y}
+                     "act_from_float_equals_oracle": equal, "y": y, "n_short": n_short, "y_short": ys}
         print("vec_dot %-8s (%s): %d x %d%s" % (name, out[name]["vec_dot_type"], ntok, w["n_rows"],
                                                 "" if equal in (None, True) else "  ACTIVATION BYTES DIFFER"))
     return {"n": n, "tokens": ntok, "rows": 8,
             "weights": "shared/oracle/quant/<file>: its 8 quantized rows (f32: F16.bin's 8 source rows)",
             "activations": "the 8 source rows of shared/oracle/quant/act_Q8_0.bin (seeded; the same rows in every file), "
                            "quantized by ggml-cpu's from_float of the weight type's vec_dot_type",
-            "y": "y[token] = the 8 rows' vec_dot(row, token) as float32 bits, 8 hex digits each", "types": out}
+            "y": "y[token] = the 8 rows' vec_dot(row, token) as float32 bits, 8 hex digits each",
+            "y_short": "the same over the first n_short elements of every row and token", "types": out}
 
 
 # ---- one-op graphs ----------------------------------------------------------------------

@@ -2,8 +2,9 @@
  * llama.cpp's own outputs, bit for bit (tests/golden/ggml_numerics.json, written by
  * scripts/gen_ggml_numerics.py from the ggml-cpu build that scripts/gen_golden.py drives):
  *  - every "numerics=ggml" matmul row (kern_ggml.h): ggml's vec_dot of shared/oracle/quant's
- *    rows against 8 activation rows, as one 8-token GEMM and as 8 single-token GEMVs; the
- *    types of the golden without a row are listed, and must fall back loudly;
+ *    rows against 8 activation rows, as one 8-token GEMM and as 8 single-token GEMVs, on the
+ *    whole 1024-value rows and on their first n_short values (one block less); the types of
+ *    the golden without a row are listed, and must fall back loudly;
  *  - the ops on the llama path under ggml numerics: swiglu (SiLU(g) * u), rms_norm, rope.
  * A mismatch prints the first differing element with both bit patterns. */
 #include <math.h>
@@ -124,35 +125,47 @@ static void test_vec_dot_rows(void **state) {
         oracle(json_string_value(json_object_get(T, "file")), &wbuf, &wq, &wsrc);
         /* f32 weights: the F16 file's source rows */
         const uint8_t *w = type == CLL_TYPE_F32 ? wbuf + wsrc : wbuf + wq;
-        float want[64], got[64], got1[64];
-        for (int64_t t = 0; t < ntok; t++) {
-            float *r = hex_floats(json_string_value(json_array_get(json_object_get(T, "y"), (size_t)t)), (size_t)rows);
-            memcpy(want + t * rows, r, sizeof(float) * (size_t)rows);
-            free(r);
+        const uint64_t rb = cll_row_bytes(type, (uint64_t)n);
+        /* rows of n, then of n_short (one block less: an odd block count, a SIMD tail) */
+        for (int pass = 0; pass < 2; pass++) {
+            const int64_t k = pass ? json_integer_value(json_object_get(T, "n_short")) : n;
+            const uint64_t rbk = cll_row_bytes(type, (uint64_t)k);
+            assert_true(k > 0 && rbk > 0);
+            uint8_t *wk = malloc(rbk * (uint64_t)rows); /* the first k values of every row */
+            for (int64_t r = 0; r < rows; r++) memcpy(wk + rbk * (uint64_t)r, w + rb * (uint64_t)r, rbk);
+            float want[64], got[64], got1[64];
+            for (int64_t t = 0; t < ntok; t++) {
+                json_t *y = json_object_get(T, pass ? "y_short" : "y");
+                float *r = hex_floats(json_string_value(json_array_get(y, (size_t)t)), (size_t)rows);
+                memcpy(want + t * rows, r, sizeof(float) * (size_t)rows);
+                free(r);
+            }
+            cll_cpu_weight *cw;
+            assert_int_equal(cll_cpu_weight_create_row(row, rows, k, wk, &cw), CLL_OK);
+            void *scr = malloc(cll_cpu_matmul_scratch(cw, ntok));
+            cll_cpu_matmul(pool, cw, x, n, ntok, got, rows, scr); /* one 8-token GEMM */
+            for (int64_t t = 0; t < ntok; t++) cll_cpu_matmul(pool, cw, x + t * n, n, 1, got1 + t * rows, rows, scr);
+            char what[96];
+            snprintf(what, sizeof what, "%s (%s) n=%lld gemm", name, row->name, (long long)k);
+            const int bad = count_diff(what, got, want, (size_t)(ntok * rows));
+            snprintf(what, sizeof what, "%s (%s) n=%lld gemv", name, row->name, (long long)k);
+            const int bad1 = count_diff(what, got1, want, (size_t)(ntok * rows));
+            printf("%-8s %s n=%-4lld: %lld/%lld elements bit-exact with ggml's vec_dot (GEMM), %lld/%lld (GEMV)\n", name,
+                   row->name, (long long)k, (long long)(ntok * rows - bad), (long long)(ntok * rows),
+                   (long long)(ntok * rows - bad1), (long long)(ntok * rows));
+            total_bad += bad + bad1;
+            free(scr);
+            cll_cpu_weight_free(cw);
+            free(wk);
         }
-        cll_cpu_weight *cw;
-        assert_int_equal(cll_cpu_weight_create_row(row, rows, n, w, &cw), CLL_OK);
-        void *scr = malloc(cll_cpu_matmul_scratch(cw, ntok));
-        cll_cpu_matmul(pool, cw, x, n, ntok, got, rows, scr); /* one 8-token GEMM */
-        for (int64_t t = 0; t < ntok; t++) cll_cpu_matmul(pool, cw, x + t * n, n, 1, got1 + t * rows, rows, scr);
-        char what[96];
-        snprintf(what, sizeof what, "%s (%s) gemm", name, row->name);
-        const int bad = count_diff(what, got, want, (size_t)(ntok * rows));
-        snprintf(what, sizeof what, "%s (%s) gemv", name, row->name);
-        const int bad1 = count_diff(what, got1, want, (size_t)(ntok * rows));
-        printf("%-8s %s: %lld/%lld elements bit-exact with ggml's vec_dot (GEMM), %lld/%lld (GEMV)\n", name, row->name,
-               (long long)(ntok * rows - bad), (long long)(ntok * rows), (long long)(ntok * rows - bad1),
-               (long long)(ntok * rows));
-        total_bad += bad + bad1;
         covered++;
-        free(scr);
-        cll_cpu_weight_free(cw);
         free(wbuf);
     }
     printf("ggml rows: %d types bit-exact; no ggml row (loud fallback):%s\n", covered, missing);
     /* the rows reference numerics has promised so far */
-    static const uint32_t must[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_1, CLL_TYPE_Q5_0, CLL_TYPE_Q5_1,
-                                    CLL_TYPE_Q8_0, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K};
+    static const uint32_t must[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_1, CLL_TYPE_Q5_0, CLL_TYPE_Q5_1, CLL_TYPE_Q8_0,
+                                    CLL_TYPE_Q2_K, CLL_TYPE_Q3_K, CLL_TYPE_Q4_K, CLL_TYPE_Q5_K, CLL_TYPE_Q6_K,
+                                    CLL_TYPE_IQ4_NL, CLL_TYPE_IQ4_XS};
     for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
         if (!ggml_row(must[i])) fail_msg("no ggml row for %s", cll_type_name(must[i]));
     assert_int_equal(total_bad, 0);
