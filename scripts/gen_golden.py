@@ -19,7 +19,8 @@ Gemma-3-270M's greedy path), so only bit-exact numerics give exact tokens.
 Each step takes the argmax of the raw logits (ties to the lowest id); generation stops at
 end-of-generation (the EOG id is not recorded) or after n_gen tokens. margins[s] is the top-2
 logit margin at step s. Prompts are plain text, BOS added as the model says, no chat template.
-tests/gemma_ref_test.py imports reference() from here; tests/golden_test.c reads the goldens.
+tests/greedy_ref_test.py imports reference() from here (live, every model); tests/golden_test.c reads the
+goldens; scripts/gen_ggml_numerics.py borrows the library loader for its per-op goldens.
 """
 import argparse, json, os, sys
 
