@@ -57,9 +57,11 @@ const char *cllama_version(void);
  *   reference is llama.cpp (x86 AVX2 build) with weight repacking off (llama_model_params.
  *   use_extra_bufts = false), flash attention on, F16 KV cache, 1 thread, one token per
  *   llama_decode. Weights stay in the file layout and run rows that follow ggml-cpu's AVX2
- *   vec_dot order (Q5_0, Q8_0, Q4_K, Q6_K; other types keep their usual rows, with one
- *   warning line); every decode runs its tokens one at a time; attention with an F16 cache is
- *   llama.cpp's single-thread flash attention. Needs AVX2; prefill is slower (no batching).
+ *   vec_dot order (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL, IQ4_XS; F32, F16, BF16 and
+ *   the IQ2/IQ3 types keep their usual rows, with one warning line); every decode runs its
+ *   tokens one at a time; attention with an F16 cache is llama.cpp's single-thread flash
+ *   attention; SiLU is ggml-cpu's vectorised swiglu. Needs AVX2; prefill is slower (no
+ *   batching). Token-exact on Gemma-3-270M Q4_K_M and SmolLM2-135M-Instruct Q4_1 (tests/golden/).
  * Env CLLAMA_NUMERICS=ggml selects GGML when the field is DEFAULT. */
 typedef enum { CLLAMA_NUMERICS_DEFAULT = 0, CLLAMA_NUMERICS_GGML = 1 } cllama_numerics;
 

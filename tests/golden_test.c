@@ -1,13 +1,14 @@
 /* golden_test: the engine against llama.cpp's goldens (shared/oracle/golden) and the
- * Gemma-3-270M greedy reference (tests/golden/gemma3-270m.json).
+ * greedy references of real models (tests/golden/gemma3-270m.json, smollm2-135m-instruct.json).
  * stories260K: prompt ids and all 5 x 32 greedy ids exact (free-running), logits <= 1e-3.
  * Random-weight models: teacher-forced logits within the README's tolerance per format class,
  * top-1 / greedy agreement where the golden margin clears the class threshold.
- * Gemma-3-270M Q4_K_M in reference numerics (CLLAMA_NUMERICS_GGML): every prompt's greedy ids
- * exactly llama.cpp's (the golden's settings name the reference config).
+ * Gemma-3-270M Q4_K_M and SmolLM2-135M-Instruct Q4_1 in reference numerics (CLLAMA_NUMERICS_GGML):
+ * every prompt's greedy ids exactly llama.cpp's (the golden's settings name the reference config);
+ * each SKIPs (a visible SKIP: line) when its model file is not installed.
  * CLLAMA_TEST_BACKEND=cuda (ctest golden_cuda_test) runs the same bars on the GPU driver, checks
  * the driver's counters (every forward on the device, decode steps replayed from the graph: a
- * silent CPU fallback fails), and replaces the ggml-numerics Gemma test, which is CPU-only, by
+ * silent CPU fallback fails), and replaces the ggml-numerics tests, which are CPU-only, by
  * GPU vs CPU driver: greedy agreement where the CPU's top-2 margin >= 0.5, teacher-forced
  * logits within GEMMA_GPU_TOL_STD logit standard deviations. SKIP (77) without a GPU. */
 #include <dirent.h>
@@ -839,21 +840,22 @@ static void test_paged_kv(void **state) {
     cllama_model_free(m);
 }
 
-/* ---- Gemma-3-270M vs llama.cpp (tests/golden/gemma3-270m.json) --------------------------------------------- */
+/* ---- real models vs llama.cpp in reference numerics (tests/golden/<name>.json) ------------------------------ */
 
-static void test_gemma270m(void **state) {
-    (void)state;
-    char golden[4096], model[4096];
+/* every prompt of tests/golden/<name>.json through model, greedy in ggml numerics: the
+ * prompt ids and every generated id exactly llama.cpp's (scripts/gen_golden.py --model
+ * <name>); SKIP when the golden or the model is missing */
+static void greedy_vs_llamacpp(const char *name, const char *model, const char *missing_why, int min_prompts) {
+    char golden[4096];
     const char *src = getenv("CLLAMA_SRC");
-    snprintf(golden, sizeof golden, "%s/tests/golden/gemma3-270m.json", src && *src ? src : CLLAMA_SOURCE_DIR);
+    snprintf(golden, sizeof golden, "%s/tests/golden/%s.json", src && *src ? src : CLLAMA_SOURCE_DIR, name);
     json_t *G = json_load_file(golden, 0, NULL);
     if (!G) {
-        printf("SKIP: gemma3-270m golden %s missing\n", golden);
+        printf("SKIP: %s golden %s missing\n", name, golden);
         skip();
     }
-    /* cll_cli_default_model returns 0 for a $CLLAMA_MODEL that names a missing file: say which */
-    if (cll_cli_default_model(model, sizeof model) != 0 || access(model, R_OK) != 0) {
-        printf("SKIP: the default model (Gemma-3-270M) is not installed%s%s\n", model[0] ? " at " : "", model);
+    if (missing_why) {
+        printf("SKIP: %s\n", missing_why);
         json_decref(G);
         skip();
     }
@@ -889,21 +891,46 @@ static void test_gemma270m(void **state) {
         const bool same = got.n == nw && k == nw;
         json_t *mg = json_object_get(P, "margins");
         if (same)
-            printf("gemma3-270m prompt %zu (%d prompt tokens): %d/%d ids exact\n", pi, ng, k, nw);
+            printf("%s prompt %zu (%d prompt tokens): %d/%d ids exact\n", name, pi, ng, k, nw);
         else
-            print_message("gemma3-270m prompt %zu: FAIL, %d/%d ids exact, then %d vs llama.cpp %d (its margin %.4f)\n",
+            print_message("%s prompt %zu: FAIL, %d/%d ids exact, then %d vs llama.cpp %d (its margin %.4f)\n", name,
                           pi, k, nw, k < got.n ? got.ids[k] : -1, k < nw ? want[k] : -1,
                           json_number_value(json_array_get(mg, (size_t)k)));
         exact += same;
         n++;
     }
-    printf("gemma3-270m greedy vs llama.cpp (ggml numerics): %d/%d prompts token-exact\n", exact, n);
-    assert_true(n >= 6);
+    printf("%s greedy vs llama.cpp (ggml numerics): %d/%d prompts token-exact\n", name, exact, n);
+    assert_true(n >= min_prompts);
     assert_int_equal(exact, n);
     cllama_sampler_free(smp);
     cllama_context_free(c);
     cllama_model_free(m);
     json_decref(G);
+}
+
+static void test_gemma270m(void **state) {
+    (void)state;
+    char model[4096], why[4200] = "";
+    /* cll_cli_default_model returns 0 for a $CLLAMA_MODEL that names a missing file: say which */
+    if (cll_cli_default_model(model, sizeof model) != 0 || access(model, R_OK) != 0)
+        snprintf(why, sizeof why, "the default model (Gemma-3-270M) is not installed%s%s", model[0] ? " at " : "",
+                 model);
+    greedy_vs_llamacpp("gemma3-270m", model, why[0] ? why : NULL, 6);
+}
+
+/* SmolLM2-135M-Instruct Q4_1 (one Q8_0 tensor, tied): the llama path (rms_norm, rope mode 0,
+ * GQA 9/3, SiLU) and byte-level BPE, where scripts/setup.sh installs it */
+static void test_smollm2(void **state) {
+    (void)state;
+    char model[4096], why[4200] = "";
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(model, sizeof model, "%s/cllama/models/smollm2-135m-instruct-q4_1.gguf", xdg);
+    else
+        snprintf(model, sizeof model, "%s/.cache/cllama/models/smollm2-135m-instruct-q4_1.gguf", home ? home : ".");
+    if (access(model, R_OK) != 0)
+        snprintf(why, sizeof why, "SmolLM2-135M-Instruct is not installed at %s (scripts/setup.sh installs it)", model);
+    greedy_vs_llamacpp("smollm2-135m-instruct", model, why[0] ? why : NULL, 8);
 }
 
 /* ---- Gemma-3-270M: the GPU driver against the CPU driver ------------------------------------------------------ */
@@ -1027,6 +1054,7 @@ int main(void) {
         cmocka_unit_test(test_batched_parity),
         cmocka_unit_test(test_paged_kv),
         cmocka_unit_test(test_gemma270m),
+        cmocka_unit_test(test_smollm2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -272,34 +272,38 @@ typedef struct {
 } act_args;
 
 static void silu_mul(const cll_cpu_state *s, float *g, const float *u, int64_t n) {
-    (void)s; /* the AVX-512 loop is bit-exact with the scalar one: every numerics mode takes it */
+    (void)s; /* the AVX-512 loop is bit-exact with the scalar one: the default numerics take it */
     const uint32_t f = cll_kernels_cpu_features();
     if (f & CLL_ISA_AVX512) cll_ops_silu_mul_avx512(g, u, n);
     else if (f & CLL_ISA_AVX2) cll_ops_silu_mul_avx2(g, u, n);
     else cll_ops_silu_mul(g, u, n);
 }
 
+/* act(g) * u on columns [c0, c1) of one row of width f (g, u at column c0). Under ggml
+ * numerics SiLU is ggml-cpu's swiglu (its own vector expf, libm's on a row's last f % 8
+ * columns), so a column's place in its row decides its rounding */
+static void act_cols(const cll_cpu_state *s, float *g, const float *u, int64_t c0, int64_t c1, int64_t f) {
+    const cll_cpu_model *cm = s->cm;
+    if (cm->m->recipe.act == CLL_ACT_GELU_TANH) cll_ops_gelu_mul(g, u, c1 - c0, cm->gelu_tab);
+    else if (s->p.ggml_numerics) cll_ops_silu_mul_ggml_avx2(g, u, c0, c1, f);
+    else silu_mul(s, g, u, c1 - c0);
+}
+
 static void task_act(void *arg, int ith, int nth) {
     act_args *a = arg;
-    const cll_cpu_model *cm = a->s->cm;
     int64_t b, e; /* split the flattened (n*f) range so a single-token step uses every thread */
     cll_split(a->n * a->f, ith, nth, &b, &e);
-    if (cm->m->recipe.act == CLL_ACT_GELU_TANH)
-        cll_ops_gelu_mul(a->s->g + b, a->s->u + b, e - b, cm->gelu_tab);
-    else
-        silu_mul(a->s, a->s->g + b, a->s->u + b, e - b);
+    for (int64_t p = b; p < e;) {
+        const int64_t c0 = p % a->f, c1 = c0 + (e - p) < a->f ? c0 + (e - p) : a->f;
+        act_cols(a->s, a->s->g + p, a->s->u + p, c0, c1, a->f);
+        p += c1 - c0;
+    }
 }
 
 /* the same on columns [r0, r1) of every row: the epilogue of the gate/up matmul */
 static void act_rows(void *arg, int64_t r0, int64_t r1) {
     act_args *a = arg;
-    const cll_cpu_model *cm = a->s->cm;
-    for (int64_t t = 0; t < a->n; t++) {
-        float *g = a->s->g + t * a->f + r0;
-        const float *u = a->s->u + t * a->f + r0;
-        if (cm->m->recipe.act == CLL_ACT_GELU_TANH) cll_ops_gelu_mul(g, u, r1 - r0, cm->gelu_tab);
-        else silu_mul(a->s, g, u, r1 - r0);
-    }
+    for (int64_t t = 0; t < a->n; t++) act_cols(a->s, a->s->g + t * a->f + r0, a->s->u + t * a->f + r0, r0, r1, a->f);
 }
 
 static void run_act(cll_cpu_state *s, int64_t n, int64_t f) {

@@ -77,6 +77,11 @@ void cll_ops_expf8_avx512(const float *x, float *y);
 /* the same with AVX2 + FMA (ops_act_avx2.c) */
 void cll_ops_silu_mul_avx2(float *g, const float *u, int64_t n);
 void cll_ops_expf8_avx2(const float *x, float *y);
+/* ggml-cpu's swiglu on columns [c0, c1) of one row of width nc (g and u point at column c0):
+ * ggml_v_expf's SiLU on the row's first nc - nc % 8 columns, libm expf on the rest, as
+ * ggml_vec_swiglu_f32 does on AVX2 (bit-exact against llama.cpp: tests/ggml_numerics_test.c);
+ * the reference-numerics mode's SiLU. AVX2 + FMA. */
+void cll_ops_silu_mul_ggml_avx2(float *g, const float *u, int64_t c0, int64_t c1, int64_t nc);
 
 /* dst[i] = fp16(src[i]) */
 void cll_ops_to_f16(uint16_t *dst, const float *src, int64_t n);

@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
-"""Greedy reference continuations of the default model (Gemma-3-270M Q4_K_M) by llama.cpp,
-through the PyPI package `llama-cpp-py-sync` (it bundles llama.cpp's libllama).
+"""Greedy reference continuations by llama.cpp, through the PyPI package `llama-cpp-py-sync`
+(it bundles llama.cpp's libllama), for the models whose goldens live in tests/golden/:
 
-  scripts/gen_gemma_golden.py [--model PATH] [--out tests/golden/gemma3-270m.json]
+  scripts/gen_golden.py [--model NAME] [--path FILE] [--out tests/golden/NAME.json]
 
-The reference config is the one cllama's reference-numerics mode (CLLAMA_NUMERICS=ggml,
-`cllama run --numerics ggml`) reproduces bit for bit, so the ids are comparable token for token:
+NAME is one of MODELS (default gemma3-270m): it picks the model file under the cllama model
+cache and the prompt set; --path overrides the file (the env CLLAMA_MODEL does the same for the
+Gemma default). The reference config is the one cllama's reference-numerics mode
+(CLLAMA_NUMERICS=ggml, `cllama run --numerics ggml`) reproduces bit for bit, so the ids are
+comparable token for token:
   - CPU weight repacking off (llama_model_params.use_extra_bufts = false): every quantized
     matmul is ggml-cpu's plain vec_dot on the file layout;
   - one token per llama_decode, prompt included: every matmul is a single-row vec_dot (no
     tinyBLAS / gemm), attention sees one query (no tiled flash-attention prefill);
   - flash attention on, F16 KV cache (llama.cpp's default cache type), 1 thread (no split-KV).
-This model amplifies any rounding difference (llama.cpp's own configs disagree on its greedy
-path), so only bit-exact numerics give exact tokens.
+These small models amplify any rounding difference (llama.cpp's own configs disagree on
+Gemma-3-270M's greedy path), so only bit-exact numerics give exact tokens.
 Each step takes the argmax of the raw logits (ties to the lowest id); generation stops at
 end-of-generation (the EOG id is not recorded) or after n_gen tokens. margins[s] is the top-2
 logit margin at step s. Prompts are plain text, BOS added as the model says, no chat template.
-tests/gemma_ref_test.py imports reference() from here.
+tests/greedy_ref_test.py imports reference() from here (live, every model); tests/golden_test.c reads the
+goldens; scripts/gen_ggml_numerics.py borrows the library loader for its per-op goldens.
 """
 import argparse, json, os, sys
 
@@ -37,13 +41,34 @@ PROMPTS = [
     "Question: What is the largest planet in the solar system?\nAnswer:",
 ]
 
+# SmolLM2 reads byte-level BPE: the prompts add code, digit runs, accents and other non-ASCII
+# text, leading and repeated spaces, so the pre-tokenizer's splits are part of the check
+SMOLLM2_PROMPTS = [
+    "Once upon a time, in a small village by the sea,",
+    "The capital of France is",
+    "def is_prime(n: int) -> bool:\n    if n < 2:\n        return False\n",
+    "The year 1969 saw 3 astronauts travel 384,400 km; 12345 + 67890 =",
+    " Leading spaces and   several   gaps: one, two,",
+    "Le caf\u00e9 cr\u00e8me co\u00fbte 3,50 \u20ac \u00e0 Paris, na\u00efve Jos\u00e9 said: \u00bfQu\u00e9 tal? Stra\u00dfe,",
+    "Question: What is the largest planet in the solar system?\nAnswer:",
+    "Translate to English: \u4eca\u65e5\u306f\u826f\u3044\u5929\u6c17\u3067\u3059\u3002 \U0001f642\tTabs\tand\nnewlines ->",
+    _LONG + " Summarize the story in one sentence:",
+]
+
+# name -> (file under <cache>/cllama/models, prompts)
+MODELS = {
+    "gemma3-270m": ("gemma-3-270m-q4_k_m.gguf", PROMPTS),
+    "smollm2-135m-instruct": ("smollm2-135m-instruct-q4_1.gguf", SMOLLM2_PROMPTS),
+}
+
+
+def model_path(name):
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "cllama", "models", MODELS[name][0])
+
 
 def default_model():
-    env = os.environ.get("CLLAMA_MODEL")
-    if env:
-        return env
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(cache, "cllama", "models", "gemma-3-270m-q4_k_m.gguf")
+    return os.environ.get("CLLAMA_MODEL") or model_path("gemma3-270m")
 
 
 _SHIM_C = r"""
@@ -199,22 +224,25 @@ def reference(model_path, prompts=PROMPTS, n_gen=N_GEN):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default=default_model())
-    here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--out", default=os.path.join(here, "..", "tests", "golden", "gemma3-270m.json"))
+    ap.add_argument("--model", default="gemma3-270m", choices=sorted(MODELS))
+    ap.add_argument("--path", help="the model file (default: the cllama model cache's)")
+    ap.add_argument("--out", help="default tests/golden/<model>.json")
     a = ap.parse_args()
-    info, prompts = reference(a.model)
-    doc = {"format": "cllama-greedy-ref/1", "generator": "scripts/gen_gemma_golden.py", "reference": info,
-           "model": os.path.basename(a.model),
+    path = a.path or (default_model() if a.model == "gemma3-270m" else model_path(a.model))
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = a.out or os.path.join(here, "..", "tests", "golden", a.model + ".json")
+    info, prompts = reference(path, MODELS[a.model][1])
+    doc = {"format": "cllama-greedy-ref/1", "generator": "scripts/gen_golden.py --model " + a.model, "reference": info,
+           "model": os.path.basename(path),
            "settings": REF_SETTINGS,
            "prompts": prompts}
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)
         f.write("\n")
     for p in prompts:
         print(len(p["prompt_tokens"]), p["generated_tokens"][:8], repr(p["generated_text"][:60]))
-    print("wrote", a.out)
+    print("wrote", out)
 
 
 if __name__ == "__main__":
