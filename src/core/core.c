@@ -97,6 +97,15 @@ void cll_log(cll_log_level lvl, const char *fmt, ...) {
     fprintf(stderr, "cllama: %s: %s\n", tag[lvl], line);
 }
 
+void cll_log_loud(const char *fmt, ...) {
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "cllama: warning: %s\n", line);
+}
+
 cll_status cll_map_open(const char *path, cll_map *out) {
     out->data = NULL;
     out->size = 0;

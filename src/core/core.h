@@ -38,6 +38,9 @@ void cll_clear_error(void);
 typedef enum { CLL_LOG_ERROR = 0, CLL_LOG_WARN = 1, CLL_LOG_INFO = 2, CLL_LOG_DEBUG = 3 } cll_log_level;
 void cll_log(cll_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cll_log_set_level(cll_log_level lvl);
+/* a fallback the user must see whatever CLLAMA_LOG says (a forced kernel ignored, a numerics mode
+ * without its row): "cllama: warning: ..." on stderr at every log level */
+void cll_log_loud(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 cll_log_level cll_log_get_level(void);
 
 /* Read-only file mapping. */

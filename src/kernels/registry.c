@@ -155,7 +155,7 @@ static void warn_once(const char *msg) {
         }
     if (g_n_warned < MAX_WARNED) snprintf(g_warned[g_n_warned++], sizeof g_warned[0], "%s", msg);
     pthread_mutex_unlock(&g_mu);
-    cll_log(CLL_LOG_ERROR, "%s", msg);
+    cll_log_loud("%s", msg);
 }
 
 static const cll_kernel_row *find_named(const cll_kernel_table *t, const char *name, size_t len) {
@@ -181,7 +181,7 @@ static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, 
             *whole_site = r && pass == 1;
             if (!r) {
                 char msg[160];
-                snprintf(msg, sizeof msg, "WARNING: kernel override %s=%s: no such row; using the default", want,
+                snprintf(msg, sizeof msg, "kernel override %s=%s: no such row; using the default", want,
                          g_ovr[i].name);
                 pthread_mutex_unlock(&g_mu);
                 warn_once(msg);
@@ -198,7 +198,7 @@ static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, 
         const cll_kernel_row *c = len ? find_named(t, p, len) : NULL;
         if (!c && len) {
             char msg[160];
-            snprintf(msg, sizeof msg, "WARNING: CLLAMA_KERNEL names '%.*s', which is no %s kernel row; ignored", (int)len,
+            snprintf(msg, sizeof msg, "CLLAMA_KERNEL names '%.*s', which is no %s kernel row; ignored", (int)len,
                      p, t->backend);
             warn_once(msg);
         }
@@ -255,7 +255,7 @@ const cll_kernel_row *cll_kernels_select(const cll_kernel_table *t, uint32_t op,
             return r;
         }
         char msg[160];
-        snprintf(msg, sizeof msg, "WARNING: numerics=%s: no %s row reproduces it; using the usual row", g_numerics,
+        snprintf(msg, sizeof msg, "numerics=%s: no %s row reproduces it; using the usual row", g_numerics,
                  site);
         warn_once(msg);
     }
@@ -278,7 +278,7 @@ const cll_kernel_row *cll_kernels_select(const cll_kernel_table *t, uint32_t op,
         }
         char msg[160], ntok[32] = "";
         if (s->n_tokens > 0) snprintf(ntok, sizeof ntok, ", n_tokens %lld", (long long)s->n_tokens);
-        snprintf(msg, sizeof msg, "WARNING: forced kernel %s does not support %s (%lld x %lld%s%s); using the default",
+        snprintf(msg, sizeof msg, "forced kernel %s does not support %s (%lld x %lld%s%s); using the default",
                  f->name, site, (long long)s->rows, (long long)s->cols, ntok,
                  layout >= 0 && f->layout != layout ? ", other weight layout" : "");
         warn_once(msg);
