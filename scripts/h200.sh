@@ -407,7 +407,7 @@ serve() {
   synth_anchor "$name" || return 1
   timeout 400 python3 scripts/load_test.py --spawn .gpu/bin/cllama -m "$MODELS/$name.gguf" \
     --serve-args "--backend cuda --kv-cells $kv ${SERVE_EXTRA:-}" \
-    --parallel "$par" --ctx "$ctx" -n 64 --max-tokens 128 --mixed --long-prompt 4096 --long-at 2 --check \
+    --parallel "$par" --ctx "$ctx" -n 64 --max-tokens 128 --mixed --long-prompt 4096 --long-at ${LONG_AT:-1} --check \
     --json "$OUT/load-$name${SERVE_TAG:-}.json" 2>&1 | grep -vE "^  stream [0-9]+:" | tail -30
 }
 

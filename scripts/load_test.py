@@ -8,7 +8,7 @@ or (with --long-prompt) when the long prompt's arrival lifts the other streams' 
   scripts/load_test.py --url http://127.0.0.1:8080 -n 8
   scripts/load_test.py --spawn build/bin/cllama -m model.gguf --parallel 8 -n 8
   scripts/load_test.py --spawn build/bin/cllama -m 7b.gguf --serve-args "--backend cuda" --parallel 64 \
-      --ctx 8192 -n 64 --max-tokens 128 --mixed --long-prompt 4096 --long-at 2 --check --json out.json
+      --ctx 8192 -n 64 --max-tokens 128 --mixed --long-prompt 4096 --long-at 1 --check --json out.json
 
 Runs a 1-client round first, then the N-client round, each stream a /v1/completions request with
 stream=true, a fixed max_tokens and ignore_eos (so every stream is the same length). --mixed gives the
