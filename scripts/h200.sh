@@ -400,7 +400,7 @@ for l in sys.stdin:
 # prompt all hold one at once) of up to CTX tokens each sharing a paged KV
 # pool of KV_CELLS cells (default 8192 per slot over 65536 cells: 32 GiB of l2-7b KV instead of 288; KV_CELLS 0:
 # CTX cells per slot), scripts/load_test.py with 64 streams of mixed prompt lengths (128 new tokens each)
-# and a 4096-token prompt 2 s in; numbers to $OUT/load-NAME.json (SERVE_EXTRA: more serve flags, e.g. --chunk 256)
+# and a 4096-token prompt 1 s in (LONG_AT); numbers to $OUT/load-NAME.json (SERVE_EXTRA: more serve flags, e.g. --chunk 256)
 serve() {
   dev_env
   local name=${1:-l2-7b-Q4_K_M} par=${2:-72} ctx=${3:-8192} kv=${4:-65536}
