@@ -26,6 +26,16 @@ def skip(why):
     sys.exit(77)
 
 
+def need_serve_model(model, what):
+    """SKIP (exit 77) unless CLLAMA_BIN is built, has a serve command, and the model file exists"""
+    if not BIN or not os.path.exists(BIN):
+        skip("CLLAMA_BIN not built")
+    if not os.path.exists(model):
+        skip("%s is not installed (%s; `bash scripts/setup.sh` installs it)" % (what, model))
+    if subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True).returncode != 0:
+        skip("this cllama has no serve command")
+
+
 class Server:
     """A `cllama serve` child on a free loopback port (--port 0, read back from its log); model None:
     no -m, the server's own default.

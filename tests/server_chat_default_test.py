@@ -12,21 +12,15 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_api_test import BIN, Server, check, skip, FAILS, import_openai  # noqa: E402
+from server_api_test import BIN, Server, check, skip, FAILS, import_openai, need_serve_model  # noqa: E402
 from chat_default_test import chat_default_path  # noqa: E402
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 
 
 def main():
-    if not BIN or not os.path.exists(BIN):
-        skip("CLLAMA_BIN not built")
     model = chat_default_path()
-    if not os.path.exists(model):
-        skip("the default chat model is not installed (%s; `bash scripts/setup.sh` installs it)" % model)
-    probe = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        skip("this cllama has no serve command")
+    need_serve_model(model, "the default chat model")
     openai = import_openai("the default chat model is not checked through serve")
     if openai is None:
         sys.exit(77)

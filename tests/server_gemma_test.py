@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from server_api_test import BIN, Server, check, skip, FAILS, text_of  # noqa: E402
+from server_api_test import BIN, Server, check, skip, FAILS, text_of, need_serve_model  # noqa: E402
 
 
 def default_model():
@@ -33,14 +33,8 @@ def raw_completion(s, prompt, n):
 
 
 def main():
-    if not BIN or not os.path.exists(BIN):
-        skip("CLLAMA_BIN not built")
     model = default_model()
-    if not os.path.exists(model):
-        skip("the default Gemma model is not installed (%s; scripts/setup.sh installs it)" % model)
-    probe = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True)
-    if probe.returncode != 0:
-        skip("this cllama has no serve command")
+    need_serve_model(model, "the default Gemma model")
     s = Server(model, "--parallel", "2", "--ctx", "1024", "--model-alias", "gemma", startup_s=300)
     try:
         st, _, data = s.request("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
