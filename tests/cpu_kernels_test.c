@@ -387,6 +387,11 @@ static void test_act_quantizers(void **state) {
             for (int j = 0; j < 32; j++) s += ref0[b].qs[j];
             assert_int_equal(8 * s, got0[b].s8);
         }
+        cll_block_q8_1 ref1[cols / 32], got1[cols / 32];
+        cll_quantize_q8_1(x, ref1, cols);
+        memset(got1, 0x5a, sizeof got1);
+        cll_kern_act_q8_1_avx2(x, got1, cols);
+        assert_memory_equal(ref1, got1, sizeof ref1);
         cll_block_q8_K refk[cols / 256], gotk[cols / 256];
         cll_quantize_q8_K(x, refk, cols);
         cll_kern_act_q8_K_avx2(x, gotk, cols);

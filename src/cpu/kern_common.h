@@ -64,6 +64,7 @@ size_t cll_kern_act_stride(int act, int64_t cols);
 /* quantize one token row x[cols] into dst in layout act */
 void cll_kern_act_quantize(int act, const float *x, void *dst, int64_t cols);
 void cll_kern_act_q8_0x_avx2(const float *x, kact_q8_0x *dst, int64_t cols);
+void cll_kern_act_q8_1_avx2(const float *x, cll_block_q8_1 *dst, int64_t cols);
 void cll_kern_act_f16_avx2(const float *x, uint16_t *dst, int64_t cols);
 void cll_kern_act_q8_K_avx2(const float *x, cll_block_q8_K *dst, int64_t cols);
 
