@@ -283,6 +283,84 @@ static void test_every_row(void **state) {
     assert_true(rows_run > 0);
 }
 
+/* ---- bit-exact claims: a row that declares bit_exact equals its site's default row (and the
+ * scalar row, where that one declares it too) bit for bit, at every token count and at shapes
+ * with odd 8-row groups (24, 40 rows) and z16 segments (257 blocks of 32) ---- */
+
+static void run_named_row(const cll_kernel_row *r, int64_t rows, int64_t cols, const uint8_t *w, const float *x,
+                          int64_t ldx, int64_t n, float *y, int64_t ldy) {
+    cll_cpu_weight *cw = NULL;
+    assert_int_equal(cll_cpu_weight_create_row(r, rows, cols, w, &cw), CLL_OK);
+    for (int64_t k = 0; k < ldy * n; k++) y[k] = NAN;
+    void *scratch = malloc(cll_cpu_matmul_scratch(cw, n));
+    cll_cpu_matmul(g_pool2, cw, x, ldx, n, y, ldy, scratch);
+    free(scratch);
+    cll_cpu_weight_free(cw);
+}
+
+/* rows equal in the first `rows` columns of each of the n outputs */
+static bool same_bits(const float *a, const float *b, int64_t rows, int64_t ldy, int64_t n) {
+    for (int64_t t = 0; t < n; t++)
+        if (memcmp(a + t * ldy, b + t * ldy, sizeof(float) * (size_t)rows)) return false;
+    return true;
+}
+
+static void test_bit_exact_claims(void **state) {
+    (void)state;
+    const uint32_t types[] = {CLL_TYPE_Q4_1, CLL_TYPE_Q5_1};
+    const cll_kernel_table *t = cll_cpu_kernel_table();
+    const uint32_t feat = cll_kernels_cpu_features();
+    assert_int_equal(cll_pool_create(2, &g_pool2), CLL_OK);
+    int compared = 0;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const int64_t shapes[][2] = {{24, 256}, {40, 1024}, {24, 257 * 32}};
+        for (size_t si = 0; si < 3; si++) {
+            const int64_t rows = shapes[si][0], cols = shapes[si][1], ldx = cols + 3, ldy = rows + 5;
+            uint8_t *w = make_weights(types[ti], rows, cols);
+            static const int64_t ns[] = {1, 2, 3, 5, 8, 13, 64};
+            for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+                const int64_t n = ns[ni];
+                float *x = malloc(sizeof(float) * (size_t)(ldx * n)), *yd = malloc(sizeof(float) * (size_t)(ldy * n)),
+                      *yr = malloc(sizeof(float) * (size_t)(ldy * n));
+                for (int64_t tt = 0; tt < n; tt++) {
+                    const float sc = (float)pow(10.0, (double)(tt % 4) - 1.5);
+                    for (int64_t k = 0; k < ldx; k++) x[tt * ldx + k] = sc * rnd_normal() + (tt % 3 == 2 ? sc : 0.f);
+                    if (tt % 5 == 1) x[tt * ldx + (tt * 37) % cols] *= 30;
+                }
+                const cll_kernel_shape s = {.wtype = types[ti], .rows = rows, .cols = cols, .features = feat,
+                                            .n_tokens = n, .device = CLL_KDEVICE_CPU};
+                const cll_kernel_row *dflt = cll_kernels_default(t, n == 1 ? CLL_KOP_GEMV : CLL_KOP_GEMM, &s, -1);
+                assert_non_null(dflt);
+                assert_true(dflt->bit_exact);
+                run_named_row(dflt, rows, cols, w, x, ldx, n, yd, ldy);
+                for (size_t i = 0; i < t->n; i++) {
+                    const cll_kernel_row *r = &t->rows[i];
+                    if (r->wtype != types[ti] || !r->bit_exact || r == dflt || !cll_kernel_row_supported(r, &s)) continue;
+                    if (r->params && strstr(r->params, "numerics=")) continue; /* other numerics: not this site's */
+                    run_named_row(r, rows, cols, w, x, ldx, n, yr, ldy);
+                    if (!same_bits(yd, yr, rows, ldy, n)) {
+                        int64_t k = 0;
+                        while (k < n * ldy && (k % ldy >= rows || !memcmp(&yd[k], &yr[k], 4))) k++;
+                        printf("FAIL %s declares bit_exact but differs from %s at %lldx%lld n=%lld: [%lld] %.9g vs %.9g\n",
+                               r->name, dflt->name, (long long)rows, (long long)cols, (long long)n, (long long)k,
+                               k < n * ldy ? yr[k] : 0.f, k < n * ldy ? yd[k] : 0.f);
+                    }
+                    assert_true(same_bits(yd, yr, rows, ldy, n));
+                    /* poison control: one ulp in one output is seen */
+                    yr[(n - 1) * ldy + rows / 2] = nextafterf(yr[(n - 1) * ldy + rows / 2], INFINITY);
+                    assert_false(same_bits(yd, yr, rows, ldy, n));
+                    compared++;
+                }
+                free(x), free(yd), free(yr);
+            }
+            free(w);
+        }
+    }
+    printf("%d bit-exact claims checked against the site default\n", compared);
+    assert_true(compared > 0);
+    cll_pool_free(g_pool2);
+}
+
 /* ---- activation quantizers: SIMD bytes == formats' bytes ---- */
 
 static void test_act_quantizers(void **state) {
@@ -309,6 +387,11 @@ static void test_act_quantizers(void **state) {
             for (int j = 0; j < 32; j++) s += ref0[b].qs[j];
             assert_int_equal(8 * s, got0[b].s8);
         }
+        cll_block_q8_1 ref1[cols / 32], got1[cols / 32];
+        cll_quantize_q8_1(x, ref1, cols);
+        memset(got1, 0x5a, sizeof got1);
+        cll_kern_act_q8_1_avx2(x, got1, cols);
+        assert_memory_equal(ref1, got1, sizeof ref1);
         cll_block_q8_K refk[cols / 256], gotk[cols / 256];
         cll_quantize_q8_K(x, refk, cols);
         cll_kern_act_q8_K_avx2(x, gotk, cols);
@@ -334,6 +417,25 @@ static void test_dispatch(void **state) {
     /* the r8-layout rows (r8x4, r8z16x8) run from a repacked copy, the others from the map */
     assert_true(cll_cpu_weight_repacked(cw) == (strstr(cll_cpu_weight_kernel(cw), "_r8") != NULL));
     cll_cpu_weight_free(cw);
+    /* Q4_1 / Q5_1: the r8 rows by default (repacked), the ggml rows in the ggml numerics scope */
+    for (int q5 = 0; q5 < 2 && avx2; q5++) {
+        const uint32_t ty = q5 ? CLL_TYPE_Q5_1 : CLL_TYPE_Q4_1;
+        uint8_t *w1 = make_weights(ty, 24, 256);
+        assert_int_equal(cll_cpu_weight_create(ty, 24, 256, w1, &cw), CLL_OK);
+        printf("default %s 24x256: %s / gemv %s\n", cll_type_name(ty), cll_cpu_weight_kernel(cw), cll_cpu_weight_gemv_kernel(cw));
+        assert_non_null(strstr(cll_cpu_weight_kernel(cw), "_r8"));
+        assert_non_null(strstr(cll_cpu_weight_gemv_kernel(cw), "_r8x4"));
+        assert_true(cll_cpu_weight_repacked(cw));
+        cll_cpu_weight_free(cw);
+        cll_kernels_numerics_scope("ggml");
+        assert_int_equal(cll_cpu_weight_create(ty, 24, 256, w1, &cw), CLL_OK);
+        cll_kernels_numerics_scope(NULL);
+        assert_string_equal(cll_cpu_weight_kernel(cw), q5 ? "matmul_q5_1_avx2_ggml" : "matmul_q4_1_avx2_ggml");
+        assert_string_equal(cll_cpu_weight_gemv_kernel(cw), q5 ? "matmul_q5_1_avx2_ggml" : "matmul_q4_1_avx2_ggml");
+        assert_false(cll_cpu_weight_repacked(cw));
+        cll_cpu_weight_free(cw);
+        free(w1);
+    }
     /* forced row by env: the scalar row */
     setenv("CLLAMA_KERNEL", "matmul_q4_0_scalar", 1);
     assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 24, 256, w, &cw), CLL_OK);
@@ -535,7 +637,7 @@ static void test_matmul_many(void **state) {
 
 static void test_small_n_row(void **state) {
     (void)state;
-    const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_Q8_0};
+    const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_Q8_0, CLL_TYPE_Q4_1, CLL_TYPE_Q5_1};
     const int64_t rows = 64, cols = 512;
     cll_pool *pool = NULL;
     assert_int_equal(cll_pool_create(2, &pool), CLL_OK);
@@ -570,8 +672,8 @@ static void test_small_n_row(void **state) {
         cll_cpu_weight_free(cw);
         free(w);
     }
-    /* on AVX-512 the K-quant and Q4_0/Q8_0 GEMMs decode chunks (z16), so every type here has one */
-    if (cll_kernels_cpu_features() & CLL_ISA_AVX512) assert_int_equal(with_small, 4);
+    /* on AVX-512 the K-quant and Q4_0/Q8_0/Q4_1/Q5_1 GEMMs decode chunks (z16), so every type here has one */
+    if (cll_kernels_cpu_features() & CLL_ISA_AVX512) assert_int_equal(with_small, 6);
     cll_pool_free(pool);
 }
 
@@ -729,6 +831,7 @@ int main(void) {
         cmocka_unit_test(test_pool_sizes_identical),
         cmocka_unit_test(test_matmul_many),
         cmocka_unit_test(test_every_row),
+        cmocka_unit_test(test_bit_exact_claims),
         cmocka_unit_test(test_attn_tile),
         cmocka_unit_test(test_small_n_row),
         cmocka_unit_test(test_silu_simd),

@@ -47,7 +47,10 @@ void cll_kern_act_quantize(int act, const float *x, void *dst, int64_t cols) {
             for (int64_t i = 0; i < cols; i++) ((uint16_t *)dst)[i] = cll_f32_to_fp16(x[i]);
         break;
     case KACT_Q8_0: cll_quantize_q8_0(x, dst, cols); break;
-    case KACT_Q8_1: cll_quantize_q8_1(x, dst, cols); break;
+    case KACT_Q8_1:
+        if (avx2) cll_kern_act_q8_1_avx2(x, dst, cols);
+        else cll_quantize_q8_1(x, dst, cols);
+        break;
     case KACT_Q8_K:
         if (avx2) cll_kern_act_q8_K_avx2(x, dst, cols);
         else cll_quantize_q8_K(x, dst, cols);

@@ -64,6 +64,7 @@ size_t cll_kern_act_stride(int act, int64_t cols);
 /* quantize one token row x[cols] into dst in layout act */
 void cll_kern_act_quantize(int act, const float *x, void *dst, int64_t cols);
 void cll_kern_act_q8_0x_avx2(const float *x, kact_q8_0x *dst, int64_t cols);
+void cll_kern_act_q8_1_avx2(const float *x, cll_block_q8_1 *dst, int64_t cols);
 void cll_kern_act_f16_avx2(const float *x, uint16_t *dst, int64_t cols);
 void cll_kern_act_q8_K_avx2(const float *x, cll_block_q8_K *dst, int64_t cols);
 
@@ -77,6 +78,10 @@ bool cll_kern_plain_avx2_has(uint32_t wtype);
 /* ---- r8 repacked layouts (kern_r8_pack.c) and their AVX2 / AVX-512 VNNI kernels ---- */
 size_t cll_kern_r8_size_q4_0(int64_t rows, int64_t cols);
 void cll_kern_r8_pack_q4_0(const void *src, void *dst, int64_t rows, int64_t cols);
+size_t cll_kern_r8_size_q4_1(int64_t rows, int64_t cols);
+void cll_kern_r8_pack_q4_1(const void *src, void *dst, int64_t rows, int64_t cols);
+size_t cll_kern_r8_size_q5_1(int64_t rows, int64_t cols);
+void cll_kern_r8_pack_q5_1(const void *src, void *dst, int64_t rows, int64_t cols);
 size_t cll_kern_r8_size_q8_0(int64_t rows, int64_t cols);
 void cll_kern_r8_pack_q8_0(const void *src, void *dst, int64_t rows, int64_t cols);
 size_t cll_kern_r8_size_q4_K(int64_t rows, int64_t cols);
@@ -96,6 +101,13 @@ void cll_kern_run_r8_q8_0_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q4_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q5_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_r8_q6_K_avx512(const kern_args *a, int64_t r0, int64_t r1);
+/* Q4_1 / Q5_1 x Q8_1 (kern_r8_q1_avx2.c, kern_r8_q1_avx512.c): bit-exact with the scalar rows */
+void cll_kern_run_r8_q4_1_avx2(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8_q5_1_avx2(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8_q4_1_avx512(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8_q5_1_avx512(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8z16_q4_1_avx512(const kern_args *a, int64_t r0, int64_t r1);
+void cll_kern_run_r8z16_q5_1_avx512(const kern_args *a, int64_t r0, int64_t r1);
 
 /* ---- decode rows of the low-bit 256-element formats (kern_lowq.h) ---- */
 void cll_kern_run_lowq_gemv_avx2(const kern_args *a, int64_t r0, int64_t r1);

@@ -7,6 +7,9 @@
  * Records (one per block of 32 / super-block of 256, for a group of 8 rows):
  *   q4_0  144 B: d[8] fp16 | q[4 c][32]  lo nibble = elems 8c..8c+3, hi = 8c+4..8c+7
  *   q8_0  272 B: d[8] fp16 | q[8 g][32]  int8 elems 4g..4g+3
+ *   q4_1  160 B: d[8] m[8] fp16 | q[4 c][32] as q4_0 (unsigned nibbles, no offset)
+ *   q5_1  192 B: the q4_1 record (low 4 bits), then qh[32]: byte 4r+i, bit 2c = 5th bit of
+ *                elem 8c+i, bit 2c+1 = 5th bit of elem 8c+4+i (the bit of register g at bit g)
  *   q4_K 1184 B: d[8] dmin[8] fp16 | sc[8 s][8 r] u8 | m[4 j][8 r][2] u8 (mins of subs 2j,2j+1)
  *                | q[4 p][8 c][32]: lo nibble = sub 2p elems 4c..4c+3, hi = sub 2p+1
  *   q5_K 1440 B: the q4_K record, then qh[8 c][32]: bit s = 5th bit of sub s, elems 4c..4c+3
@@ -73,6 +76,8 @@ static void q6_K_quants(const cll_block_q6_K *b, uint8_t q[256]) {
 /* ---- sizes ---- */
 
 size_t cll_kern_r8_size_q4_0(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 32) * 144; }
+size_t cll_kern_r8_size_q4_1(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 32) * 160; }
+size_t cll_kern_r8_size_q5_1(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 32) * 192; }
 size_t cll_kern_r8_size_q8_0(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 32) * 272; }
 size_t cll_kern_r8_size_q4_K(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 256) * 1184; }
 size_t cll_kern_r8_size_q5_K(int64_t rows, int64_t cols) { return (size_t)(rows / 8) * (size_t)(cols / 256) * 1440; }
@@ -98,6 +103,55 @@ void cll_kern_r8_pack_q4_0(const void *src, void *dst, int64_t rows, int64_t col
                         qs[32 * c + 4 * r + i] = (uint8_t)(q[8 * c + i] | (q[8 * c + 4 + i] << 4));
             }
         }
+}
+
+/* q4_1 and q5_1 share the record; q5_1 appends the 5th bits */
+static void pack_q45_1(const void *src, void *dst, int64_t rows, int64_t cols, bool q5) {
+    const int64_t nb = cols / 32;
+    const size_t bsz = q5 ? sizeof(cll_block_q5_1) : sizeof(cll_block_q4_1), rec = q5 ? 192 : 160;
+    const uint8_t *w = src;
+    uint8_t *o = dst;
+    for (int64_t g = 0; g < rows / 8; g++)
+        for (int64_t b = 0; b < nb; b++, o += rec) {
+            uint16_t *d = (uint16_t *)o, *m = d + 8;
+            uint8_t *qs = o + 32, *qh = o + 160;
+            if (q5) memset(qh, 0, 32);
+            for (int r = 0; r < 8; r++) {
+                const uint8_t *blk = w + ((size_t)(g * 8 + r) * (size_t)nb + (size_t)b) * bsz;
+                uint8_t q[32];
+                if (q5) {
+                    const cll_block_q5_1 *b5 = (const cll_block_q5_1 *)blk;
+                    uint32_t h;
+                    memcpy(&h, b5->qh, 4);
+                    for (int j = 0; j < 16; j++) {
+                        q[j] = (uint8_t)((b5->qs[j] & 15) | (((h >> j) & 1) << 4));
+                        q[j + 16] = (uint8_t)((b5->qs[j] >> 4) | (((h >> (j + 16)) & 1) << 4));
+                    }
+                } else {
+                    const cll_block_q4_1 *b4 = (const cll_block_q4_1 *)blk;
+                    for (int j = 0; j < 16; j++) {
+                        q[j] = b4->qs[j] & 15;
+                        q[j + 16] = b4->qs[j] >> 4;
+                    }
+                }
+                memcpy(&d[r], blk, 2); /* d, m lead both block types */
+                memcpy(&m[r], blk + 2, 2);
+                for (int c = 0; c < 4; c++)
+                    for (int i = 0; i < 4; i++) {
+                        const uint8_t lo = q[8 * c + i], hi = q[8 * c + 4 + i];
+                        qs[32 * c + 4 * r + i] = (uint8_t)((lo & 15) | ((hi & 15) << 4));
+                        if (q5) qh[4 * r + i] |= (uint8_t)(((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+                    }
+            }
+        }
+}
+
+void cll_kern_r8_pack_q4_1(const void *src, void *dst, int64_t rows, int64_t cols) {
+    pack_q45_1(src, dst, rows, cols, false);
+}
+
+void cll_kern_r8_pack_q5_1(const void *src, void *dst, int64_t rows, int64_t cols) {
+    pack_q45_1(src, dst, rows, cols, true);
 }
 
 void cll_kern_r8_pack_q8_0(const void *src, void *dst, int64_t rows, int64_t cols) {

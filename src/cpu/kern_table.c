@@ -35,11 +35,15 @@ static bool iq3s_vbmi_ok(const cll_kernel_row *r, const cll_kernel_shape *s) {
     static const kern_impl k_r8_##T##_##ISA = {ACT, 8, cll_kern_r8_size_##T, cll_kern_r8_pack_##T,        \
                                               cll_kern_run_r8_##T##_##ISA};
 R8_IMPL(q4_0, KACT_Q8_0X, avx2)
+R8_IMPL(q4_1, KACT_Q8_1, avx2)
+R8_IMPL(q5_1, KACT_Q8_1, avx2)
 R8_IMPL(q8_0, KACT_Q8_0X, avx2)
 R8_IMPL(q4_K, KACT_Q8_K, avx2)
 R8_IMPL(q5_K, KACT_Q8_K, avx2)
 R8_IMPL(q6_K, KACT_Q8_K, avx2)
 R8_IMPL(q4_0, KACT_Q8_0X, avx512)
+R8_IMPL(q4_1, KACT_Q8_1, avx512)
+R8_IMPL(q5_1, KACT_Q8_1, avx512)
 R8_IMPL(q8_0, KACT_Q8_0X, avx512)
 R8_IMPL(q4_K, KACT_Q8_K, avx512)
 R8_IMPL(q5_K, KACT_Q8_K, avx512)
@@ -59,6 +63,8 @@ static const kern_impl k_lowq_z16_avx512 = {KACT_Q8_K, 8, NULL, NULL, cll_kern_r
     static const kern_impl k_rz16_##T = {ACT, 8, cll_kern_r8_size_##T, cll_kern_r8_pack_##T,            \
                                          cll_kern_run_r8z16_##T##_avx512};
 RZ16_IMPL(q4_0, KACT_Q8_0X)
+RZ16_IMPL(q4_1, KACT_Q8_1)
+RZ16_IMPL(q5_1, KACT_Q8_1)
 RZ16_IMPL(q8_0, KACT_Q8_0X)
 RZ16_IMPL(q4_K, KACT_Q8_K)
 RZ16_IMPL(q5_K, KACT_Q8_K)
@@ -97,6 +103,8 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
 /* the AVX2 K-quant GEMMs of >= 8 tokens sweep predecoded records (kern_r8_avx2.c) */
 #define R8_AVX2_PARAMS_q4_0 "layout=r8 tile=8x4 maddubs"
 #define R8_AVX2_PARAMS_q8_0 "layout=r8 tile=8x4 maddubs"
+#define R8_AVX2_PARAMS_q4_1 "layout=r8 tile=8x4 maddubs"
+#define R8_AVX2_PARAMS_q5_1 "layout=r8 tile=8x4 maddubs"
 #define R8_AVX2_PARAMS_q4_K "layout=r8 tile=8x4 maddubs predecode=8 rows/chunk (n>=8)"
 #define R8_AVX2_PARAMS_q5_K "layout=r8 tile=8x4 maddubs predecode=8 rows/chunk (n>=8)"
 #define R8_AVX2_PARAMS_q6_K "layout=r8 tile=8x4 maddubs predecode=8 rows/chunk (n>=8)"
@@ -125,6 +133,10 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
 #define SCALAR_ROW(T, ID, IMPL, DFLT)                                                                        \
     {"matmul_" #T "_scalar", CLL_KOP_MATMUL, ID, 0, "layout=plain reference-dot", KLAYOUT_PLAIN, 1, NULL,     \
      DFLT, DFLT, &IMPL}
+/* a scalar row that the type's default rows equal bit for bit (not a default itself) */
+#define SCALAR_ROW_EXACT(T, ID, IMPL)                                                                        \
+    {"matmul_" #T "_scalar", CLL_KOP_MATMUL, ID, 0, "layout=plain reference-dot", KLAYOUT_PLAIN, 1, NULL,     \
+     true, false, &IMPL}
 
 /* the GEMM of an r8 K-quant on the 16-row zmm tile (kern_z16.h): two r8 groups decoded per
  * token chunk; an odd 8-row group runs the r8x4 tile */
@@ -134,6 +146,8 @@ static const kern_impl k_plain_q8_K = {KACT_Q8_K, 1, NULL, NULL, cll_kern_run_pl
 
 #define CLL_TYPE_q4_0_ID CLL_TYPE_Q4_0
 #define CLL_TYPE_q8_0_ID CLL_TYPE_Q8_0
+#define CLL_TYPE_q4_1_ID CLL_TYPE_Q4_1
+#define CLL_TYPE_q5_1_ID CLL_TYPE_Q5_1
 #define CLL_TYPE_q4_K_ID CLL_TYPE_Q4_K
 #define CLL_TYPE_q5_K_ID CLL_TYPE_Q5_K
 #define CLL_TYPE_q6_K_ID CLL_TYPE_Q6_K
@@ -143,6 +157,11 @@ static const cll_kernel_row k_rows[] = {
     R8_ROWS(q4_0),
     RZ16_ROW(q8_0),
     R8_ROWS(q8_0),
+    /* Q4_1 / Q5_1 x Q8_1: the r8 rows equal the scalar rows bit for bit (kern_r8_q1_avx2.c) */
+    RZ16_ROW(q4_1),
+    R8_ROWS(q4_1),
+    RZ16_ROW(q5_1),
+    R8_ROWS(q5_1),
     {"matmul_q4_K_avx512vnni_r8x1z", CLL_KOP_GEMV, CLL_TYPE_Q4_K, V512, "layout=r8 tile=8x1 zmm dpbusd", KLAYOUT_R8, 8,
      NULL, true, true, &k_r8z_q4_K_avx512},
     RZ16_ROW(q4_K),
@@ -207,9 +226,9 @@ static const cll_kernel_row k_rows[] = {
     PLAIN_ROW(f32, CLL_TYPE_F32, k_plain_f32, true),
     PLAIN_ROW(f16, CLL_TYPE_F16, k_plain_f16, true),
     PLAIN_ROW(q4_0, CLL_TYPE_Q4_0, k_plain_q8_0x, false),
-    PLAIN_ROW(q4_1, CLL_TYPE_Q4_1, k_plain_q8_1, true),
+    PLAIN_ROW(q4_1, CLL_TYPE_Q4_1, k_plain_q8_1, false),
     PLAIN_ROW(q5_0, CLL_TYPE_Q5_0, k_plain_q8_0x, true),
-    PLAIN_ROW(q5_1, CLL_TYPE_Q5_1, k_plain_q8_1, true),
+    PLAIN_ROW(q5_1, CLL_TYPE_Q5_1, k_plain_q8_1, false),
     PLAIN_ROW(q8_0, CLL_TYPE_Q8_0, k_plain_q8_0x, false),
     PLAIN_ROW(iq4_nl, CLL_TYPE_IQ4_NL, k_plain_q8_0x, true),
     PLAIN_ROW(q2_K, CLL_TYPE_Q2_K, k_plain_q8_K, true),
@@ -222,9 +241,9 @@ static const cll_kernel_row k_rows[] = {
     SCALAR_ROW(f16, CLL_TYPE_F16, k_scalar_f16, false),
     SCALAR_ROW(bf16, CLL_TYPE_BF16, k_scalar_bf16, true),
     SCALAR_ROW(q4_0, CLL_TYPE_Q4_0, k_scalar_q8_0, false),
-    SCALAR_ROW(q4_1, CLL_TYPE_Q4_1, k_scalar_q8_1, false),
+    SCALAR_ROW_EXACT(q4_1, CLL_TYPE_Q4_1, k_scalar_q8_1),
     SCALAR_ROW(q5_0, CLL_TYPE_Q5_0, k_scalar_q8_0, false),
-    SCALAR_ROW(q5_1, CLL_TYPE_Q5_1, k_scalar_q8_1, false),
+    SCALAR_ROW_EXACT(q5_1, CLL_TYPE_Q5_1, k_scalar_q8_1),
     SCALAR_ROW(q8_0, CLL_TYPE_Q8_0, k_scalar_q8_0, false),
     SCALAR_ROW(q2_K, CLL_TYPE_Q2_K, k_scalar_q8_K, false),
     SCALAR_ROW(q3_K, CLL_TYPE_Q3_K, k_scalar_q8_K, false),

@@ -8,7 +8,9 @@
  * -c: with -t 1, time with the thread's CPU clock (meaningful on a box shared with
  *     other jobs: time the scheduler gives to others is not counted).
  * -H: GEMV on one weight copy (hot in L2/L3): the kernel's compute ceiling, not DRAM's.
- * -N n: the GEMM token count (default 512; 64 is a short prompt's prefill). */
+ * -N n: the GEMM token count (default 512; 64 is a short prompt's prefill).
+ * -S RxC[,RxC..]: weight shapes (rows x cols, up to 4) instead of the 1B FFN pair, e.g. a
+ *     Llama-2-7B layer: -S 4096x4096,11008x4096,4096x11008. */
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +88,8 @@ static int type_by_name(const char *s) {
 #define MAX_NAMED 16
 
 int main(int argc, char **argv) {
-    int threads = 2, reps = 3, cpu_clock = 0, hot = 0, n_named = 0, n_gemm = 512;
+    int threads = 2, reps = 3, cpu_clock = 0, hot = 0, n_named = 0, n_gemm = 512, n_shapes = 2;
+    int64_t shapes[4][2] = {{8192, 2048}, {2048, 8192}}; /* rows x cols: ffn up/gate, ffn down */
     const cll_kernel_row *named[MAX_NAMED];
     const char *types = "q4_0,q8_0,q4_K,q6_K,q5_K,q2_K,q3_K,iq3_s,iq4_xs,q4_1,q5_0,iq4_nl,f16";
     for (int i = 1; i < argc; i++) {
@@ -96,6 +99,19 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-c")) cpu_clock = 1;
         else if (!strcmp(argv[i], "-N") && i + 1 < argc) n_gemm = atoi(argv[++i]) > 1 ? atoi(argv[i]) : 512;
         else if (!strcmp(argv[i], "-H")) hot = 1;
+        else if (!strcmp(argv[i], "-S") && i + 1 < argc) {
+            char list[256];
+            snprintf(list, sizeof list, "%s", argv[++i]);
+            n_shapes = 0;
+            for (char *sh = strtok(list, ","); sh && n_shapes < 4; sh = strtok(NULL, ",")) {
+                long long r, c;
+                if (sscanf(sh, "%lldx%lld", &r, &c) != 2 || r <= 0 || c <= 0) {
+                    fprintf(stderr, "-S %s: want ROWSxCOLS\n", sh);
+                    return 2;
+                }
+                shapes[n_shapes][0] = r, shapes[n_shapes][1] = c, n_shapes++;
+            }
+        }
         else if (!strcmp(argv[i], "-k") && i + 1 < argc) {
             char list[512];
             snprintf(list, sizeof list, "%s", argv[++i]);
@@ -109,13 +125,12 @@ int main(int argc, char **argv) {
             }
         }
         else {
-            fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-T types] [-k row] [-c] [-H] [-N gemm_tokens]\n");
+            fprintf(stderr, "usage: kbench [-t threads] [-r reps] [-T types] [-k row] [-c] [-H] [-N gemm_tokens] [-S RxC,..]\n");
             return 2;
         }
     }
     cll_pool *pool;
     if (cll_pool_create(threads, &pool)) return 1;
-    const int64_t shapes[2][2] = {{8192, 2048}, {2048, 8192}}; /* rows x cols: ffn up/gate, ffn down */
     printf("threads %d, reps %d (best of reps shown)%s\n", threads, reps, cpu_clock ? ", thread CPU time" : "");
     printf("%-8s %-26s %-11s %-5s %9s %9s %9s\n", "type", "kernel", "rows x cols", "n", "ms", "GB/s", "GOP/s");
     char buf[512];
@@ -129,7 +144,7 @@ int main(int argc, char **argv) {
         const cll_kernel_row *row = NULL; /* the -k row of this type, if any */
         for (int k = 0; k < n_named && !row; k++)
             if (named[k]->wtype == (uint32_t)type) row = named[k];
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < n_shapes; s++) {
             const int64_t rows = shapes[s][0], cols = shapes[s][1];
             const uint64_t wbytes = cll_row_bytes((uint32_t)type, (uint64_t)cols) * (uint64_t)rows;
             /* ring of copies: >= 160 MB so GEMV streams from DRAM, not the 32 MB L3 */

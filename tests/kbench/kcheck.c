@@ -57,6 +57,15 @@ int main(void) {
             continue;
         }
         const cll_type_traits *tr = cll_type_traits_get(r->wtype);
+        char twin[96], scal[96], u1[96], u2[96], u3[96];
+        snprintf(twin, sizeof twin, "matmul_%s_avx2_r8x4", tr->name);
+        snprintf(scal, sizeof scal, "matmul_%s_scalar", tr->name);
+        /* only the r8 family has an AVX2 twin; types without a quantizer get no random weights here */
+        if (!tr->from_f32 || !cll_kernels_find(t, twin) || !cll_kernels_find(t, scal)) {
+            printf("SKIP %s: no %s twin or no quantizer for %s\n", r->name, twin, tr->name);
+            continue;
+        }
+        const int bad0 = bad;
         const uint64_t rb = cll_row_bytes(r->wtype, cols);
         uint8_t *w = malloc(rb * rows);
         float *xr = malloc(cols * sizeof *xr);
@@ -64,9 +73,6 @@ int main(void) {
             for (int64_t j = 0; j < cols; j++) xr[j] = rndn() * (float)(1 + k % 3) + (k % 4 == 0 ? 0.5f : 0.f);
             tr->from_f32(xr, w + k * rb, cols);
         }
-        char twin[96], scal[96], u1[96], u2[96], u3[96];
-        snprintf(twin, sizeof twin, "matmul_%s_avx2_r8x4", tr->name);
-        snprintf(scal, sizeof scal, "matmul_%s_scalar", tr->name);
         const int64_t ns[] = {1, 3, 8, 17, 64};
         for (int ni = 0; ni < 5; ni++) {
             const int64_t n = ns[ni];
@@ -79,7 +85,9 @@ int main(void) {
             int e_twin = memcmp(y1, y2, n * rows * 4) != 0, e_scal = 0;
             for (int64_t k = 0; k < n * rows; k++)
                 if (!(fabsf(y1[k] - y3[k]) <= 2e-5f * (fabsf(y3[k]) + 1.0f))) e_scal++;
-            if (strcmp(u1, r->name) || e_twin || e_scal) {
+            /* a row of one op serves the other with its pair (a GEMM-only row's GEMV, ...) */
+            const bool own_op = (r->op & (n == 1 ? CLL_KOP_GEMV : CLL_KOP_GEMM)) != 0;
+            if ((own_op && strcmp(u1, r->name)) || e_twin || e_scal) {
                 printf("FAIL %s n=%lld: used %s, twin %s %s, scalar mismatches %d\n", r->name, (long long)n, u1, u2,
                        e_twin ? "differs" : "equal", e_scal);
                 bad++;
@@ -90,7 +98,7 @@ int main(void) {
             free(y2);
             free(y3);
         }
-        printf("%s %s (vs %s bit-exact, vs %s)\n", bad ? "??" : "ok", r->name, twin, scal);
+        printf("%s %s (vs %s bit-exact, vs %s)\n", bad > bad0 ? "??" : "ok", r->name, twin, scal);
         free(w);
         free(xr);
     }
