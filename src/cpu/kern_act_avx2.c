@@ -32,44 +32,39 @@ static inline __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d) {
     return _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-void cll_kern_act_q8_0x_avx2(const float *x, kact_q8_0x *y, int64_t cols) {
+/* one 32-value block as ggml's Q8_0 quantizer: the int8 quants, *d = amax / 127, *sum = sum of the
+ * quants (maddubs(1, q) sums byte pairs exactly) */
+static inline __m256i q8_block32(const float *x, float *d, int *sum) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8), v2 = _mm256_loadu_ps(x + 16),
+                 v3 = _mm256_loadu_ps(x + 24);
+    const __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                   _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+    const float amax = hmax8(m);
+    *d = amax / 127.f;
+    const __m256 vid = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+    const __m256i q = pack32(round8(_mm256_mul_ps(v0, vid)), round8(_mm256_mul_ps(v1, vid)),
+                             round8(_mm256_mul_ps(v2, vid)), round8(_mm256_mul_ps(v3, vid)));
+    *sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1)));
+    return q;
+}
+
+void cll_kern_act_q8_0x_avx2(const float *x, kact_q8_0x *y, int64_t cols) {
     for (int64_t b = 0; b < cols / 32; b++, x += 32) {
-        __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8), v2 = _mm256_loadu_ps(x + 16),
-               v3 = _mm256_loadu_ps(x + 24);
-        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
-                                 _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
-        const float amax = hmax8(m);
-        const float d = amax / 127.f;
-        const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-        const __m256 vid = _mm256_set1_ps(id);
-        __m256i q = pack32(round8(_mm256_mul_ps(v0, vid)), round8(_mm256_mul_ps(v1, vid)),
-                           round8(_mm256_mul_ps(v2, vid)), round8(_mm256_mul_ps(v3, vid)));
-        _mm256_storeu_si256((__m256i *)y[b].qs, q);
+        float d;
+        int sum;
+        _mm256_storeu_si256((__m256i *)y[b].qs, q8_block32(x, &d, &sum));
         y[b].d = cll_fp16_to_f32(cll_f32_to_fp16(d));
-        /* sum of int8 via sign trick: maddubs(1, q) sums pairs exactly */
-        y[b].s8 = 8 * hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16));
+        y[b].s8 = 8 * sum;
     }
 }
 
 /* ggml's Q8_1 bytes: the Q8_0 quants and d, plus s = fp16(d * sum(q)) (the Q4_1 / Q5_1 rows) */
 void cll_kern_act_q8_1_avx2(const float *x, cll_block_q8_1 *y, int64_t cols) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < cols / 32; b++, x += 32) {
-        __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8), v2 = _mm256_loadu_ps(x + 16),
-               v3 = _mm256_loadu_ps(x + 24);
-        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
-                                 _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
-        const float amax = hmax8(m);
-        const float d = amax / 127.f;
-        const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-        const __m256 vid = _mm256_set1_ps(id);
-        __m256i q = pack32(round8(_mm256_mul_ps(v0, vid)), round8(_mm256_mul_ps(v1, vid)),
-                           round8(_mm256_mul_ps(v2, vid)), round8(_mm256_mul_ps(v3, vid)));
-        _mm256_storeu_si256((__m256i *)y[b].qs, q);
-        const int sum = hsum_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16));
+        float d;
+        int sum;
+        _mm256_storeu_si256((__m256i *)y[b].qs, q8_block32(x, &d, &sum));
         y[b].d = cll_f32_to_fp16(d);
         y[b].s = cll_f32_to_fp16(d * (float)sum);
     }
