@@ -15,15 +15,8 @@
 #include <string.h>
 
 #include "cpu/knobs.h"
+#include "cpu/kern_avx2_util.h"
 #include "cpu/kern_common.h"
-
-#define INLINE static inline __attribute__((always_inline))
-
-INLINE __m256i bcast32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
 
 /* GEMV streams the weights once from DRAM: software prefetch cpu.pf_gemv bytes (cpu/knobs.h,
  * default 2048) ahead of the record being read. kbench -c, 1 core: Q6_K 9 -> 16 GB/s,
@@ -32,13 +25,6 @@ INLINE void pf_gemv(const uint8_t *rec, int bytes) {
     const int pf = cll_cpu_knob.pf_gemv;
     for (int o = 0; o < bytes; o += 64) _mm_prefetch((const char *)rec + pf + o, _MM_HINT_T0);
 }
-
-/* Compiler-only ordering: the pointer p "depends" on v, so loads through p are emitted
- * after v is computed. GCC otherwise hoists every independent vpmaddubsw of a tile to
- * the top and spills the products; the CPU still overlaps the work out of order. */
-#define AFTER(p, v) __asm__("" : "+r"(p) : "x"(v))
-
-INLINE __m256 load_fp16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
 /* ---- Q4_0 x Q8_0 ----------------------------------------------------------------- */
 

@@ -7,16 +7,7 @@
 #include <string.h>
 
 #include "cpu/kern_common.h"
-
-#define INLINE static inline __attribute__((always_inline))
-
-INLINE __m256i bcast32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
-INLINE __m256 load_fp16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+#include "cpu/kern_avx2_util.h"
 
 /* The one-token tile (GEMV) streams the weights from DRAM: prefetch ~6 KiB ahead in the
  * linear stream of records (kern_r8z_avx512.c's prefetch_ahead measures the distance) */

@@ -12,30 +12,13 @@
 #include <string.h>
 
 #include "cpu/knobs.h"
+#include "cpu/kern_avx2_util.h"
 #include "cpu/kern_common.h"
-
-#define INLINE static inline __attribute__((always_inline))
-
-INLINE __m256i bcast32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
 
 /* cpu.pf_gemv bytes ahead of the record (as kern_r8_avx2.c's GEMV) */
 INLINE void pf_gemv(const uint8_t *rec, int bytes) {
     const int pf = cll_cpu_knob.pf_gemv;
     for (int o = 0; o < bytes; o += 64) _mm_prefetch((const char *)rec + pf + o, _MM_HINT_T0);
-}
-
-#define AFTER(p, v) __asm__("" : "+r"(p) : "x"(v))
-
-INLINE __m256 load_fp16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-
-/* the 5th bit of register g (bit g of the qh bytes) at bit 4; 16-bit shifts stay in-byte */
-INLINE __m256i hbit(__m256i qh, const int g) {
-    const __m256i h = g <= 4 ? _mm256_slli_epi16(qh, 4 - g) : _mm256_srli_epi16(qh, g - 4);
-    return _mm256_and_si256(h, _mm256_set1_epi8(0x10));
 }
 
 /* one token's block step, the reference's float order: acc + ((dw*da)*isum + mw*sa) */

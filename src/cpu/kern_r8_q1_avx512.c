@@ -10,24 +10,10 @@
  * so every Q4_1 / Q5_1 r8 row equals the scalar row bit for bit. */
 #include "cpu/kern_z16.h"
 
-INLINE __m256i bcast32y(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
-INLINE __m256 load_fp16x8(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-
 /* the GEMV streams the records: ~6 KiB ahead (as kern_r8_avx512.c) */
 INLINE void pf_gemv(const uint8_t *rec, const int recsz) {
     const char *p = (const char *)rec + 6144;
     for (int i = 0; i < recsz; i += 64) _mm_prefetch(p + i, _MM_HINT_T0);
-}
-
-/* the 5th bit of register g (bit g of the qh bytes) at bit 4; 16-bit shifts stay in-byte */
-INLINE __m256i hbit(__m256i qh, const int g) {
-    const __m256i h = g <= 4 ? _mm256_slli_epi16(qh, 4 - g) : _mm256_srli_epi16(qh, g - 4);
-    return _mm256_and_si256(h, _mm256_set1_epi8(0x10));
 }
 
 /* da, sa of a Q8_1 block (fp16 d, s) as floats in lanes 0, 1 */
@@ -72,7 +58,7 @@ INLINE void tile_q1(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t st
             const cll_block_q8_1 *ab = (const cll_block_q8_1 *)(act + t * stride) + b;
             __m256i s = _mm256_setzero_si256();
 #pragma GCC unroll 8
-            for (int g = 0; g < 8; g++) s = _mm256_dpbusd_epi32(s, w[g], bcast32y(ab->qs + 4 * g));
+            for (int g = 0; g < 8; g++) s = _mm256_dpbusd_epi32(s, w[g], bcast32(ab->qs + 4 * g));
             const __m128 f = q8_1_ds(ab);
             const __m256 da = _mm256_broadcastss_ps(f), sa = _mm256_broadcastss_ps(_mm_movehdup_ps(f));
             const __m256 p = _mm256_mul_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(s));
