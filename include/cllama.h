@@ -216,6 +216,8 @@ typedef struct {
     uint64_t device_steps;  /* forwards that ran wholly on the backend's device */
     uint64_t graph_replays; /* CUDA: decode steps replayed from a captured graph */
     uint64_t launches;      /* CUDA: kernels in one captured decode step */
+    double device_seconds;  /* CUDA: device time of the forwards, from the first copy in to the last copy
+                             * out (a decode's wall time minus this is the host's share); 0 elsewhere */
 } cllama_counters;
 cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *out);
 cllama_backend cllama_context_backend(const cllama_context *c);

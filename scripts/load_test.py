@@ -153,15 +153,18 @@ def round_(host, port, n, max_tokens, model, label, prompts=None, long_prompt=No
             continue
         dec = r["t_end"] - r["t_first"] if r["t_first"] else float("nan")
         rate = (r["tokens"] - 1) / dec if dec and dec > 0 else float("nan")
+        # a stream whose text never came (every token held back, e.g. bytes of no valid UTF-8) has no ttft
+        ttft = r["ttft"] if r["ttft"] is not None else float("nan")
         print("  %s: %5s prompt tokens, %4d tokens, ttft %6.3f s, decode %7.2f tok/s" %
-              (what, r["prompt_tokens"], r["tokens"], r["ttft"], rate))
+              (what, r["prompt_tokens"], r["tokens"], ttft, rate))
     res = {"streams": n, "ok": len(good), "long_ok": None}
     if summary is not None:
         summary[label] = res
     if not good:
         return None
     total = sum(r["tokens"] for r in good)
-    first = min(r["t_first"] for r in good if r["t_first"])
+    firsts = [r["t_first"] for r in good if r["t_first"]]
+    first = min(firsts) if firsts else float("nan")
     last = max(r["t_end"] for r in good)
     agg = total / (last - min(r["t0"] for r in good))
     agg_dec = total / (last - first) if last > first else float("nan")

@@ -50,6 +50,16 @@ n=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sum(1 for
 [ "$n" = 2 ] || fail "records: want 2 batched rows (pl 1, 2; the re-run replaces pl 2), got $n"
 "$BIN" board --records "$tmp" --md "$tmp/BOARD.md" --html "$tmp/board.html" >/dev/null 2>&1 ||
   fail "board does not render with batched rows"
+# the server's configuration: a paged pool, greedy ids or top-k candidates back instead of logits
+for o in "--kv-cells 256 --out topk:8" "--kv-cells 192 --out greedy" "--out topk:1"; do
+  # shellcheck disable=SC2086
+  r=$("$BIN" bench -m "$M" -npp 8 -ntg 4 -npl 1,3 -t 2 -o jsonl $o 2>"$tmp/err") || fail "$o: $(cat "$tmp/err")"
+  [ "$(echo "$r" | grep -c '"speed_tg"')" = 2 ] || fail "$o: want 2 rows, got: $r"
+done
+# 3 sequences need 3 blocks of 64 cells: 128 cells say so up front, and the step fails with the pool full
+if "$BIN" bench -m "$M" -npp 8 -ntg 4 -npl 3 -t 2 --kv-cells 128 >/dev/null 2>"$tmp/e"; then fail "small pool: accepted"; fi
+grep -q "note: --kv-cells 128 holds fewer cells" "$tmp/e" || fail "small pool: no note: $(cat "$tmp/e")"
+grep -q "kv pages full" "$tmp/e" || fail "small pool: no pool-full error: $(cat "$tmp/e")"
 # refusals
 expect_err() { # name pattern args...
   local name=$1 pat=$2
@@ -64,5 +74,9 @@ expect_err "pl zero" "must be >= 1" -m "$M" -npp 4 -ntg 2 -npl 0
 mkdir -p "$tmp/nocache"
 XDG_CACHE_HOME="$tmp/nocache" CLLAMA_MODEL= expect_err "no model" "no model given" -npp 4 -ntg 2 -npl 2
 expect_err "csv" "md or jsonl" -m "$M" -npp 4 -ntg 2 -npl 2 -o csv
+expect_err "out" "--out takes logits, greedy or topk:K" -m "$M" -npp 4 -ntg 2 -npl 2 --out topk:0
+expect_err "kv cells" "--kv-cells takes a cell count" -m "$M" -npp 4 -ntg 2 -npl 2 --kv-cells 12x
+expect_err "record paged" "--record stores llama-batched-bench's protocol only" -m "$M" -npp 4 -ntg 2 -npl 2 --kv-cells 256 \
+  --record --records "$tmp"
 [ $fails = 0 ] && echo "bench_batched_test: ok"
 exit $((fails > 0))

@@ -602,8 +602,14 @@ def test_driver_counters(s):
     check(m.get('cllama_backend_info{backend="%s"}' % backend) == 1, "metrics: backend %s" % backend)
     fw = m.get("cllama_driver_forwards_total", 0)
     check(fw > 0 and m.get("cllama_driver_device_steps_total") == fw, "metrics: every forward ran on the device")
+    dev, wall = m.get("cllama_driver_device_seconds_total"), m.get("cllama_decode_seconds_total", 0)
+    check(dev is not None, "metrics: cllama_driver_device_seconds_total is there")
     if backend == "cuda":
         check(m.get("cllama_driver_graph_replays_total", 0) > 0, "metrics: decode steps replayed the CUDA graph")
+        # the device's time is part of the decode calls' wall time, and not nothing
+        check(dev is not None and 0 < dev <= wall * 1.01 + 1e-3, "metrics: device seconds %s within decode seconds %s" % (dev, wall))
+    else:
+        check(dev == 0, "metrics: no device time on the CPU (%s)" % dev)
 
 
 def main():

@@ -95,9 +95,16 @@ typedef struct cll_bench_model cll_bench_model;
 /* load a model and make a context for tests of up to n_ctx tokens (prefill batch n_batch) */
 cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ctx, int n_batch,
                           cll_bench_model **out);
-/* the same with n_seq independent sequences of n_ctx tokens each (the batched bench) */
+/* the same with n_seq independent sequences of n_ctx tokens each (the batched bench); kv_cells > 0:
+ * a paged KV pool of that many cells shared by the sequences (cllama_context_params.n_kv_cells, what
+ * `cllama serve --kv-cells` makes) instead of n_ctx cells reserved per sequence */
 cll_status cll_bench_open_seqs(const char *path, int backend, int n_threads, int n_ctx, int n_batch, int n_seq,
-                               cll_bench_model **out);
+                               uint32_t kv_cells, cll_bench_model **out);
+/* what the batched bench's decodes hand back for each asking token: every logit (llama-batched-bench's
+ * protocol, the default), the greedy id (cllama_decode_greedy) or the k best candidates
+ * (cllama_decode_topk: what the server's sampling steps ask for) */
+typedef enum { CLL_BENCH_OUT_LOGITS = 0, CLL_BENCH_OUT_GREEDY, CLL_BENCH_OUT_TOPK } cll_bench_out;
+cll_status cll_bench_set_output(cll_bench_model *bm, cll_bench_out out, int top_k);
 void cll_bench_close(cll_bench_model *bm);
 const char *cll_bench_model_type(const cll_bench_model *bm); /* "llama 1B Q4_K - Medium"-like */
 uint64_t cll_bench_model_size(const cll_bench_model *bm);    /* bytes of tensor data */

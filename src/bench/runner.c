@@ -17,6 +17,10 @@ struct cll_bench_model {
     cllama_token *tok; /* (n_batch) */
     int32_t *pos, *seq;
     int8_t *logits;
+    cll_bench_out out; /* the batched bench's decodes: logits, greedy ids or top-k candidates */
+    int top_k;
+    cllama_token *ids; /* (n_batch * top_k) greedy ids or candidates */
+    float *vals;
     char type[128];
     uint64_t rng;
 };
@@ -26,11 +30,11 @@ static cll_status from_api(cllama_status st, const char *what) {
 }
 
 cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ctx, int n_batch, cll_bench_model **out) {
-    return cll_bench_open_seqs(path, backend, n_threads, n_ctx, n_batch, 1, out);
+    return cll_bench_open_seqs(path, backend, n_threads, n_ctx, n_batch, 1, 0, out);
 }
 
 cll_status cll_bench_open_seqs(const char *path, int backend, int n_threads, int n_ctx, int n_batch, int n_seq,
-                               cll_bench_model **out) {
+                               uint32_t kv_cells, cll_bench_model **out) {
     *out = NULL;
     cll_bench_model *bm = calloc(1, sizeof *bm);
     if (!bm) return cll_err(CLL_ERR_NOMEM, "bench: out of memory");
@@ -48,6 +52,7 @@ cll_status cll_bench_open_seqs(const char *path, int backend, int n_threads, int
     cp.n_batch = (uint32_t)(n_batch > 0 ? n_batch : 1);
     cp.n_threads = n_threads;
     cp.n_seq_max = (uint32_t)(n_seq > 0 ? n_seq : 1);
+    cp.n_kv_cells = kv_cells;
     cp.backend = backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU;
     st = cllama_context_create(bm->m, &cp, &bm->c);
     if (st != CLLAMA_OK) {
@@ -82,7 +87,29 @@ void cll_bench_close(cll_bench_model *bm) {
     free(bm->pos);
     free(bm->seq);
     free(bm->logits);
+    free(bm->ids);
+    free(bm->vals);
     free(bm);
+}
+
+cll_status cll_bench_set_output(cll_bench_model *bm, cll_bench_out out, int top_k) {
+    if (out == CLL_BENCH_OUT_TOPK && (top_k < 1 || top_k > CLLAMA_TOPK_MAX || top_k > bm->n_vocab))
+        return cll_err(CLL_ERR_ARG, "bench: top-k %d outside [1, %d]", top_k,
+                       bm->n_vocab < CLLAMA_TOPK_MAX ? bm->n_vocab : CLLAMA_TOPK_MAX);
+    const int k = out == CLL_BENCH_OUT_TOPK ? top_k : 1;
+    free(bm->ids);
+    free(bm->vals);
+    bm->ids = NULL;
+    bm->vals = NULL;
+    bm->out = CLL_BENCH_OUT_LOGITS;
+    if (out != CLL_BENCH_OUT_LOGITS) {
+        bm->ids = malloc(sizeof *bm->ids * (size_t)bm->n_batch * (size_t)k);
+        bm->vals = malloc(sizeof *bm->vals * (size_t)bm->n_batch * (size_t)k);
+        if (!bm->ids || !bm->vals) return cll_err(CLL_ERR_NOMEM, "bench: out of memory");
+    }
+    bm->out = out;
+    bm->top_k = k;
+    return CLL_OK;
 }
 
 const char *cll_bench_model_type(const cll_bench_model *bm) { return bm->type; }
@@ -236,14 +263,18 @@ static cll_status clear_all(cll_bench_model *bm, int n_seq) {
 }
 
 /* decode the n queued tokens in batches of at most n_batch; the logits of the last batch's
- * asking tokens are read (the synchronisation point of a GPU step) */
+ * asking tokens are read (the synchronisation point of a GPU step), or their greedy ids / top-k
+ * candidates come back with the decode (cll_bench_set_output) */
 static cll_status decode_chunks(cll_bench_model *bm, const cllama_token *tok, const int32_t *pos, const int32_t *seq,
                                 const int8_t *lg, int n) {
     for (int i = 0; i < n; i += bm->n_batch) {
         const int k = n - i < bm->n_batch ? n - i : bm->n_batch;
         cllama_batch b = {k, (cllama_token *)tok + i, (int32_t *)pos + i, (int32_t *)seq + i, (int8_t *)lg + i};
-        const cllama_status st = cllama_decode(bm->c, &b);
+        const cllama_status st = bm->out == CLL_BENCH_OUT_GREEDY ? cllama_decode_greedy(bm->c, &b, bm->ids)
+                                 : bm->out == CLL_BENCH_OUT_TOPK ? cllama_decode_topk(bm->c, &b, bm->top_k, bm->ids, bm->vals)
+                                                                 : cllama_decode(bm->c, &b);
         if (st != CLLAMA_OK) return from_api(st, "batched decode");
+        if (bm->out != CLL_BENCH_OUT_LOGITS) continue; /* the ids came back with the decode */
         for (int j = k - 1; j >= 0; j--)
             if (lg[i + j]) {
                 if (!cllama_get_logits(bm->c, j)) return cll_err(CLL_ERR_INTERNAL, "batched decode produced no logits");

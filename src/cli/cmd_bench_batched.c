@@ -18,12 +18,16 @@
 static void bb_usage(FILE *f) {
     fprintf(f, "usage: cllama bench [-m FILE] -npp 128[,..] -ntg 128[,..] -npl 1,2,4,8,16,32,64 [-b 2048] [-t THREADS]\n"
                "                    [--backend cpu|cuda | -ngl N] [-o md|jsonl] [--record [--box NAME] [--records DIR]]\n"
-               "                    [--tune SIDECAR] [--pin SITE=VARIANT[,...]]\n"
+               "                    [--tune SIDECAR] [--pin SITE=VARIANT[,...]] [--kv-cells N] [--out logits|greedy|topk:K]\n"
                "  llama-batched-bench's protocol: per (pp, tg, pl), pl prompts of pp tokens from an empty cache\n"
                "  (decoded n_batch tokens at a time: t_pp), then tg steps of one token for each of the pl sequences\n"
                "  (t_tg). speed_pp = pl*pp/t_pp, speed_tg = pl*tg/t_tg (all sequences), speed = n_kv/(t_pp+t_tg),\n"
                "  n_kv = pl*(pp+tg). One run per row (no repetitions), a 16-token warm-up first. Prompts are not\n"
-               "  shared (-pps is not supported: the engine has no cache copy between sequences).\n");
+               "  shared (-pps is not supported: the engine has no cache copy between sequences).\n"
+               "  The server's configuration, to time its steps (not recorded: the board compares the protocol above):\n"
+               "    --kv-cells N        a paged KV pool of N cells shared by the sequences (`cllama serve --kv-cells`)\n"
+               "    --out MODE          what a step hands back per sequence: logits (the default, llama-batched-bench's),\n"
+               "                        greedy (the argmax id) or topk:K (the K best candidates, a sampling server's step)\n");
     cll_cli_print_default(f, CLL_CLI_JOB_TEXT);
 }
 
@@ -40,6 +44,9 @@ int cll_cmd_bench_batched(int argc, char **argv) {
     int npp[BB_MAX_LIST] = {128}, ntg[BB_MAX_LIST] = {128}, npl[BB_MAX_LIST] = {1, 2, 4, 8, 16, 32, 64};
     int n_npp = 1, n_ntg = 1, n_npl = 7, n_batch = 2048, threads = (int)sysconf(_SC_NPROCESSORS_ONLN), backend = 0;
     bool record = false;
+    long kv_cells = 0;
+    cll_bench_out out = CLL_BENCH_OUT_LOGITS;
+    int top_k = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const bool has = i + 1 < argc;
@@ -75,7 +82,24 @@ int cll_cmd_bench_batched(int argc, char **argv) {
         else if (!strcmp(a, "--records") && has) records = argv[++i];
         else if (!strcmp(a, "--tune") && has) tune = argv[++i];
         else if (!strcmp(a, "--pin") && has) pin = argv[++i];
-        else if ((!strcmp(a, "-c") || !strcmp(a, "-ub") || !strcmp(a, "-fa")) && has) {
+        else if (!strcmp(a, "--kv-cells") && has) {
+            char *end = NULL;
+            kv_cells = strtol(argv[++i], &end, 10);
+            if (!end || *end || kv_cells < 1 || kv_cells > (1L << 30)) {
+                fprintf(stderr, "cllama bench: --kv-cells takes a cell count in [1, 2^30], not '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--out") && has) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "logits")) out = CLL_BENCH_OUT_LOGITS;
+            else if (!strcmp(v, "greedy")) out = CLL_BENCH_OUT_GREEDY;
+            else if (!strncmp(v, "topk:", 5) && (top_k = atoi(v + 5)) >= 1 && top_k <= CLLAMA_TOPK_MAX) out = CLL_BENCH_OUT_TOPK;
+            else {
+                fprintf(stderr, "cllama bench: --out takes logits, greedy or topk:K with K in [1, %d], not '%s'\n",
+                        CLLAMA_TOPK_MAX, v);
+                return 2;
+            }
+        } else if ((!strcmp(a, "-c") || !strcmp(a, "-ub") || !strcmp(a, "-fa")) && has) {
             ++i; /* llama-batched-bench's cache size, ubatch and flash-attention flags: sized / fixed here */
         } else {
         bad:
@@ -107,6 +131,16 @@ int cll_cmd_bench_batched(int argc, char **argv) {
     }
     for (int i = 0; i < n_npp; i++)
         for (int j = 0; j < n_ntg; j++) max_ctx = npp[i] + ntg[j] > max_ctx ? npp[i] + ntg[j] : max_ctx;
+    if (record && (kv_cells || out != CLL_BENCH_OUT_LOGITS)) {
+        fprintf(stderr, "cllama bench: --record stores llama-batched-bench's protocol only (per-sequence cache regions, every "
+                        "logit back); drop --kv-cells / --out to record\n");
+        return 2;
+    }
+    const long kv_need = (long)max_pl * ((max_ctx + CLLAMA_KV_BLOCK - 1) / CLLAMA_KV_BLOCK) * CLLAMA_KV_BLOCK;
+    if (kv_cells && kv_cells < kv_need)
+        fprintf(stderr, "cllama bench: note: --kv-cells %ld holds fewer cells than the largest pl x (pp + tg) in whole blocks "
+                        "of %d = %ld: a step that finds no free block fails with the pool full\n",
+                kv_cells, CLLAMA_KV_BLOCK, kv_need);
     cll_tune_loaded tl;
     if (cll_cli_apply_tune("bench", backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU, tune, pin, &tl)) return 2;
     char *git = cll_bench_git_sha();
@@ -129,13 +163,15 @@ int cll_cmd_bench_batched(int argc, char **argv) {
      * (at least the 16 tokens of the warm-up) */
     if (max_ctx < 16) max_ctx = 16;
     cll_bench_model *bm = NULL;
-    if (cll_bench_open_seqs(model, backend, threads, max_ctx, n_batch, max_pl, &bm) != CLL_OK) {
+    if (cll_bench_open_seqs(model, backend, threads, max_ctx, n_batch, max_pl, (uint32_t)kv_cells, &bm) != CLL_OK ||
+        cll_bench_set_output(bm, out, top_k) != CLL_OK) {
         fprintf(stderr, "cllama bench: %s\n", cll_last_error());
+        cll_bench_close(bm);
         json_decref(doc);
         free(git);
         return 1;
     }
-    const int n_kv_max = max_pl * max_ctx;
+    const int n_kv_max = kv_cells ? (int)kv_cells : max_pl * max_ctx;
     if (!strcmp(fmt, "md")) {
         printf("main: n_kv_max = %d, n_batch = %d, n_ubatch = %d, flash_attn = -1, is_pp_shared = 0, n_gpu_layers = %d, "
                "n_threads = %d, n_threads_batch = %d\n\n",

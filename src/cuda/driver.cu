@@ -791,6 +791,11 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
         return cll_err(CLL_ERR_ARG, "cuda forward: the state's KV is paged (%d blocks per sequence) but the batch carries %s",
                        s->kvmap.stride, b->blocks ? "tables of another stride" : "no block tables");
     TRY(cudaSetDevice(s->dm->device));
+    if (!s->fwd_ev[0]) {
+        TRY(cudaEventCreate(&s->fwd_ev[0]));
+        TRY(cudaEventCreate(&s->fwd_ev[1]));
+    }
+    TRY(cudaEventRecord(s->fwd_ev[0], s->st));
     if (s->kvmap.blk && b->blocks_dirty) /* the tables the kernels read (stream order: before them) */
         TRY(cudaMemcpyAsync(s->kvblk, b->blocks, sizeof(int32_t) * (size_t)s->p.n_seq * (size_t)s->kvmap.stride,
                             cudaMemcpyHostToDevice, s->st));
@@ -837,7 +842,10 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
         else
             TRY(cudaMemcpyAsync(out, s->logits, sizeof(float) * (size_t)(n_want * V), cudaMemcpyDeviceToHost, s->st));
     }
+    TRY(cudaEventRecord(s->fwd_ev[1], s->st));
     TRY(cudaStreamSynchronize(s->st));
+    float dev_ms = 0.0f;
+    if (cudaEventElapsedTime(&dev_ms, s->fwd_ev[0], s->fwd_ev[1]) == cudaSuccess) s->c.device_seconds += dev_ms * 1e-3;
     if (s->prof.n) prof_collect(s);
     if (n_want > 0 && argmax)
         for (int64_t r = 0; r < n_want; r++) ((int32_t *)out)[r] = cll_cu_argmax_id(s->hkeys[r]);
@@ -1087,6 +1095,8 @@ static void cu_state_free(cll_driver_state *s) {
             if (s->prof.ev[i]) cudaEventDestroy(s->prof.ev[i]);
     free(s->prof.ev);
     free(s->prof.kind);
+    for (int i = 0; i < 2; i++)
+        if (s->fwd_ev[i]) cudaEventDestroy(s->fwd_ev[i]);
     if (s->exec) cudaGraphExecDestroy(s->exec);
     for (int i = 0; i <= CLL_CU_GRAPH_MAX_TOKENS; i++)
         if (s->batch_graph[i].exec) cudaGraphExecDestroy(s->batch_graph[i].exec);

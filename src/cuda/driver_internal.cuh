@@ -171,6 +171,7 @@ struct cll_driver_state {
     bool rows_distinct;   /* this forward's rows (2..CLL_CU_GRAPH_MAX_TOKENS) each in a sequence of its own:
                            * the attention ropes and stores them itself (cll_cu_attn_args.distinct_rows) */
     int32_t pf_p0, pf_seq;
+    cudaEvent_t fwd_ev[2]; /* around each forward's device work (cll_driver_counters.device_seconds) */
     cll_driver_counters c;
     cll_cu_prof prof;
 };

@@ -66,6 +66,8 @@ typedef struct {
     uint64_t device_steps;  /* forwards whose every layer ran on the driver's device */
     uint64_t graph_replays; /* CUDA: decode steps replayed from a captured graph */
     uint64_t launches;      /* CUDA: kernel launches recorded per decode step (graph nodes) */
+    double device_seconds;  /* CUDA: device time of the forwards (events from the first copy in to the last
+                             * copy out); beside the caller's wall time it shows the host's share */
 } cll_driver_counters;
 
 typedef struct cll_driver {

@@ -147,9 +147,12 @@ static enum MHD_Result route(cll_server *srv, struct MHD_Connection *c, const ch
                             "# HELP cllama_driver_device_steps_total Forwards that ran wholly on the backend's device.\n"
                             "# TYPE cllama_driver_device_steps_total counter\ncllama_driver_device_steps_total %llu\n"
                             "# HELP cllama_driver_graph_replays_total Decode steps replayed from a captured CUDA graph.\n"
-                            "# TYPE cllama_driver_graph_replays_total counter\ncllama_driver_graph_replays_total %llu\n",
+                            "# TYPE cllama_driver_graph_replays_total counter\ncllama_driver_graph_replays_total %llu\n"
+                            "# HELP cllama_driver_device_seconds_total Device time of the forwards (CUDA; beside "
+                            "cllama_decode_seconds_total it shows the host's share of a step).\n"
+                            "# TYPE cllama_driver_device_seconds_total counter\ncllama_driver_device_seconds_total %.6f\n",
                             cllama_backend_name(cllama_context_backend(srv->ctx)), (unsigned long long)k.forwards,
-                            (unsigned long long)k.device_steps, (unsigned long long)k.graph_replays);
+                            (unsigned long long)k.device_steps, (unsigned long long)k.graph_replays, k.device_seconds);
     const size_t nm = strlen(m);
     char *all = realloc(m, nm + (size_t)nd + 1);
     if (!all) {

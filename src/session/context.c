@@ -357,7 +357,8 @@ cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *
                              .tokens = k.tokens,
                              .device_steps = k.device_steps,
                              .graph_replays = k.graph_replays,
-                             .launches = k.launches};
+                             .launches = k.launches,
+                             .device_seconds = k.device_seconds};
     return CLLAMA_OK;
 }
 

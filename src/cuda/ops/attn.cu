@@ -494,6 +494,10 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     __shared__ float sm_m[HG], sm_l[HG], sm_c[HG];
     __shared__ __align__(16) float red[W][HG][HD];
     __shared__ bool last;
+    /* paged: the cells of the sub-chunk's keys, looked up once per sub-chunk by the whole block (one
+     * table read a thread, all in flight together) instead of a dependent table read before every
+     * K and V load of the two phases */
+    __shared__ int32_t cell[PG ? FA_CS : 1];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const FaGeo g(a);
     const int kvh = g.kvh, h0 = g.h0, hg = g.hg, c = g.c;
@@ -535,6 +539,10 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     for (int32_t s0 = c0; s0 < c1; s0 += FA_CS) {
         const int cs = min(FA_CS, c1 - s0);
         const int64_t rb = (base + s0) * ks + kvo; /* unpaged: the sub-chunk's first row */
+        if constexpr (PG) {
+            for (int j = threadIdx.x; j < cs; j += 32 * W) cell[j] = (int32_t)krow(s0 + j);
+            __syncthreads();
+        }
         /* A: scores */
         for (int jb = 0; jb < cs; jb += W * KPW * U) {
             float kv[U][8];
@@ -542,7 +550,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
             for (int u = 0; u < U; u++) {
                 const int jj = jb + (u * W + warp) * KPW + sub;
                 if (jj < cs)
-                    kv_ld<F16, 8>(a.kc, (PG ? krow(s0 + jj) * ks + kvo : rb + (int64_t)jj * ks) + 8 * l, kv[u]);
+                    kv_ld<F16, 8>(a.kc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + 8 * l, kv[u]);
                 else
 #pragma unroll
                     for (int e = 0; e < 8; e++) kv[u][e] = 0.0f;
@@ -597,7 +605,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
             for (int u = 0; u < U; u++) {
                 const int jj = jb + u * W + warp;
                 if (jj < cs)
-                    kv_ld<F16, NV>(a.vc, (PG ? krow(s0 + jj) * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
+                    kv_ld<F16, NV>(a.vc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
             }
 #pragma unroll
             for (int u = 0; u < U; u++) {
@@ -838,14 +846,16 @@ static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, cudaS
 
 /* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
  * HD floats <= 32 KB) and the cache is F16 (else the 4-warp block). cap: the one-head 4-warp block
- * of head size 128 over an unpaged F16 cache at 64 registers, 8 resident an SM instead of 6 (80
- * registers; H200 ptxas: no spill at 64, the paged instance would spill 44 bytes);
+ * of head size 128 over an F16 cache at 64 registers, 8 resident an SM instead of 6 (80 registers,
+ * the paged one 87; H200 ptxas: no spill at 64 for either since the paged kernel reads its keys'
+ * cells from shared memory: its per-key table reads spilled 44 bytes there);
  * cll_cu_attn_capped picks it for a batched step's wide grid */
 template <bool F, int D, int HGV, int WV, int U>
 static cudaError_t fa_launch_u(const cll_cu_attn_args *a, dim3 g, bool cap, cudaStream_t s) {
     const dim3 b(32 * WV);
     if constexpr (F && D == 128 && HGV == 1 && WV == 4 && U == 4) {
-        if (cap && !a->map.blk) return cll_cu_launch(attn_gqa_kernel<F, D, HGV, false, WV, U, 8>, g, b, 0, s, *a);
+        if (cap) return a->map.blk ? cll_cu_launch(attn_gqa_kernel<F, D, HGV, true, WV, U, 8>, g, b, 0, s, *a)
+                                   : cll_cu_launch(attn_gqa_kernel<F, D, HGV, false, WV, U, 8>, g, b, 0, s, *a);
     }
     return a->map.blk ? cll_cu_launch(attn_gqa_kernel<F, D, HGV, true, WV, U>, g, b, 0, s, *a)
                       : cll_cu_launch(attn_gqa_kernel<F, D, HGV, false, WV, U>, g, b, 0, s, *a);
