@@ -218,6 +218,9 @@ typedef struct {
     uint64_t launches;      /* CUDA: kernels in one captured decode step */
     double device_seconds;  /* CUDA: device time of the forwards, from the first copy in to the last copy
                              * out (a decode's wall time minus this is the host's share); 0 elsewhere */
+    uint64_t graph_captures; /* CUDA: step graphs captured (the decode step's, and each batched step shape's
+                              * on its second consecutive sight) */
+    double capture_seconds;  /* CUDA: host time those captures took, inside the decodes that made them */
 } cllama_counters;
 cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *out);
 cllama_backend cllama_context_backend(const cllama_context *c);

@@ -602,6 +602,13 @@ def test_driver_counters(s):
     check(m.get('cllama_backend_info{backend="%s"}' % backend) == 1, "metrics: backend %s" % backend)
     fw = m.get("cllama_driver_forwards_total", 0)
     check(fw > 0 and m.get("cllama_driver_device_steps_total") == fw, "metrics: every forward ran on the device")
+    steps = m.get('cllama_step_seconds_count{kind="decode"}', 0) + m.get('cllama_step_seconds_count{kind="prefill"}', 0)
+    check(steps == m.get("cllama_decode_steps_total") and steps > 0,
+          "metrics: the step histogram counts every step (%s vs %s)" % (steps, m.get("cllama_decode_steps_total")))
+    check(m.get('cllama_step_seconds_bucket{kind="prefill",le="+Inf"}') == m.get('cllama_step_seconds_count{kind="prefill"}'),
+          "metrics: the +Inf bucket holds every prefill step")
+    caps = m.get("cllama_driver_graph_captures_total")
+    check(caps is not None and (caps > 0) == (backend == "cuda"), "metrics: graph captures %s on %s" % (caps, backend))
     dev, wall = m.get("cllama_driver_device_seconds_total"), m.get("cllama_decode_seconds_total", 0)
     check(dev is not None, "metrics: cllama_driver_device_seconds_total is there")
     if backend == "cuda":

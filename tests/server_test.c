@@ -325,15 +325,27 @@ static void test_metrics(void **st) {
     cll_server_metrics_status(&m, 200);
     cll_server_metrics_status(&m, 413);
     cll_server_metrics_admit(&m, 10, 4);
-    cll_server_metrics_step(&m, 3, 0.01, true, false);
-    cll_server_metrics_step(&m, 1, 0.01, false, true);
+    cll_server_metrics_step(&m, 3, 0.01, true, false, false);
+    cll_server_metrics_step(&m, 1, 0.01, false, true, false);
+    cll_server_metrics_step(&m, 0, 0.004, false, false, true); /* a prefill chunk only: nothing sampled */
+    cll_server_metrics_step(&m, 2, 2.0, false, false, true);
     cll_server_metrics_gauges(&m, 2, 5);
     char *s = cll_server_metrics_render(&m);
     assert_non_null(strstr(s, "cllama_requests_total{code=\"200\"} 2\n"));
     assert_non_null(strstr(s, "cllama_requests_total{code=\"413\"} 1\n"));
     assert_non_null(strstr(s, "cllama_prompt_tokens_total 10\n"));
-    assert_non_null(strstr(s, "cllama_generated_tokens_total 4\n"));
-    assert_non_null(strstr(s, "cllama_decode_steps_total 2\n"));
+    assert_non_null(strstr(s, "cllama_generated_tokens_total 6\n"));
+    assert_non_null(strstr(s, "cllama_decode_steps_total 4\n"));
+    /* the step histogram: cumulative buckets per kind, a bound holds the steps at or under it */
+    assert_non_null(strstr(s, "cllama_step_seconds_bucket{kind=\"decode\",le=\"0.0075\"} 0\n"));
+    assert_non_null(strstr(s, "cllama_step_seconds_bucket{kind=\"decode\",le=\"0.01\"} 2\n"));
+    assert_non_null(strstr(s, "cllama_step_seconds_bucket{kind=\"decode\",le=\"+Inf\"} 2\n"));
+    assert_non_null(strstr(s, "cllama_step_seconds_count{kind=\"decode\"} 2\n"));
+    assert_non_null(strstr(s, "cllama_step_seconds_sum{kind=\"decode\"} 0.020000\n"));
+    assert_non_null(strstr(s, "cllama_step_seconds_bucket{kind=\"prefill\",le=\"0.0025\"} 0\n"));
+    assert_non_null(strstr(s, "cllama_step_seconds_bucket{kind=\"prefill\",le=\"0.005\"} 1\n"));
+    assert_non_null(strstr(s, "cllama_step_seconds_bucket{kind=\"prefill\",le=\"1\"} 1\n"));
+    assert_non_null(strstr(s, "cllama_step_seconds_bucket{kind=\"prefill\",le=\"+Inf\"} 2\n"));
     assert_non_null(strstr(s, "cllama_greedy_steps_total 1\n"));
     assert_non_null(strstr(s, "cllama_topk_steps_total 1\n"));
     assert_non_null(strstr(s, "cllama_queue_depth 2\n"));

@@ -671,7 +671,10 @@ static bool batch_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_
         fg->exec = NULL;
         fg->pending_key = 0;
         cudaGraph_t g = NULL;
+        const double t0 = cll_now();
         cll_status cs = capture_pass(s, n, n_want, &g, &fg->exec);
+        s->c.graph_captures++;
+        s->c.capture_seconds += cll_now() - t0;
         if (cs != CLL_OK) {
             fg->failed = true;
             fg->exec = NULL;
@@ -695,7 +698,10 @@ static bool batch_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_
 /* capture the decode step (n = 1, one output row) into s->exec */
 static cll_status capture(cll_driver_state *s) {
     cudaGraph_t g = NULL;
+    const double t0 = cll_now();
     cll_status cst = capture_pass(s, 1, 1, &g, &s->exec);
+    s->c.graph_captures++;
+    s->c.capture_seconds += cll_now() - t0;
     if (cst != CLL_OK) return cst;
     s->graph = g;
     size_t nodes = 0;

@@ -68,6 +68,9 @@ typedef struct {
     uint64_t launches;      /* CUDA: kernel launches recorded per decode step (graph nodes) */
     double device_seconds;  /* CUDA: device time of the forwards (events from the first copy in to the last
                              * copy out); beside the caller's wall time it shows the host's share */
+    uint64_t graph_captures; /* CUDA: step graphs captured and instantiated (a batched step's shape, first
+                              * repeated) */
+    double capture_seconds;  /* CUDA: host time those captures took (inside the steps that made them) */
 } cll_driver_counters;
 
 typedef struct cll_driver {

@@ -138,7 +138,7 @@ static enum MHD_Result route(cll_server *srv, struct MHD_Connection *c, const ch
     /* where the forward runs, and the driver's own counters (a silent fallback would show) */
     cllama_counters k = {0};
     cllama_context_counters(srv->ctx, &k);
-    char drv[1024];
+    char drv[2048];
     const int nd = snprintf(drv, sizeof drv,
                             "# HELP cllama_backend_info The backend the model runs on.\n# TYPE cllama_backend_info gauge\n"
                             "cllama_backend_info{backend=\"%s\"} 1\n"
@@ -150,9 +150,16 @@ static enum MHD_Result route(cll_server *srv, struct MHD_Connection *c, const ch
                             "# TYPE cllama_driver_graph_replays_total counter\ncllama_driver_graph_replays_total %llu\n"
                             "# HELP cllama_driver_device_seconds_total Device time of the forwards (CUDA; beside "
                             "cllama_decode_seconds_total it shows the host's share of a step).\n"
-                            "# TYPE cllama_driver_device_seconds_total counter\ncllama_driver_device_seconds_total %.6f\n",
+                            "# TYPE cllama_driver_device_seconds_total counter\ncllama_driver_device_seconds_total %.6f\n"
+                            "# HELP cllama_driver_graph_captures_total Step graphs captured (CUDA: a batched step's shape "
+                            "on its second consecutive sight).\n"
+                            "# TYPE cllama_driver_graph_captures_total counter\ncllama_driver_graph_captures_total %llu\n"
+                            "# HELP cllama_driver_graph_capture_seconds_total Host time of those captures, inside the "
+                            "steps that made them.\n# TYPE cllama_driver_graph_capture_seconds_total counter\n"
+                            "cllama_driver_graph_capture_seconds_total %.6f\n",
                             cllama_backend_name(cllama_context_backend(srv->ctx)), (unsigned long long)k.forwards,
-                            (unsigned long long)k.device_steps, (unsigned long long)k.graph_replays, k.device_seconds);
+                            (unsigned long long)k.device_steps, (unsigned long long)k.graph_replays, k.device_seconds,
+                            (unsigned long long)k.graph_captures, k.capture_seconds);
     const size_t nm = strlen(m);
     char *all = realloc(m, nm + (size_t)nd + 1);
     if (!all) {

@@ -51,8 +51,16 @@ void cll_server_metrics_kv(cll_server_metrics *m, uint32_t total, uint32_t free_
     pthread_mutex_unlock(&m->mu);
 }
 
-void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy, bool topk) {
+static const double k_step_le[CLL_SERVER_STEP_BUCKETS] = {0.0025, 0.005, 0.0075, 0.01, 0.0125, 0.015, 0.02,
+                                                          0.03,   0.05,  0.1,    0.25, 0.5,    1.0};
+
+void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy, bool topk, bool prompt) {
+    int b = 0;
+    while (b < CLL_SERVER_STEP_BUCKETS && seconds > k_step_le[b]) b++;
     pthread_mutex_lock(&m->mu);
+    m->step_hist[prompt][b]++;
+    m->step_sum[prompt] += seconds;
+    m->step_n[prompt]++;
     m->gen_tokens += (uint64_t)gen_tokens;
     m->decode_steps++;
     m->greedy_steps += greedy;
@@ -90,7 +98,7 @@ char *cll_server_metrics_render(cll_server_metrics *m) {
     if (now - m->win_t0 > 2 * RATE_WINDOW_S) c.rate = 0;
     pthread_mutex_unlock(&m->mu);
 
-    size_t cap = 4096, n = 0;
+    size_t cap = 16384, n = 0;
     char *s = malloc(cap);
     if (!s) return NULL;
 #define OUT(...) \
@@ -134,6 +142,21 @@ char *cll_server_metrics_render(cll_server_metrics *m) {
     OUT("cllama_kv_preempted_total %llu\n", (unsigned long long)c.kv_preempted);
     OUT("# HELP cllama_decode_seconds_total Time spent in batched decode.\n# TYPE cllama_decode_seconds_total counter\n");
     OUT("cllama_decode_seconds_total %.6f\n", c.decode_seconds);
+    OUT("# HELP cllama_step_seconds Engine steps by time: kind=\"decode\" a token per generating sequence only, "
+        "kind=\"prefill\" prompt chunks too.\n# TYPE cllama_step_seconds histogram\n");
+    for (int k = 0; k < 2; k++) {
+        const char *kind = k ? "prefill" : "decode";
+        uint64_t cum = 0;
+        for (int b = 0; b <= CLL_SERVER_STEP_BUCKETS; b++) {
+            cum += c.step_hist[k][b];
+            if (b < CLL_SERVER_STEP_BUCKETS)
+                OUT("cllama_step_seconds_bucket{kind=\"%s\",le=\"%g\"} %llu\n", kind, k_step_le[b], (unsigned long long)cum);
+            else
+                OUT("cllama_step_seconds_bucket{kind=\"%s\",le=\"+Inf\"} %llu\n", kind, (unsigned long long)cum);
+        }
+        OUT("cllama_step_seconds_sum{kind=\"%s\"} %.6f\n", kind, c.step_sum[k]);
+        OUT("cllama_step_seconds_count{kind=\"%s\"} %llu\n", kind, (unsigned long long)c.step_n[k]);
+    }
     OUT("# HELP cllama_tokens_per_second Generated tokens per second over the last window.\n"
         "# TYPE cllama_tokens_per_second gauge\n");
     OUT("cllama_tokens_per_second %.3f\n", c.rate);

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #define CLL_SERVER_METRICS_CODES 8
+/* the step-time histogram's upper bounds, seconds (a last +Inf bucket follows) */
+#define CLL_SERVER_STEP_BUCKETS 13
 
 typedef struct {
     pthread_mutex_t mu;
@@ -27,6 +29,10 @@ typedef struct {
     uint64_t kv_preempted;        /* paged KV: requests ended with 503 because the pool was full */
     uint32_t kv_total, kv_free;   /* paged KV: the pool's cells, and those in no sequence's blocks */
     double decode_seconds;        /* time inside cllama_decode */
+    /* the steps' times by kind: [0] every token a generating slot's, [1] prompt tokens too */
+    uint64_t step_hist[2][CLL_SERVER_STEP_BUCKETS + 1];
+    double step_sum[2];
+    uint64_t step_n[2];
     /* throughput over a sliding window: generated tokens and seconds of the last steps */
     double win_t0;
     uint64_t win_tokens;
@@ -41,11 +47,11 @@ void cll_server_metrics_free(cll_server_metrics *m);
 void cll_server_metrics_status(cll_server_metrics *m, int http_status);
 /* a request refused for its API key (the 401 itself is also counted by status) */
 void cll_server_metrics_auth_refused(cll_server_metrics *m);
-/* one engine step: tokens decoded in the batch, of which generated (sampled), its time, and whether it
- * took the driver's argmax (every sampling slot greedy) */
 /* paged KV: the pool's state after a step, and the reclaims / preemptions it took */
 void cll_server_metrics_kv(cll_server_metrics *m, uint32_t total, uint32_t free_cells, int reclaimed, int preempted);
-void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy, bool topk);
+/* one engine step: the tokens it sampled, its time, whether it took the driver's argmax (every sampling
+ * slot greedy) or top-k candidates, and whether it carried prompt tokens (a prefill chunk) */
+void cll_server_metrics_step(cll_server_metrics *m, int gen_tokens, double seconds, bool greedy, bool topk, bool prompt);
 void cll_server_metrics_admit(cll_server_metrics *m, int prompt_tokens, int cached_tokens);
 void cll_server_metrics_gauges(cll_server_metrics *m, int queue_depth, int active);
 /* malloc'd Prometheus exposition text */

@@ -29,6 +29,7 @@ struct cll_server_sched {
     const cllama_model *model;
     cll_server_metrics *metrics;
     int n_slots, n_ctx, chunk, queue_max, n_batch;
+    int32_t n_gen_rows;    /* this step's rows that are a generating slot's token (the rest: prompt chunks) */
     slot *slots;
     /* the batch, sized once: n_slots decode tokens + prompt chunks up to n_batch */
     cllama_token *b_tok;
@@ -390,6 +391,7 @@ static int32_t build_batch(cll_server_sched *s) {
         sl->fed = 1;
         sl->batch_idx = n++;
     }
+    s->n_gen_rows = n;
     /* prompt chunks share what is left of the batch; running streams always get their token */
     for (int r = 0; r < s->n_slots && n < s->n_batch; r++) {
         int i = (int)((r + s->step) % (uint64_t)s->n_slots); /* rotate who prefills first */
@@ -649,7 +651,7 @@ static void *engine_main(void *arg) {
             fail_batch(s, why);
         } else {
             int sampled = after_decode(s, greedy ? s->b_ids : NULL, topk);
-            cll_server_metrics_step(s->metrics, sampled, dt, greedy, topk > 0);
+            cll_server_metrics_step(s->metrics, sampled, dt, greedy, topk > 0, n > s->n_gen_rows);
             cllama_kv_info ki;
             if (cllama_kv_info_get(s->ctx, &ki) == CLLAMA_OK)
                 cll_server_metrics_kv(s->metrics, ki.total_cells, ki.free_cells, 0, 0);

@@ -358,7 +358,9 @@ cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *
                              .device_steps = k.device_steps,
                              .graph_replays = k.graph_replays,
                              .launches = k.launches,
-                             .device_seconds = k.device_seconds};
+                             .device_seconds = k.device_seconds,
+                             .graph_captures = k.graph_captures,
+                             .capture_seconds = k.capture_seconds};
     return CLLAMA_OK;
 }
 
