@@ -100,11 +100,70 @@ static void test_logits_pinned(void **state) {
     free(gpu), free(cpu);
 }
 
+/* cllama_context_prepare_batches captures the step graphs of 2..n batched decode steps up front: a
+ * server's first 3-sequence decode step then replays its graph (no capture, no eager run) and hands
+ * back the same logits, bit for bit, as the same step run eagerly in a context that was not prepared
+ * (the graph holds the same kernels); paged KV, as a server runs it. A second call captures nothing. */
+static void batched_step(bool prepare, float *out, int n_vocab) {
+    cllama_model_params mp = cllama_model_default_params();
+    mp.backend = CLLAMA_BACKEND_CUDA;
+    cllama_model *m = NULL;
+    assert_int_equal(cllama_model_load(tu_shared("models/stories260K.gguf"), &mp, &m), CLLAMA_OK);
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 64, cp.n_seq_max = 4, cp.n_threads = 1, cp.n_kv_cells = 256;
+    cllama_context *c = NULL;
+    assert_int_equal(cllama_context_create(m, &cp, &c), CLLAMA_OK);
+    cllama_counters k0, k1, k2;
+    assert_int_equal(cllama_context_counters(c, &k0), CLLAMA_OK);
+    if (prepare) {
+        assert_int_equal(cllama_context_prepare_batches(c, 4), CLLAMA_OK);
+        assert_int_equal(cllama_context_counters(c, &k1), CLLAMA_OK);
+        assert_int_equal(k1.graph_captures - k0.graph_captures, 3); /* 2, 3 and 4 sequences */
+        assert_true(k1.capture_seconds > k0.capture_seconds);
+        assert_int_equal(cllama_context_prepare_batches(c, 4), CLLAMA_OK);
+        assert_int_equal(cllama_context_counters(c, &k0), CLLAMA_OK);
+        assert_int_equal(k0.graph_captures, k1.graph_captures); /* held: nothing captured again */
+    }
+    cllama_token tok[6] = {1, 403, 1, 81, 1, 35};
+    int32_t pos[6] = {0, 1, 0, 1, 0, 1}, seq[6] = {0, 0, 1, 1, 2, 2};
+    int8_t lg[6] = {0, 1, 0, 1, 0, 1};
+    cllama_batch b = {6, tok, pos, seq, lg};
+    assert_int_equal(cllama_decode(c, &b), CLLAMA_OK);
+    cllama_token t2[3] = {17, 93, 250};
+    int32_t p2[3] = {2, 2, 2}, s2[3] = {0, 1, 2};
+    int8_t l2[3] = {1, 1, 1};
+    cllama_batch b2 = {3, t2, p2, s2, l2};
+    assert_int_equal(cllama_context_counters(c, &k1), CLLAMA_OK);
+    assert_int_equal(cllama_decode(c, &b2), CLLAMA_OK);
+    assert_int_equal(cllama_context_counters(c, &k2), CLLAMA_OK);
+    assert_int_equal(k2.graph_captures, k1.graph_captures);                 /* no capture inside the step */
+    assert_int_equal(k2.graph_replays - k1.graph_replays, prepare ? 1 : 0); /* prepared: its graph ran */
+    for (int i = 0; i < 3; i++) {
+        const float *l = cllama_get_logits(c, i);
+        assert_non_null(l);
+        memcpy(out + (size_t)i * n_vocab, l, sizeof(float) * (size_t)n_vocab);
+    }
+    cllama_context_free(c);
+    cllama_model_free(m);
+}
+
+static void test_prepare_batches(void **state) {
+    (void)state;
+    const int V = 512;
+    float *a = malloc(sizeof(float) * 3 * V), *e = malloc(sizeof(float) * 3 * V);
+    assert_non_null(a);
+    assert_non_null(e);
+    batched_step(true, a, V);
+    batched_step(false, e, V);
+    assert_memory_equal(a, e, sizeof(float) * 3 * V);
+    free(a), free(e);
+}
+
 int main(void) {
     if (!cll_cuda_built()) tu_skip("cuda_test: built without the CUDA driver");
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) tu_skip("cuda_test: no CUDA device on this machine");
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_devices), cmocka_unit_test(test_does_not_fit),
-                                       cmocka_unit_test(test_logits_pinned)};
+                                       cmocka_unit_test(test_logits_pinned), cmocka_unit_test(test_prepare_batches)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

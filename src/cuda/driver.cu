@@ -695,6 +695,44 @@ static bool batch_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_
     return true;
 }
 
+/* the batched step graphs of 2..n_max rows, each row its own sequence and asking for output (a
+ * server's decode steps: the key batch_graph_run looks them up by), captured now. A server whose
+ * load starts, ends or changes size steps through many batch sizes once each; captured on their
+ * second consecutive sight, those steps ran eagerly (~25-40% slower) or paid a capture (~15-20 ms,
+ * H200, l2-7b) inside a step. Graphs already held for their key are kept. */
+static cll_status cu_prepare_batches(cll_driver_state *s, int32_t n_max) {
+    if (batch_graph_off() || s->prof.mode == 1) return CLL_OK;
+    if (n_max > CLL_CU_GRAPH_MAX_TOKENS) n_max = CLL_CU_GRAPH_MAX_TOKENS;
+    if (n_max > s->p.n_seq) n_max = s->p.n_seq;
+    if (n_max > s->p.n_out_max) n_max = s->p.n_out_max;
+    if (n_max > s->p.n_batch) n_max = s->p.n_batch;
+    TRY(cudaSetDevice(s->dm->device));
+    for (int32_t n = 2; n <= n_max; n++) {
+        auto *fg = &s->batch_graph[n];
+        const int32_t key = 2 * n + 1; /* n output rows, rows in distinct sequences */
+        if (fg->failed || (fg->exec && fg->key == key)) continue;
+        if (fg->exec) cudaGraphExecDestroy(fg->exec);
+        fg->exec = NULL;
+        s->pf_contig = false;
+        s->n_seg = 0;
+        s->rows_distinct = true;
+        cudaGraph_t g = NULL;
+        const double t0 = cll_now();
+        const cll_status st = capture_pass(s, n, n, &g, &fg->exec);
+        s->c.graph_captures++;
+        s->c.capture_seconds += cll_now() - t0;
+        if (st != CLL_OK) {
+            fg->failed = true;
+            fg->exec = NULL;
+            return st;
+        }
+        cudaGraphDestroy(g);
+        fg->key = key;
+        fg->pending_key = 0;
+    }
+    return CLL_OK;
+}
+
 /* capture the decode step (n = 1, one output row) into s->exec */
 static cll_status capture(cll_driver_state *s) {
     cudaGraph_t g = NULL;
@@ -1142,4 +1180,5 @@ static void cu_host_free(void *p) {
 extern "C" const cll_driver cll_cuda_driver = {
     "cuda", cll_cu_model_create, cll_cu_model_free, cu_model_desc, cu_state_create,
     cu_state_free, cu_state_bytes, cu_forward, cu_counters, CLL_CU_TOPK_MAX, cu_host_alloc, cu_host_free,
+    cu_prepare_batches,
 };

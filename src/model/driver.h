@@ -94,6 +94,10 @@ typedef struct cll_driver {
      * caller allocates its own. What host_alloc gave goes back through host_free. */
     void *(*host_alloc)(size_t bytes);
     void (*host_free)(void *p);
+    /* optional: make ready now what a batched decode step of 2..n_max rows (each its own sequence, every
+     * row asking for output) needs before it runs at full speed (CUDA: its step graph, captured here
+     * instead of in the steps of a loaded server); NULL: nothing to prepare */
+    cll_status (*prepare_batches)(cll_driver_state *s, int32_t n_max);
 } cll_driver;
 
 extern const cll_driver cll_cpu_driver;

@@ -364,4 +364,11 @@ cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *
     return CLLAMA_OK;
 }
 
+cllama_status cllama_context_prepare_batches(cllama_context *c, int32_t n_seq) {
+    if (!c) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_prepare_batches: NULL context");
+    if (n_seq < 2 || !c->model->drv->prepare_batches) return CLLAMA_OK;
+    if (n_seq > (int32_t)c->p.n_seq_max) n_seq = (int32_t)c->p.n_seq_max;
+    return (cllama_status)c->model->drv->prepare_batches(c->ds, n_seq);
+}
+
 cllama_backend cllama_context_backend(const cllama_context *c) { return c ? c->p.backend : CLLAMA_BACKEND_CPU; }
