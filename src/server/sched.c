@@ -48,6 +48,8 @@ struct cll_server_sched {
     bool started;
     uint64_t step;
     double step_min_s;     /* CLLAMA_SERVER_STEP_MS: every step lasts at least this (tests; 0: off) */
+    bool step_log;         /* CLLAMA_SERVER_STEP_LOG=1: a line per step on stderr (diagnosis) */
+    double t_start;
 };
 
 static void cond_init_mono(pthread_cond_t *c) {
@@ -633,6 +635,14 @@ static void *engine_main(void *arg) {
                                       : cllama_decode(s->ctx, &b);
         double dt = cll_now() - t0;
         s->step++;
+        if (s->step_log) { /* when, what the step carried, how long it took */
+            int segs = 0;
+            for (int32_t i = s->n_gen_rows; i < n; i++) segs += i == s->n_gen_rows || s->b_seq[i] != s->b_seq[i - 1];
+            fprintf(stderr, "cllama serve: step %llu at %.4f s: %d rows, %d generating + %d prompt tokens in %d run(s), "
+                            "%.2f ms%s\n",
+                    (unsigned long long)s->step, t0 - s->t_start, n, s->n_gen_rows, n - s->n_gen_rows, segs, dt * 1e3,
+                    st == CLLAMA_OK ? "" : " (failed)");
+        }
         if (s->step_min_s > dt) { /* CLLAMA_SERVER_STEP_MS: tests that need steps to overlap */
             const double w = s->step_min_s - dt;
             struct timespec ts = {(time_t)w, (long)((w - (double)(time_t)w) * 1e9)};
@@ -688,6 +698,9 @@ int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, int st
     const char *sm = getenv("CLLAMA_SERVER_STEP_MS");
     s->step_min_s = sm && *sm ? atof(sm) / 1000.0 : 0.0;
     if (!(s->step_min_s > 0.0 && s->step_min_s < 10.0)) s->step_min_s = 0.0;
+    const char *sl = getenv("CLLAMA_SERVER_STEP_LOG");
+    s->step_log = sl && sl[0] == '1';
+    s->t_start = cll_now();
     s->queue_max = queue_max > 0 ? queue_max : 0;
     /* every generating sequence gets its token, plus room for at least one prompt chunk, up to
      * step_tokens (the context's n_batch holds it) */
