@@ -202,13 +202,18 @@ static void test_moe_rows(void **state) {
 static void test_attn_prefill(void **state) {
     (void)state;
     g_fail = 0;
-    const struct { int hd, n_head, n_kv, n, p0, n_swa; } shapes[] = {
-        {128, 32, 8, 100, 0, 0}, {128, 8, 8, 513, 37, 0}, {64, 4, 2, 70, 5, 32}, {64, 2, 1, 2, 300, 0}, {128, 4, 1, 129, 64, 100},
+    /* splits: split-K over the keys (1: none); 4 over a 100-row prompt from 0 leaves the early rows with
+     * splits that hold none of their keys; 12 over a 128-token chunk 3968 deep (a server's long prompt),
+     * 3 more splits than some blocks have tiles */
+    const struct { int hd, n_head, n_kv, n, p0, n_swa, splits; } shapes[] = {
+        {128, 32, 8, 100, 0, 0, 1}, {128, 8, 8, 513, 37, 0, 1}, {64, 4, 2, 70, 5, 32, 1}, {64, 2, 1, 2, 300, 0, 1},
+        {128, 4, 1, 129, 64, 100, 1}, {128, 32, 8, 100, 0, 0, 4}, {128, 8, 2, 128, 3968, 0, 12}, {64, 4, 2, 70, 5, 32, 3},
+        {64, 2, 1, 2, 300, 0, 5}, {128, 4, 1, 129, 64, 100, 3}, {128, 4, 4, 64, 200, 0, 7},
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         cll_cuda_gate_report r;
         report(&r, cll_cuda_gate_attn_prefill(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].n, shapes[s].p0,
-                                              shapes[s].n_swa, 500 + s, &r));
+                                              shapes[s].n_swa, shapes[s].splits, 500 + s, &r));
     }
     assert_int_equal(g_fail, 0);
 }
@@ -357,6 +362,16 @@ static void test_attn_min_chunk_loads(void **state) {
     assert_int_equal(cll_cu_attn_kv_pf_keys(32 * 32, 132, 128), CLL_CU_ATTN_KV_PF_WIDE);
     assert_int_equal(cll_cu_attn_kv_pf_keys(32 * 32, 132, 32), 32);       /* never more than the sub-chunk */
     assert_int_equal(cll_cu_attn_kv_pf_keys(1 << 20, 0, 128), 128);       /* no SM count: whole */
+    /* prefill key splits: a 128-token chunk 4k deep on l2-7b's 32 heads (64 blocks) -> 7 splits (about 3
+     * blocks an SM), a whole 512-token prompt (256 blocks) 2, pp4096 none; at least 4 tiles a split, within
+     * the partials, never without an SM count */
+    assert_int_equal(cll_cu_attn_prefill_splits(128, 32, 4096, 1 << 20, 132), 7);
+    assert_int_equal(cll_cu_attn_prefill_splits(512, 32, 512, 1 << 20, 132), 2);
+    assert_int_equal(cll_cu_attn_prefill_splits(4096, 32, 4096, 1 << 20, 132), 1);
+    assert_int_equal(cll_cu_attn_prefill_splits(128, 32, 512, 1 << 20, 132), 2);   /* 8 tiles: 2 splits of 4 */
+    assert_int_equal(cll_cu_attn_prefill_splits(128, 32, 200, 1 << 20, 132), 1);   /* 4 tiles: one split */
+    assert_int_equal(cll_cu_attn_prefill_splits(128, 32, 4096, 128 * 32 * 3, 132), 3); /* partials for 3 */
+    assert_int_equal(cll_cu_attn_prefill_splits(128, 32, 4096, 1 << 20, 0), 1);
     assert_int_equal(cll_cu_attn_loads(0, 1), 4);
 }
 

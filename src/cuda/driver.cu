@@ -517,6 +517,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.chunk = chunk;
         aa.n_chunks = n_chunks;
         aa.part = s->part;
+        aa.part_cap = s->part_cap;
         aa.count = s->count;
         aa.out = s->ao;
         aa.outq = wants_q8(&C->wo, 1, n) ? s->aoq : NULL;

@@ -865,7 +865,7 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
 }
 
 /* ---- tensor-core prefill attention ---- */
-cll_status gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,
+cll_status gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, int splits, uint64_t seed,
                              cll_cuda_gate_report *rep) {
     if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || n < 2 || p0 < 0)
         return cll_err(CLL_ERR_ARG, "gate attn prefill: bad shape");
@@ -910,6 +910,11 @@ cll_status gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_
     a.prefill_contig = true;
     a.prefill_p0 = p0;
     a.prefill_seq = seq;
+    a.pf_splits = splits > 0 ? splits : 1;
+    if (splits > 1) { /* split-K over the keys: partials poisoned too (a split that wrote none would show) */
+        a.part_cap = (int64_t)n * n_head * splits;
+        GATE_CU(poisoned(dev, &a.part, (size_t)a.part_cap * (size_t)(hd + 2)));
+    }
     if (!cll_cu_attention_prefill_ok(&a, n))
         return cll_err(CLL_ERR_UNSUPPORTED, "gate attn prefill: hd %d not served by the tensor-core kernel", hd);
     cudaError_t e = cll_cu_attention_prefill(&a, n, 0);
@@ -1694,10 +1699,10 @@ extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, in
     return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, form, rows, seed, rep);
 }
 
-extern "C" cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,
-                                                 cll_cuda_gate_report *rep) {
+extern "C" cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, int splits,
+                                                 uint64_t seed, cll_cuda_gate_report *rep) {
     char name[64];
-    snprintf(name, sizeof name, "attn_prefill_tc_hd%d", hd);
+    snprintf(name, sizeof name, "attn_prefill_tc_hd%d_split%d", hd, splits > 1 ? splits : 1);
     init_report(rep, name, 0, CLL_TYPE_F16, n, hd, n_head);
-    return gate_attn_prefill(hd, n_head, n_kv, n, p0, n_swa, seed, rep);
+    return gate_attn_prefill(hd, n_head, n_kv, n, p0, n_swa, splits, seed, rep);
 }

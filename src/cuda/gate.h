@@ -71,8 +71,9 @@ cll_status cll_cuda_gate_get_rows(uint32_t type, int64_t rows, int64_t cols, int
  * of one sequence (not the first), n_head q heads over n_kv kv heads of dim hd, sliding window
  * n_swa (0: none), an F16 cache whose cells past the batch hold NaN (a read of them fails),
  * outputs NaN-poisoned. Expectation: f64 softmax(scale q.k) . v over the causal window; bar 4e-3
- * of sum p|v| (P is rounded to f16 before P.V). Report: rows = n, cols = hd, nb = n_head. */
-cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, uint64_t seed,
+ * of sum p|v| (P is rounded to f16 before P.V). splits > 1: split-K over the keys in that many
+ * splits (NaN-poisoned partials, merged). Report: rows = n, cols = hd, nb = n_head. */
+cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, int splits, uint64_t seed,
                                       cll_cuda_gate_report *rep);
 /* The MoE routing kernel (cuda/ops/moe.cu, cuda/ops/route.cuh) on 7 rows of n_expert router
  * logits (random, tied, all NaN, one NaN, one +inf): ids equal to the CPU rule's (NaN below every

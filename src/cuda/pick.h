@@ -135,6 +135,12 @@ int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows);
  * product is a chain of load rounds rather than a stream. */
 bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold);
 const char *cll_cu_form_name(cll_cu_form f);
+/* Key splits of the tensor-core prefill attention (cuda/ops/attn_prefill.cu) for n query rows over
+ * about `keys` cache cells: its grid is ceil(n/64) x n_head blocks, each walking every key tile of
+ * its rows; a chunk of a long prompt deep in its cache (a server's 128-token chunks at 4k) gives
+ * 64 blocks of 64 tiles each on 132 SMs. Splits the keys so the grid reaches about 3 blocks an SM,
+ * each split at least 4 tiles of 64 keys, within part_cap (row, head, split) partials; 1: no split. */
+int32_t cll_cu_attn_prefill_splits(int64_t n, int32_t n_head, int64_t keys, int64_t part_cap, int32_t n_sm);
 /* The few-token gemv (a batched decode step: 2..few_max tokens of a dense weight, every weight
  * byte read once for all of them; cuda/matmul/gemv_few.cu): its geometry and the pure choices
  * its launcher makes. Records of the staged q8_1 activations are CLL_CU_FEW_XW words; one launch

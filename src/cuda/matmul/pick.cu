@@ -34,6 +34,18 @@ cll_cu_form cll_cu_pick_form(const cll_cu_form_query *q) {
     return q->resident ? CLL_CU_FORM_GEMM_RESIDENT : CLL_CU_FORM_GEMM_PANEL;
 }
 
+int32_t cll_cu_attn_prefill_splits(int64_t n, int32_t n_head, int64_t keys, int64_t part_cap, int32_t n_sm) {
+    if (n < 1 || n_head < 1 || keys < 1 || n_sm < 1) return 1;
+    const int64_t blocks = (n + 63) / 64 * n_head, want = 3 * (int64_t)n_sm;
+    if (blocks >= want) return 1;
+    int64_t s = (want + blocks - 1) / blocks;
+    const int64_t by_tiles = (keys + 63) / 64 / 4, by_part = part_cap / (n * n_head);
+    if (s > by_tiles) s = by_tiles;
+    if (s > by_part) s = by_part;
+    if (s > 64) s = 64;
+    return s < 1 ? 1 : (int32_t)s;
+}
+
 const char *cll_cu_form_name(cll_cu_form f) {
     switch (f) {
     case CLL_CU_FORM_GEMV: return "gemv";

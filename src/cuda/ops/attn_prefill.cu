@@ -17,6 +17,7 @@
  * Owns nothing. Rule: keys past the cache (n_ctx) or past the last query are zero-filled and
  * masked, so stale or unwritten cells never reach a sum. */
 #include "cuda/ops/ops.cuh"
+#include "cuda/pick.h"
 
 #define PF_BQ 64
 #define PF_BK 64
@@ -78,6 +79,14 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
     int32_t lo = 0;
     if (a.n_swa > 0) lo = max(0, p0 + q0 - a.n_swa + 1);
     lo -= lo % PF_BK;
+    /* split-K over the keys (gridDim.z splits): this block's whole tiles of [lo, last] */
+    const int ns = (int)gridDim.z, z = (int)blockIdx.z;
+    int32_t kend = last;
+    if (ns > 1) {
+        const int32_t tiles = (last - lo) / PF_BK + 1, per = (tiles + ns - 1) / ns;
+        kend = min(last, lo + (z + 1) * per * PF_BK - 1);
+        lo += z * per * PF_BK;
+    }
     const int64_t ks_ = (int64_t)a.n_kv * HD; /* cache row stride (hd_k == hd_v) */
     const int64_t sbase = PG ? 0 : (int64_t)a.prefill_seq * a.n_ctx; /* unpaged: the sequence's first row */
     const __half *kc = (const __half *)a.kc + sbase * ks_ + (int64_t)kvh * HD;
@@ -91,18 +100,18 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
         for (int i = threadIdx.x; i < PF_BK * CH; i += 128) {
             const int kr = i / CH, c = (i % CH) * 8;
             const int32_t kp = k0 + kr;
-            const bool ok = kp <= last && kp < a.n_ctx;
+            const bool ok = kp <= kend && kp < a.n_ctx;
             const int64_t ro = ok ? krow(kp) * ks_ + c : 0;
             pf_cp16(kd + kr * LD + c, kc + ro, ok);
             pf_cp16(vd + kr * LD + c, vc + ro, ok);
         }
         asm volatile("cp.async.commit_group;\n" ::: "memory");
     };
-    if (lo <= last) issue(lo, 0);
+    if (lo <= kend) issue(lo, 0);
     int st = 0;
-    for (int32_t k0 = lo; k0 <= last; k0 += PF_BK, st ^= 1) {
+    for (int32_t k0 = lo; k0 <= kend; k0 += PF_BK, st ^= 1) {
         __syncthreads(); /* the previous tile's readers are done with the other stage */
-        if (k0 + PF_BK <= last) {
+        if (k0 + PF_BK <= kend) {
             issue(k0 + PF_BK, st ^ 1);
             asm volatile("cp.async.wait_group 1;\n" ::: "memory");
         } else {
@@ -187,6 +196,21 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    if (ns > 1) { /* the split's partial: unnormalized O, its max and sum (m -inf, l 0: no key of the row) */
+#pragma unroll
+        for (int j = 0; j < OT; j++) {
+            const int c = j * 8 + 2 * t;
+            if (rw < n) *(float2 *)(a.part + (((int64_t)rw * a.n_head + h) * ns + z) * (HD + 2) + c) = make_float2(o[j][0], o[j][1]);
+            if (rw + 8 < n)
+                *(float2 *)(a.part + (((int64_t)(rw + 8) * a.n_head + h) * ns + z) * (HD + 2) + c) = make_float2(o[j][2], o[j][3]);
+        }
+        if (t == 0) {
+            if (rw < n) *(float2 *)(a.part + (((int64_t)rw * a.n_head + h) * ns + z) * (HD + 2) + HD) = make_float2(m0, l0);
+            if (rw + 8 < n)
+                *(float2 *)(a.part + (((int64_t)(rw + 8) * a.n_head + h) * ns + z) * (HD + 2) + HD) = make_float2(m1, l1);
+        }
+        return;
+    }
     const float i0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, i1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
     const int64_t row = (int64_t)a.n_head * HD;
 #pragma unroll
@@ -195,6 +219,28 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
         if (rw < n) *(float2 *)(a.out + (int64_t)rw * row + c) = make_float2(o[j][0] * i0, o[j][1] * i0);
         if (rw + 8 < n) *(float2 *)(a.out + (int64_t)(rw + 8) * row + c) = make_float2(o[j][2] * i1, o[j][3] * i1);
     }
+}
+
+/* the splits' partials of one (row, head) merged: O = sum_z O_z e^(m_z - M) / sum_z l_z e^(m_z - M), M the
+ * largest m_z (splits with no key of the row, m -inf, weigh nothing); a thread a dimension */
+template <int HD> __global__ static void __launch_bounds__(HD) attn_prefill_merge(cll_cu_attn_args a, int ns) {
+    cll_pdl_wait();
+    cll_pdl_trigger();
+    const int64_t r = blockIdx.x;
+    const int h = blockIdx.y, d = threadIdx.x;
+    const float *p = a.part + (r * a.n_head + h) * ns * (HD + 2);
+    float M = -INFINITY;
+    for (int z = 0; z < ns; z++) M = fmaxf(M, p[z * (HD + 2) + HD]);
+    float L = 0.0f, O = 0.0f;
+    if (M != -INFINITY)
+        for (int z = 0; z < ns; z++) {
+            const float mz = p[z * (HD + 2) + HD];
+            if (mz == -INFINITY) continue;
+            const float w = expf(mz - M);
+            L += p[z * (HD + 2) + HD + 1] * w;
+            O += p[z * (HD + 2) + d] * w;
+        }
+    a.out[r * (int64_t)a.n_head * HD + (int64_t)h * HD + d] = L > 0.0f ? O / L : 0.0f;
 }
 
 bool cll_cu_attention_prefill_ok(const cll_cu_attn_args *a, int64_t n) {
@@ -221,12 +267,26 @@ template <int HD, bool PG> static cudaError_t pf_launch(dim3 g, cudaStream_t s, 
 
 cudaError_t cll_cu_attention_prefill(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
     if (!cll_cu_attention_prefill_ok(a, n)) return cudaErrorInvalidValue;
-    const dim3 g((unsigned)cll_cdiv(n, PF_BQ), (unsigned)a->n_head);
+    /* split-K over the keys when the grid is small next to the SMs and the keys many (a chunk deep in
+     * its prompt); CLLAMA_CUDA_ATTN_PREFILL_SPLITS=N forces N (1: none) for A/B runs */
+    static int c_splits = -2;
+    const int env = cll_cu_env_nonneg(&c_splits, "CLLAMA_CUDA_ATTN_PREFILL_SPLITS");
+    int ns = a->pf_splits > 0 ? a->pf_splits : env > 0 ? env
+                                             : cll_cu_attn_prefill_splits(n, a->n_head, (int64_t)a->prefill_p0 + n,
+                                                                          a->part_cap, cll_cu_sm_count());
+    if (!a->part || (int64_t)ns * n * a->n_head > a->part_cap) ns = 1;
+    const dim3 g((unsigned)cll_cdiv(n, PF_BQ), (unsigned)a->n_head, (unsigned)ns);
     const bool pg = a->map.blk != NULL;
     cudaError_t e;
     if (a->hd_k == 64) e = pg ? pf_launch<64, true>(g, s, a, (int32_t)n) : pf_launch<64, false>(g, s, a, (int32_t)n);
     else e = pg ? pf_launch<128, true>(g, s, a, (int32_t)n) : pf_launch<128, false>(g, s, a, (int32_t)n);
     CLL_CU_RET(e);
+    if (ns > 1) {
+        const dim3 gm((unsigned)n, (unsigned)a->n_head);
+        e = a->hd_k == 64 ? cll_cu_launch(attn_prefill_merge<64>, gm, dim3(64), 0, s, *a, ns)
+                          : cll_cu_launch(attn_prefill_merge<128>, gm, dim3(128), 0, s, *a, ns);
+        CLL_CU_RET(e);
+    }
     if (a->outq) {
         const int64_t row = (int64_t)a->n_head * a->hd_v;
         return cll_cu_quantize_rows_q8(a->out, row, n, row, a->outq, s);

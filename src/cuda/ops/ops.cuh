@@ -187,6 +187,10 @@ typedef struct {
      * prefill_seq (the host checked): the tensor-core kernel (cuda/ops/attn_prefill.cu) may run */
     bool prefill_contig;
     int32_t prefill_p0, prefill_seq;
+    /* tensor-core prefill: (row, head, split) entries part holds (0: no split-K over the keys), and a
+     * split count forced (0: cll_cu_attn_prefill_splits' choice; 1: none) */
+    int64_t part_cap;
+    int32_t pf_splits;
     /* warps per block of the GQA kernel (4, 8 or 16; 0: cll_cu_attn_warps' choice) */
     int32_t warps;
     /* GQA kernels: most chunks a token's keys use (0: the kernel's default cap, cll_cu_attn_active_chunks
