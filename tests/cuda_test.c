@@ -100,7 +100,7 @@ static void test_logits_pinned(void **state) {
     free(gpu), free(cpu);
 }
 
-/* cllama_context_prepare_batches captures the step graphs of 2..n batched decode steps up front: a
+/* cllama_context_prepare captures the step graphs of 2..n batched decode steps up front: a
  * server's first 3-sequence decode step then replays its graph (no capture, no eager run) and hands
  * back the same logits, bit for bit, as the same step run eagerly in a context that was not prepared
  * (the graph holds the same kernels); paged KV, as a server runs it. A second call captures nothing. */
@@ -116,11 +116,11 @@ static void batched_step(bool prepare, float *out, int n_vocab) {
     cllama_counters k0, k1, k2;
     assert_int_equal(cllama_context_counters(c, &k0), CLLAMA_OK);
     if (prepare) {
-        assert_int_equal(cllama_context_prepare_batches(c, 4), CLLAMA_OK);
+        assert_int_equal(cllama_context_prepare(c, 4, 48), CLLAMA_OK); /* and prompt passes of 33 and 48 */
         assert_int_equal(cllama_context_counters(c, &k1), CLLAMA_OK);
         assert_int_equal(k1.graph_captures - k0.graph_captures, 3); /* 2, 3 and 4 sequences */
         assert_true(k1.capture_seconds > k0.capture_seconds);
-        assert_int_equal(cllama_context_prepare_batches(c, 4), CLLAMA_OK);
+        assert_int_equal(cllama_context_prepare(c, 4, 0), CLLAMA_OK);
         assert_int_equal(cllama_context_counters(c, &k0), CLLAMA_OK);
         assert_int_equal(k0.graph_captures, k1.graph_captures); /* held: nothing captured again */
     }

@@ -401,17 +401,18 @@ int cll_server_run(const cll_server_config *cfg) {
         fprintf(stderr, "cllama serve: cannot create the context: %s\n", cllama_last_error());
         goto out;
     }
-    if (srv->cfg.parallel > 1) { /* the batched steps' graphs now, not inside the first loaded steps */
+    { /* the batched steps' graphs and the prompt steps' kernels now, not inside the first loaded steps */
         cllama_counters k0 = {0}, k1 = {0};
         cllama_context_counters(srv->ctx, &k0);
-        if (cllama_context_prepare_batches(srv->ctx, srv->cfg.parallel) != CLLAMA_OK)
-            fprintf(stderr, "cllama serve: warning: batched step graphs not prepared (%s): those steps capture them as "
-                            "they come\n", cllama_last_error());
+        if (cllama_context_prepare(srv->ctx, srv->cfg.parallel, step) != CLLAMA_OK)
+            fprintf(stderr, "cllama serve: warning: steps not prepared (%s): the first step of each size pays for it\n",
+                    cllama_last_error());
         cllama_context_counters(srv->ctx, &k1);
         if (k1.graph_captures > k0.graph_captures)
-            fprintf(stderr, "cllama serve: step graphs for 2..%d sequences ready (%llu captured in %.2f s)\n",
+            fprintf(stderr, "cllama serve: step graphs for 2..%d sequences ready (%llu captured in %.2f s), prompt steps "
+                            "up to %d tokens warmed\n",
                     srv->cfg.parallel, (unsigned long long)(k1.graph_captures - k0.graph_captures),
-                    k1.capture_seconds - k0.capture_seconds);
+                    k1.capture_seconds - k0.capture_seconds, step);
     }
     srv->n_ctx = (int)cllama_n_ctx(srv->ctx);
     srv->sp_default = cllama_sampler_default_params();

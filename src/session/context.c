@@ -364,11 +364,39 @@ cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *
     return CLLAMA_OK;
 }
 
-cllama_status cllama_context_prepare_batches(cllama_context *c, int32_t n_seq) {
-    if (!c) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_prepare_batches: NULL context");
-    if (n_seq < 2 || !c->model->drv->prepare_batches) return CLLAMA_OK;
+cllama_status cllama_context_prepare(cllama_context *c, int32_t n_seq, int32_t n_tokens) {
+    if (!c) return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_prepare: NULL context");
+    if (!c->model->drv->prepare_batches) return CLLAMA_OK; /* a driver with nothing to prepare (the CPU) */
     if (n_seq > (int32_t)c->p.n_seq_max) n_seq = (int32_t)c->p.n_seq_max;
-    return (cllama_status)c->model->drv->prepare_batches(c->ds, n_seq);
+    if (n_seq >= 2) {
+        const cll_status st = c->model->drv->prepare_batches(c->ds, n_seq);
+        if (st != CLL_OK) return (cllama_status)st;
+    }
+    if (n_tokens > (int32_t)c->p.n_batch) n_tokens = (int32_t)c->p.n_batch;
+    if (n_tokens > (int32_t)c->p.n_ctx) n_tokens = (int32_t)c->p.n_ctx;
+    if (n_tokens <= 32) return CLLAMA_OK;
+    if (c->seq_len[0] != 0)
+        return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_context_prepare: sequence 0 holds %d cells (it must be empty)",
+                                      c->seq_len[0]);
+    cllama_token *tok = calloc((size_t)n_tokens, sizeof *tok);
+    int32_t *pos = malloc((size_t)n_tokens * sizeof *pos), *seq = calloc((size_t)n_tokens, sizeof *seq);
+    int8_t *lg = calloc((size_t)n_tokens, 1);
+    cllama_status st = CLLAMA_OK;
+    if (!tok || !pos || !seq || !lg) st = (cllama_status)cll_err(CLL_ERR_NOMEM, "cllama_context_prepare: out of memory");
+    for (int32_t i = 0; st == CLLAMA_OK && i < n_tokens; i++) pos[i] = i;
+    /* one pass per size class: 33, 48, 64, .. and n_tokens itself */
+    for (int32_t n = 33; st == CLLAMA_OK;) {
+        memset(lg, 0, (size_t)n);
+        lg[n - 1] = 1;
+        cllama_batch b = {n, tok, pos, seq, lg};
+        st = cllama_decode(c, &b);
+        const cllama_status tr = cllama_seq_truncate(c, 0, 0);
+        if (st == CLLAMA_OK) st = tr;
+        if (n == n_tokens) break;
+        n = (n / 16 + 1) * 16 < n_tokens ? (n / 16 + 1) * 16 : n_tokens;
+    }
+    free(tok), free(pos), free(seq), free(lg);
+    return st;
 }
 
 cllama_backend cllama_context_backend(const cllama_context *c) { return c ? c->p.backend : CLLAMA_BACKEND_CPU; }
