@@ -226,10 +226,10 @@ cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *
 /* Make ready now what a server's steps need to run at full speed from the first one. On CUDA: the step
  * graphs of batched decode steps of 2..n_seq sequences (one token each, every token asking for output),
  * captured here (~10 ms a batch size for a 7B model on an H200) instead of inside the first steps of
- * each size; and, with n_tokens > 32, one untimed pass of each size from 33 to n_tokens tokens, so the
- * first prompt-carrying step of a size does not pay its first-use costs (~13-20 ms each on the H200).
- * Those passes go through sequence 0, which must be empty, and leave it empty. A no-op on the CPU. A
- * server calls it once at start (its slots, its step budget). */
+ * each size; and, with n_tokens > 32, one untimed pass at each size class from 33 to n_tokens tokens
+ * (steps of 16), so the first prompt-carrying step of a size does not pay for loading its kernels
+ * (~13 ms each on the H200). Those passes go through sequence 0, which must be empty, and leave it
+ * empty. A no-op on the CPU. A server calls it once at start (its slots, its step budget). */
 cllama_status cllama_context_prepare(cllama_context *c, int32_t n_seq, int32_t n_tokens);
 cllama_backend cllama_context_backend(const cllama_context *c);
 

@@ -384,9 +384,7 @@ cllama_status cllama_context_prepare(cllama_context *c, int32_t n_seq, int32_t n
     cllama_status st = CLLAMA_OK;
     if (!tok || !pos || !seq || !lg) st = (cllama_status)cll_err(CLL_ERR_NOMEM, "cllama_context_prepare: out of memory");
     for (int32_t i = 0; st == CLLAMA_OK && i < n_tokens; i++) pos[i] = i;
-    /* one pass per size from 33 tokens (below, the batched forms: graphs above): the first step of a
-     * size paid ~13-20 ms more than the next ones (H200, l2-7b; a pass every 16 sizes left the sizes
-     * between them slow) */
+    /* one pass per size class: 33, 48, 64, .. and n_tokens itself */
     for (int32_t n = 33; st == CLLAMA_OK;) {
         memset(lg, 0, (size_t)n);
         lg[n - 1] = 1;
@@ -394,7 +392,8 @@ cllama_status cllama_context_prepare(cllama_context *c, int32_t n_seq, int32_t n
         st = cllama_decode(c, &b);
         const cllama_status tr = cllama_seq_truncate(c, 0, 0);
         if (st == CLLAMA_OK) st = tr;
-        if (n++ == n_tokens) break;
+        if (n == n_tokens) break;
+        n = (n / 16 + 1) * 16 < n_tokens ? (n / 16 + 1) * 16 : n_tokens;
     }
     free(tok), free(pos), free(seq), free(lg);
     return st;
