@@ -621,8 +621,17 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     return CLL_OK;
 }
 
-/* capture a pass of n tokens (n_want output rows, argmax always) into *g / *exec */
+/* capture a pass of n tokens (n_want output rows, argmax always) into *g / *exec (counted, with its host
+ * time, in the state's counters) */
+static cll_status capture_pass_(cll_driver_state *s, int64_t n, int64_t n_want, cudaGraph_t *gout, cudaGraphExec_t *exec);
 static cll_status capture_pass(cll_driver_state *s, int64_t n, int64_t n_want, cudaGraph_t *gout, cudaGraphExec_t *exec) {
+    const double t0 = cll_now();
+    const cll_status st = capture_pass_(s, n, n_want, gout, exec);
+    s->c.graph_captures++;
+    s->c.capture_seconds += cll_now() - t0;
+    return st;
+}
+static cll_status capture_pass_(cll_driver_state *s, int64_t n, int64_t n_want, cudaGraph_t *gout, cudaGraphExec_t *exec) {
     TRY(cudaStreamBeginCapture(s->st, cudaStreamCaptureModeThreadLocal));
     cll_status st = run_pass(s, n, n_want, true);
     cudaGraph_t g = NULL;
@@ -651,6 +660,25 @@ static cll_status capture_pass(cll_driver_state *s, int64_t n, int64_t n_want, c
 /* cuda.batch_graph 0 (CLLAMA_CUDA_BATCH_GRAPH=0): batched decode steps run eagerly (A/B) */
 static bool batch_graph_off(void) { return !cll_cuda_knobs_now()->batch_graph; }
 
+/* the graph of batched steps of n tokens captured for key (batch_graph_run's) in place of what the slot
+ * held; a capture that fails marks the count as running eagerly from then on */
+static cll_status batch_graph_capture(cll_driver_state *s, int64_t n, int64_t n_want, int32_t key) {
+    auto *fg = &s->batch_graph[n];
+    if (fg->exec) cudaGraphExecDestroy(fg->exec);
+    fg->exec = NULL;
+    fg->pending_key = 0;
+    cudaGraph_t g = NULL;
+    const cll_status cs = capture_pass(s, n, n_want, &g, &fg->exec);
+    if (cs != CLL_OK) {
+        fg->failed = true;
+        fg->exec = NULL;
+        return cs;
+    }
+    cudaGraphDestroy(g);
+    fg->key = key;
+    return CLL_OK;
+}
+
 /* a batched decode step of n (2..CLL_CU_GRAPH_MAX_TOKENS) tokens through its graph: captured on the
  * second consecutive step of that count and n_want (a server's steps change shape while prompts are
  * chunked in: a one-off shape runs eagerly rather than pay a capture), replayed while they repeat.
@@ -668,23 +696,11 @@ static bool batch_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_
             fg->pending_key = key;
             return false;
         }
-        if (fg->exec) cudaGraphExecDestroy(fg->exec);
-        fg->exec = NULL;
-        fg->pending_key = 0;
-        cudaGraph_t g = NULL;
-        const double t0 = cll_now();
-        cll_status cs = capture_pass(s, n, n_want, &g, &fg->exec);
-        s->c.graph_captures++;
-        s->c.capture_seconds += cll_now() - t0;
-        if (cs != CLL_OK) {
-            fg->failed = true;
-            fg->exec = NULL;
+        if (batch_graph_capture(s, n, n_want, key) != CLL_OK) {
             fprintf(stderr, "cllama: cuda: batched steps of %lld tokens run without a graph (%s)\n", (long long)n,
                     cll_last_error());
             return false;
         }
-        cudaGraphDestroy(g);
-        fg->key = key;
     }
     const cudaError_t e = cudaGraphLaunch(fg->exec, s->st);
     if (e != cudaSuccess) {
@@ -712,24 +728,11 @@ static cll_status cu_prepare_batches(cll_driver_state *s, int32_t n_max) {
         auto *fg = &s->batch_graph[n];
         const int32_t key = 2 * n + 1; /* n output rows, rows in distinct sequences */
         if (fg->failed || (fg->exec && fg->key == key)) continue;
-        if (fg->exec) cudaGraphExecDestroy(fg->exec);
-        fg->exec = NULL;
         s->pf_contig = false;
         s->n_seg = 0;
         s->rows_distinct = true;
-        cudaGraph_t g = NULL;
-        const double t0 = cll_now();
-        const cll_status st = capture_pass(s, n, n, &g, &fg->exec);
-        s->c.graph_captures++;
-        s->c.capture_seconds += cll_now() - t0;
-        if (st != CLL_OK) {
-            fg->failed = true;
-            fg->exec = NULL;
-            return st;
-        }
-        cudaGraphDestroy(g);
-        fg->key = key;
-        fg->pending_key = 0;
+        const cll_status st = batch_graph_capture(s, n, n, key);
+        if (st != CLL_OK) return st;
     }
     return CLL_OK;
 }
@@ -737,10 +740,7 @@ static cll_status cu_prepare_batches(cll_driver_state *s, int32_t n_max) {
 /* capture the decode step (n = 1, one output row) into s->exec */
 static cll_status capture(cll_driver_state *s) {
     cudaGraph_t g = NULL;
-    const double t0 = cll_now();
     cll_status cst = capture_pass(s, 1, 1, &g, &s->exec);
-    s->c.graph_captures++;
-    s->c.capture_seconds += cll_now() - t0;
     if (cst != CLL_OK) return cst;
     s->graph = g;
     size_t nodes = 0;

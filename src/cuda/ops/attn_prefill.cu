@@ -197,17 +197,17 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
     if (ns > 1) { /* the split's partial: unnormalized O, its max and sum (m -inf, l 0: no key of the row) */
+        float *p0r = a.part + (((int64_t)rw * a.n_head + h) * ns + z) * (HD + 2); /* row rw's entry; rw + 8's: */
+        float *p1r = p0r + (int64_t)8 * a.n_head * ns * (HD + 2);
 #pragma unroll
         for (int j = 0; j < OT; j++) {
             const int c = j * 8 + 2 * t;
-            if (rw < n) *(float2 *)(a.part + (((int64_t)rw * a.n_head + h) * ns + z) * (HD + 2) + c) = make_float2(o[j][0], o[j][1]);
-            if (rw + 8 < n)
-                *(float2 *)(a.part + (((int64_t)(rw + 8) * a.n_head + h) * ns + z) * (HD + 2) + c) = make_float2(o[j][2], o[j][3]);
+            if (rw < n) *(float2 *)(p0r + c) = make_float2(o[j][0], o[j][1]);
+            if (rw + 8 < n) *(float2 *)(p1r + c) = make_float2(o[j][2], o[j][3]);
         }
         if (t == 0) {
-            if (rw < n) *(float2 *)(a.part + (((int64_t)rw * a.n_head + h) * ns + z) * (HD + 2) + HD) = make_float2(m0, l0);
-            if (rw + 8 < n)
-                *(float2 *)(a.part + (((int64_t)(rw + 8) * a.n_head + h) * ns + z) * (HD + 2) + HD) = make_float2(m1, l1);
+            if (rw < n) *(float2 *)(p0r + HD) = make_float2(m0, l0);
+            if (rw + 8 < n) *(float2 *)(p1r + HD) = make_float2(m1, l1);
         }
         return;
     }
