@@ -115,6 +115,19 @@ def probe_tokens_per_unit(host, port, model):
     return max(1.0, json.loads(data)["usage"]["prompt_tokens"] / 4.0)
 
 
+def server_n_ctx(host, port):
+    """the server's per-sequence context (/v1/models meta.n_ctx), or None"""
+    try:
+        c = http.client.HTTPConnection(host, port, timeout=30)
+        c.request("GET", "/v1/models")
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return int(json.loads(data)["data"][0]["meta"]["n_ctx"]) if r.status == 200 else None
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
 def sized_prompt(tokens, per_unit):
     """a prompt of about this many tokens (UNIT repeated, then cut by words)"""
     words = (UNIT * (int(tokens / per_unit) + 2)).split()
@@ -203,9 +216,15 @@ def main():
     ap.add_argument("--spawn", metavar="CLLAMA", help="start `CLLAMA serve` on a free port for the run")
     ap.add_argument("-m", dest="model_path", help="model file for --spawn")
     ap.add_argument("--parallel", type=int, default=8, help="--parallel for --spawn")
-    ap.add_argument("--ctx", type=int, default=512, help="--ctx for --spawn")
+    ap.add_argument("--ctx", type=int, help="--ctx for --spawn (default 512); --mixed sizes its prompts by the "
+                    "server's own per-sequence context (/v1/models), this only where the server does not say")
     ap.add_argument("--serve-args", default="", help="more arguments for --spawn")
-    ap.add_argument("--mixed", action="store_true", help="prompts of ~16/64/256/1024 tokens in turn")
+    ap.add_argument("--metrics-out", metavar="FILE", help="the server's /metrics after the rounds go here")
+    ap.add_argument("--server-log", metavar="FILE", help="--spawn: the server's stderr after it listens goes here "
+                    "(e.g. with CLLAMA_SERVER_STEP_LOG=1 in the environment); default: dropped")
+    ap.add_argument("--mixed", action="store_true", help="prompts of ~16/64/256/1024 tokens in turn (those up to a "
+                    "quarter of the server's context)")
+    ap.add_argument("--mix", metavar="N,N,..", help="--mixed: these prompt sizes in turn instead")
     ap.add_argument("--long-prompt", type=int, default=0, metavar="T", help="one more stream: a ~T-token prompt")
     ap.add_argument("--long-at", type=float, default=1.0, metavar="S", help="seconds into the round it is sent")
     ap.add_argument("--check", action="store_true", help="exit 1 when a stream fails or the long prompt breaks the bar")
@@ -213,7 +232,7 @@ def main():
     a = ap.parse_args()
     proc = None
     if a.spawn:
-        cmd = [a.spawn, "serve", "--port", "0", "--parallel", str(a.parallel), "--ctx", str(a.ctx)]
+        cmd = [a.spawn, "serve", "--port", "0", "--parallel", str(a.parallel), "--ctx", str(a.ctx or 512)]
         if a.model_path:
             cmd += ["-m", a.model_path]
         cmd += a.serve_args.split()
@@ -227,7 +246,15 @@ def main():
                 break
         if not port:
             sys.exit("server did not start")
-        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+        log = open(a.server_log, "w") if a.server_log else None
+
+        def drain():
+            for line in proc.stderr:
+                if log:
+                    log.write(line)
+                    log.flush()
+
+        threading.Thread(target=drain, daemon=True).start()
         host = "127.0.0.1"
     else:
         u = urllib.parse.urlparse(a.url)
@@ -241,8 +268,15 @@ def main():
         if a.mixed or a.long_prompt:
             per = probe_tokens_per_unit(host, port, a.model)
             if a.mixed:
-                sizes = [t for t in (16, 64, 256, 1024) if t <= max(16, a.ctx // 4)]
+                # the mix is sized by the server's per-sequence context (a quarter of it at most), not by a
+                # flag of this script: a run against --url once got 16/64 only while the server held 8192
+                n_ctx = server_n_ctx(host, port) or a.ctx or 512
+                sizes = [int(t) for t in a.mix.split(",")] if a.mix else \
+                    [t for t in (16, 64, 256, 1024) if t <= max(16, n_ctx // 4)]
                 prompts = [sized_prompt(sizes[i % len(sizes)], per) for i in range(a.clients)]
+                summary["mix"] = sizes
+                print("\nmixed prompts of %s tokens in turn (the server's context: %d per sequence)" %
+                      ("/".join(map(str, sizes)), n_ctx))
             if a.long_prompt:
                 long_prompt = sized_prompt(a.long_prompt, per)
         rn = round_(host, port, a.clients, a.max_tokens, a.model, "load", prompts, long_prompt, a.long_at, summary)
@@ -256,6 +290,12 @@ def main():
             bad = True
         if a.check:
             print("check: %s" % ("FAILED" if bad else "ok"))
+        if a.metrics_out:
+            conn = http.client.HTTPConnection(host, port, timeout=30)
+            conn.request("GET", "/metrics")
+            with open(a.metrics_out, "w") as f:
+                f.write(conn.getresponse().read().decode())
+            conn.close()
     finally:
         if proc:
             proc.terminate()

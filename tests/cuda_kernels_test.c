@@ -402,6 +402,21 @@ static void test_attn_form(void **state) {
     assert_int_equal(cll_cu_attn_form(7, true, 256, 1), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
 }
 
+/* a cuBLAS product's token count: rounded up to the pad within the buffers' rows, never below n */
+static void test_gemm_tokens(void **state) {
+    (void)state;
+    assert_int_equal(cll_cu_gemm_tokens(100, 200, 16), 112);  /* a server's prompt step: a warmed class */
+    assert_int_equal(cll_cu_gemm_tokens(112, 200, 16), 112);  /* a multiple stays */
+    assert_int_equal(cll_cu_gemm_tokens(33, 512, 16), 48);
+    assert_int_equal(cll_cu_gemm_tokens(199, 200, 16), 200);  /* the class past the buffers: their rows */
+    assert_int_equal(cll_cu_gemm_tokens(200, 200, 16), 200);
+    assert_int_equal(cll_cu_gemm_tokens(150, 140, 16), 150);  /* a cap below n (not a caller's case): n */
+    assert_int_equal(cll_cu_gemm_tokens(100, 200, 1), 100);   /* off */
+    assert_int_equal(cll_cu_gemm_tokens(100, 200, 0), 100);
+    assert_int_equal(cll_cu_gemm_tokens(1, 512, 16), 1);      /* one token is never a gemm */
+    assert_int_equal(cll_cu_gemm_tokens(513, 4096, 16), 528);
+}
+
 static void test_gemv_f_pre(void **state) {
     (void)state;
     assert_true(cll_cu_gemv_f_pre(512, 32, 132, 16));     /* q3moe router: 128 x 2048 f32, 32 blocks */
@@ -666,6 +681,7 @@ int main(void) {
         cmocka_unit_test(test_attn_active_chunks),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
+        cmocka_unit_test(test_gemm_tokens),
     };
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) {
@@ -682,6 +698,7 @@ int main(void) {
         cmocka_unit_test(test_attn_active_chunks),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
+        cmocka_unit_test(test_gemm_tokens),
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),

@@ -159,11 +159,67 @@ static void test_prepare_batches(void **state) {
     free(a), free(e);
 }
 
+/* a prompt pass whose token count is not a multiple of the pad (100 -> 112, the output head's 100 rows
+ * -> 112 as well) runs its cuBLAS products over the padded columns: every real row's logits agree with
+ * the same pass unpadded (CLLAMA_CUDA_GEMM_PAD=1, read at each context creation) within the GPU's
+ * rounding (cuBLAS may pick another kernel per shape), and a second padded context gives the same bits.
+ * A Q4_0 file: its products above the fused rows' 32 tokens run on the resident f16 panels. */
+static void prompt_logits(cllama_model *m, const char *pad, int n, int V, float *out) {
+    setenv("CLLAMA_CUDA_GEMM_PAD", pad, 1);
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 256, cp.n_batch = 128, cp.n_threads = 1;
+    cllama_context *c = NULL;
+    assert_int_equal(cllama_context_create(m, &cp, &c), CLLAMA_OK);
+    unsetenv("CLLAMA_CUDA_GEMM_PAD");
+    cllama_token *tok = malloc(sizeof *tok * (size_t)n);
+    int32_t *pos = malloc(sizeof *pos * (size_t)n), *seq = calloc((size_t)n, sizeof *seq);
+    int8_t *lg = malloc((size_t)n);
+    assert_non_null(tok), assert_non_null(pos), assert_non_null(seq), assert_non_null(lg);
+    for (int i = 0; i < n; i++) tok[i] = (cllama_token)((i * 7919 + 13) % V), pos[i] = i, lg[i] = 1;
+    cllama_batch b = {n, tok, pos, seq, lg};
+    assert_int_equal(cllama_decode(c, &b), CLLAMA_OK);
+    for (int i = 0; i < n; i++) {
+        const float *l = cllama_get_logits(c, i);
+        assert_non_null(l);
+        memcpy(out + (size_t)i * V, l, sizeof(float) * (size_t)V);
+    }
+    free(tok), free(pos), free(seq), free(lg);
+    cllama_context_free(c);
+}
+
+static void test_gemm_pad(void **state) {
+    (void)state;
+    cllama_model_params mp = cllama_model_default_params();
+    mp.backend = CLLAMA_BACKEND_CUDA;
+    cllama_model *m = NULL;
+    assert_int_equal(cllama_model_load(tu_shared("oracle/models/tiny-llama-Q4_0.gguf"), &mp, &m), CLLAMA_OK);
+    const int V = cllama_model_n_vocab(m), n = 100;
+    float *a = malloc(sizeof(float) * (size_t)n * V), *b = malloc(sizeof(float) * (size_t)n * V),
+          *c = malloc(sizeof(float) * (size_t)n * V);
+    assert_non_null(a), assert_non_null(b), assert_non_null(c);
+    prompt_logits(m, "1", n, V, a);
+    prompt_logits(m, "16", n, V, b);
+    prompt_logits(m, "16", n, V, c);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < (size_t)n * V; i++) {
+        assert_true(isfinite(b[i]));
+        const double d = fabs((double)a[i] - b[i]);
+        worst = d > worst ? d : worst;
+        scale = fabs(a[i]) > scale ? fabs(a[i]) : scale;
+    }
+    printf("padded prompt pass: worst |padded - unpadded| %.3g over %d rows (largest logit %.3g)\n", worst, n, scale);
+    assert_true(worst <= 1e-3 * (1.0 + scale));
+    assert_memory_equal(b, c, sizeof(float) * (size_t)n * V);
+    free(a), free(b), free(c);
+    cllama_model_free(m);
+}
+
 int main(void) {
     if (!cll_cuda_built()) tu_skip("cuda_test: built without the CUDA driver");
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) tu_skip("cuda_test: no CUDA device on this machine");
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_devices), cmocka_unit_test(test_does_not_fit),
-                                       cmocka_unit_test(test_logits_pinned), cmocka_unit_test(test_prepare_batches)};
+                                       cmocka_unit_test(test_logits_pinned), cmocka_unit_test(test_prepare_batches),
+                                       cmocka_unit_test(test_gemm_pad)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,8 @@ assert 300 <= ld["long_prompt_tokens"] <= 500, ld["long_prompt_tokens"]
 for k in ("aggregate_tps", "ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "long_ttft", "gaps_during_long"):
     assert k in ld, k
 assert d["baseline"]["ok"] == 1 and d["ratio"] > 0, d
+# the mix follows the server's context (1024 per sequence: prompts up to 256 tokens)
+assert d["mix"] == [16, 64, 256], d.get("mix")
 print("ok: load_test.py: 3 mixed streams + a %d-token prompt completed, %.0f tok/s aggregate"
       % (ld["long_prompt_tokens"], ld["aggregate_tps"]))
 PY

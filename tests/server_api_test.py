@@ -615,8 +615,12 @@ def test_driver_counters(s):
         check(m.get("cllama_driver_graph_replays_total", 0) > 0, "metrics: decode steps replayed the CUDA graph")
         # the device's time is part of the decode calls' wall time, and not nothing
         check(dev is not None and 0 < dev <= wall * 1.01 + 1e-3, "metrics: device seconds %s within decode seconds %s" % (dev, wall))
+        # the start-up preparation (step graphs, prompt passes) is its own gauge, not in the served device time
+        prep = m.get("cllama_server_prepare_seconds")
+        check(prep is not None and prep > 0, "metrics: start-up preparation %s s on cuda" % prep)
     else:
         check(dev == 0, "metrics: no device time on the CPU (%s)" % dev)
+        check(m.get("cllama_server_prepare_seconds") is not None, "metrics: the start-up preparation gauge is there")
 
 
 def main():

@@ -130,8 +130,9 @@ static void *fused_x(const cll_driver_state *s, const cll_cu_part *parts, int np
 
 /* *xk: the X conversion the product's previous part left in the gemm scratch (-1: none; the kind
  * of cll_cu_gemm_x_kind, or CLL_CU_X_FUSED), so the parts of one product over the same X convert it once */
+/* cap: the rows x and y hold (a cuBLAS form may run up to that many, cll_cu_gemm_tokens) */
 static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
-                        float *y, int64_t ldy, int *xk = NULL) {
+                        float *y, int64_t ldy, int64_t cap, int *xk = NULL) {
     /* the resident f16 panel when the model keeps one (CLLAMA_CUDA_PANELS), else the weight (a
      * float read in place, or a panel decoded per product) */
     const cll_cu_form f = part_form(p, n);
@@ -141,7 +142,7 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
     if (xk) *xk = k > 0 ? k : *xk; /* an F32 part leaves the scratch as it was */
     if (f == CLL_CU_FORM_GEMM_FUSED)
         return cll_cu_gemm_fused(&s->gemm, p->fused->fgemm, w, x, ldx, n, y + p->y_off, ldy, &s->sk, s->st, ready);
-    return cll_cu_gemm(&s->gemm, w, 0, x, ldx, n, y + p->y_off, ldy, s->st, ready);
+    return cll_cu_gemm(&s->gemm, w, 0, x, ldx, cll_cu_gemm_tokens(n, cap, s->gemm_pad), y + p->y_off, ldy, s->st, ready);
 }
 
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
@@ -157,7 +158,7 @@ static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, 
         } else if (const cll_cu_gemv_impl *fr = few_form_row(p, n)) { /* a few sequences' decode step */
             CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr, &s->sk));
         } else {
-            CLL_CU_RET(gemm(s, p, x, ldx, n, y, ldy, &xk));
+            CLL_CU_RET(gemm(s, p, x, ldx, n, y, ldy, s->p.n_batch, &xk));
         }
     }
     return cudaSuccess;
@@ -611,7 +612,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             PTRY(CLL_PK_OUTPUT, gemv(&dm->output, (int)n_out, NULL, s->xo, d, s->xoq, cll_cu_q8_blocks(d), s->logits, V, s->st,
                                      NULL, NULL, fo, &s->sk));
         } else {
-            PTRY(CLL_PK_OUTPUT, gemm(s, &dm->output, s->xo, d, n_out, s->logits, V));
+            PTRY(CLL_PK_OUTPUT, gemm(s, &dm->output, s->xo, d, n_out, s->logits, V, s->p.n_out_max));
         }
     }
     if (hp->logit_softcap > 0.0f) PTRY(CLL_PK_SOFTCAP, cll_cu_softcap(s->logits, n_out * V, hp->logit_softcap, s->st));
@@ -929,6 +930,8 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     s->p = *p;
     const char *fx = getenv("CLLAMA_CUDA_FUSED_XH"); /* read at each state creation (tests compare both) */
     s->fused_xh = !(fx && fx[0] == '0');
+    const char *gp = getenv("CLLAMA_CUDA_GEMM_PAD"); /* the same (the padded products' test compares both) */
+    s->gemm_pad = gp && atoi(gp) >= 1 ? atoi(gp) : CLL_CU_GEMM_PAD;
     const int32_t L = hp->n_layer, H = hp->n_head, KV = hp->n_head_kv;
     const size_t nb = (size_t)p->n_batch, d = (size_t)hp->n_embd, no = (size_t)p->n_out_max, F = sizeof(float);
     const size_t K = (size_t)(hp->n_expert > 0 ? hp->n_expert_used : 0);

@@ -168,6 +168,7 @@ struct cll_driver_state {
     } batch_graph[CLL_CU_GRAPH_MAX_TOKENS + 1];
     bool pf_contig;       /* this forward's rows: positions pf_p0.. of sequence pf_seq */
     bool fused_xh;        /* the norm / activation kernels write the fused rows' f16 X (CLLAMA_CUDA_FUSED_XH) */
+    int32_t gemm_pad;     /* a cuBLAS product's token count rounds up to a multiple of this (CLLAMA_CUDA_GEMM_PAD) */
     bool rows_distinct;   /* this forward's rows (2..CLL_CU_GRAPH_MAX_TOKENS) each in a sequence of its own:
                            * the attention ropes and stores them itself (cll_cu_attn_args.distinct_rows) */
     int32_t pf_p0, pf_seq;

@@ -141,6 +141,17 @@ const char *cll_cu_form_name(cll_cu_form f);
  * 64 blocks of 64 tiles each on 132 SMs. Splits the keys so the grid reaches about 3 blocks an SM,
  * each split at least 4 tiles of 64 keys, within part_cap (row, head, split) partials; 1: no split. */
 int32_t cll_cu_attn_prefill_splits(int64_t n, int32_t n_head, int64_t keys, int64_t part_cap, int32_t n_sm);
+/* The token count a cuBLAS product (the GEMM forms on f16 panels or float weights) of n tokens runs at:
+ * n rounded up to a multiple of pad, at most cap (the rows its input and output buffers hold), never
+ * below n. cuBLAS pays at the first call of each new shape: a server's prompt steps of a size not met
+ * before (100, 135, 142, 151 tokens beside the warmed 96, 112, 128, ..) took 17-25 ms instead of 6-11,
+ * with every module loaded up front as well (CUDA_MODULE_LOADING=EAGER: 15.6-28.7 ms), so it is not the
+ * kernels' lazy loading; padded to 16, no step of the same load passed 12 ms (H200, l2-7b Q4_K_M, 64
+ * streams + a 4k prompt, sixteenth session). The padded columns cost little at these widths (the
+ * product reads its f16 panel once whatever n is) and compute values nobody reads: column j of the
+ * product depends on column j of X only. pad <= 1: n. */
+int64_t cll_cu_gemm_tokens(int64_t n, int64_t cap, int32_t pad);
+#define CLL_CU_GEMM_PAD 16
 /* The few-token gemv (a batched decode step: 2..few_max tokens of a dense weight, every weight
  * byte read once for all of them; cuda/matmul/gemv_few.cu): its geometry and the pure choices
  * its launcher makes. Records of the staged q8_1 activations are CLL_CU_FEW_XW words; one launch

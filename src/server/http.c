@@ -138,7 +138,7 @@ static enum MHD_Result route(cll_server *srv, struct MHD_Connection *c, const ch
     /* where the forward runs, and the driver's own counters (a silent fallback would show) */
     cllama_counters k = {0};
     cllama_context_counters(srv->ctx, &k);
-    char drv[2048];
+    char drv[2560];
     const int nd = snprintf(drv, sizeof drv,
                             "# HELP cllama_backend_info The backend the model runs on.\n# TYPE cllama_backend_info gauge\n"
                             "cllama_backend_info{backend=\"%s\"} 1\n"
@@ -148,18 +148,23 @@ static enum MHD_Result route(cll_server *srv, struct MHD_Connection *c, const ch
                             "# TYPE cllama_driver_device_steps_total counter\ncllama_driver_device_steps_total %llu\n"
                             "# HELP cllama_driver_graph_replays_total Decode steps replayed from a captured CUDA graph.\n"
                             "# TYPE cllama_driver_graph_replays_total counter\ncllama_driver_graph_replays_total %llu\n"
-                            "# HELP cllama_driver_device_seconds_total Device time of the forwards (CUDA; beside "
-                            "cllama_decode_seconds_total it shows the host's share of a step).\n"
+                            "# HELP cllama_driver_device_seconds_total Device time of the served forwards (CUDA; beside "
+                            "cllama_decode_seconds_total it shows the host's share of a step; the start-up passes are "
+                            "not counted).\n"
                             "# TYPE cllama_driver_device_seconds_total counter\ncllama_driver_device_seconds_total %.6f\n"
-                            "# HELP cllama_driver_graph_captures_total Step graphs captured (CUDA: a batched step's shape "
-                            "on its second consecutive sight).\n"
+                            "# HELP cllama_server_prepare_seconds Wall time of the start-up preparation (CUDA: every "
+                            "batch size's step graph and the prompt passes).\n"
+                            "# TYPE cllama_server_prepare_seconds gauge\ncllama_server_prepare_seconds %.6f\n"
+                            "# HELP cllama_driver_graph_captures_total Step graphs captured (CUDA: every batch size at "
+                            "start, a batched step's other shapes on their second consecutive sight).\n"
                             "# TYPE cllama_driver_graph_captures_total counter\ncllama_driver_graph_captures_total %llu\n"
                             "# HELP cllama_driver_graph_capture_seconds_total Host time of those captures, inside the "
                             "steps that made them.\n# TYPE cllama_driver_graph_capture_seconds_total counter\n"
                             "cllama_driver_graph_capture_seconds_total %.6f\n",
                             cllama_backend_name(cllama_context_backend(srv->ctx)), (unsigned long long)k.forwards,
-                            (unsigned long long)k.device_steps, (unsigned long long)k.graph_replays, k.device_seconds,
-                            (unsigned long long)k.graph_captures, k.capture_seconds);
+                            (unsigned long long)k.device_steps, (unsigned long long)k.graph_replays,
+                            k.device_seconds - srv->prep_device, srv->prep_seconds, (unsigned long long)k.graph_captures,
+                            k.capture_seconds);
     const size_t nm = strlen(m);
     char *all = realloc(m, nm + (size_t)nd + 1);
     if (!all) {
@@ -404,10 +409,13 @@ int cll_server_run(const cll_server_config *cfg) {
     { /* the batched steps' graphs and the prompt steps' kernels now, not inside the first loaded steps */
         cllama_counters k0 = {0}, k1 = {0};
         cllama_context_counters(srv->ctx, &k0);
+        const double t0 = cll_now();
         if (cllama_context_prepare(srv->ctx, srv->cfg.parallel, step) != CLLAMA_OK)
             fprintf(stderr, "cllama serve: warning: steps not prepared (%s): the first step of each size pays for it\n",
                     cllama_last_error());
+        srv->prep_seconds = cll_now() - t0;
         cllama_context_counters(srv->ctx, &k1);
+        srv->prep_device = k1.device_seconds - k0.device_seconds;
         if (k1.graph_captures > k0.graph_captures)
             fprintf(stderr, "cllama serve: step graphs for 2..%d sequences ready (%llu captured in %.2f s), prompt steps "
                             "up to %d tokens warmed\n",

@@ -629,19 +629,24 @@ static void *engine_main(void *arg) {
         cllama_batch b = {n, s->b_tok, s->b_pos, s->b_seq, s->b_logits};
         const bool greedy = step_is_greedy(s, n);
         const int32_t topk = greedy ? 0 : step_topk(s, n);
+        cllama_counters k0 = {0}, k1 = {0};
+        if (s->step_log) cllama_context_counters(s->ctx, &k0);
         double t0 = cll_now();
         cllama_status st = greedy     ? cllama_decode_greedy(s->ctx, &b, s->b_ids)
                            : topk > 0 ? cllama_decode_topk(s->ctx, &b, topk, s->tk_ids, s->tk_vals)
                                       : cllama_decode(s->ctx, &b);
         double dt = cll_now() - t0;
         s->step++;
-        if (s->step_log) { /* when, what the step carried, how long it took */
+        if (s->step_log) { /* when, what the step carried, how long it took (the device's share; a graph?) */
             int segs = 0;
             for (int32_t i = s->n_gen_rows; i < n; i++) segs += i == s->n_gen_rows || s->b_seq[i] != s->b_seq[i - 1];
+            cllama_context_counters(s->ctx, &k1);
             fprintf(stderr, "cllama serve: step %llu at %.4f s: %d rows, %d generating + %d prompt tokens in %d run(s), "
-                            "%.2f ms%s\n",
+                            "%.2f ms (device %.2f ms, %s, %s)%s\n",
                     (unsigned long long)s->step, t0 - s->t_start, n, s->n_gen_rows, n - s->n_gen_rows, segs, dt * 1e3,
-                    st == CLLAMA_OK ? "" : " (failed)");
+                    (k1.device_seconds - k0.device_seconds) * 1e3,
+                    k1.graph_captures > k0.graph_captures ? "captured" : k1.graph_replays > k0.graph_replays ? "graph" : "eager",
+                    greedy ? "greedy" : topk > 0 ? "top-k" : "logits", st == CLLAMA_OK ? "" : " (failed)");
         }
         if (s->step_min_s > dt) { /* CLLAMA_SERVER_STEP_MS: tests that need steps to overlap */
             const double w = s->step_min_s - dt;

@@ -25,6 +25,8 @@ typedef struct {
     int n_ctx;
     uint32_t kv_pool;        /* paged KV: the pool's cells (0: not paged) */               /* per sequence */
     cllama_sampler_params sp_default;
+    double prep_seconds;     /* wall time of the start-up preparation (cllama_context_prepare) */
+    double prep_device;      /* ... and the device time of its passes, left out of the served forwards' */
 } cll_server;
 
 /* queue a response; count its status; body is copied */

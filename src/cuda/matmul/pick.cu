@@ -62,6 +62,12 @@ const char *cll_cu_form_name(cll_cu_form f) {
     return "?";
 }
 
+int64_t cll_cu_gemm_tokens(int64_t n, int64_t cap, int32_t pad) {
+    if (pad <= 1 || n <= 1) return n;
+    const int64_t r = (n + pad - 1) / pad * pad;
+    return r <= cap ? r : cap > n ? cap : n;
+}
+
 int cll_cu_product_parts(const uint32_t *types, const int64_t *cols, int nt, bool runs, int *starts) {
     if (nt < 1) return 0;
     bool same = true;
