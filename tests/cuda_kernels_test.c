@@ -417,6 +417,17 @@ static void test_gemm_tokens(void **state) {
     assert_int_equal(cll_cu_gemm_tokens(513, 4096, 16), 528);
 }
 
+/* the streaming attention's tile body: warp-independent for one head a block, else block-phased */
+static void test_attn_stream_wi(void **state) {
+    (void)state;
+    assert_true(cll_cu_attn_stream_wi(-1, 1));   /* l2-7b (MHA) */
+    assert_false(cll_cu_attn_stream_wi(-1, 4));  /* l3-8b (GQA 4) */
+    assert_false(cll_cu_attn_stream_wi(-1, 8));
+    assert_false(cll_cu_attn_stream_wi(0, 1));   /* the variable wins both ways */
+    assert_true(cll_cu_attn_stream_wi(1, 8));
+    assert_true(cll_cu_attn_stream_wi(7, 1));    /* not 0 / 1: by the heads */
+}
+
 static void test_gemv_f_pre(void **state) {
     (void)state;
     assert_true(cll_cu_gemv_f_pre(512, 32, 132, 16));     /* q3moe router: 128 x 2048 f32, 32 blocks */
@@ -682,6 +693,7 @@ int main(void) {
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
         cmocka_unit_test(test_gemm_tokens),
+        cmocka_unit_test(test_attn_stream_wi),
     };
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) {
@@ -699,6 +711,7 @@ int main(void) {
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
         cmocka_unit_test(test_gemm_tokens),
+        cmocka_unit_test(test_attn_stream_wi),
         cmocka_unit_test(test_tables_and_quantize),
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),

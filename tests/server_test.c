@@ -435,6 +435,16 @@ static void write_file(const char *path, const char *text) {
     fclose(f);
 }
 
+/* the step budget without --step-tokens: a slot's token each plus a chunk; on a GPU at least 512 */
+static void test_default_step_tokens(void **st) {
+    (void)st;
+    assert_int_equal(cll_server_default_step_tokens(false, 72, 128), 200);
+    assert_int_equal(cll_server_default_step_tokens(true, 72, 128), CLL_SERVER_GPU_STEP_TOKENS);
+    assert_int_equal(cll_server_default_step_tokens(true, 4, 128), 512);
+    assert_int_equal(cll_server_default_step_tokens(true, 512, 128), 640); /* wider already: kept */
+    assert_int_equal(cll_server_default_step_tokens(false, 4, 64), 68);
+}
+
 static void test_key_file(void **st) {
     (void)st;
     char dir[] = "/tmp/cllama-keys-XXXXXX";
@@ -479,6 +489,7 @@ int main(void) {
         cmocka_unit_test(test_err_json),        cmocka_unit_test(test_utf8),           cmocka_unit_test(test_stop_gate),
         cmocka_unit_test(test_oai_shapes),      cmocka_unit_test(test_metrics),        cmocka_unit_test(test_ct_equal),
         cmocka_unit_test(test_auth_check),      cmocka_unit_test(test_key_file),
+        cmocka_unit_test(test_default_step_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,6 +129,14 @@ int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
 #define CLL_CU_ATTN_STREAM 2
 #define CLL_CU_ATTN_STREAM_MIN_CTX 4096
 int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows);
+/* The streaming decode attention's tile body (cuda/ops/attn.cu attn_stream_kernel): warp-independent
+ * (each warp scores, weighs and sums its own keys of a tile on its own running max and sum; the warps
+ * meet once at the end) for one q head a block, block-phased (scores, a warp per head's softmax, then
+ * the sums, three barriers a tile) for more. H200 (sixteenth session, same call): l2-7b (one head a
+ * block) tg128 @ d8192 Q4_0 1201-1204 vs 1166-1173 GB/s, Q4_K_M 1196 vs 1159-1166; `cuda_kbench -A
+ * stream` at 8192 keys l3-8b (4 heads) 29.6 vs 27.2 us a layer, q3moe (8) 46.5 vs 39.0. want 0 / 1
+ * (CLLAMA_CUDA_ATTN_STREAM_WI) forces either; else by hg. */
+bool cll_cu_attn_stream_wi(int want, int hg);
 /* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
  * before the PDL wait, when they fit the lane's hold (nvec <= 32 * hold) and the grid is at most
  * one block per SM (blocks <= n_sm: the MoE router, 128 rows x 2048 f32 = 32 blocks), where the

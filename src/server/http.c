@@ -395,11 +395,13 @@ int cll_server_run(const cll_server_config *cfg) {
     cp.n_threads = cfg->threads;
     cp.backend = CLLAMA_BACKEND_DEFAULT; /* the model's */
     /* one step carries a token per sequence plus prompt chunks (each <= --chunk) up to --step-tokens
-     * (default: one chunk's worth). On the GPU a step reads the weights once however many tokens it
-     * carries, so a larger budget reads a burst of new prompts faster while a lone long prompt still
-     * adds one chunk per step; not measured on the H200 yet, so it is not the default there */
+     * (default cll_server_default_step_tokens: one chunk's worth, at least 512 on a GPU, where a step
+     * reads the weights once however many tokens it carries, so a burst of new prompts is read in
+     * fewer steps while a lone long prompt still adds one chunk per step) */
     const int chunk = cfg->chunk > 0 ? cfg->chunk : 128;
-    int step = cfg->step_tokens > 0 ? cfg->step_tokens : srv->cfg.parallel + chunk;
+    int step = cfg->step_tokens > 0 ? cfg->step_tokens
+                                    : cll_server_default_step_tokens(cllama_model_backend(srv->model) == CLLAMA_BACKEND_CUDA,
+                                                                     srv->cfg.parallel, chunk);
     if (step < srv->cfg.parallel + 1) step = srv->cfg.parallel + 1;
     if (cp.n_batch < (uint32_t)step) cp.n_batch = (uint32_t)step;
     if (cllama_context_create(srv->model, &cp, &srv->ctx) != CLLAMA_OK) {

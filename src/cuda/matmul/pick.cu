@@ -205,6 +205,11 @@ int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows) {
     return n_rows == 1 && n_ctx >= CLL_CU_ATTN_STREAM_MIN_CTX ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT;
 }
 
+bool cll_cu_attn_stream_wi(int want, int hg) {
+    if (want == 0 || want == 1) return want == 1;
+    return hg == 1;
+}
+
 bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold) {
     return nvec > 0 && hold > 0 && nvec <= 32 * (int64_t)hold && blocks > 0 && blocks <= n_sm;
 }

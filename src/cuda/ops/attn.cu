@@ -640,7 +640,9 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
  * acc += p v (warp per key, HD/32 dims a lane), then fa_tail as above. The first NS - 1 tiles are
  * requested before the PDL wait; the newest cell (pos, stored by the fused rope after the wait) is
  * patched into its tile from the rope rows. F16 cache, head dim 64, 128 or 256; the same arithmetic
- * per key as attn_gqa_kernel but in other sum orders. */
+ * per key as attn_gqa_kernel but in other sum orders. WI (one q head a block, cll_cu_attn_stream_wi):
+ * the tile body without the two inner barriers and the one-warp softmax: warp w scores its TK / W keys
+ * of the tile, keeps its own running max, sum and acc, and the warps' states meet once before fa_tail. */
 #define FS_TK 64
 /* live chunks for about FS_PER_SM blocks an SM (cll_cu_attn_active_chunks; the form: cll_cu_attn_form) */
 #define FS_PER_SM 2
@@ -661,7 +663,21 @@ template <int N> static __device__ __forceinline__ void fs_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-template <int HD, int HG, bool PG>
+/* 8 dims of a staged K row (f16, 16 bytes) as floats; zeros for a key past the tile */
+static __device__ __forceinline__ void fs_k8(const unsigned char *p, bool live, float (&kv)[8]) {
+    if (!live) {
+#pragma unroll
+        for (int q = 0; q < 8; q++) kv[q] = 0.0f;
+        return;
+    }
+    const uint4 u = *(const uint4 *)p;
+    const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
+    const float2 f2 = __half22float2(*(const __half2 *)&u.z), f3 = __half22float2(*(const __half2 *)&u.w);
+    kv[0] = f0.x; kv[1] = f0.y; kv[2] = f1.x; kv[3] = f1.y;
+    kv[4] = f2.x; kv[5] = f2.y; kv[6] = f3.x; kv[7] = f3.y;
+}
+
+template <int HD, int HG, bool PG, bool WI>
 __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_cu_attn_args a) {
     constexpr int W = FS_WARPS, LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, TK = FS_TK;
     constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = FsGeo<HD>::NS, CPR = ROWB / 16;
@@ -715,6 +731,9 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
     for (int h = 0; h < HG; h++)
 #pragma unroll
         for (int e = 0; e < NV; e++) acc[h][e] = 0.0f;
+    float wm[HG], wl[HG]; /* WI: the warp's running max and sum per head (every lane the same) */
+#pragma unroll
+    for (int h = 0; h < HG; h++) wm[h] = -INFINITY, wl[h] = 0.0f;
     for (int t = 0; t < nt; t++) {
         fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
         __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
@@ -730,91 +749,176 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
             }
             __syncthreads();
         }
-        /* scores */
+        if constexpr (WI) {
+            /* warp w scores, weighs and sums keys w*KW .. w*KW+KW-1 of the tile on its own running
+             * (max, sum, acc): no block barrier between the phases, no one-warp softmax */
+            constexpr int KW = TK / W, NP = KW / KPW;
+            const int j0 = warp * KW;
+            float e[HG][NP];
 #pragma unroll
-        for (int jb = 0; jb < TK; jb += W * KPW) {
-            const int jj = jb + warp * KPW + sub;
-            float kv[8];
-            if (jj < cs) {
-                const uint4 u = *(const uint4 *)(st + jj * ROWB + 16 * l);
-                const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
-                const float2 f2 = __half22float2(*(const __half2 *)&u.z), f3 = __half22float2(*(const __half2 *)&u.w);
-                kv[0] = f0.x; kv[1] = f0.y; kv[2] = f1.x; kv[3] = f1.y;
-                kv[4] = f2.x; kv[5] = f2.y; kv[6] = f3.x; kv[7] = f3.y;
-            } else {
+            for (int p = 0; p < NP; p++) {
+                const int jj = j0 + p * KPW + sub;
+                float kv[8];
+                fs_k8(st + jj * ROWB + 16 * l, jj < cs, kv);
 #pragma unroll
-                for (int e = 0; e < 8; e++) kv[e] = 0.0f;
+                for (int h = 0; h < HG; h++) {
+                    float dot = 0.0f;
+#pragma unroll
+                    for (int q = 0; q < 8; q++) dot = fmaf(qv[h][q], kv[q], dot);
+#pragma unroll
+                    for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                    e[h][p] = jj < cs ? dot * a.scale : -INFINITY;
+                }
             }
 #pragma unroll
             for (int h = 0; h < HG; h++) {
                 if (h >= g.hg) continue; /* block-uniform */
-                float dot = 0.0f;
+                float mx = e[h][0];
 #pragma unroll
-                for (int e = 0; e < 8; e++) dot = fmaf(qv[h][e], kv[e], dot);
+                for (int p = 1; p < NP; p++) mx = fmaxf(mx, e[h][p]);
 #pragma unroll
-                for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-                if (l == 0 && jj < cs) S[h][jj] = dot * a.scale;
+                for (int o = LPK; o < 32; o <<= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+                const float mn = fmaxf(wm[h], mx);
+                if (mn == -INFINITY) continue; /* no key of this warp yet: nothing to add */
+                float sum = 0.0f;
+#pragma unroll
+                for (int p = 0; p < NP; p++) {
+                    e[h][p] = expf(e[h][p] - mn); /* -inf: 0 */
+                    sum += e[h][p];
+                }
+#pragma unroll
+                for (int o = LPK; o < 32; o <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+                const float corr = wm[h] == -INFINITY ? 0.0f : expf(wm[h] - mn);
+                wl[h] = wl[h] * corr + sum;
+                wm[h] = mn;
+#pragma unroll
+                for (int q = 0; q < NV; q++) acc[h][q] *= corr;
             }
-        }
-        __syncthreads();
-        /* online softmax per head: warp per head, a lane per 32 keys */
-        for (int h = warp; h < g.hg; h += W) {
-            float sc[TK / 32];
-            float mx = -INFINITY;
+            /* acc += p_j v_j over the warp's keys: p_j from the lanes that scored key j */
+            const unsigned char *vt = st + TK * ROWB;
 #pragma unroll
-            for (int i = 0; i < TK / 32; i++) {
-                sc[i] = lane + 32 * i < cs ? S[h][lane + 32 * i] : -INFINITY;
-                mx = fmaxf(mx, sc[i]);
+            for (int j = 0; j < KW; j++) {
+                const int jj = j0 + j;
+                if (jj >= cs) break; /* warp-uniform */
+                float vv[NV];
+                const uint16_t *vr = (const uint16_t *)(vt + jj * ROWB) + NV * lane;
+                if constexpr (NV == 4) {
+                    const uint2 u = *(const uint2 *)vr;
+                    const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
+                    vv[0] = f0.x; vv[1] = f0.y; vv[2] = f1.x; vv[3] = f1.y;
+                } else {
+#pragma unroll
+                    for (int q = 0; q < NV; q++) vv[q] = cll_h2f(vr[q]);
+                }
+#pragma unroll
+                for (int h = 0; h < HG; h++) {
+                    if (h >= g.hg) continue;
+                    const float p = __shfl_sync(0xffffffffu, e[h][j / KPW], (j % KPW) * LPK);
+#pragma unroll
+                    for (int q = 0; q < NV; q++) acc[h][q] = fmaf(p, vv[q], acc[h][q]);
+                }
             }
-            mx = cll_warp_max(mx);
-            const float mo = sm_m[h], mn = fmaxf(mo, mx);
-            float sum = 0.0f;
+        } else {
+            /* scores */
 #pragma unroll
-            for (int i = 0; i < TK / 32; i++) {
-                const float p = lane + 32 * i < cs ? expf(sc[i] - mn) : 0.0f;
-                S[h][lane + 32 * i] = p;
-                sum += p;
+            for (int jb = 0; jb < TK; jb += W * KPW) {
+                const int jj = jb + warp * KPW + sub;
+                float kv[8];
+                fs_k8(st + jj * ROWB + 16 * l, jj < cs, kv);
+#pragma unroll
+                for (int h = 0; h < HG; h++) {
+                    if (h >= g.hg) continue; /* block-uniform */
+                    float dot = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < 8; e++) dot = fmaf(qv[h][e], kv[e], dot);
+#pragma unroll
+                    for (int o = LPK / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+                    if (l == 0 && jj < cs) S[h][jj] = dot * a.scale;
+                }
             }
-            sum = cll_warp_sum(sum);
-            if (lane == 0) {
-                const float corr = mo == -INFINITY ? 0.0f : expf(mo - mn);
-                sm_l[h] = sm_l[h] * corr + sum;
-                sm_m[h] = mn;
-                sm_c[h] = corr;
+            __syncthreads();
+            /* online softmax per head: warp per head, a lane per 32 keys */
+            for (int h = warp; h < g.hg; h += W) {
+                float sc[TK / 32];
+                float mx = -INFINITY;
+#pragma unroll
+                for (int i = 0; i < TK / 32; i++) {
+                    sc[i] = lane + 32 * i < cs ? S[h][lane + 32 * i] : -INFINITY;
+                    mx = fmaxf(mx, sc[i]);
+                }
+                mx = cll_warp_max(mx);
+                const float mo = sm_m[h], mn = fmaxf(mo, mx);
+                float sum = 0.0f;
+#pragma unroll
+                for (int i = 0; i < TK / 32; i++) {
+                    const float p = lane + 32 * i < cs ? expf(sc[i] - mn) : 0.0f;
+                    S[h][lane + 32 * i] = p;
+                    sum += p;
+                }
+                sum = cll_warp_sum(sum);
+                if (lane == 0) {
+                    const float corr = mo == -INFINITY ? 0.0f : expf(mo - mn);
+                    sm_l[h] = sm_l[h] * corr + sum;
+                    sm_m[h] = mn;
+                    sm_c[h] = corr;
+                }
             }
-        }
-        __syncthreads();
-        /* acc = acc * corr + sum_j p_j v_j: warp per key, NV dims a lane */
-#pragma unroll
-        for (int h = 0; h < HG; h++) {
-            const float cr = h < g.hg ? sm_c[h] : 0.0f;
-#pragma unroll
-            for (int e = 0; e < NV; e++) acc[h][e] *= cr;
-        }
-        const unsigned char *vt = st + TK * ROWB;
-        for (int j = warp; j < cs; j += W) {
-            float vv[NV];
-            const uint16_t *vr = (const uint16_t *)(vt + j * ROWB) + NV * lane;
-            if constexpr (NV == 4) {
-                const uint2 u = *(const uint2 *)vr;
-                const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
-                vv[0] = f0.x; vv[1] = f0.y; vv[2] = f1.x; vv[3] = f1.y;
-            } else {
-#pragma unroll
-                for (int e = 0; e < NV; e++) vv[e] = cll_h2f(vr[e]);
-            }
+            __syncthreads();
+            /* acc = acc * corr + sum_j p_j v_j: warp per key, NV dims a lane */
 #pragma unroll
             for (int h = 0; h < HG; h++) {
-                if (h >= g.hg) continue;
-                const float p = S[h][j];
+                const float cr = h < g.hg ? sm_c[h] : 0.0f;
 #pragma unroll
-                for (int e = 0; e < NV; e++) acc[h][e] = fmaf(p, vv[e], acc[h][e]);
+                for (int e = 0; e < NV; e++) acc[h][e] *= cr;
+            }
+            const unsigned char *vt = st + TK * ROWB;
+            for (int j = warp; j < cs; j += W) {
+                float vv[NV];
+                const uint16_t *vr = (const uint16_t *)(vt + j * ROWB) + NV * lane;
+                if constexpr (NV == 4) {
+                    const uint2 u = *(const uint2 *)vr;
+                    const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
+                    vv[0] = f0.x; vv[1] = f0.y; vv[2] = f1.x; vv[3] = f1.y;
+                } else {
+#pragma unroll
+                    for (int e = 0; e < NV; e++) vv[e] = cll_h2f(vr[e]);
+                }
+#pragma unroll
+                for (int h = 0; h < HG; h++) {
+                    if (h >= g.hg) continue;
+                    const float p = S[h][j];
+#pragma unroll
+                    for (int e = 0; e < NV; e++) acc[h][e] = fmaf(p, vv[e], acc[h][e]);
+                }
             }
         }
     }
     fs_wait<0>();
     __syncthreads(); /* the stages are free: they hold the per-warp sums now */
     float (*red)[HG][HD] = (float (*)[HG][HD])fs_smem;
+    if constexpr (WI) { /* the warps' states to one: M = max m_w, each warp's sums scaled by e^(m_w - M) */
+        __shared__ float swm[W][HG], swl[W][HG];
+        if (lane == 0)
+#pragma unroll
+            for (int h = 0; h < HG; h++) swm[warp][h] = wm[h], swl[warp][h] = wl[h];
+        __syncthreads();
+#pragma unroll
+        for (int h = 0; h < HG; h++) {
+            float M = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < W; w++) M = fmaxf(M, swm[w][h]);
+            const float sc = wm[h] == -INFINITY ? 0.0f : expf(wm[h] - M);
+#pragma unroll
+            for (int e = 0; e < NV; e++) acc[h][e] *= sc;
+            if (threadIdx.x == h) {
+                float L = 0.0f;
+#pragma unroll
+                for (int w = 0; w < W; w++) L += swm[w][h] == -INFINITY ? 0.0f : swl[w][h] * expf(swm[w][h] - M);
+                sm_m[h] = M;
+                sm_l[h] = L;
+            }
+        }
+    }
 #pragma unroll
     for (int h = 0; h < HG; h++)
 #pragma unroll
@@ -826,9 +930,12 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
 template <int D, int HGV>
 static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
     constexpr int SMEM = FsGeo<D>::SMEM;
-    static bool attr[2]; /* the 64 KB of dynamic shared memory, allowed once per instantiation */
-    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true> : attn_stream_kernel<D, HGV, false>;
-    bool &done = attr[a->map.blk ? 1 : 0];
+    static bool attr[4]; /* the 64 KB of dynamic shared memory, allowed once per instantiation */
+    static int c_wi = -2; /* CLLAMA_CUDA_ATTN_STREAM_WI=0|1 forces the tile body (A/B) */
+    const bool wi = cll_cu_attn_stream_wi(cll_cu_env_tri(&c_wi, "CLLAMA_CUDA_ATTN_STREAM_WI"), HGV);
+    auto k = a->map.blk ? (wi ? attn_stream_kernel<D, HGV, true, true> : attn_stream_kernel<D, HGV, true, false>)
+                        : (wi ? attn_stream_kernel<D, HGV, false, true> : attn_stream_kernel<D, HGV, false, false>);
+    bool &done = attr[(a->map.blk ? 1 : 0) + (wi ? 2 : 0)];
     if (!done) { /* and the largest shared-memory carveout, so two blocks share an SM */
         cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
         if (e == cudaSuccess)
