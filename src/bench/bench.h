@@ -105,6 +105,11 @@ cll_status cll_bench_open_seqs(const char *path, int backend, int n_threads, int
  * (cllama_decode_topk: what the server's sampling steps ask for) */
 typedef enum { CLL_BENCH_OUT_LOGITS = 0, CLL_BENCH_OUT_GREEDY, CLL_BENCH_OUT_TOPK } cll_bench_out;
 cll_status cll_bench_set_output(cll_bench_model *bm, cll_bench_out out, int top_k);
+/* untimed, once before the batched cells: what a server does at start (cllama_context_prepare): the
+ * step graphs of 2..n_seq sequences and a prompt pass per size class up to n_batch (within n_ctx), so
+ * no cell times a first call of a shape (H200: pl 1's one 128-token prompt took 68 ms, 1884 tok/s,
+ * against 6 ms warmed); the CPU has nothing to prepare */
+cll_status cll_bench_prepare(cll_bench_model *bm, int n_seq);
 void cll_bench_close(cll_bench_model *bm);
 const char *cll_bench_model_type(const cll_bench_model *bm); /* "llama 1B Q4_K - Medium"-like */
 uint64_t cll_bench_model_size(const cll_bench_model *bm);    /* bytes of tensor data */

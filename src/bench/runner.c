@@ -284,6 +284,11 @@ static cll_status decode_chunks(cll_bench_model *bm, const cllama_token *tok, co
     return CLL_OK;
 }
 
+cll_status cll_bench_prepare(cll_bench_model *bm, int n_seq) {
+    const cllama_status st = cllama_context_prepare(bm->c, n_seq, bm->n_batch);
+    return st == CLLAMA_OK ? CLL_OK : from_api(st, "preparing the batched steps");
+}
+
 cll_status cll_bench_batched(cll_bench_model *bm, int pp, int tg, int pl, cll_bench_batched_result *r) {
     memset(r, 0, sizeof *r);
     if (pp < 0 || tg < 0 || pl < 1 || (pp == 0 && tg == 0)) return cll_err(CLL_ERR_ARG, "batched bench: pp %d tg %d pl %d", pp, tg, pl);

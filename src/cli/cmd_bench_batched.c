@@ -164,7 +164,7 @@ int cll_cmd_bench_batched(int argc, char **argv) {
     if (max_ctx < 16) max_ctx = 16;
     cll_bench_model *bm = NULL;
     if (cll_bench_open_seqs(model, backend, threads, max_ctx, n_batch, max_pl, (uint32_t)kv_cells, &bm) != CLL_OK ||
-        cll_bench_set_output(bm, out, top_k) != CLL_OK) {
+        cll_bench_set_output(bm, out, top_k) != CLL_OK || cll_bench_prepare(bm, max_pl) != CLL_OK) {
         fprintf(stderr, "cllama bench: %s\n", cll_last_error());
         cll_bench_close(bm);
         json_decref(doc);
