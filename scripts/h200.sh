@@ -408,7 +408,8 @@ serve() {
   timeout 400 python3 scripts/load_test.py --spawn .gpu/bin/cllama -m "$MODELS/$name.gguf" \
     --serve-args "--backend cuda --kv-cells $kv ${SERVE_EXTRA:-}" \
     --parallel "$par" --ctx "$ctx" -n 64 --max-tokens 128 --mixed --long-prompt 4096 --long-at ${LONG_AT:-1} --check \
-    --json "$OUT/load-$name${SERVE_TAG:-}.json" 2>&1 | grep -vE "^  stream [0-9]+:" | tail -30
+    --json "$OUT/load-$name${SERVE_TAG:-}.json" --metrics-out "$OUT/metrics-$name${SERVE_TAG:-}.txt" 2>&1 |
+    grep -vE "^  stream [0-9]+:" | tail -30
 }
 
 # final [DEADLINE_S]: the board in one call: llama.cpp builds in the background (-j12) while every

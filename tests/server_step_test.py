@@ -5,9 +5,11 @@ Four requests with ~60-token prompts arrive together at a server with 4 slots an
 default step (slots + chunk = 20 tokens) their prompts need ~12 steps; with --step-tokens 68 each step
 carries four chunks, ~4 steps. The greedy replies are the same either way (and the same as alone), and
 a --step-tokens below the slots is raised to slots + 1, not refused. Steps last >= 20 ms
-(CLLAMA_SERVER_STEP_MS) so the four requests reach the first step together.
+(CLLAMA_SERVER_STEP_MS) so the four requests reach the first step together. The servers run with
+CLLAMA_SERVER_STEP_LOG=1: its lines parse, their rows add up, and the CPU reports no device time.
 Env: CLLAMA_BIN, CLLAMA_SHARED. Exit 77 = SKIP."""
 import os
+import re
 import sys
 import threading
 
@@ -36,12 +38,28 @@ def burst(srv):
     return out, srv.metrics().get("cllama_decode_steps_total", 0) - d0
 
 
+STEP_RX = re.compile(r"cllama serve: step (\d+) at ([0-9.]+) s: (\d+) rows, (\d+) generating \+ (\d+) prompt tokens "
+                     r"in (\d+) run\(s\), ([0-9.]+) ms \(device ([0-9.]+) ms, (graph|eager|captured), "
+                     r"(greedy|top-k|logits)\)$")
+
+
+def step_log(lines, burst_steps):
+    """CLLAMA_SERVER_STEP_LOG=1: a line per engine step, its rows adding up, on the CPU no device time
+    and no graph, the temperature-0 burst's sampling steps greedy"""
+    steps = [m for m in map(STEP_RX.match, lines) if m]
+    check(len(steps) >= burst_steps > 0, "step log: %d lines for a burst of %d steps" % (len(steps), burst_steps))
+    check(all(int(m.group(3)) == int(m.group(4)) + int(m.group(5)) for m in steps), "step log: rows = generating + prompt")
+    check(all(float(m.group(8)) == 0.0 and m.group(9) == "eager" for m in steps), "step log: the CPU has no device time")
+    check(any(m.group(10) == "greedy" for m in steps), "step log: the temperature-0 steps sample greedily")
+    check([int(m.group(1)) for m in steps] == list(range(1, len(steps) + 1)), "step log: steps counted from 1")
+
+
 def main():
     if not BIN or not os.path.exists(BIN):
         skip("no cllama binary (CLLAMA_BIN)")
     if not os.path.exists(STORIES):
         skip("no stories260K.gguf under CLLAMA_SHARED")
-    env = dict(os.environ, CLLAMA_SERVER_STEP_MS="20")
+    env = dict(os.environ, CLLAMA_SERVER_STEP_MS="20", CLLAMA_SERVER_STEP_LOG="1")
     res = {}
     for label, extra in (("default", []), ("wide", ["--step-tokens", 68]), ("tiny", ["--step-tokens", 1])):
         srv = Server(STORIES, "--parallel", 4, "--chunk", 16, "--threads", 2, *extra, env=env)
@@ -50,6 +68,8 @@ def main():
         finally:
             rc = srv.stop()
         check(rc == 0, "%s: clean exit (rc %s)" % (label, rc))
+        if label == "wide":
+            step_log(srv.log, res[label][1])
     (t_def, s_def), (t_wide, s_wide), (t_tiny, s_tiny) = res["default"], res["wide"], res["tiny"]
     check(all(t_def) and t_def == t_wide == t_tiny, "the same greedy replies with any step size")
     check(s_wide + 4 <= s_def, "--step-tokens 68 reads the burst in fewer steps (%d vs %d)" % (s_wide, s_def))
