@@ -156,7 +156,7 @@ static void test_phi3(void **s) {
     /* the template stored in shared/models/vocab/ggml-vocab-phi-3.gguf */
     cll_gguf *g = NULL;
     cll_tokenizer *t = NULL;
-    if (cll_gguf_open(tu_shared("models/vocab/ggml-vocab-phi-3.gguf"), &g) != CLL_OK) tu_skip("phi-3 vocab missing");
+    if (cll_gguf_open(tu_shared("models/vocab/ggml-vocab-phi-3.gguf"), &g) != CLL_OK) tu_skip_test("phi-3 vocab missing");
     assert_int_equal(cll_tok_create(g, &t), CLL_OK);
     cll_chat_tmpl ct;
     cll_chat_init_gguf(&ct, g, t);

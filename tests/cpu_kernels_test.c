@@ -405,6 +405,19 @@ static void test_act_quantizers(void **state) {
 
 /* ---- dispatch: defaults, overrides, loud fallback ---- */
 
+/* cll_cpu_weight_create under tu_stderr_of (its warnings are what the caller checks) */
+typedef struct {
+    uint32_t type;
+    int64_t rows, cols;
+    const uint8_t *w;
+    cll_cpu_weight *cw;
+    cll_status st;
+} create_args;
+static void create_weight(void *p) {
+    create_args *a = (create_args *)p;
+    a->st = cll_cpu_weight_create(a->type, a->rows, a->cols, a->w, &a->cw);
+}
+
 static void test_dispatch(void **state) {
     (void)state;
     const bool avx2 = (cll_kernels_cpu_features() & CLL_ISA_AVX2) != 0;
@@ -442,19 +455,31 @@ static void test_dispatch(void **state) {
     assert_string_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_scalar");
     assert_string_equal(cll_cpu_weight_gemv_kernel(cw), "matmul_q4_0_scalar");
     cll_cpu_weight_free(cw);
-    /* a forced r8 row on 17 rows falls back (with a warning) */
+    /* a forced r8 row on 17 rows falls back, with a warning naming the row */
     if (avx2) {
         setenv("CLLAMA_KERNEL", "matmul_q4_0_avx2_r8x4", 1);
         uint8_t *w17 = make_weights(CLL_TYPE_Q4_0, 17, 256);
-        assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 17, 256, w17, &cw), CLL_OK);
-        assert_string_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_avx2_row");
-        cll_cpu_weight_free(cw);
+        create_args c17 = {CLL_TYPE_Q4_0, 17, 256, w17, NULL, CLL_ERR_INTERNAL};
+        char *err = tu_stderr_of(create_weight, &c17, NULL);
+        assert_int_equal(c17.st, CLL_OK);
+        assert_string_equal(cll_cpu_weight_kernel(c17.cw), "matmul_q4_0_avx2_row");
+        if (!err || !strstr(err, "forced kernel matmul_q4_0_avx2_r8x4 does not support"))
+            fail_msg("no fallback warning (stderr: %s)", err ? err : "(none)");
+        free(err);
+        cll_cpu_weight_free(c17.cw);
         free(w17);
     }
-    /* an unknown name is ignored loudly */
+    /* an unknown name is ignored, loudly */
     setenv("CLLAMA_KERNEL", "no_such_kernel", 1);
-    assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 24, 256, w, &cw), CLL_OK);
-    cll_cpu_weight_free(cw);
+    {
+        create_args cu = {CLL_TYPE_Q4_0, 24, 256, w, NULL, CLL_ERR_INTERNAL};
+        char *err = tu_stderr_of(create_weight, &cu, NULL);
+        assert_int_equal(cu.st, CLL_OK);
+        if (!err || !strstr(err, "CLLAMA_KERNEL names 'no_such_kernel'"))
+            fail_msg("no warning for an unknown CLLAMA_KERNEL (stderr: %s)", err ? err : "(none)");
+        free(err);
+        cll_cpu_weight_free(cu.cw);
+    }
     unsetenv("CLLAMA_KERNEL");
     /* the override table beats the default */
     assert_int_equal(cll_kernels_set_override("cpu/gemm/q4_0", "matmul_q4_0_scalar"), CLL_OK);

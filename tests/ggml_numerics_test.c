@@ -98,7 +98,7 @@ static const cll_kernel_row *ggml_row(uint32_t type) {
 
 static void test_vec_dot_rows(void **state) {
     (void)state;
-    if (!(cll_kernels_cpu_features() & CLL_ISA_AVX2)) tu_skip("the ggml rows reproduce ggml-cpu's AVX2 kernels");
+    if (!(cll_kernels_cpu_features() & CLL_ISA_AVX2)) tu_skip_test("the ggml rows reproduce ggml-cpu's AVX2 kernels");
     json_t *vd = json_object_get(golden(), "vec_dot");
     const int64_t n = json_integer_value(json_object_get(vd, "n")), ntok = json_integer_value(json_object_get(vd, "tokens")),
                   rows = json_integer_value(json_object_get(vd, "rows"));
@@ -220,7 +220,7 @@ static void test_fallback_is_loud(void **state) {
 
 static void test_swiglu(void **state) {
     (void)state;
-    if (!(cll_kernels_cpu_features() & CLL_ISA_AVX2)) tu_skip("ggml's swiglu is its AVX2 + FMA path");
+    if (!(cll_kernels_cpu_features() & CLL_ISA_AVX2)) tu_skip_test("ggml's swiglu is its AVX2 + FMA path");
     json_t *o = json_object_get(json_object_get(golden(), "ops"), "swiglu");
     const int64_t nc = json_integer_value(json_array_get(json_object_get(o, "ne"), 0)),
                   nr = json_integer_value(json_array_get(json_object_get(o, "ne"), 1));

@@ -116,8 +116,7 @@ static void test_simulated_split(void **state) {
     snprintf(path, sizeof path, "%s", tu_shared("oracle/models/tiny-llama-Q4_0.gguf"));
     cll_gguf *g = NULL;
     if (cll_gguf_open(path, &g) != CLL_OK) {
-        tu_skip("simulated split: tiny-llama-Q4_0.gguf missing");
-        skip();
+        tu_skip_test("simulated split: tiny-llama-Q4_0.gguf missing");
     }
     cll_model *m = NULL;
     assert_int_equal(cll_model_load(g, &m), CLL_OK);

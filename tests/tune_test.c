@@ -505,8 +505,7 @@ static void test_doctor(void **state) {
     (void)state;
     const char *bin = getenv("CLLAMA_BIN");
     if (!bin || access(bin, X_OK)) {
-        tu_skip("tune doctor: no cllama binary (CLLAMA_BIN)");
-        skip();
+        tu_skip_test("tune doctor: no cllama binary (CLLAMA_BIN)");
     }
     const cll_kernel_table *t = cll_cpu_kernel_table();
     const cll_kernel_row *def, *alt;
@@ -624,8 +623,7 @@ static void test_export_class(void **state) {
     char cls[48];
     if (!cll_tune_class(&full->box, cls, sizeof cls)) {
         cll_tune_free(full);
-        tu_skip("this box has no class (scalar CPU)");
-        skip();
+        tu_skip_test("this box has no class (scalar CPU)");
     }
     cll_tune_sidecar *c = NULL;
     assert_int_equal(cll_tune_export_class(full, cls, "cllama tune --export-class X -o Y", false, &c), CLL_OK);
@@ -695,8 +693,7 @@ static void test_load_order(void **state) {
     assert_int_equal(cll_tune_box_probe("cpu", &here), CLL_OK);
     char cls[48];
     if (!cll_tune_class(&here, cls, sizeof cls)) {
-        tu_skip("this box has no class (scalar CPU)");
-        skip();
+        tu_skip_test("this box has no class (scalar CPU)");
     }
     char cache[320], defs[320], box_path[1024], explicit_path[320], cmd[800];
     path_of("order/cache", cache, sizeof cache);
@@ -817,8 +814,7 @@ static void test_class_stale_site(void **state) {
     char cls[48];
     if (!cll_tune_class(&full->box, cls, sizeof cls)) {
         cll_tune_free(full);
-        tu_skip("this box has no class (scalar CPU)");
-        skip();
+        tu_skip_test("this box has no class (scalar CPU)");
     }
     cll_tune_sidecar *c = NULL;
     assert_int_equal(cll_tune_export_class(full, cls, "test", false, &c), CLL_OK);
