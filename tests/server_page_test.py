@@ -146,10 +146,10 @@ def main():
     try:
         st, _, j = s.post_json("/v1/chat/completions", {"messages": [{"role": "user", "content": q}],
                                                          "max_tokens": n, "temperature": 0})
-        if st != 200:
-            print("SKIP: chat completions unavailable (%d %s): the page needs them" % (st, j))
+        if st != 200:  # the route is built: a refusal here is a failure, not a skip
+            print("FAIL chat completions answer 200 (%d %s): the page needs them" % (st, j))
             s.stop()
-            sys.exit(77)
+            sys.exit(1)
         want = j["choices"][0]["message"]["content"]
         page_reply(exe, s, q, n, want, "", "server_page.png", "")
     finally:
