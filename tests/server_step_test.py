@@ -4,7 +4,7 @@
 Four requests with ~60-token prompts arrive together at a server with 4 slots and --chunk 16: with the
 default step (slots + chunk = 20 tokens) their prompts need ~12 steps; with --step-tokens 68 each step
 carries four chunks, ~4 steps. The greedy replies are the same either way, and a --step-tokens below
-the slots is accepted (the server raises it to slots + 1) and gives the same replies. Steps last >= 20 ms
+slots + chunk is accepted (the server raises it to slots + chunk) and gives the same replies. Steps last >= 20 ms
 (CLLAMA_SERVER_STEP_MS) so the four requests reach the first step together. The servers run with
 CLLAMA_SERVER_STEP_LOG=1: its lines parse, their rows add up, and the CPU reports no device time.
 Env: CLLAMA_BIN, CLLAMA_SHARED. Exit 77 = SKIP."""

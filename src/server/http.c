@@ -402,7 +402,9 @@ int cll_server_run(const cll_server_config *cfg) {
     int step = cfg->step_tokens > 0 ? cfg->step_tokens
                                     : cll_server_default_step_tokens(cllama_model_backend(srv->model) == CLLAMA_BACKEND_CUDA,
                                                                      srv->cfg.parallel, chunk);
-    if (step < srv->cfg.parallel + 1) step = srv->cfg.parallel + 1;
+    /* the scheduler's floor (cll_server_sched_start: a token per slot and one whole chunk), so the
+     * start-up passes warm every size a step can have */
+    if (step < srv->cfg.parallel + chunk) step = srv->cfg.parallel + chunk;
     if (cp.n_batch < (uint32_t)step) cp.n_batch = (uint32_t)step;
     if (cllama_context_create(srv->model, &cp, &srv->ctx) != CLLAMA_OK) {
         fprintf(stderr, "cllama serve: cannot create the context: %s\n", cllama_last_error());
