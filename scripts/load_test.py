@@ -115,15 +115,22 @@ def probe_tokens_per_unit(host, port, model):
     return max(1.0, json.loads(data)["usage"]["prompt_tokens"] / 4.0)
 
 
+def http_get(host, port, path):
+    """(status, body bytes) of GET path"""
+    c = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
 def server_n_ctx(host, port):
     """the server's per-sequence context (/v1/models meta.n_ctx), or None"""
     try:
-        c = http.client.HTTPConnection(host, port, timeout=30)
-        c.request("GET", "/v1/models")
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        return int(json.loads(data)["data"][0]["meta"]["n_ctx"]) if r.status == 200 else None
+        st, data = http_get(host, port, "/v1/models")
+        return int(json.loads(data)["data"][0]["meta"]["n_ctx"]) if st == 200 else None
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return None
 
@@ -291,11 +298,8 @@ def main():
         if a.check:
             print("check: %s" % ("FAILED" if bad else "ok"))
         if a.metrics_out:
-            conn = http.client.HTTPConnection(host, port, timeout=30)
-            conn.request("GET", "/metrics")
             with open(a.metrics_out, "w") as f:
-                f.write(conn.getresponse().read().decode())
-            conn.close()
+                f.write(http_get(host, port, "/metrics")[1].decode())
     finally:
         if proc:
             proc.terminate()

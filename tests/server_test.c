@@ -435,14 +435,18 @@ static void write_file(const char *path, const char *text) {
     fclose(f);
 }
 
-/* the step budget without --step-tokens: a slot's token each plus a chunk; on a GPU at least 512 */
+/* the step budget: without --step-tokens a slot's token each plus a chunk, on a GPU at least 512;
+ * never below a slot's token each plus a chunk */
 static void test_default_step_tokens(void **st) {
     (void)st;
-    assert_int_equal(cll_server_default_step_tokens(false, 72, 128), 200);
-    assert_int_equal(cll_server_default_step_tokens(true, 72, 128), CLL_SERVER_GPU_STEP_TOKENS);
-    assert_int_equal(cll_server_default_step_tokens(true, 4, 128), 512);
-    assert_int_equal(cll_server_default_step_tokens(true, 512, 128), 640); /* wider already: kept */
-    assert_int_equal(cll_server_default_step_tokens(false, 4, 64), 68);
+    assert_int_equal(cll_server_step_tokens(false, 72, 128, 0), 200);
+    assert_int_equal(cll_server_step_tokens(true, 72, 128, 0), CLL_SERVER_GPU_STEP_TOKENS);
+    assert_int_equal(cll_server_step_tokens(true, 4, 128, 0), 512);
+    assert_int_equal(cll_server_step_tokens(true, 512, 128, 0), 640); /* wider already: kept */
+    assert_int_equal(cll_server_step_tokens(false, 4, 64, 0), 68);
+    assert_int_equal(cll_server_step_tokens(false, 4, 64, 1024), 1024); /* asked: taken */
+    assert_int_equal(cll_server_step_tokens(true, 4, 64, 100), 100);    /* asked on a GPU: taken too */
+    assert_int_equal(cll_server_step_tokens(true, 72, 128, 64), 200);   /* below the floor: raised */
 }
 
 static void test_key_file(void **st) {

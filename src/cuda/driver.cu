@@ -622,16 +622,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     return CLL_OK;
 }
 
-/* capture a pass of n tokens (n_want output rows, argmax always) into *g / *exec (counted, with its host
- * time, in the state's counters) */
-static cll_status capture_pass_(cll_driver_state *s, int64_t n, int64_t n_want, cudaGraph_t *gout, cudaGraphExec_t *exec);
-static cll_status capture_pass(cll_driver_state *s, int64_t n, int64_t n_want, cudaGraph_t *gout, cudaGraphExec_t *exec) {
-    const double t0 = cll_now();
-    const cll_status st = capture_pass_(s, n, n_want, gout, exec);
-    s->c.graph_captures++;
-    s->c.capture_seconds += cll_now() - t0;
-    return st;
-}
+/* the capture itself (capture_pass counts it) */
 static cll_status capture_pass_(cll_driver_state *s, int64_t n, int64_t n_want, cudaGraph_t *gout, cudaGraphExec_t *exec) {
     TRY(cudaStreamBeginCapture(s->st, cudaStreamCaptureModeThreadLocal));
     cll_status st = run_pass(s, n, n_want, true);
@@ -656,6 +647,16 @@ static cll_status capture_pass_(cll_driver_state *s, int64_t n, int64_t n_want, 
     }
     *gout = g;
     return CLL_OK;
+}
+
+/* capture a pass of n tokens (n_want output rows, argmax always) into *g / *exec (counted, with its host
+ * time, in the state's counters) */
+static cll_status capture_pass(cll_driver_state *s, int64_t n, int64_t n_want, cudaGraph_t *gout, cudaGraphExec_t *exec) {
+    const double t0 = cll_now();
+    const cll_status st = capture_pass_(s, n, n_want, gout, exec);
+    s->c.graph_captures++;
+    s->c.capture_seconds += cll_now() - t0;
+    return st;
 }
 
 /* cuda.batch_graph 0 (CLLAMA_CUDA_BATCH_GRAPH=0): batched decode steps run eagerly (A/B) */

@@ -395,16 +395,13 @@ int cll_server_run(const cll_server_config *cfg) {
     cp.n_threads = cfg->threads;
     cp.backend = CLLAMA_BACKEND_DEFAULT; /* the model's */
     /* one step carries a token per sequence plus prompt chunks (each <= --chunk) up to --step-tokens
-     * (default cll_server_default_step_tokens: one chunk's worth, at least 512 on a GPU, where a step
-     * reads the weights once however many tokens it carries, so a burst of new prompts is read in
-     * fewer steps while a lone long prompt still adds one chunk per step) */
+     * (cll_server_step_tokens: by default one chunk's worth, at least 512 on a GPU, where a step reads
+     * the weights once however many tokens it carries, so a burst of new prompts is read in fewer steps
+     * while a lone long prompt still adds one chunk per step; never below the scheduler's floor, so the
+     * start-up passes warm every size a step can have) */
     const int chunk = cfg->chunk > 0 ? cfg->chunk : 128;
-    int step = cfg->step_tokens > 0 ? cfg->step_tokens
-                                    : cll_server_default_step_tokens(cllama_model_backend(srv->model) == CLLAMA_BACKEND_CUDA,
-                                                                     srv->cfg.parallel, chunk);
-    /* the scheduler's floor (cll_server_sched_start: a token per slot and one whole chunk), so the
-     * start-up passes warm every size a step can have */
-    if (step < srv->cfg.parallel + chunk) step = srv->cfg.parallel + chunk;
+    const int step = cll_server_step_tokens(cllama_model_backend(srv->model) == CLLAMA_BACKEND_CUDA, srv->cfg.parallel,
+                                            chunk, cfg->step_tokens);
     if (cp.n_batch < (uint32_t)step) cp.n_batch = (uint32_t)step;
     if (cllama_context_create(srv->model, &cp, &srv->ctx) != CLLAMA_OK) {
         fprintf(stderr, "cllama serve: cannot create the context: %s\n", cllama_last_error());

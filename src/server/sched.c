@@ -689,9 +689,10 @@ static void *engine_main(void *arg) {
     return NULL;
 }
 
-int cll_server_default_step_tokens(bool gpu, int parallel, int chunk) {
-    const int step = parallel + chunk;
-    return gpu && step < CLL_SERVER_GPU_STEP_TOKENS ? CLL_SERVER_GPU_STEP_TOKENS : step;
+int cll_server_step_tokens(bool gpu, int parallel, int chunk, int asked) {
+    const int floor = parallel + chunk;
+    const int want = asked > 0 ? asked : gpu ? CLL_SERVER_GPU_STEP_TOKENS : floor;
+    return want > floor ? want : floor;
 }
 
 int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, int step_tokens, cll_server_metrics *metrics,

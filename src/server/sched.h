@@ -57,14 +57,15 @@ typedef struct cll_server_sched cll_server_sched;
 /* Start the engine thread. queue_max: jobs allowed to wait while every slot is busy; chunk: prompt
  * tokens per sequence per step; step_tokens: most tokens per step (at least slots + chunk; at most
  * the context's n_batch). */
-/* the tokens one step may carry when --step-tokens is not given: a token per slot plus one chunk; on a
- * GPU at least CLL_SERVER_GPU_STEP_TOKENS (a step there reads the weights once however wide it is).
+/* the tokens one step may carry: --step-tokens (asked > 0) or by default a token per slot plus one
+ * chunk, on a GPU at least CLL_SERVER_GPU_STEP_TOKENS (a step there reads the weights once however wide
+ * it is); never below a token per slot plus one chunk (the scheduler's floor, cll_server_sched_start).
  * H200, l2-7b Q4_K_M, 64 streams of 16-1024-token prompts + a 4k one (sixteenth session, 4 runs a
  * side): 512 a step 5995-6014 tok/s, TTFT p50/p99 0.067-0.070/0.121-0.129 s, vs 200 (72 slots + 128)
  * 5683-5755, 0.080-0.088/0.186-0.196 s, the long prompt's gap ratio the same (1.90-2.03x vs
  * 1.89-1.95x); 1024: 5576. On a CPU a wide step is a long one: one chunk's worth. */
 #define CLL_SERVER_GPU_STEP_TOKENS 512
-int cll_server_default_step_tokens(bool gpu, int parallel, int chunk);
+int cll_server_step_tokens(bool gpu, int parallel, int chunk, int asked);
 int cll_server_sched_start(cllama_context *ctx, int queue_max, int chunk, int step_tokens, cll_server_metrics *metrics,
                            cll_server_sched **out);
 /* Stop the engine thread: running and queued jobs finish as cancelled, submit refuses.

@@ -367,6 +367,18 @@ static __device__ __forceinline__ void fa_pf_next(const cll_cu_attn_args &a, con
     cll_l2_prefetch_share(a.pf, a.pf_bytes, (size_t)blockIdx.y * gridDim.x + blockIdx.x, (size_t)gridDim.x * gridDim.y);
 }
 
+/* a head's online-softmax step, once its keys' sum of e^(s - mn) is known (every lane holds it): lane 0
+ * rescales the head's running sum by e^(mo - mn) (0 for the first keys), moves its max to mn and keeps
+ * the factor for the head's acc (sm_c) */
+static __device__ __forceinline__ void fa_commit_head(int h, float mo, float mn, float sum, int lane, float *sm_m,
+                                                      float *sm_l, float *sm_c) {
+    if (lane != 0) return;
+    const float corr = mo == -INFINITY ? 0.0f : expf(mo - mn);
+    sm_l[h] = sm_l[h] * corr + sum;
+    sm_m[h] = mn;
+    sm_c[h] = corr;
+}
+
 /* q of the block's heads into registers: lane (key slot, lane-in-key l) holds dims 8l..8l+7 of
  * each head (zeros past hg); from the fused rope's rows or the q rows */
 template <int HD, int HG>
@@ -583,13 +595,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
                 S[h][j] = p;
                 sum += p;
             }
-            sum = cll_warp_sum(sum);
-            if (lane == 0) {
-                const float corr = mo == -INFINITY ? 0.0f : expf(mo - mn);
-                sm_l[h] = sm_l[h] * corr + sum;
-                sm_m[h] = mn;
-                sm_c[h] = corr;
-            }
+            fa_commit_head(h, mo, mn, cll_warp_sum(sum), lane, sm_m, sm_l, sm_c);
         }
         __syncthreads();
         /* C: acc = acc * corr + sum_j p_j v_j */
@@ -675,6 +681,19 @@ static __device__ __forceinline__ void fs_k8(const unsigned char *p, bool live, 
     const float2 f2 = __half22float2(*(const __half2 *)&u.z), f3 = __half22float2(*(const __half2 *)&u.w);
     kv[0] = f0.x; kv[1] = f0.y; kv[2] = f1.x; kv[3] = f1.y;
     kv[4] = f2.x; kv[5] = f2.y; kv[6] = f3.x; kv[7] = f3.y;
+}
+
+/* lane's NV dims of a staged V row (f16) as floats */
+template <int NV> static __device__ __forceinline__ void fs_v(const unsigned char *row, int lane, float (&vv)[NV]) {
+    const uint16_t *vr = (const uint16_t *)row + NV * lane;
+    if constexpr (NV == 4) {
+        const uint2 u = *(const uint2 *)vr;
+        const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
+        vv[0] = f0.x; vv[1] = f0.y; vv[2] = f1.x; vv[3] = f1.y;
+    } else {
+#pragma unroll
+        for (int q = 0; q < NV; q++) vv[q] = cll_h2f(vr[q]);
+    }
 }
 
 template <int HD, int HG, bool PG, bool WI>
@@ -801,15 +820,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
                 const int jj = j0 + j;
                 if (jj >= cs) break; /* warp-uniform */
                 float vv[NV];
-                const uint16_t *vr = (const uint16_t *)(vt + jj * ROWB) + NV * lane;
-                if constexpr (NV == 4) {
-                    const uint2 u = *(const uint2 *)vr;
-                    const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
-                    vv[0] = f0.x; vv[1] = f0.y; vv[2] = f1.x; vv[3] = f1.y;
-                } else {
-#pragma unroll
-                    for (int q = 0; q < NV; q++) vv[q] = cll_h2f(vr[q]);
-                }
+                fs_v<NV>(vt + jj * ROWB, lane, vv);
 #pragma unroll
                 for (int h = 0; h < HG; h++) {
                     if (h >= g.hg) continue;
@@ -855,13 +866,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
                     S[h][lane + 32 * i] = p;
                     sum += p;
                 }
-                sum = cll_warp_sum(sum);
-                if (lane == 0) {
-                    const float corr = mo == -INFINITY ? 0.0f : expf(mo - mn);
-                    sm_l[h] = sm_l[h] * corr + sum;
-                    sm_m[h] = mn;
-                    sm_c[h] = corr;
-                }
+                fa_commit_head(h, mo, mn, cll_warp_sum(sum), lane, sm_m, sm_l, sm_c);
             }
             __syncthreads();
             /* acc = acc * corr + sum_j p_j v_j: warp per key, NV dims a lane */
@@ -874,15 +879,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
             const unsigned char *vt = st + TK * ROWB;
             for (int j = warp; j < cs; j += W) {
                 float vv[NV];
-                const uint16_t *vr = (const uint16_t *)(vt + j * ROWB) + NV * lane;
-                if constexpr (NV == 4) {
-                    const uint2 u = *(const uint2 *)vr;
-                    const float2 f0 = __half22float2(*(const __half2 *)&u.x), f1 = __half22float2(*(const __half2 *)&u.y);
-                    vv[0] = f0.x; vv[1] = f0.y; vv[2] = f1.x; vv[3] = f1.y;
-                } else {
-#pragma unroll
-                    for (int e = 0; e < NV; e++) vv[e] = cll_h2f(vr[e]);
-                }
+                fs_v<NV>(vt + j * ROWB, lane, vv);
 #pragma unroll
                 for (int h = 0; h < HG; h++) {
                     if (h >= g.hg) continue;
