@@ -117,7 +117,7 @@ static cll_status add_w(plan *pl, cll_cu_part *dst, const cll_gguf_tensor *const
      * f16 panels instead), else the type's default */
     dst->fused_min = fused_env("CLLAMA_CUDA_FUSED_MIN", cll_cu_fused_min_tokens(j->type));
     dst->fused_max = fused_env("CLLAMA_CUDA_FUSED_MAX", CLL_CU_FUSED_MAX);
-    j->bytes = align_up(cll_cu_weight_bytes(j->type, j->rows, j->cols, j->n_mat));
+    j->bytes = align_up(cll_cu_weight_bytes(j->type, dst->gemv->layout, j->rows, j->cols, j->n_mat));
     j->off = pl->total;
     pl->total += j->bytes;
     if (nt > 1) {
@@ -209,7 +209,7 @@ static cll_status plan_model(plan *pl) {
             j->rows = (int64_t)t->ne[1];
             j->cols = (int64_t)t->ne[0];
             j->n_mat = 1;
-            j->bytes = align_up(cll_cu_weight_bytes(j->type, j->rows, j->cols, 1));
+            j->bytes = align_up(cll_cu_weight_bytes(j->type, 0, j->rows, j->cols, 1)); /* layout 0 (upload) */
             j->off = pl->total;
             pl->total += j->bytes;
             P(add_w(pl, &dm->output, &m->output, 1));

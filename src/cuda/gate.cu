@@ -473,7 +473,7 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     void *dw = NULL, *dxq = NULL;
     float *dx = NULL, *dy = NULL;
     int32_t *dids = NULL;
-    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, n_mat)));
+    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, impl->layout, rows, cols, n_mat)));
     cll_cu_weight w;
     GATE_CU(cll_cu_weight_upload_l(&w, W.data(), t, impl->layout, rows, cols, n_mat, dw));
     GATE_CU(dev.alloc((void **)&dx, x.size() * sizeof(float)));
@@ -658,7 +658,7 @@ cll_status gate_gemm(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     Dev dev;
     void *dw = NULL, *panel = NULL, *xh = NULL;
     float *dx = NULL, *dy = NULL;
-    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, n_mat)));
+    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, layout, rows, cols, n_mat)));
     cll_cu_weight w;
     GATE_CU(cll_cu_weight_upload_l(&w, W.data(), t, layout, rows, cols, n_mat, dw));
     GATE_CU(dev.alloc((void **)&dx, x.size() * sizeof(float)));
@@ -771,7 +771,7 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
     int32_t *dsel = NULL, *dids = NULL, *doff = NULL, *dtoff = NULL;
     void *dxh = NULL;
     GATE_CU(dev.alloc(&dxh, (size_t)(nk * cols) * 2));
-    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, E)));
+    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, impl->layout, rows, cols, E)));
     cll_cu_weight w;
     GATE_CU(cll_cu_weight_upload_l(&w, W.data(), t, impl->layout, rows, cols, E, dw));
     GATE_CU(dev.alloc((void **)&dxt, xt.size() * sizeof(float)));
@@ -1329,8 +1329,18 @@ template <int T> bool check_split(uint64_t seed, char *why, size_t cap) {
         snprintf(why, cap, "%s split: no generator", tr->name);
         return false;
     }
-    const size_t rb = (size_t)cll_row_bytes(T, (uint64_t)cols), rs = cll_cu_row_stride(T, cols);
+    const size_t rb = (size_t)cll_row_bytes(T, (uint64_t)cols), rs = cll_cu_row_stride(T, CLL_CU_LAYOUT_SPLIT, cols);
     const cll_cu_sp_ops *ops = cll_cu_sp_ops_get(T);
+    /* the device row bytes the stride is sized from hold everything the repack writes (one row
+     * into a guarded buffer first: a short stride would overrun P below) */
+    const size_t db = ops->row_bytes(cols);
+    std::vector<uint8_t> G(2 * rs + 64, 0xA5);
+    ops->pack(W.data(), G.data(), 1, cols, rb, rs);
+    for (size_t i = db; i < G.size(); i++)
+        if (G[i] != 0xA5 || rs != ((db + 15) & ~(size_t)15)) {
+            snprintf(why, cap, "%s split: the repack wrote byte %zu of a row of %zu device bytes (stride %zu)", tr->name, i, db, rs);
+            return false;
+        }
     std::vector<uint8_t> P(rs * 3, 0);
     ops->pack(W.data(), P.data(), 3, cols, rb, rs);
     std::vector<float> wf((size_t)cols), x((size_t)cols), xa((size_t)cols);
@@ -1436,7 +1446,7 @@ static cll_status gate_get_rows_l(uint32_t t, int64_t rows, int64_t cols, int n_
     void *dw = NULL;
     int32_t *dids = NULL;
     float *d1 = NULL, *d2 = NULL;
-    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, rows, cols, 1)));
+    GATE_CU(dev.alloc(&dw, cll_cu_weight_bytes(t, layout, rows, cols, 1)));
     cll_cu_weight w;
     GATE_CU(cll_cu_weight_upload_l(&w, W.data(), t, layout, rows, cols, 1, dw));
     GATE_CU(dev.alloc((void **)&dids, ids.size() * sizeof(int32_t)));
@@ -1525,7 +1535,7 @@ extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t r
     if (!row || !(row->op & CLL_KOP_GEMV) || !row->impl) return cll_err(CLL_ERR_ARG, "bench: not a gemv row");
     const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)row->impl;
     const uint32_t t = row->wtype;
-    const size_t wbytes = cll_cu_weight_bytes(t, rows, cols, 1);
+    const size_t wbytes = cll_cu_weight_bytes(t, impl->layout, rows, cols, 1);
     if (!wbytes || !impl->gemv || nb < 1 || reps < 1) return cll_err(CLL_ERR_ARG, "bench %s: bad shape", row->name);
     const size_t ring_min = (size_t)256 << 20;
     int64_t copies = (int64_t)((ring_min + wbytes - 1) / wbytes);

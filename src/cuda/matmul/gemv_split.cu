@@ -403,6 +403,8 @@ static cudaError_t sp_panel_launch(const cll_cu_weight *w, int64_t mat, int64_t 
     return cudaGetLastError();
 }
 
+template <class S, int T> static size_t sp_row_bytes(int64_t cols) { return SpBytes<S>::row((uint32_t)T, cols); }
+
 template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, int64_t n, int64_t cols, size_t src_stride,
                                             size_t dst_stride) {
     for (int64_t r = 0; r < n; r++) S::pack(src + (size_t)r * src_stride, dst + (size_t)r * dst_stride, cols / 32);
@@ -427,7 +429,7 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
      spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y,                                                           \
      sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME,                \
-     cu_moe_launch<CuMoeRowSp<CuSp<T>>>}
+     cu_moe_launch<CuMoeRowSp<CuSp<T>>>, sp_row_bytes<CuSp<T>, T>}
 static const cll_cu_sp_ops k_sp_ops[] = {
     SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q4_0), SP_Y4(CLL_TYPE_Q4_0)),
     SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a", SP_NOW, NULL, SP_Y4(CLL_TYPE_Q8_0)),

@@ -201,20 +201,22 @@ int cll_cu_gemm_x_kind(const cll_cu_weight *w);
 bool cll_cu_weight_has_panel(const cll_cu_weight *w);
 cudaError_t cll_cu_panel_full(const cll_cu_weight *w, void *dst, cudaStream_t s);
 
-/* Weight upload (layout 0). row_stride = the row's block bytes rounded up to 16; a weight of
- * n_mat matrices takes cll_cu_weight_bytes(). cll_cu_weight_upload copies host GGUF bytes
+/* Weight upload. row_stride = the row's device bytes in the layout rounded up to 16
+ * (0 for a layout the type lacks or a ragged cols); a weight of n_mat matrices in a layout takes
+ * cll_cu_weight_bytes(). cll_cu_weight_upload copies host GGUF bytes
  * (matrices back to back, rows unpadded) into dev_dst (16-byte aligned, that many bytes; the
  * padding is zeroed) with cudaMemcpy2D and fills *w. Synchronous (pageable host memory).
  * Returns cudaErrorInvalidValue for a type the matmul does not serve or a ragged cols. */
-size_t cll_cu_row_stride(uint32_t type, int64_t cols);
-size_t cll_cu_weight_bytes(uint32_t type, int64_t rows, int64_t cols, int64_t n_mat);
+size_t cll_cu_row_stride(uint32_t type, int layout, int64_t cols);
+size_t cll_cu_weight_bytes(uint32_t type, int layout, int64_t rows, int64_t cols, int64_t n_mat);
 cudaError_t cll_cu_weight_upload(cll_cu_weight *w, const void *host, uint32_t type, int64_t rows, int64_t cols,
                                  int64_t n_mat, void *dev_dst);
 /* Weight layouts: 0 = file blocks; CLL_CU_LAYOUT_SPLIT = quants and scales re-cut into aligned
- * regions per row (cuda/matmul/split.cuh; Q4_0, Q8_0, Q5_1, Q4_K, Q6_K, IQ4_XS), the same
- * row_stride and byte count as layout 0. Upload a weight in the layout of the gemv row that
- * serves it (cll_cu_gemv_impl.layout); get_rows and the gemm read either layout. The repack runs
- * on the host (slabs of <= 32 MB). cudaErrorInvalidValue for a layout the type lacks. */
+ * regions per row (cuda/matmul/split.cuh; Q4_0, Q8_0, Q5_1, Q4_K, Q6_K, IQ4_XS: the same
+ * row_stride and byte count as layout 0; IQ3_S: its grid expanded to nibbles, 17 B per 32
+ * values). Upload a weight in the layout of the gemv row that serves it
+ * (cll_cu_gemv_impl.layout); get_rows and the gemm read either layout. The repack runs on the
+ * host (slabs of <= 32 MB). cudaErrorInvalidValue for a layout the type lacks. */
 #define CLL_CU_LAYOUT_SPLIT 1
 cudaError_t cll_cu_weight_upload_l(cll_cu_weight *w, const void *host, uint32_t type, int layout, int64_t rows,
                                    int64_t cols, int64_t n_mat, void *dev_dst);

@@ -48,6 +48,8 @@ typedef struct {
     int qk;
     const char *gemv_name;
     cll_cu_moe_fn moe;           /* grouped MoE product over the split layout */
+    size_t (*row_bytes)(int64_t cols); /* a row's device bytes in this layout (before the 16-byte
+                                          rounding): the file's, or more (IQ3_S's nibble form) */
 } cll_cu_sp_ops;
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type);
 /* the bulk-copy (TMA) split gemv of a type (gemv_tma.cu), NULL if none; nb > 1 or mat_ids calls

@@ -27,23 +27,28 @@ const cll_cu_fmt_ops *cll_cu_fmt_ops_get(uint32_t type) {
 
 bool cll_cu_type_served(uint32_t type) { return cll_cu_fmt_ops_get(type) != NULL; }
 
-size_t cll_cu_row_stride(uint32_t type, int64_t cols) {
+size_t cll_cu_row_stride(uint32_t type, int layout, int64_t cols) {
     if (!cll_cu_type_served(type) || cols <= 0) return 0;
-    const uint64_t rb = cll_row_bytes(type, (uint64_t)cols);
+    uint64_t rb = cll_row_bytes(type, (uint64_t)cols);
+    if (layout == CLL_CU_LAYOUT_SPLIT) {
+        const cll_cu_sp_ops *sp = cll_cu_sp_ops_get(type);
+        if (!sp || cols % sp->qk) return 0;
+        rb = sp->row_bytes(cols);
+    } else if (layout != 0) {
+        return 0;
+    }
     return (size_t)((rb + 15) & ~(uint64_t)15);
 }
 
-size_t cll_cu_weight_bytes(uint32_t type, int64_t rows, int64_t cols, int64_t n_mat) {
-    return cll_cu_row_stride(type, cols) * (size_t)rows * (size_t)n_mat;
+size_t cll_cu_weight_bytes(uint32_t type, int layout, int64_t rows, int64_t cols, int64_t n_mat) {
+    return cll_cu_row_stride(type, layout, cols) * (size_t)rows * (size_t)n_mat;
 }
 
 cudaError_t cll_cu_weight_upload_l(cll_cu_weight *w, const void *host, uint32_t type, int layout, int64_t rows,
                                    int64_t cols, int64_t n_mat, void *dev_dst) {
-    const size_t rs = cll_cu_row_stride(type, cols);
+    const size_t rs = cll_cu_row_stride(type, layout, cols); /* 0: no such layout, or a ragged cols */
     if (!rs || rows <= 0 || n_mat <= 0 || ((uintptr_t)dev_dst & 15)) return cudaErrorInvalidValue;
     const cll_cu_sp_ops *sp = layout == CLL_CU_LAYOUT_SPLIT ? cll_cu_sp_ops_get(type) : NULL;
-    if (layout != 0 && !sp) return cudaErrorInvalidValue;
-    if (sp && cols % sp->qk) return cudaErrorInvalidValue;
     const size_t rb = (size_t)cll_row_bytes(type, (uint64_t)cols);
     const size_t total = rs * (size_t)rows * (size_t)n_mat;
     if (!sp) {
@@ -90,7 +95,7 @@ cudaError_t cll_cu_weight_upload(cll_cu_weight *w, const void *host, uint32_t ty
 
 void cll_cu_weight_desc(cll_cu_weight *w, uint32_t type, int layout, int64_t rows, int64_t cols, int64_t n_mat,
                         const void *dev) {
-    const size_t rs = cll_cu_row_stride(type, cols);
+    const size_t rs = cll_cu_row_stride(type, layout, cols);
     w->type = type;
     w->layout = layout;
     w->rows = rows;

@@ -1,5 +1,5 @@
 /* cuda/matmul/split: weight layout 1 ("split", CLL_CU_LAYOUT_SPLIT) and the decode gemv that
- * streams it (k_gemv_sp), for Q4_0, Q8_0, Q5_1, Q4_K, Q6_K, IQ4_XS.
+ * streams it (k_gemv_sp), for Q4_0, Q8_0, Q5_1, Q4_K, Q6_K, IQ4_XS, IQ3_S.
  *
  * Layout 1: a row is re-cut at upload (host repack, cll_cu_sp_pack_row) into regions, each a run
  * of fixed-size records per 32-element group or per block, quants first, 16-byte aligned:
@@ -9,12 +9,14 @@
  *   Q4_K   [qs 16 B x ng][d, dmin, scales[12] 16 B x nsb]
  *   Q6_K   [ql 16 B x ng][qh' 8 B x ng][scales int8 2 B x ng][d 2 B x nsb]
  *   IQ4_XS [qs 16 B x ng][d, scales_h, scales_l[4] 8 B x nsb]
+ *   IQ3_S  [t + 8 nibbles 16 B x ng][d, 0, scales[4] 8 B x nsb]  (the grid expanded: 17 B per 32 values)
  * (ng = cols/32 groups, nsb = cols/256 super-blocks). A group's 16 quant bytes are in Q4_0 order
  * (byte i: element i low nibble, element i+16 high nibble), so lane word k pairs with activation
  * words k (low) and 4+k (high); IQ4_XS keeps the word pairing but orders each word's nibbles by
  * element (its table lookup then needs no interleave, CuSp<IQ4_XS>). The regions add up to
- * exactly the file's row bytes, so the row stride (rounded to 16) and every size are layout 0's. Element decoders (deq: get_rows, gemm
- * panel) read the same layout and stay bit-exact with to_f32.
+ * exactly the file's row bytes, so the row stride (rounded to 16) and every size are layout 0's,
+ * except IQ3_S's (SpBytes: 17 / 13.75 of the file's; cll_cu_row_stride takes the layout). Element
+ * decoders (deq: get_rows, gemm panel) read the same layout and stay bit-exact with to_f32.
  *
  * k_gemv_sp<S, WARPS=4, U=4> launch geometry: 128-thread blocks, one output row per warp, grid
  * (ceil(rows/4), nb). Lane l takes groups l, l+32, .. : every load instruction of a warp reads
@@ -43,6 +45,9 @@
 #include <string.h>
 
 #include "cuda/formats.cuh"
+extern "C" {
+#include "formats/iq_tables.h" /* the host repack expands IQ3_S's grid */
+}
 
 #include "cuda/matmul/matmul.cuh"
 #include "cuda/ops/ops.cuh"
@@ -536,92 +541,96 @@ SP_UNROLL
     }
 };
 
-/* Codebooks a split dot reads, copied into shared memory per block: a lookup is a gather of 32
- * random entries per warp; from L1 it costs one wavefront per distinct 128-byte line it touches
- * (~14 of IQ3_S's 16 lines), from shared memory one per bank conflict (~3-4). The kernels that call
- * S::dot run SpTables<S>::stage() (every thread, before their first barrier; the tables are
- * constants, so before the PDL wait) and a block barrier before the first dot. */
+/* Codebooks a split dot reads, copied into shared memory per block (SpTables<S>::stage(): every
+ * thread, before the kernel's first barrier; the tables are constants, so before the PDL wait).
+ * No split form has one today (IQ3_S's was replaced by its nibble form below); the hook stays for
+ * a codebook format whose values do not fit a nibble. */
 template <class S> struct SpTables {
     static constexpr bool on = false;
     static __device__ __forceinline__ void stage() {}
 };
 
-#ifdef CLL_CU_WANT_IQ
-#ifdef __CUDACC__
-static __shared__ uint32_t cll_cu_iq3s_grid_sm[512];
-#endif
-/* the grid entry a dot reads: the block's shared copy on the device, the C table on the host */
-#ifdef __CUDA_ARCH__
-#define CU_IQ3S_DOT_GRID(i) cll_cu_iq3s_grid_sm[i]
-#else
-#define CU_IQ3S_DOT_GRID(i) cll_iq3s_grid[i]
-#endif
-/* IQ3_S split: per row, region A = the 8 index low bytes of each group (8 B per group, one
- * 8-byte load), region B = the group's 32 sign bits (4 B), region C = per super-block the file's
- * other 14 bytes: d | qh[8] | scales[4] (d, the group's qh byte and its scale nibble: three
- * small loads). 8 + 4 + 14/8 = 13.75 B per 32 values: the file's byte count. Index k of a
- * group (values 4k..4k+3) = A byte k | (qh bit k) << 8; its signs = B bits 4k..4k+3. */
+/* The device row bytes of a split form: the file's (the regions re-cut the same bytes) unless the
+ * form says otherwise (SpBytes<S>::wider: IQ3_S's nibble form). */
+template <class S, class = void> struct SpBytes {
+    static constexpr bool wider = false;
+    static size_t row(uint32_t type, int64_t cols) { return (size_t)cll_row_bytes(type, (uint64_t)cols); }
+};
+template <class S> struct SpBytes<S, decltype((void)S::row_bytes(0))> {
+    static constexpr bool wider = true;
+    static size_t row(uint32_t, int64_t cols) { return S::row_bytes(cols); }
+};
+
+/* IQ3_S split, the nibble form: every IQ3_S grid byte is an odd magnitude 1..15 and its sign bit
+ * flips it, so a value is 2t + 1 with t in -8..7 (+m: t = (m - 1)/2; -m: t = -(m + 1)/2). The
+ * upload expands each group's grid indices and signs into n = t + 8 (a nibble, Q4_0 order), so
+ * the dot is Q4_0's: sum (2n - 15) y = 2 sum n y - 15 sum y (the staged half sums), the same
+ * integer as the grid's sum (bit-exact with the former grid form), with no codebook gathers (8 a
+ * group, from shared memory, were that form's bound: 332 tok/s on l3-8b). Per row: region A =
+ * 16 B of nibbles per group, region C = per super-block d | 0 | scales[4] (8 B, one load).
+ * 16 + 1 = 17 B per 32 values against the file's 13.75 (+23.6% device bytes; the roofline
+ * counts the file's). */
 template <> struct CuSp<CLL_TYPE_IQ3_S> {
     static constexpr int QK = 256, BB = 110;
+    static size_t row_bytes(int64_t cols) { return (size_t)(cols / 32) * 17; }
     static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
         for (int64_t g = 0; g < ng; g++) {
             const uint8_t *b = s + BB * (g >> 3);
             const int gg = (int)(g & 7);
-            memcpy(d + 8 * g, b + 2 + 8 * gg, 8);
-            memcpy(d + 8 * ng + 4 * g, b + 74 + 4 * gg, 4);
+            uint8_t n[32];
+            for (int k = 0; k < 8; k++) { /* values 4k..4k+3 of the group */
+                const uint32_t idx = b[2 + 8 * gg + k] | (((uint32_t)b[66 + gg] >> k & 1) << 8);
+                const uint32_t grid = cll_iq3s_grid[idx];
+                for (int j = 0; j < 4; j++) {
+                    const int l = 4 * k + j;
+                    const int m = (int)((grid >> (8 * j)) & 0xFF); /* odd, 1..15 */
+                    const bool neg = (b[74 + 4 * gg + (l >> 3)] >> (l & 7)) & 1;
+                    const int t = neg ? -((m + 1) >> 1) : (m - 1) >> 1;
+                    n[l] = (uint8_t)(t + 8);
+                }
+            }
+            sp_nibs16(n, d + 16 * g);
             if (gg == 0) {
-                uint8_t *c = d + 12 * ng + 14 * (g >> 3);
+                uint8_t *c = d + 16 * ng + 8 * (g >> 3);
                 memcpy(c, b, 2);
-                memcpy(c + 2, b + 66, 8);
-                memcpy(c + 10, b + 106, 4);
+                c[2] = c[3] = 0;
+                memcpy(c + 4, b + 106, 4);
             }
         }
     }
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
-        const int l = (int)(e & 31), k = l >> 2, gg = (int)(g & 7);
-        const uint8_t *c = r + 12 * ng + 14 * (g >> 3);
-        const uint32_t s = (c[10 + (gg >> 1)] >> (4 * (gg & 1))) & 0xF;
+        const int l = (int)(e & 31), gg = (int)(g & 7);
+        const uint8_t *c = r + 16 * ng + 8 * (g >> 3);
+        const uint32_t s = (c[4 + (gg >> 1)] >> (4 * (gg & 1))) & 0xF;
         const float db = FM(cu_h2f(c), (float)(1 + 2 * s));
-        const uint32_t idx = r[8 * g + k] | ((((uint32_t)c[2 + gg]) >> k & 1) << 8);
-        const uint8_t gv = (uint8_t)(cu_ldg(CU_GRID(iq3s_grid) + idx) >> (8 * (l & 3)));
-        const float sg = (r[8 * ng + 4 * g + (l >> 3)] >> (l & 7)) & 1 ? -1.f : 1.f;
-        return FM(FM(db, (float)gv), sg);
+        const uint8_t q = r[16 * g + (l & 15)];
+        const int n = l < 16 ? (q & 0xF) : (q >> 4);
+        return FM(db, (float)(2 * n - 15)); /* (db * m) * (+-1) of to_f32: the same float */
     }
     struct Wv {
-        CuQ2 q;
-        uint32_t sg;
-        uint32_t c; /* d | qh byte << 16 | scale nibble << 24 */
+        CuQ4 q;
+        CuQ2 h; /* d | 0, scales[4] */
     };
     template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
-        const uint8_t *c = r + 12 * ng + 14 * (g >> 3);
-        const int gg = (int)(g & 7);
-        const uint32_t sc = (sp_ld1<M>(c + 10 + (gg >> 1)) >> (4 * (gg & 1))) & 0xF;
-        return Wv{sp_ld8<M>(r + 8 * g), sp_ld4<M>(r + 8 * ng + 4 * g),
-                  sp_ld2<M>(c) | (sp_ld1<M>(c + 2 + gg) << 16) | (sc << 24)};
+        return Wv{sp_ld16<M>(r + 16 * g), sp_ld8<M>(r + 16 * ng + 8 * (g >> 3))};
     }
-    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
-        const uint32_t qh = (w.c >> 16) & 0xFF;
-        int s = 0;
-SP_UNROLL
-        for (int k = 0; k < 8; k++) {
-            const uint32_t lo = ((k < 4 ? w.q.x : w.q.y) >> (8 * (k & 3))) & 0xFF;
-            const uint32_t idx = lo | (((qh >> k) & 1) << 8);
-            s = cu_dp4a(cu_sign4(CU_IQ3S_DOT_GRID(idx), w.sg >> (4 * k)), x.y[k], s);
-        }
-        const int isum = (int)(1 + 2 * (w.c >> 24)) * s;
-        return (x.d * sp_h2f(w.c & 0xFFFF)) * (float)isum;
+    CU_HD int mul(const CuQ2 &h, int64_t g) { return 1 + 2 * (int)((h.y >> (4 * (int)(g & 7))) & 0xF); }
+    struct Dec {
+        CuN n;
+        float d;
+        int m;
+    };
+    CU_HD Dec dec(const Wv &w, int64_t g) { return Dec{sp_nibs(w.q), sp_h2f(w.h.x & 0xFFFF), mul(w.h, g)}; }
+    CU_HD float dotd(const Dec &w, const CuX &x) {
+        const int s = 2 * sp_nibs_dot(w.n, x, 0) - 15 * (x.sl + x.sh);
+        return (x.d * w.d) * (float)(w.m * s);
     }
-};
-template <> struct SpTables<CuSp<CLL_TYPE_IQ3_S>> {
-    static constexpr bool on = true;
-    static __device__ __forceinline__ void stage() {
-#ifdef __CUDA_ARCH__
-        for (int i = threadIdx.x; i < 512; i += blockDim.x) cll_cu_iq3s_grid_sm[i] = __ldg(cll_cu_iq3s_grid + i);
-#endif
+    CU_HD float dot(const Wv &w, int64_t g, const CuX &x) {
+        const int s = 2 * sp_nib_dot(w.q, x, 0) - 15 * (x.sl + x.sh);
+        return (x.d * sp_h2f(w.h.x & 0xFFFF)) * (float)(mul(w.h, g) * s);
     }
 };
-#endif
 
 /* Q6_K: qh' of a group = 2 words; element 4w+b's 2 high bits at bits 8b + 2(w&3) of word w>>2 */
 template <> struct CuSp<CLL_TYPE_Q6_K> {
