@@ -90,10 +90,11 @@ static int32_t argmax(const float *x, int32_t n) {
     return b;
 }
 
+#define FEED_BATCH 256 /* make_ctx's n_batch; feed() splits longer runs */
 static cllama_context *make_ctx(cllama_model *m, cllama_kv_type kv, int threads, uint32_t n_ctx) {
     cllama_context_params cp = cllama_context_default_params();
     cp.n_ctx = n_ctx;
-    cp.n_batch = 256;
+    cp.n_batch = FEED_BATCH;
     cp.n_threads = threads;
     cp.kv_type = kv;
     cllama_context *c = NULL;
@@ -104,22 +105,27 @@ static cllama_context *make_ctx(cllama_model *m, cllama_kv_type kv, int threads,
     return c;
 }
 
-/* decode ids at the end of sequence 0; logits after the last */
+/* decode ids at the end of sequence 0, in decodes of at most FEED_BATCH tokens (make_ctx's n_batch:
+ * a longer prompt in one decode is an error); logits after the last */
 static const float *feed(cllama_context *c, const int32_t *ids, int32_t n) {
-    static int32_t pos[1024], seq[1024];
-    static int8_t want[1024];
-    const int32_t p0 = cllama_seq_len(c, 0);
-    for (int32_t i = 0; i < n; i++) {
-        pos[i] = p0 + i;
-        seq[i] = 0;
-        want[i] = i == n - 1;
+    static int32_t pos[FEED_BATCH], seq[FEED_BATCH];
+    static int8_t want[FEED_BATCH];
+    int32_t k = 0;
+    for (int32_t i0 = 0; i0 < n; i0 += FEED_BATCH) {
+        k = n - i0 < FEED_BATCH ? n - i0 : FEED_BATCH;
+        const int32_t p0 = cllama_seq_len(c, 0);
+        for (int32_t i = 0; i < k; i++) {
+            pos[i] = p0 + i;
+            seq[i] = 0;
+            want[i] = i0 + i == n - 1;
+        }
+        cllama_batch b = {k, ids + i0, pos, seq, want};
+        if (cllama_decode(c, &b) != CLLAMA_OK) {
+            print_message("decode: %s\n", cllama_last_error());
+            return NULL;
+        }
     }
-    cllama_batch b = {n, ids, pos, seq, want};
-    if (cllama_decode(c, &b) != CLLAMA_OK) {
-        print_message("decode: %s\n", cllama_last_error());
-        return NULL;
-    }
-    return cllama_get_logits(c, n - 1);
+    return n > 0 ? cllama_get_logits(c, k - 1) : NULL;
 }
 
 /* teacher-forced run of every prompt of one golden file */
@@ -153,7 +159,7 @@ static bool run_golden(const char *golden_path, const char *model_path, const to
             r->tok_miss++;
         }
         cllama_seq_truncate(c, 0, 0);
-        const float *L = feed(c, gold, n_gold); /* the prompt in one batched pass */
+        const float *L = feed(c, gold, n_gold); /* the prompt in batched passes */
         json_t *steps = json_object_get(P, "steps");
         bool greedy_on = true;
         for (size_t s = 0; s < json_array_size(steps) && L; s++) {
@@ -453,7 +459,7 @@ static bool batched_vs_alone(const char *file, int S, int T, double tol, bool wa
     const unsigned long long replays = (unsigned long long)(k1.graph_replays - k0.graph_replays);
     /* the first step of a new (count, outputs) shape runs eagerly, the graph is captured when it repeats */
     const bool graphs_ok = !g_gpu || !want_graph || replays == (unsigned long long)(T - 1);
-    printf("batched %-22s %d seqs x %d steps: max|d| vs alone %.2e (tol %.0e)%s%llu graph replays\n", file, S, T, worst, tol,
+    printf("batched %-22s %d seqs x %d steps: max|d| vs alone %.2e (tol %.2g)%s%llu graph replays\n", file, S, T, worst, tol,
            ok ? ", " : ", RUN FAILED, ", replays);
     if (!ok) print_message("%s: %s\n", file, cllama_last_error());
     free(ref);

@@ -27,8 +27,6 @@
  * to the same bar, token by token. */
 #include <stdio.h>
 
-#define CLL_CU_WANT_IQ 1 /* the IQ3_S rows read the grid */
-
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
 #include "cuda/pick.h"
@@ -84,7 +82,7 @@ k_gemv_few(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
     if (early) cll_pdl_trigger();
     extern __shared__ __align__(16) int sx[]; /* nt x ng records */
     __shared__ float red[FEW_WARPS][R][NT];
-    SpTables<S>::stage(); /* a codebook (IQ3_S) to shared memory; the staging barrier orders it */
+    SpTables<S>::stage(); /* a codebook to shared memory (no split form has one today); the staging barrier orders it */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int ks = 1 << ks_log2, kslice = warp & (ks - 1);
     const int64_t rb = (int64_t)(FEW_WARPS >> ks_log2) * R;

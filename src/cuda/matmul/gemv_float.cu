@@ -2,9 +2,11 @@
  * f32 activation directly (BF16 rounds it to bf16 first, as ggml's vec_dot_bf16 does).
  * Launch geometry: block = 4 warps, one output row per warp, grid = (ceil(rows/4), nb). Each lane
  * streams 16-byte weight vectors (ld.global.nc.L1::no_allocate; 8 halves or 4 floats) four at a
- * time (4 x 16 B in flight per lane, 2 KB per warp), the matching x from L1 as float4. No shared
- * memory; ~40 registers. Programmatic dependent launch: the first 4 x 16 B per lane are loaded
- * before the wait. Needs x rows 16-byte aligned (x and x_stride % 4 == 0); a ragged tail
+ * time, double-buffered in registers (DB: the next four go out before these are summed, so 4-8 x
+ * 16 B in flight per lane, up to 4 KB per warp; the same sums in the same order, so the same bits:
+ * H200 l2-7b F16 tg128 270.2 / 270.3 -> 272.3 / 272.4 tok/s in one call, greedy ids identical;
+ * CLLAMA_CUDA_GEMV_F_DB=0 the single buffer), the matching x from L1 as float4. No shared
+ * memory. Programmatic dependent launch: the first 4 x 16 B per lane are loaded before the wait. Needs x rows 16-byte aligned (x and x_stride % 4 == 0); a ragged tail
  * (cols % 8) is summed per element. Owns nothing. Rule: f32 accumulation, one writer per output. */
 #include <cuda_bf16.h>
 
@@ -72,7 +74,7 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *
  * order: the two give the same bits. */
 #define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
 template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return T == CLL_TYPE_F32 ? 4 : 8; } /* elements a 16-byte vector */
-template <int T, int WARPS, bool PRE>
+template <int T, int WARPS, bool PRE, bool DB = false>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
          const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
@@ -127,14 +129,33 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
-        if (first) {
+        if (DB && first) { /* register double buffer: the next four vectors go out before these are summed */
+            v += 128;
+            for (;;) {
+                const bool nx = v + 96 < nvec;
+                uint4 n0 = {}, n1 = {}, n2 = {}, n3 = {};
+                if (nx) {
+                    n0 = ld_stream(wv + v);
+                    n1 = ld_stream(wv + v + 32);
+                    n2 = ld_stream(wv + v + 64);
+                    n3 = ld_stream(wv + v + 96);
+                }
+                acc += vdot<T>(w0, xr + (v - 128) * EPV);
+                acc += vdot<T>(w1, xr + (v - 96) * EPV);
+                acc += vdot<T>(w2, xr + (v - 64) * EPV);
+                acc += vdot<T>(w3, xr + (v - 32) * EPV);
+                if (!nx) break;
+                w0 = n0, w1 = n1, w2 = n2, w3 = n3;
+                v += 128;
+            }
+        } else if (first) {
             acc += vdot<T>(w0, xr + v * EPV);
             acc += vdot<T>(w1, xr + (v + 32) * EPV);
             acc += vdot<T>(w2, xr + (v + 64) * EPV);
             acc += vdot<T>(w3, xr + (v + 96) * EPV);
             v += 128;
         }
-        for (; v + 96 < nvec; v += 128) {
+        for (; v + 96 < nvec; v += 128) { /* (DB: none left) */
             w0 = ld_stream(wv + v);
             w1 = ld_stream(wv + v + 32);
             w2 = ld_stream(wv + v + 64);
@@ -163,7 +184,9 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     const bool pre = cll_cu_gemv_f_pre(w->cols / gemv_f_epv<T>(), (int64_t)grid.x * grid.y, cll_cu_sm_count(), GEMV_F_PRE_V) &&
                      cll_cu_gemv_f_pre_on();
-    CLL_CU_RET(cll_cu_launch(pre ? k_gemv_f<T, CLL_GEMV_WARPS, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>, grid,
+    static int db_on = -1; /* CLLAMA_CUDA_GEMV_F_DB=0: the single buffer (A/B; the same sums, the same bits) */
+    const bool db = !pre && cll_cu_env_flag(&db_on, "CLLAMA_CUDA_GEMV_F_DB", true);
+    CLL_CU_RET(cll_cu_launch(pre ? k_gemv_f<T, CLL_GEMV_WARPS, true> : db ? k_gemv_f<T, CLL_GEMV_WARPS, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>, grid,
                              dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
                              a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,

@@ -8,7 +8,6 @@
  * times float scales, as the layout-0 rows (the gate holds both to the same bar). */
 #include <stdlib.h>
 
-#define CLL_CU_WANT_IQ 1
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
 #include "cuda/matmul/epilogue.cuh"
@@ -161,7 +160,7 @@ k_gemv_spx(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     extern __shared__ int sx[]; /* ng x SP_XW words: the q8_1 activation row and its sums */
     __shared__ float red[SPX_WARPS][R];
-    SpTables<S>::stage(); /* a codebook (IQ3_S) to shared memory; the staging barrier orders it */
+    SpTables<S>::stage(); /* a codebook to shared memory (no split form has one today); the staging barrier orders it */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int ks = 1 << ks_log2, kslice = warp & (ks - 1);
     const int64_t rb = (int64_t)(SPX_WARPS >> ks_log2) * R; /* rows per tile (block) */

@@ -17,8 +17,6 @@
  * records), so the gate holds it to the same bar. */
 #include <stdio.h>
 
-#define CLL_CU_WANT_IQ 1 /* the IQ3_S rows read the grid */
-
 #include "cuda/matmul/kernels.cuh"
 #include "cuda/matmul/split.cuh"
 #include "cuda/matmul/epilogue.cuh"
@@ -83,7 +81,7 @@ k_gemv_tma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t row_stri
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         for (int k = 0; k < ns; k++) issue(k); /* weights depend on no kernel: before the wait */
     }
-    SpTables<S>::stage(); /* a codebook (IQ3_S) to shared memory; the barrier below orders it */
+    SpTables<S>::stage(); /* a codebook to shared memory (no split form has one today); the barrier below orders it */
     cll_pdl_wait(); /* the activation's producer */
     int *sx = (int *)(smem + (size_t)ns * stage_bytes);
     sp_stage_x(xq, ng, sx, tid, TMA_THREADS);

@@ -235,7 +235,9 @@ static const cll_kernel_row k_rows[] = {
  * sums, so no output changes), each measured faster in the served step by the tuner's paired ABBA
  * races (12 rounds of tg128, H200, 95% CI of the ratio to r4_pt), below the 3% a crown needs:
  * q8_0 r2u1b7_r4ks_pt 0.983 [0.981, 0.984] (413.0 vs 405.9 tok/s best), q5_1 r2u1b7_r4ks_pt 0.979
- * [0.976, 0.982] (526.2 vs 514.4), iq3_s r4b6_pt 0.976 [0.973, 0.979] (335.8 vs 327.4). Where a
+ * [0.976, 0.982] (526.2 vs 514.4), iq3_s r4b6_pt 0.976 [0.973, 0.979] (335.8 vs 327.4; since its
+ * nibble form, 2026-12-04, r2u1b7_r4ks_pt: 537.4-538.0 vs 530.7-532.1 tok/s, three pairs alternating
+ * in one call, l3-8b tg128). Where a
  * variant cleared the bar it went to the h200 class defaults instead (tune/defaults/h200.json:
  * iq4_xs w4u2b8, 0.923). q4_0, q4_K and q6_K: every variant tied or lost (docs/tune.md). */
 /* bit_exact: with the type's default row. Forms sum in different orders (lanes per row, split-K,
@@ -259,7 +261,7 @@ static const cll_kernel_row k_rows[] = {
     {"gemv_" #n "_split_few", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_FEW, CLL_CU_LAYOUT_SPLIT, 1,       \
      cu_few_ok, false, true, &k_few_impl[i]},
     CU_SP_ROW(q4_0, Q4_0, 0, 3) CU_SP_ROW(q8_0, Q8_0, 1, 11) CU_SP_ROW(q5_1, Q5_1, 2, 11) CU_SP_ROW(q4_K, Q4_K, 3, 3)
-    CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 9)
+    CU_SP_ROW(q6_K, Q6_K, 4, 1) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 11)
 #undef CU_SP_ROW
     /* the bit-exact variants (rows of a numerics family that only launch differently: the tuner's
      * arms, and the defaults of Q8_0, Q5_1, IQ3_S; cuda/matmul/gemv_split.cu says which type has which) */
@@ -272,12 +274,12 @@ static const cll_kernel_row k_rows[] = {
     CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 8, "w4u4b6_dp4a", CU_GEMV_PARAMS_SPU4B6, k_spu4b6_impl)
     CU_SPV_ROW(q4_0, Q4_0, 0, 3, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
     CU_SPV_ROW(q5_1, Q5_1, 2, 11, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
-    CU_SPV_ROW(iq3_s, IQ3_S, 6, 9, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
+    CU_SPV_ROW(iq3_s, IQ3_S, 6, 11, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
     CU_SPV_ROW(q4_0, Q4_0, 0, 3, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(q8_0, Q8_0, 1, 11, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(q5_1, Q5_1, 2, 11, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(q4_K, Q4_K, 3, 3, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
-    CU_SPV_ROW(iq3_s, IQ3_S, 6, 9, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(iq3_s, IQ3_S, 6, 11, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(q6_K, Q6_K, 4, 1, 10, "r2u1b7_smx_ks_pt", CU_GEMV_PARAMS_SPX2U1P2, k_spx2u1p_impl)
 #undef CU_SPV_ROW
     /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu): not the registry default of the
