@@ -214,29 +214,6 @@ static __device__ __forceinline__ void kv_ld(const void *base, int64_t off, floa
     }
 }
 
-/* an F16 row piece of N values as kv_ld reads it, kept as N/2 raw words until kv_cvt (the same
- * floats kv_ld gives): lets a load go out long before its values are used */
-template <int N> static __device__ __forceinline__ void kv_ld_raw(const void *base, int64_t off, uint32_t (&w)[N / 2]) {
-    const uint16_t *p = (const uint16_t *)base + off;
-    if constexpr (N == 8) {
-        const uint4 u = *(const uint4 *)p;
-        w[0] = u.x; w[1] = u.y; w[2] = u.z; w[3] = u.w;
-    } else if constexpr (N == 4) {
-        const uint2 u = *(const uint2 *)p;
-        w[0] = u.x; w[1] = u.y;
-    } else {
-        w[0] = *(const unsigned int *)p;
-    }
-}
-template <int N> static __device__ __forceinline__ void kv_cvt(const uint32_t (&w)[N / 2], float (&v)[N]) {
-#pragma unroll
-    for (int i = 0; i < N / 2; i++) {
-        const float2 f = __half22float2(*(const __half2 *)&w[i]);
-        v[2 * i] = f.x;
-        v[2 * i + 1] = f.y;
-    }
-}
-
 static __device__ __forceinline__ void prefetch_l2(const void *p) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
@@ -525,13 +502,6 @@ static __device__ void fa_tail(const cll_cu_attn_args &a, const FaGeo &g, const 
 template <bool F16, int HD, int HG, bool PG, int W, int U, int MINB = 1>
 __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_attn_args a) {
     constexpr int LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32; /* U: keys in flight a warp (4 or 8) */
-    /* VPC: a sub-chunk's V rows loaded before its scores (a.vpre; CLLAMA_CUDA_ATTN_VPRE=0 turns it
-     * off) in the 16-warp block of 4 keys a load that a grid of at most one block an SM runs (a
-     * decode over a short context), F16 cache, head dim <= 128, 1-2 heads: 2 loads of U keys a warp
-     * in flight, 96-113 registers of the 128 that block has (sm_90a, no spills); wider loads or
-     * heads spill, and the smaller blocks would lose residency */
-    constexpr int VJ = (FA_CS + W * U - 1) / (W * U);
-    constexpr bool VPC = F16 && HG <= 2 && W == 16 && U == 4 && HD <= 128;
     __shared__ float S[HG][FA_CS];
     __shared__ float sm_m[HG], sm_l[HG], sm_c[HG];
     __shared__ __align__(16) float red[W][HG][HD];
@@ -585,20 +555,6 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
             for (int j = threadIdx.x; j < cs; j += 32 * W) cell[j] = (int32_t)krow(s0 + j);
             __syncthreads();
         }
-        /* VP: the sub-chunk's V rows go out now (the rope's store of this token's row is behind the
-         * barrier above), so their latency hides under the scores and the softmax instead of
-         * following them; the same values and sums as the loads in C */
-        uint32_t vraw[VPC ? VJ : 1][U][NV / 2];
-        if constexpr (VPC) if (a.vpre) {
-#pragma unroll
-            for (int jv = 0; jv < VJ; jv++)
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int jj = jv * W * U + u * W + warp;
-                    if (jj < cs)
-                        kv_ld_raw<NV>(a.vc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vraw[jv][u]);
-                }
-        }
         /* A: scores */
         for (int jb = 0; jb < cs; jb += W * KPW * U) {
             float kv[U][8];
@@ -649,7 +605,14 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
 #pragma unroll
             for (int e = 0; e < NV; e++) acc[h][e] *= cr;
         }
-        auto pv = [&](int jb, const float (&vv)[U][NV]) {
+        for (int jb = 0; jb < cs; jb += W * U) {
+            float vv[U][NV];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int jj = jb + u * W + warp;
+                if (jj < cs)
+                    kv_ld<F16, NV>(a.vc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
+            }
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + u * W + warp;
@@ -661,30 +624,6 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
 #pragma unroll
                     for (int e = 0; e < NV; e++) acc[h][e] = fmaf(p, vv[u][e], acc[h][e]);
                 }
-            }
-        };
-        bool pre = false;
-        if constexpr (VPC) pre = a.vpre;
-        if constexpr (VPC) if (pre) {
-#pragma unroll
-            for (int jv = 0; jv < VJ; jv++) {
-                if (jv * W * U >= cs) break;
-                float vv[U][NV];
-#pragma unroll
-                for (int u = 0; u < U; u++) kv_cvt<NV>(vraw[jv][u], vv[u]);
-                pv(jv * W * U, vv);
-            }
-        }
-        if (!pre) {
-            for (int jb = 0; jb < cs; jb += W * U) {
-                float vv[U][NV];
-#pragma unroll
-                for (int u = 0; u < U; u++) {
-                    const int jj = jb + u * W + warp;
-                    if (jj < cs)
-                        kv_ld<F16, NV>(a.vc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
-                }
-                pv(jb, vv);
             }
         }
         __syncthreads(); /* S is rewritten by the next sub-chunk */
@@ -1078,8 +1017,6 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         static int c_kvpf = -2;
         const int kvpf = cll_cu_env_nonneg(&c_kvpf, "CLLAMA_CUDA_ATTN_KV_PF");
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
-        static int c_vpre = -1;
-        ac.vpre = cll_cu_env_flag(&c_vpre, "CLLAMA_CUDA_ATTN_VPRE", true);
         static int c_stream = -2; /* CLLAMA_CUDA_ATTN_STREAM: 1 the streaming kernel, 0 the split one, unset: by n_ctx */
         const int s_env = cll_cu_env_tri(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
         const int env_form = s_env < 0 ? CLL_CU_ATTN_AUTO : s_env ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT;
