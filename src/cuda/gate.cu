@@ -1331,9 +1331,22 @@ template <int T> bool check_split(uint64_t seed, char *why, size_t cap) {
     }
     const size_t rb = (size_t)cll_row_bytes(T, (uint64_t)cols), rs = cll_cu_row_stride(T, CLL_CU_LAYOUT_SPLIT, cols);
     const cll_cu_sp_ops *ops = cll_cu_sp_ops_get(T);
+    /* the strides by layout: layout 0 the file's row bytes, the split form its own (IQ3_S: 17 B a
+     * group, the others the file's), rounded to 16; no stride for a layout the type lacks or a ragged
+     * row; a weight's bytes are its rows' strides */
+    const size_t db = ops->row_bytes(cols), a16 = ~(size_t)15;
+    const bool wider = T == CLL_TYPE_IQ3_S;
+    if (cll_cu_row_stride(T, 0, cols) != ((rb + 15) & a16) || rs != ((db + 15) & a16) ||
+        (wider ? db != (size_t)(cols / 32) * 17 : db != rb) || cll_cu_row_stride(T, 2, cols) != 0 ||
+        (S::QK > 32 && cll_cu_row_stride(T, CLL_CU_LAYOUT_SPLIT, cols + 32) != 0) ||
+        cll_cu_weight_bytes(T, CLL_CU_LAYOUT_SPLIT, 5, cols, 3) != rs * 15 ||
+        cll_cu_row_stride(CLL_TYPE_Q4_1, CLL_CU_LAYOUT_SPLIT, cols) != 0) {
+        snprintf(why, cap, "%s split: strides: layout 0 %zu, split %zu (row bytes %zu, file %zu)", tr->name,
+                 cll_cu_row_stride(T, 0, cols), rs, db, rb);
+        return false;
+    }
     /* the device row bytes the stride is sized from hold everything the repack writes (one row
      * into a guarded buffer first: a short stride would overrun P below) */
-    const size_t db = ops->row_bytes(cols);
     std::vector<uint8_t> G(2 * rs + 64, 0xA5);
     ops->pack(W.data(), G.data(), 1, cols, rb, rs);
     for (size_t i = db; i < G.size(); i++)
