@@ -1,5 +1,6 @@
 /* cuda/driver_model: makes a bound model resident on the device, once: every weight in its
- * file block format (cll_cu_weight_upload, never widened), q|k|v and gate|up concatenated into
+ * file block format (never widened to floats), in the layout of the gemv row that serves it
+ * (cll_cu_weight_upload_l: the split repack, IQ3_S's 17 B a group), q|k|v and gate|up concatenated into
  * one weight each when their types match, small vectors (norms, biases, rope factors) as f32,
  * a tied output head sharing the embedding's bytes. One allocation, sized and checked against
  * the device's free memory before anything is copied.
