@@ -6,8 +6,9 @@
  * 16 B in flight per lane, up to 4 KB per warp; the same sums in the same order, so the same bits:
  * H200 l2-7b F16 tg128 270.2 / 270.3 -> 272.3 / 272.4 tok/s in one call, greedy ids identical;
  * CLLAMA_CUDA_GEMV_F_DB=0 the single buffer), the matching x from L1 as float4. No shared
- * memory. Programmatic dependent launch: the first 4 x 16 B per lane are loaded before the wait. Needs x rows 16-byte aligned (x and x_stride % 4 == 0); a ragged tail
- * (cols % 8) is summed per element. Owns nothing. Rule: f32 accumulation, one writer per output. */
+ * memory. Programmatic dependent launch: the first 4 x 16 B per lane are loaded before the wait.
+ * Needs x rows 16-byte aligned (x and x_stride % 4 == 0); a ragged tail (cols % 8) is summed per
+ * element. Owns nothing. Rule: f32 accumulation, one writer per output. */
 #include <cuda_bf16.h>
 
 #define CLL_CU_MOE_F16 1 /* this file exports the f16 grouped MoE form (moe_gemm.cuh) */

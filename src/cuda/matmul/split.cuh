@@ -626,6 +626,8 @@ template <> struct CuSp<CLL_TYPE_IQ3_S> {
         const int s = 2 * sp_nibs_dot(w.n, x, 0) - 15 * (x.sl + x.sh);
         return (x.d * w.d) * (float)(w.m * s);
     }
+    /* dotd's arithmetic on the undecoded registers (the same bits), written out as Q4_0's is: its
+     * one-token rows measured slower routed through dec */
     CU_HD float dot(const Wv &w, int64_t g, const CuX &x) {
         const int s = 2 * sp_nib_dot(w.q, x, 0) - 15 * (x.sl + x.sh);
         return (x.d * sp_h2f(w.h.x & 0xFFFF)) * (float)(mul(w.h, g) * s);
