@@ -253,6 +253,10 @@ static void test_attn_decode(void **state) {
         report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
                                              shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_STREAM,
                                              1, 650 + s, &r));
+        /* and its tensor-core body (head dim 256: the CUDA-core body again) */
+        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
+                                             shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_STREAM_TC,
+                                             1, 660 + s, &r));
     }
     assert_int_equal(g_fail, 0);
 }
@@ -391,15 +395,20 @@ static void test_attn_active_chunks(void **state) {
  * cells; batches of rows and F32 caches split */
 static void test_attn_form(void **state) {
     (void)state;
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 640, 1), CLL_CU_ATTN_SPLIT);     /* tg128 */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4095, 1), CLL_CU_ATTN_SPLIT);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4096, 1), CLL_CU_ATTN_STREAM);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1), CLL_CU_ATTN_STREAM);   /* tg128 @ d8192 */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8192, 64), CLL_CU_ATTN_SPLIT);   /* a server's batch */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_SPLIT, true, 8320, 1), CLL_CU_ATTN_SPLIT);   /* the knob wins */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, true, 256, 8), CLL_CU_ATTN_STREAM);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, false, 8320, 1), CLL_CU_ATTN_SPLIT); /* F32 cache */
-    assert_int_equal(cll_cu_attn_form(7, true, 256, 1), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 640, 1, 128), CLL_CU_ATTN_SPLIT);     /* tg128 */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4095, 1, 128), CLL_CU_ATTN_SPLIT);
+    const int auto_long = CLL_CU_ATTN_TC_AUTO ? CLL_CU_ATTN_STREAM_TC : CLL_CU_ATTN_STREAM;
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4096, 1, 128), auto_long);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 128), auto_long); /* tg128 @ d8192 */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 256), CLL_CU_ATTN_STREAM); /* no TC body */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8192, 64, 128), CLL_CU_ATTN_SPLIT);   /* a server's batch */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_SPLIT, true, 8320, 1, 128), CLL_CU_ATTN_SPLIT);   /* the knob wins */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, true, 256, 8, 128), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, true, 256, 1, 64), CLL_CU_ATTN_STREAM_TC);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, true, 8320, 1, 256), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT); /* F32 cache */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT);
+    assert_int_equal(cll_cu_attn_form(7, true, 256, 1, 128), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
 }
 
 /* a cuBLAS product's token count: rounded up to the pad within the buffers' rows, never below n */

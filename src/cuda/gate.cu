@@ -1712,12 +1712,13 @@ extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, in
     const int G = n_kv > 0 ? n_head / n_kv : 1;
     const int hg = cll_cu_attn_heads_per_block(n_head, n_kv, n_chunks, rows, CLL_CU_ATTN_MIN_BLOCKS), n_sub = (G + hg - 1) / hg;
     const int live = act_chunks > 0 && act_chunks < n_chunks ? act_chunks : n_chunks;
-    const bool stream = form == CLL_CU_ATTN_STREAM;
+    const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC;
     const int w = stream ? 4 : cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * live * rows, cll_cu_sm_count(), hd, hg, true);
     char cap[16] = "", rw[16] = "";
     if (act_chunks > 0) snprintf(cap, sizeof cap, "_c%d", act_chunks);
     if (rows > 1) snprintf(rw, sizeof rw, "_r%d", rows);
-    snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s%s", stream ? "_stream" : "", hd, w, cap, rw,
+    snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s%s",
+             form == CLL_CU_ATTN_STREAM_TC ? (hd <= 128 ? "_stream_tc" : "_stream") : stream ? "_stream" : "", hd, w, cap, rw,
              paged ? "_paged" : "");
     init_report(rep, name, 0, CLL_TYPE_F16, len, hd, n_head);
     return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, form, rows, seed, rep);

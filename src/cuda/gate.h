@@ -87,7 +87,7 @@ cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool renorm, uin
  * the first within 1e-5 of sum p|v| of an f64 softmax over its roped q and cache. warps: the block
  * width to run (4, 8, 16; one that does not fit the shape runs the kernel's own choice, and the
  * report's name says which ran). act_chunks: most chunks the keys use (0: the kernel's default;
- * fewer, longer chunks run several sub-chunks a block). form: CLL_CU_ATTN_SPLIT or _STREAM
+ * fewer, longer chunks run several sub-chunks a block). form: CLL_CU_ATTN_SPLIT, _STREAM or _STREAM_TC
  * (cuda/pick.h; the streaming kernel runs 4 warps whatever warps says), 0 the default for the
  * gate's small context (split). rows > 1 (split form): a batched decode step, row i in a sequence of
  * its own at position len - 1 - 3i, the fused run with distinct_rows (len >= 3 rows - 2).

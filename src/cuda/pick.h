@@ -126,9 +126,15 @@ int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
  * the streaming one was measured on one row only. F32 caches: split. */
 #define CLL_CU_ATTN_AUTO 0
 #define CLL_CU_ATTN_SPLIT 1
-#define CLL_CU_ATTN_STREAM 2
+#define CLL_CU_ATTN_STREAM 2    /* the streaming kernel, a CUDA-core tile body (cll_cu_attn_stream_wi) */
+#define CLL_CU_ATTN_STREAM_TC 3 /* the streaming kernel, the tensor-core tile body (head dims <= 128) */
 #define CLL_CU_ATTN_STREAM_MIN_CTX 4096
-int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows);
+/* hd: the head dim (STREAM_TC serves <= 128; a larger one gets STREAM). AUTO's streaming choice takes
+ * the tensor-core body where CLL_CU_ATTN_TC_AUTO: H200 `cuda_kbench -A stream|tc` at 8192 keys, us a
+ * layer, l2-7b (MHA) 48.5 / 48.2, l3-8b (GQA 4) 26.9 / 24.5, q3moe (GQA 8) 38.6 / 22.6; tg128 @ d8192
+ * l2-7b Q4_K_M 299.1-299.8 / 301.8, Q4_0 322.6 / 322.3 (eighteenth session, same call) */
+int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd);
+#define CLL_CU_ATTN_TC_AUTO 1
 /* The streaming decode attention's tile body (cuda/ops/attn.cu attn_stream_kernel): warp-independent
  * (each warp scores, weighs and sums its own keys of a tile on its own running max and sum; the warps
  * meet once at the end) for one q head a block, block-phased (scores, a warp per head's softmax, then

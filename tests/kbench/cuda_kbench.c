@@ -5,7 +5,8 @@
  * microseconds per product, GB/s of weight bytes, % of the H200's 4300 GB/s (the target is 75%);
  * at the end one "summary" line per row: min and avg % of peak over the shapes it ran.
  * usage: cuda_kbench [-r reps] [-T type[,type..]] [-k part-of-row-name] [-s RxC] [-n nb] [-G (skip gates)]
- *        cuda_kbench -A [split|stream] [-r reps]: the decode attention (in that form; default by n_ctx) instead (cll_cuda_bench_attn_us: fused rope, F16
+ *        cuda_kbench -A [split|stream|tc] [-r reps]: the decode attention (in that form, tc the streaming kernel's
+ *        tensor-core body; default by n_ctx) instead (cll_cuda_bench_attn_us: fused rope, F16
  *        cache, 32 layers' caches in one replayed graph) on the l2-7b / l3-8b / q3moe head shapes at
  *        128, 1024 and 8192 keys, the grid chunked as a step of that context is: us per launch and
  *        the K/V bytes it reads per second
@@ -34,7 +35,7 @@ static const struct { int64_t rows, cols; const char *what; } k_shapes[] = {
     {4096, 14336, "l3-8B ffn_down"}, {128256, 4096, "l3-8B output"},
 };
 
-static int g_attn_form = CLL_CU_ATTN_AUTO; /* -A split|stream: that form (cuda/pick.h cll_cu_attn_form) */
+static int g_attn_form = CLL_CU_ATTN_AUTO; /* -A split|stream|tc: that form (cuda/pick.h cll_cu_attn_form) */
 
 /* -A: the decode attention on the anchor models' head shapes; per shape one row per live-chunk cap:
  * every chunk of the grid (the default), then about 2, 4 and 8 blocks an SM (cll_cu_attn_active_chunks,
@@ -100,6 +101,7 @@ int main(int argc, char **argv) {
             attn = true;
             if (i + 1 < argc && !strcmp(argv[i + 1], "split")) g_attn_form = CLL_CU_ATTN_SPLIT, i++;
             else if (i + 1 < argc && !strcmp(argv[i + 1], "stream")) g_attn_form = CLL_CU_ATTN_STREAM, i++;
+            else if (i + 1 < argc && !strcmp(argv[i + 1], "tc")) g_attn_form = CLL_CU_ATTN_STREAM_TC, i++;
         }
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             long long r, c;

@@ -199,10 +199,12 @@ int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, in
     return cap < 1 ? 1 : cap < n_chunks ? (int32_t)cap : n_chunks;
 }
 
-int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows) {
+int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd) {
     if (!f16) return CLL_CU_ATTN_SPLIT;
+    if (want == CLL_CU_ATTN_STREAM_TC) return hd <= 128 ? want : CLL_CU_ATTN_STREAM;
     if (want == CLL_CU_ATTN_SPLIT || want == CLL_CU_ATTN_STREAM) return want;
-    return n_rows == 1 && n_ctx >= CLL_CU_ATTN_STREAM_MIN_CTX ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT;
+    if (n_rows != 1 || n_ctx < CLL_CU_ATTN_STREAM_MIN_CTX) return CLL_CU_ATTN_SPLIT;
+    return CLL_CU_ATTN_TC_AUTO && hd <= 128 ? CLL_CU_ATTN_STREAM_TC : CLL_CU_ATTN_STREAM;
 }
 
 bool cll_cu_attn_stream_wi(int want, int hg) {

@@ -648,8 +648,14 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
  * patched into its tile from the rope rows. F16 cache, head dim 64, 128 or 256; the same arithmetic
  * per key as attn_gqa_kernel but in other sum orders. WI (one q head a block, cll_cu_attn_stream_wi):
  * the tile body without the two inner barriers and the one-warp softmax: warp w scores its TK / W keys
- * of the tile, keeps its own running max, sum and acc, and the warps' states meet once before fa_tail. */
+ * of the tile, keeps its own running max, sum and acc, and the warps' states meet once before fa_tail.
+ * TC (CLL_CU_ATTN_STREAM_TC, head dims <= 128): the WI scheme on tensor cores, 8 keys a warp: S = Q K^T
+ * by mma m16n8k16 (K by ldmatrix from XOR-swizzled rows), the softmax in quads of lanes, O += P V by
+ * mma m16n8k8 (p as f16 hi + lo, V by ldmatrix .trans); docs/cuda.md "The tensor-core tile body". */
 #define FS_TK 64
+#define FS_PHASED 0 /* the tile bodies (cll_cu_attn_stream_body) */
+#define FS_WI 1
+#define FS_TC 2
 /* live chunks for about FS_PER_SM blocks an SM (cll_cu_attn_active_chunks; the form: cll_cu_attn_form) */
 #define FS_PER_SM 2
 #define FS_WARPS 8
@@ -667,6 +673,40 @@ static __device__ __forceinline__ void fs_cp16(void *sdst, const void *gsrc) {
 static __device__ __forceinline__ void fs_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> static __device__ __forceinline__ void fs_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* 16 bytes global -> shared, zeros instead where !ok (src is then not read) */
+static __device__ __forceinline__ void fs_cp16z(void *sdst, const void *gsrc, bool ok) {
+    const uint32_t sa = (uint32_t)__cvta_generic_to_shared(sdst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(gsrc), "r"(ok ? 16 : 0) : "memory");
+}
+
+/* four 8x8 f16 matrices from shared memory (lane l gives row l % 8 of matrix l / 8); T: transposed */
+template <bool T> static __device__ __forceinline__ void fs_ldm4(const unsigned char *p, uint32_t (&r)[4]) {
+    const uint32_t sa = (uint32_t)__cvta_generic_to_shared(p);
+    if constexpr (T)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(sa));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(sa));
+}
+
+/* c += A B, m16n8k16 f16 -> f32, with A's rows 8-15 zero: a = (a0, a2) of rows 0-7; c[0..1] are
+ * row lane / 4's, c[2..3] (rows 8-15) stay 0 */
+static __device__ __forceinline__ void fs_mma16816(float (&c)[4], const uint32_t (&a)[2], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(0u), "r"(a[1]), "r"(0u), "r"(b0), "r"(b1));
+}
+
+/* c (row lane / 4 of an m16n8 tile) += A B, m16n8k8 f16 -> f32, A's rows 8-15 zero */
+static __device__ __forceinline__ void fs_mma1688(float (&c)[2], uint32_t a0, uint32_t b) {
+    float z2 = 0.0f, z3 = 0.0f; /* rows 8-15: nothing */
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(z2), "+f"(z3)
+                 : "r"(a0), "r"(0u), "r"(b));
 }
 
 /* 8 dims of a staged K row (f16, 16 bytes) as floats; zeros for a key past the tile */
@@ -696,8 +736,10 @@ template <int NV> static __device__ __forceinline__ void fs_v(const unsigned cha
     }
 }
 
-template <int HD, int HG, bool PG, bool WI>
-__global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_cu_attn_args a) {
+template <int HD, int HG, bool PG, int BODY>
+__global__ static void __launch_bounds__(32 * FS_WARPS, BODY == 2 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
+    constexpr bool WI = BODY == FS_WI, TC = BODY == FS_TC;
+    static_assert(!TC || HD <= 128, "the tensor-core body keeps HD / 8 accumulators and HD / 8 q fragments a lane");
     constexpr int W = FS_WARPS, LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, TK = FS_TK;
     constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = FsGeo<HD>::NS, CPR = ROWB / 16;
     static_assert(W * HG * HD * 4 <= FsGeo<HD>::SMEM, "the reduction buffer aliases the stages");
@@ -710,6 +752,9 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
     const FaGeo g(a);
     const int64_t ks = (int64_t)a.n_kv * HD, kvo = (int64_t)g.kvh * HD;
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, g.seq, p) : g.base + p; };
+    /* TC: the byte offset of 16-byte chunk c of row j in a K or V tile, chunks XOR-swizzled by j % 8
+     * so the 8 rows an ldmatrix matrix reads (one chunk each) fall in distinct banks */
+    auto fs_swz = [](int j, int c) -> int { return j * ROWB + ((c ^ (j & 7)) << 4); };
     const int nt = g.c < g.nc ? (g.c1 - g.c0 + TK - 1) / TK : 0;
     /* tile t's K and V rows into stage t % NS (one commit group per call, empty past the chunk) */
     auto issue = [&](int t) {
@@ -717,12 +762,22 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
             const int32_t k0 = g.c0 + t * TK;
             const int nk = min(TK, g.c1 - k0);
             unsigned char *st = fs_smem + (t % NS) * STAGE;
-            for (int i = threadIdx.x; i < 2 * TK * CPR; i += 32 * W) {
-                const int which = i / (TK * CPR), rem = i % (TK * CPR), j = rem / CPR, q = rem % CPR;
-                if (j < nk)
-                    fs_cp16(st + which * TK * ROWB + j * ROWB + q * 16,
-                            (const char *)(which ? a.vc : a.kc) + (krow(k0 + j) * ks + kvo) * 2 + q * 16);
-            }
+            if (TC) { /* thread: chunk q of rows j, j + RPI, ..: a K and a V copy per row; every
+                                 * row of the tile, zeros past the chunk (p = 0 must meet a finite V) */
+                const int q = threadIdx.x % CPR;
+                for (int j = threadIdx.x / CPR; j < TK; j += 32 * W / CPR) {
+                    const bool ok = j < nk;
+                    const int64_t o = (krow(k0 + (ok ? j : 0)) * ks + kvo) * 2 + q * 16;
+                    fs_cp16z(st + fs_swz(j, q), (const char *)a.kc + o, ok);
+                    fs_cp16z(st + TK * ROWB + fs_swz(j, q), (const char *)a.vc + o, ok);
+                }
+            } else
+                for (int i = threadIdx.x; i < 2 * TK * CPR; i += 32 * W) {
+                    const int which = i / (TK * CPR), rem = i % (TK * CPR), j = rem / CPR, q = rem % CPR;
+                    if (j < nk)
+                        fs_cp16(st + which * TK * ROWB + j * ROWB + q * 16,
+                                (const char *)(which ? a.vc : a.kc) + (krow(k0 + j) * ks + kvo) * 2 + q * 16);
+                }
         }
         fs_commit();
     };
@@ -753,6 +808,32 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
     float wm[HG], wl[HG]; /* WI: the warp's running max and sum per head (every lane the same) */
 #pragma unroll
     for (int h = 0; h < HG; h++) wm[h] = -INFINITY, wl[h] = 0.0f;
+    /* TC: lane holds head lane / 4's running max and sum (its quad the same), its o at dims
+     * 8n + 2 (lane % 4) + {0, 1} (C rows 0-7 of each m16n8 tile), and q as A fragments (row = head),
+     * exact in f16: both rope paths round q to f16 for an F16 cache, the only cache this kernel reads */
+    constexpr int TKS = TC ? HD / 16 : 1, TNT = TC ? HD / 8 : 1;
+    float tm = -INFINITY, tl = 0.0f, tacc[TNT][2];
+    uint32_t qf[TKS][2];
+    if constexpr (TC) {
+        const int hq = lane >> 2, cq = (lane & 3) * 2;
+        const float *qb = a.fuse_rope ? buf : a.q + g.r * a.ld_q;
+        const int64_t q0 = a.fuse_rope ? 0 : g.h0;
+#pragma unroll
+        for (int k = 0; k < TKS; k++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                float x0 = 0.0f, x1 = 0.0f;
+                if (hq < g.hg) {
+                    const float *qp = qb + (q0 + hq) * HD + 16 * k + 8 * hf + cq;
+                    x0 = qp[0];
+                    x1 = qp[1];
+                }
+                const __half2 h2 = __floats2half2_rn(x0, x1);
+                qf[k][hf] = *(const uint32_t *)&h2;
+            }
+#pragma unroll
+        for (int n = 0; n < TNT; n++) tacc[n][0] = tacc[n][1] = 0.0f;
+    }
     for (int t = 0; t < nt; t++) {
         fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
         __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
@@ -764,11 +845,63 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
             uint16_t *kr = (uint16_t *)(fs_smem + (t % NS) * STAGE + (g.pos - k0) * ROWB);
             for (int i = threadIdx.x; i < 2 * HD; i += 32 * W) {
                 const int which = i / HD, d = i % HD;
-                kr[which * TK * (ROWB / 2) + d] = cll_f2h(buf[(g.hg + which) * HD + d]);
+                if constexpr (TC) { /* the swizzled row: 16-byte chunk d / 8 moved by fs_swz */
+                    uint16_t *sb = (uint16_t *)(fs_smem + (t % NS) * STAGE + which * TK * ROWB);
+                    sb[fs_swz(g.pos - k0, d / 8) / 2 + d % 8] = cll_f2h(buf[(g.hg + which) * HD + d]);
+                } else
+                    kr[which * TK * (ROWB / 2) + d] = cll_f2h(buf[(g.hg + which) * HD + d]);
             }
             __syncthreads();
         }
-        if constexpr (WI) {
+        if constexpr (TC) {
+            /* warp w: keys 8w .. 8w+7 of the tile on its own running (max, sum, o), by mma.sync.
+             * S (head x key) = Q K^T: m16n8k16, A = q (rows = heads), B = K rows by ldmatrix
+             * (8 keys x 8 dims a matrix); O (head x dim) += P V: m16n8k8, A = p (the S tile's C
+             * fragment is P's A fragment), hi + lo f16 halves of p, B = V rows by ldmatrix .trans */
+            constexpr int KW = TK / W;
+            static_assert(KW == 8, "the tensor-core body takes 8 keys a warp");
+            const int j0 = warp * KW, r = j0 + (lane & 7);
+            float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int m = 0; m < HD / 32; m++) { /* 4 chunks of 8 dims: k-steps 2m, 2m + 1 */
+                uint32_t b[4];
+                fs_ldm4<false>(st + fs_swz(r, 4 * m + (lane >> 3)), b);
+                fs_mma16816(sc, qf[2 * m], b[0], b[1]);
+                fs_mma16816(sc, qf[2 * m + 1], b[2], b[3]);
+            }
+            const int kk = j0 + (lane & 3) * 2;
+            const float e0 = kk < cs ? sc[0] * a.scale : -INFINITY, e1 = kk + 1 < cs ? sc[1] * a.scale : -INFINITY;
+            float mx = fmaxf(e0, e1);
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float mn = fmaxf(tm, mx);
+            const bool live = mn != -INFINITY;
+            const float p0 = live ? expf(e0 - mn) : 0.0f, p1 = live ? expf(e1 - mn) : 0.0f; /* -inf: 0 */
+            float sum = p0 + p1;
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            const float corr = tm == -INFINITY ? 0.0f : expf(tm - mn);
+            tl = tl * corr + sum;
+            tm = mn;
+            const __half2 ph = __floats2half2_rn(p0, p1);
+            const float2 pb = __half22float2(ph);
+            const __half2 pl = __floats2half2_rn(p0 - pb.x, p1 - pb.y);
+            const uint32_t ahi = *(const uint32_t *)&ph, alo = *(const uint32_t *)&pl;
+            const unsigned char *vt = st + TK * ROWB;
+#pragma unroll
+            for (int m = 0; m < HD / 32; m++) { /* dims 32m .. 32m+31: n-tiles 4m .. 4m+3 */
+                uint32_t b[4];
+                fs_ldm4<true>(vt + fs_swz(r, 4 * m + (lane >> 3)), b);
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float (&o)[2] = tacc[4 * m + i];
+                    o[0] *= corr;
+                    o[1] *= corr;
+                    fs_mma1688(o, ahi, b[i]);
+                    fs_mma1688(o, alo, b[i]);
+                }
+            }
+        } else if constexpr (WI) {
             /* warp w scores, weighs and sums keys w*KW .. w*KW+KW-1 of the tile on its own running
              * (max, sum, acc): no block barrier between the phases, no one-warp softmax */
             constexpr int KW = TK / W, NP = KW / KPW;
@@ -893,7 +1026,32 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
     fs_wait<0>();
     __syncthreads(); /* the stages are free: they hold the per-warp sums now */
     float (*red)[HG][HD] = (float (*)[HG][HD])fs_smem;
-    if constexpr (WI) { /* the warps' states to one: M = max m_w, each warp's sums scaled by e^(m_w - M) */
+    if constexpr (TC) { /* as WI below, a head's state in its quad of lanes */
+        __shared__ float swm[W][8], swl[W][8];
+        const int hq = lane >> 2;
+        if ((lane & 3) == 0) swm[warp][hq] = tm, swl[warp][hq] = tl;
+        __syncthreads();
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < W; w++) M = fmaxf(M, swm[w][hq]);
+        const float sc = tm == -INFINITY ? 0.0f : expf(tm - M);
+        if (hq < HG)
+#pragma unroll
+            for (int n = 0; n < TNT; n++) {
+                red[warp][hq][8 * n + (lane & 3) * 2] = tacc[n][0] * sc;
+                red[warp][hq][8 * n + (lane & 3) * 2 + 1] = tacc[n][1] * sc;
+            }
+        if (threadIdx.x < HG) {
+            const int h = threadIdx.x;
+            float Mh = -INFINITY, L = 0.0f;
+#pragma unroll
+            for (int w = 0; w < W; w++) Mh = fmaxf(Mh, swm[w][h]);
+#pragma unroll
+            for (int w = 0; w < W; w++) L += swm[w][h] == -INFINITY ? 0.0f : swl[w][h] * expf(swm[w][h] - Mh);
+            sm_m[h] = Mh;
+            sm_l[h] = L;
+        }
+    } else if constexpr (WI) { /* the warps' states to one: M = max m_w, each warp's sums scaled by e^(m_w - M) */
         __shared__ float swm[W][HG], swl[W][HG];
         if (lane == 0)
 #pragma unroll
@@ -916,23 +1074,21 @@ __global__ static void __launch_bounds__(32 * FS_WARPS) attn_stream_kernel(cll_c
             }
         }
     }
+    if constexpr (!TC)
 #pragma unroll
-    for (int h = 0; h < HG; h++)
+        for (int h = 0; h < HG; h++)
 #pragma unroll
-        for (int e = 0; e < NV; e++) red[warp][h][NV * lane + e] = acc[h][e];
+            for (int e = 0; e < NV; e++) red[warp][h][NV * lane + e] = acc[h][e];
     __syncthreads();
     fa_tail<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, &last);
 }
 
-template <int D, int HGV>
-static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
+template <int D, int HGV, int BODY>
+static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
     constexpr int SMEM = FsGeo<D>::SMEM;
-    static bool attr[4]; /* the 64 KB of dynamic shared memory, allowed once per instantiation */
-    static int c_wi = -2; /* CLLAMA_CUDA_ATTN_STREAM_WI=0|1 forces the tile body (A/B) */
-    const bool wi = cll_cu_attn_stream_wi(cll_cu_env_tri(&c_wi, "CLLAMA_CUDA_ATTN_STREAM_WI"), HGV);
-    auto k = a->map.blk ? (wi ? attn_stream_kernel<D, HGV, true, true> : attn_stream_kernel<D, HGV, true, false>)
-                        : (wi ? attn_stream_kernel<D, HGV, false, true> : attn_stream_kernel<D, HGV, false, false>);
-    bool &done = attr[(a->map.blk ? 1 : 0) + (wi ? 2 : 0)];
+    static bool attr[2]; /* the dynamic shared memory, allowed once per instantiation */
+    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY> : attn_stream_kernel<D, HGV, false, BODY>;
+    bool &done = attr[a->map.blk ? 1 : 0];
     if (!done) { /* and the largest shared-memory carveout, so two blocks share an SM */
         cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
         if (e == cudaSuccess)
@@ -942,10 +1098,22 @@ static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) 
     }
     return cll_cu_launch(k, g, dim3(32 * FS_WARPS), (size_t)SMEM, s, *a);
 }
+/* tc: the tensor-core body (head dims up to 128; 256 keeps the CUDA-core ones) */
+template <int D, int HGV>
+static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, cudaStream_t s) {
+    if constexpr (D <= 128)
+        if (tc) return fs_launch_body<D, HGV, FS_TC>(a, g, s);
+    static int c_wi = -2; /* CLLAMA_CUDA_ATTN_STREAM_WI=0|1 forces the CUDA-core tile body (A/B) */
+    return cll_cu_attn_stream_wi(cll_cu_env_tri(&c_wi, "CLLAMA_CUDA_ATTN_STREAM_WI"), HGV)
+               ? fs_launch_body<D, HGV, FS_WI>(a, g, s)
+               : fs_launch_body<D, HGV, FS_PHASED>(a, g, s);
+}
 template <int D>
-static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, cudaStream_t s) {
-    return HG == 1 ? fs_launch<D, 1>(a, g, s) : HG == 2 ? fs_launch<D, 2>(a, g, s) : HG == 4 ? fs_launch<D, 4>(a, g, s)
-                                                                                  : fs_launch<D, 8>(a, g, s);
+static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, cudaStream_t s) {
+    return HG == 1   ? fs_launch<D, 1>(a, g, tc, s)
+           : HG == 2 ? fs_launch<D, 2>(a, g, tc, s)
+           : HG == 4 ? fs_launch<D, 4>(a, g, tc, s)
+                     : fs_launch<D, 8>(a, g, tc, s);
 }
 
 /* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
@@ -1017,18 +1185,24 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         static int c_kvpf = -2;
         const int kvpf = cll_cu_env_nonneg(&c_kvpf, "CLLAMA_CUDA_ATTN_KV_PF");
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
-        static int c_stream = -2; /* CLLAMA_CUDA_ATTN_STREAM: 1 the streaming kernel, 0 the split one, unset: by n_ctx */
-        const int s_env = cll_cu_env_tri(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
-        const int env_form = s_env < 0 ? CLL_CU_ATTN_AUTO : s_env ? CLL_CU_ATTN_STREAM : CLL_CU_ATTN_SPLIT;
-        const bool stream =
-            cll_cu_attn_form(a->form ? a->form : env_form, a->kv_f16, a->n_ctx, n) == CLL_CU_ATTN_STREAM;
+        /* CLLAMA_CUDA_ATTN_STREAM: 0 the split kernel, 1 the streaming one (CUDA-core body), 2 the
+         * streaming one (tensor-core body), unset: cll_cu_attn_form's choice by n_ctx */
+        static int c_stream = -2;
+        const int s_env = cll_cu_env_nonneg(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
+        const int env_form = s_env < 0    ? CLL_CU_ATTN_AUTO
+                             : s_env == 0 ? CLL_CU_ATTN_SPLIT
+                             : s_env == 1 ? CLL_CU_ATTN_STREAM
+                                          : CLL_CU_ATTN_STREAM_TC;
+        const int form = cll_cu_attn_form(a->form ? a->form : env_form, a->kv_f16, a->n_ctx, n, hd);
+        const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC;
         if (ac.act_chunks == 0)
             ac.act_chunks = cll_cu_attn_active_chunks(a->n_chunks, (int64_t)g.x * g.z, cll_cu_sm_count(),
                                                       env_per_sm > 0 ? env_per_sm : stream ? FS_PER_SM : FA_PER_SM);
         if (stream) {
-            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, s));
-            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, s));
-            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, s));
+            const bool tc = form == CLL_CU_ATTN_STREAM_TC;
+            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, s));
+            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, s));
+            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, s));
             return cudaGetLastError();
         }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
