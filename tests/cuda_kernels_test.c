@@ -409,6 +409,15 @@ static void test_attn_form(void **state) {
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT); /* F32 cache */
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT);
     assert_int_equal(cll_cu_attn_form(7, true, 256, 1, 128), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
+    /* the tensor-core body's stages: deep for a GQA group of head dim 128, the knob wins there only */
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 4), CLL_CU_ATTN_NS_DEEP); /* l3-8b */
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 8), CLL_CU_ATTN_NS_DEEP); /* q3moe */
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 1), 0);                   /* l2-7b (MHA) */
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 64, 4), 0);
+    assert_int_equal(cll_cu_attn_stream_ns(0, 128, 4), 0);
+    assert_int_equal(cll_cu_attn_stream_ns(CLL_CU_ATTN_NS_DEEP, 128, 1), CLL_CU_ATTN_NS_DEEP);
+    assert_int_equal(cll_cu_attn_stream_ns(CLL_CU_ATTN_NS_DEEP, 256, 1), 0);
+    assert_int_equal(cll_cu_attn_stream_ns(6, 128, 1), 0); /* not a depth: the pick */
 }
 
 /* a cuBLAS product's token count: rounded up to the pad within the buffers' rows, never below n */

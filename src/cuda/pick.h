@@ -135,6 +135,16 @@ int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
  * l2-7b Q4_K_M 299.1-299.8 / 301.8, Q4_0 322.6 / 322.3 (eighteenth session, same call) */
 int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd);
 #define CLL_CU_ATTN_TC_AUTO 1
+/* The tensor-core streaming body's pipeline depth: 0 its default geometry (3 stages of 64-key K/V
+ * tiles, 96 KB, two blocks an SM, registers capped at 128), or CLL_CU_ATTN_NS_DEEP stages (160 KB, one
+ * block an SM, registers uncapped: no spills) for a GQA group (n_head / n_kv > 1) of head dim 128. want
+ * 0 or CLL_CU_ATTN_NS_DEEP (CLLAMA_CUDA_ATTN_NS) forces either where the head dim is 128. H200
+ * `cuda_kbench -A tc` (same call, us a layer at 8192 / 1024 keys) default vs 5 stages: l2-7b (MHA) 48.1
+ * / 13.0 vs 50.8 / 13.4; l3-8b (GQA 4) 24.5 / 11.8 vs 19.1 / 10.2; q3moe (GQA 8) 22.7 / 11.5 vs 20.3 /
+ * 10.0 (6 stages: 51.7, 19.8, 20.2 at 8192); tg128 @ d8192 l2-7b Q4_0 321.7, 320.7 vs 322.2, Q4_K_M
+ * 302.1, 301.9 vs 299.4 (6: 318.5, 317.0; 296.5, 295.4) */
+#define CLL_CU_ATTN_NS_DEEP 5
+int cll_cu_attn_stream_ns(int want, int hd, int group);
 /* The streaming decode attention's tile body (cuda/ops/attn.cu attn_stream_kernel): warp-independent
  * (each warp scores, weighs and sums its own keys of a tile on its own running max and sum; the warps
  * meet once at the end) for one q head a block, block-phased (scores, a warp per head's softmax, then

@@ -736,13 +736,13 @@ template <int NV> static __device__ __forceinline__ void fs_v(const unsigned cha
     }
 }
 
-template <int HD, int HG, bool PG, int BODY>
-__global__ static void __launch_bounds__(32 * FS_WARPS, BODY == 2 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
+template <int HD, int HG, bool PG, int BODY, int NSX = 0>
+__global__ static void __launch_bounds__(32 * FS_WARPS, BODY == 2 && NSX == 0 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
     constexpr bool WI = BODY == FS_WI, TC = BODY == FS_TC;
     static_assert(!TC || HD <= 128, "the tensor-core body keeps HD / 8 accumulators and HD / 8 q fragments a lane");
     constexpr int W = FS_WARPS, LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, TK = FS_TK;
-    constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = FsGeo<HD>::NS, CPR = ROWB / 16;
-    static_assert(W * HG * HD * 4 <= FsGeo<HD>::SMEM, "the reduction buffer aliases the stages");
+    constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = NSX ? NSX : FsGeo<HD>::NS, CPR = ROWB / 16;
+    static_assert(W * HG * HD * 4 <= NS * STAGE, "the reduction buffer aliases the stages");
     extern __shared__ __align__(16) unsigned char fs_smem[];
     __shared__ float S[HG][TK];
     __shared__ float sm_m[HG], sm_l[HG], sm_c[HG], inv[HG];
@@ -1083,11 +1083,11 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == 2 ? FS_PER_SM : 
     fa_tail<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, &last);
 }
 
-template <int D, int HGV, int BODY>
+template <int D, int HGV, int BODY, int NSX = 0>
 static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
-    constexpr int SMEM = FsGeo<D>::SMEM;
+    constexpr int SMEM = (NSX ? NSX : FsGeo<D>::NS) * FsGeo<D>::STAGE;
     static bool attr[2]; /* the dynamic shared memory, allowed once per instantiation */
-    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY> : attn_stream_kernel<D, HGV, false, BODY>;
+    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX> : attn_stream_kernel<D, HGV, false, BODY, NSX>;
     bool &done = attr[a->map.blk ? 1 : 0];
     if (!done) { /* and the largest shared-memory carveout, so two blocks share an SM */
         cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
@@ -1098,22 +1098,27 @@ static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_
     }
     return cll_cu_launch(k, g, dim3(32 * FS_WARPS), (size_t)SMEM, s, *a);
 }
-/* tc: the tensor-core body (head dims up to 128; 256 keeps the CUDA-core ones) */
+/* tc: the tensor-core body (head dims up to 128; 256 keeps the CUDA-core ones); ns: its stages
+ * (cll_cu_attn_stream_ns: 0 FsGeo's, CLL_CU_ATTN_NS_DEEP for head dim 128) */
 template <int D, int HGV>
-static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, cudaStream_t s) {
+static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns, cudaStream_t s) {
     if constexpr (D <= 128)
-        if (tc) return fs_launch_body<D, HGV, FS_TC>(a, g, s);
+        if (tc) {
+            if constexpr (D == 128)
+                if (ns == CLL_CU_ATTN_NS_DEEP) return fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
+            return fs_launch_body<D, HGV, FS_TC>(a, g, s);
+        }
     static int c_wi = -2; /* CLLAMA_CUDA_ATTN_STREAM_WI=0|1 forces the CUDA-core tile body (A/B) */
     return cll_cu_attn_stream_wi(cll_cu_env_tri(&c_wi, "CLLAMA_CUDA_ATTN_STREAM_WI"), HGV)
                ? fs_launch_body<D, HGV, FS_WI>(a, g, s)
                : fs_launch_body<D, HGV, FS_PHASED>(a, g, s);
 }
 template <int D>
-static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, cudaStream_t s) {
-    return HG == 1   ? fs_launch<D, 1>(a, g, tc, s)
-           : HG == 2 ? fs_launch<D, 2>(a, g, tc, s)
-           : HG == 4 ? fs_launch<D, 4>(a, g, tc, s)
-                     : fs_launch<D, 8>(a, g, tc, s);
+static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, int ns, cudaStream_t s) {
+    return HG == 1   ? fs_launch<D, 1>(a, g, tc, ns, s)
+           : HG == 2 ? fs_launch<D, 2>(a, g, tc, ns, s)
+           : HG == 4 ? fs_launch<D, 4>(a, g, tc, ns, s)
+                     : fs_launch<D, 8>(a, g, tc, ns, s);
 }
 
 /* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
@@ -1195,14 +1200,18 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
                                           : CLL_CU_ATTN_STREAM_TC;
         const int form = cll_cu_attn_form(a->form ? a->form : env_form, a->kv_f16, a->n_ctx, n, hd);
         const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC;
-        if (ac.act_chunks == 0)
+        const bool tc = form == CLL_CU_ATTN_STREAM_TC;
+        static int c_ns = -2; /* CLLAMA_CUDA_ATTN_NS=0|5 forces the tensor-core body's stages (A/B) */
+        const int ns = tc ? cll_cu_attn_stream_ns(cll_cu_env_nonneg(&c_ns, "CLLAMA_CUDA_ATTN_NS"), hd, G) : 0;
+        if (ac.act_chunks == 0) /* a deep-staged block has its SM to itself */
             ac.act_chunks = cll_cu_attn_active_chunks(a->n_chunks, (int64_t)g.x * g.z, cll_cu_sm_count(),
-                                                      env_per_sm > 0 ? env_per_sm : stream ? FS_PER_SM : FA_PER_SM);
+                                                      env_per_sm > 0 ? env_per_sm
+                                                      : stream      ? (ns ? 1 : FS_PER_SM)
+                                                                    : FA_PER_SM);
         if (stream) {
-            const bool tc = form == CLL_CU_ATTN_STREAM_TC;
-            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, s));
-            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, s));
-            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, s));
+            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, s));
+            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, s));
+            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, s));
             return cudaGetLastError();
         }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
