@@ -145,6 +145,11 @@ gate() {
   # the attention gates again with the batched step's register-capped block forced on every shape it serves
   CLLAMA_CUDA_ATTN_MINB8=1 CLL_GATE_ONLY=none .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_minb8.log" |
     grep -E "FAIL|\[  (PASSED|FAILED)" | sed 's/^/capped attention: /' || rc=1
+  # and with the tensor-core streaming body's depth forced each way (the pick gives GQA 5 stages, MHA 3)
+  for ns in 0 5; do
+    CLLAMA_CUDA_ATTN_NS=$ns CLL_GATE_ONLY=none .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_ns$ns.log" |
+      grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/attention at depth $ns: /" || rc=1
+  done
   CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) |chat template" | tail -60 || rc=1
   [ "${1:-}" = "--quick" ] && return $rc # kernel rows and golden only
   # the whole OpenAI-compatible API suite against the GPU backend (its /metrics check proves the GPU ran)

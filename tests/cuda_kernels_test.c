@@ -231,6 +231,9 @@ static void test_attn_decode(void **state) {
         {128, 32, 8, 1, 1, false, 0},    {128, 32, 8, 600, 2, false, 0},  {64, 8, 2, 77, 1, true, 0},
         {256, 8, 4, 200, 1, false, 0},   {128, 32, 4, 2100, 8, true, 0},  {128, 32, 32, 2100, 17, false, 2},
         {128, 32, 8, 1000, 8, true, 1},  {64, 8, 2, 700, 6, false, 3},   {128, 32, 8, 2100, 17, true, 0},
+        /* GQA 7 (qwen2-7b: 28 / 4, heads split unevenly over blocks), MHA of head dim 64, GQA 8 over
+         * many chunks (q3moe at depth) */
+        {128, 28, 4, 3000, 24, false, 0}, {64, 16, 16, 900, 8, false, 0}, {128, 32, 4, 4100, 33, false, 0},
     };
     const int widths[] = {4, 8, 16}; /* every block width the split kernel has (one that does not fit runs another) */
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -410,14 +413,18 @@ static void test_attn_form(void **state) {
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT);
     assert_int_equal(cll_cu_attn_form(7, true, 256, 1, 128), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
     /* the tensor-core body's stages: deep for a GQA group of head dim 128, the knob wins there only */
-    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 4), CLL_CU_ATTN_NS_DEEP); /* l3-8b */
-    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 8), CLL_CU_ATTN_NS_DEEP); /* q3moe */
-    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 1), 0);                   /* l2-7b (MHA) */
-    assert_int_equal(cll_cu_attn_stream_ns(-1, 64, 4), 0);
-    assert_int_equal(cll_cu_attn_stream_ns(0, 128, 4), 0);
-    assert_int_equal(cll_cu_attn_stream_ns(CLL_CU_ATTN_NS_DEEP, 128, 1), CLL_CU_ATTN_NS_DEEP);
-    assert_int_equal(cll_cu_attn_stream_ns(CLL_CU_ATTN_NS_DEEP, 256, 1), 0);
-    assert_int_equal(cll_cu_attn_stream_ns(6, 128, 1), 0); /* not a depth: the pick */
+    const int h200 = 232448, a100 = 166912; /* opt-in shared memory a block */
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 4, h200), CLL_CU_ATTN_NS_DEEP); /* l3-8b */
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 8, h200), CLL_CU_ATTN_NS_DEEP); /* q3moe */
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 1, h200), 0);                   /* l2-7b (MHA) */
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 64, 4, h200), 0);
+    assert_int_equal(cll_cu_attn_stream_ns(0, 128, 4, h200), 0);
+    assert_int_equal(cll_cu_attn_stream_ns(CLL_CU_ATTN_NS_DEEP, 128, 1, h200), CLL_CU_ATTN_NS_DEEP);
+    assert_int_equal(cll_cu_attn_stream_ns(CLL_CU_ATTN_NS_DEEP, 256, 1, h200), 0);
+    assert_int_equal(cll_cu_attn_stream_ns(6, 128, 1, h200), 0); /* not a depth: the pick */
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 4, a100), 0);  /* 160 KB + statics do not fit */
+    assert_int_equal(cll_cu_attn_stream_ns(CLL_CU_ATTN_NS_DEEP, 128, 4, a100), 0);
+    assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 4, 0), 0);     /* unread: the default depth */
 }
 
 /* a cuBLAS product's token count: rounded up to the pad within the buffers' rows, never below n */

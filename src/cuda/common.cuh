@@ -190,6 +190,19 @@ static inline int cll_cu_sm_count(void) {
     return cache[dev];
 }
 
+/* the current device's opt-in shared memory per block in bytes (cached per device; 0 if unread) */
+static inline int cll_cu_smem_optin(void) {
+    static int cache[64];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+    if (!cache[dev]) {
+        int n = 0;
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || n <= 0) n = -1;
+        cache[dev] = n;
+    }
+    return cache[dev] > 0 ? cache[dev] : 0;
+}
+
 static inline bool cll_cu_pdl_on(void) { return cll_cuda_knobs_now()->pdl != 0; }
 
 template <typename... KArgs, typename... Args>

@@ -88,7 +88,7 @@ cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool renorm, uin
  * width to run (4, 8, 16; one that does not fit the shape runs the kernel's own choice, and the
  * report's name says which ran). act_chunks: most chunks the keys use (0: the kernel's default;
  * fewer, longer chunks run several sub-chunks a block). form: CLL_CU_ATTN_SPLIT, _STREAM or _STREAM_TC
- * (cuda/pick.h; the streaming kernel runs 4 warps whatever warps says), 0 the default for the
+ * (cuda/pick.h; the streaming kernel runs 8 warps whatever warps says), 0 the default for the
  * gate's small context (split). rows > 1 (split form): a batched decode step, row i in a sequence of
  * its own at position len - 1 - 3i, the fused run with distinct_rows (len >= 3 rows - 2).
  * Report: rows = len, cols = hd, nb = n_head. */

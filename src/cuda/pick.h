@@ -118,9 +118,12 @@ bool cll_cu_attn_capped(int want, int64_t blocks, int32_t n_sm);
 int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
 /* The decode attention's form (cuda/ops/attn.cu): the split kernel (thousands of short blocks over
  * a long context, each prefetching its one sub-chunk) or the streaming one (a few blocks an SM, each
- * walking a long chunk through a cp.async pipeline in shared memory). want: a caller's or the
- * CLLAMA_CUDA_ATTN_STREAM knob's choice (CLL_CU_ATTN_SPLIT / _STREAM) wins; CLL_CU_ATTN_AUTO takes the
- * streaming kernel for one row (a single stream's decode step) over an F16 cache of at least
+ * walking a long chunk through a cp.async pipeline in shared memory), with a CUDA-core or (head dims
+ * <= 128) a tensor-core tile body. want: a caller's or the CLLAMA_CUDA_ATTN_STREAM knob's choice
+ * (CLL_CU_ATTN_SPLIT / _STREAM / _STREAM_TC, the last downgraded to _STREAM above head dim 128)
+ * wins; CLL_CU_ATTN_AUTO takes the
+ * streaming kernel (tensor-core body where CLL_CU_ATTN_TC_AUTO and hd <= 128) for one row (a single
+ * stream's decode step) over an F16 cache of at least
  * CLL_CU_ATTN_STREAM_MIN_CTX cells a sequence (a graph is captured per n_ctx, so the choice holds for
  * every position of the context). Steps of several rows (a server's batches) keep the split kernel:
  * the streaming one was measured on one row only. F32 caches: split. */
@@ -144,7 +147,11 @@ int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd);
  * 10.0 (6 stages: 51.7, 19.8, 20.2 at 8192); tg128 @ d8192 l2-7b Q4_0 321.7, 320.7 vs 322.2, Q4_K_M
  * 302.1, 301.9 vs 299.4 (6: 318.5, 317.0; 296.5, 295.4) */
 #define CLL_CU_ATTN_NS_DEEP 5
-int cll_cu_attn_stream_ns(int want, int hd, int group);
+/* the deep kernel's shared memory: its stages (2 x 64 rows x 256 B each) and at most 8 KB of static
+ * arrays; a device whose opt-in limit a block (smem_optin) is smaller gets 0 whatever want says (an
+ * A100's 163 KB: its launch would fail) */
+#define CLL_CU_ATTN_NS_DEEP_SMEM (CLL_CU_ATTN_NS_DEEP * 2 * 64 * 256 + 8 * 1024)
+int cll_cu_attn_stream_ns(int want, int hd, int group, int smem_optin);
 /* The streaming decode attention's tile body (cuda/ops/attn.cu attn_stream_kernel): warp-independent
  * (each warp scores, weighs and sums its own keys of a tile on its own running max and sum; the warps
  * meet once at the end) for one q head a block, block-phased (scores, a warp per head's softmax, then

@@ -207,8 +207,8 @@ int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd) 
     return CLL_CU_ATTN_TC_AUTO && hd <= 128 ? CLL_CU_ATTN_STREAM_TC : CLL_CU_ATTN_STREAM;
 }
 
-int cll_cu_attn_stream_ns(int want, int hd, int group) {
-    if (hd != 128) return 0;
+int cll_cu_attn_stream_ns(int want, int hd, int group, int smem_optin) {
+    if (hd != 128 || smem_optin < CLL_CU_ATTN_NS_DEEP_SMEM) return 0;
     if (want == 0 || want == CLL_CU_ATTN_NS_DEEP) return want;
     return group > 1 ? CLL_CU_ATTN_NS_DEEP : 0;
 }

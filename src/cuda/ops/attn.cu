@@ -638,7 +638,8 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
 }
 
 /* ---- the streaming GQA kernel (long contexts): a block walks its chunk in tiles of FS_TK keys
- * whose K and V rows stream into shared memory through an FsGeo<HD>::NS-stage cp.async pipeline
+ * whose K and V rows stream into shared memory through an NS-stage cp.async pipeline (FsGeo<HD>::NS, or
+ * NSX: cll_cu_attn_stream_ns)
  * (16-byte copies, NS - 1 tiles in flight while one is scored), so a few blocks an SM keep the
  * bytes in flight that the split kernel above gets only from thousands of one-sub-chunk blocks.
  * 8 warps (a 4-warp block of 32-key tiles ran its own chain: 1.65 TB/s at 8192 keys); per tile:
@@ -737,7 +738,7 @@ template <int NV> static __device__ __forceinline__ void fs_v(const unsigned cha
 }
 
 template <int HD, int HG, bool PG, int BODY, int NSX = 0>
-__global__ static void __launch_bounds__(32 * FS_WARPS, BODY == 2 && NSX == 0 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
+__global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 0 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
     constexpr bool WI = BODY == FS_WI, TC = BODY == FS_TC;
     static_assert(!TC || HD <= 128, "the tensor-core body keeps HD / 8 accumulators and HD / 8 q fragments a lane");
     constexpr int W = FS_WARPS, LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, TK = FS_TK;
@@ -1089,7 +1090,7 @@ static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_
     static bool attr[2]; /* the dynamic shared memory, allowed once per instantiation */
     auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX> : attn_stream_kernel<D, HGV, false, BODY, NSX>;
     bool &done = attr[a->map.blk ? 1 : 0];
-    if (!done) { /* and the largest shared-memory carveout, so two blocks share an SM */
+    if (!done) { /* and the largest shared-memory carveout (two blocks an SM at FsGeo's depth) */
         cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
@@ -1202,7 +1203,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC;
         const bool tc = form == CLL_CU_ATTN_STREAM_TC;
         static int c_ns = -2; /* CLLAMA_CUDA_ATTN_NS=0|5 forces the tensor-core body's stages (A/B) */
-        const int ns = tc ? cll_cu_attn_stream_ns(cll_cu_env_nonneg(&c_ns, "CLLAMA_CUDA_ATTN_NS"), hd, G) : 0;
+        const int ns = tc ? cll_cu_attn_stream_ns(cll_cu_env_nonneg(&c_ns, "CLLAMA_CUDA_ATTN_NS"), hd, G, cll_cu_smem_optin()) : 0;
         if (ac.act_chunks == 0) /* a deep-staged block has its SM to itself */
             ac.act_chunks = cll_cu_attn_active_chunks(a->n_chunks, (int64_t)g.x * g.z, cll_cu_sm_count(),
                                                       env_per_sm > 0 ? env_per_sm
