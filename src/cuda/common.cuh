@@ -177,30 +177,28 @@ static inline bool cll_cu_gemv_f_pre_on(void) {
     return cll_cu_env_flag(&on, "CLLAMA_CUDA_GEMV_F_PRE", true);
 }
 
-/* the current device's SM count (cached per device; 132 if it cannot be read) */
-static inline int cll_cu_sm_count(void) {
-    static int cache[64]; /* per device id: constant for the process */
+/* a device attribute of the current device, read once per device into cache[64] (constant for the
+ * process); fallback when it cannot be read */
+static inline int cll_cu_dev_attr(int *cache, cudaDeviceAttr attr, int fallback) {
     int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return fallback;
     if (!cache[dev]) {
         int n = 0;
-        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
-        cache[dev] = n;
+        cache[dev] = cudaDeviceGetAttribute(&n, attr, dev) == cudaSuccess && n > 0 ? n : -1;
     }
-    return cache[dev];
+    return cache[dev] > 0 ? cache[dev] : fallback;
 }
 
-/* the current device's opt-in shared memory per block in bytes (cached per device; 0 if unread) */
+/* the current device's SM count (132 if it cannot be read) */
+static inline int cll_cu_sm_count(void) {
+    static int cache[64];
+    return cll_cu_dev_attr(cache, cudaDevAttrMultiProcessorCount, 132);
+}
+
+/* the current device's opt-in shared memory per block in bytes (0 if it cannot be read) */
 static inline int cll_cu_smem_optin(void) {
     static int cache[64];
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-    if (!cache[dev]) {
-        int n = 0;
-        if (cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || n <= 0) n = -1;
-        cache[dev] = n;
-    }
-    return cache[dev] > 0 ? cache[dev] : 0;
+    return cll_cu_dev_attr(cache, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
 }
 
 static inline bool cll_cu_pdl_on(void) { return cll_cuda_knobs_now()->pdl != 0; }

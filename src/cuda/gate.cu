@@ -1717,8 +1717,10 @@ extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, in
     char cap[16] = "", rw[16] = "";
     if (act_chunks > 0) snprintf(cap, sizeof cap, "_c%d", act_chunks);
     if (rows > 1) snprintf(rw, sizeof rw, "_r%d", rows);
+    /* the form that runs (a tensor-core request above head dim 128 runs the CUDA-core body) */
+    const int runs = stream ? cll_cu_attn_form(form, true, len, rows, hd) : form;
     snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s%s",
-             form == CLL_CU_ATTN_STREAM_TC ? (hd <= 128 ? "_stream_tc" : "_stream") : stream ? "_stream" : "", hd, w, cap, rw,
+             runs == CLL_CU_ATTN_STREAM_TC ? "_stream_tc" : stream ? "_stream" : "", hd, w, cap, rw,
              paged ? "_paged" : "");
     init_report(rep, name, 0, CLL_TYPE_F16, len, hd, n_head);
     return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, form, rows, seed, rep);

@@ -654,7 +654,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
  * by mma m16n8k16 (K by ldmatrix from XOR-swizzled rows), the softmax in quads of lanes, O += P V by
  * mma m16n8k8 (p as f16 hi + lo, V by ldmatrix .trans); docs/cuda.md "The tensor-core tile body". */
 #define FS_TK 64
-#define FS_PHASED 0 /* the tile bodies (cll_cu_attn_stream_body) */
+#define FS_PHASED 0 /* the tile bodies (TC: cll_cu_attn_form; WI / PHASED: cll_cu_attn_stream_wi) */
 #define FS_WI 1
 #define FS_TC 2
 /* live chunks for about FS_PER_SM blocks an SM (cll_cu_attn_active_chunks; the form: cll_cu_attn_form) */
