@@ -37,7 +37,7 @@ static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b
  * bit-exact variants name their own cap (MINB) */
 #define SP_MIN_BLOCKS 5
 
-template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS>
+template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS, int R = 1>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
@@ -47,9 +47,9 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
+    const int64_t row0 = ((int64_t)blockIdx.x * WARPS + warp) * R;
     const int b = blockIdx.y;
-    const bool live = row < rows; /* warp-uniform */
+    const bool live = row0 < rows; /* warp-uniform */
     if constexpr (SpTables<S>::on) { /* the codebook into shared memory (a constant: before the wait) */
         SpTables<S>::stage();
         __syncthreads();
@@ -65,40 +65,63 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
         bad = mat < 0 || mat >= n_mat;
         if (bad) mat = 0;
     }
-    const uint8_t *wr = W + mat * mat_stride + (live ? row : 0) * row_stride;
-    Wv cur[U] = {};
+    /* R > 1: a partial last warp reads its last row again (clamped) and drops those sums */
+    const uint8_t *wr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int64_t rr = row0 + r < rows ? row0 + r : rows - 1;
+        wr[r] = W + mat * mat_stride + (live ? rr : 0) * row_stride;
+    }
+    Wv cur[R][U] = {};
 #pragma unroll
     for (int u = 0; u < U; u++) {
         const int64_t g = lane + 32 * u;
-        if (live && g < ng) cur[u] = S::load(wr, ng, g);
+        if (live && g < ng) {
+#pragma unroll
+            for (int r = 0; r < R; r++) cur[r][u] = S::load(wr[r], ng, g);
+        }
     }
     if (!RT && !mat_ids) cll_pdl_wait(); /* the activation's producer */
     const cll_block_q8_1 *xb = xq + b * xq_stride;
-    float acc = 0.0f;
+    float acc[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) acc[r] = 0.0f;
     /* dead warps (past the rows, or a bad router id: a defined zero) skip the loop but still
      * reach the tail */
     for (int64_t g0 = 0; live && !bad && g0 < ng; g0 += 32 * U) {
-        Wv nxt[U] = {};
+        Wv nxt[R][U] = {};
         const int64_t g1 = g0 + 32 * U;
         if (g1 < ng) { /* warp-uniform: the next iteration's loads go out before this one decodes */
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int64_t g = g1 + lane + 32 * u;
-                if (g < ng) nxt[u] = S::load(wr, ng, g);
+                if (g < ng) {
+#pragma unroll
+                    for (int r = 0; r < R; r++) nxt[r][u] = S::load(wr[r], ng, g);
+                }
             }
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
             const int64_t g = g0 + lane + 32 * u;
-            if (g < ng) acc += S::dot(cur[u], g, sp_ldx(xb + g));
+            if (g < ng) {
+                const CuX x = sp_ldx(xb + g); /* once per group for the warp's R rows */
+#pragma unroll
+                for (int r = 0; r < R; r++) acc[r] += S::dot(cur[r][u], g, x);
+            }
         }
 #pragma unroll
-        for (int u = 0; u < U; u++) cur[u] = nxt[u];
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int r = 0; r < R; r++) cur[r][u] = nxt[r][u];
     }
-    acc = cll_warp_sum(acc);
-    if (live && lane == 0) {
-        y[b * y_stride + row] = acc;
-        if (EPI) epi_acc += cll_epi_row(epi, row, acc);
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const float v = cll_warp_sum(acc[r]);
+        if (live && lane == 0 && row0 + r < rows) {
+            y[b * y_stride + row0 + r] = v;
+            if (EPI) epi_acc += cll_epi_row(epi, row0 + r, v);
+        }
     }
     cll_l2_prefetch_next(pfn, pfb);
     if (EPI) cll_epi_finish(epi, rows, epi_acc);
@@ -112,19 +135,20 @@ static bool sp_route_ok(const cll_cu_gemv_args *a) {
 }
 
 /* U: groups per lane in flight (4: the w4u4 rows; 1 / 2 their variants), MINB: the resident
- * blocks an SM the registers are capped for. A row's sum depends on neither (each lane adds its
- * groups l, l + 32, .. in that order, then the warp sum), so the variants are bit-exact with w4u4 */
-template <class S, int U = SP_U, int MINB = SP_MIN_BLOCKS>
+ * blocks an SM the registers are capped for, R: rows a warp (one activation read per group for
+ * all R). A row's sum depends on none of them (each lane adds its groups l, l + 32, .. in that
+ * order, then the warp sum), so the variants are bit-exact with w4u4 */
+template <class S, int U = SP_U, int MINB = SP_MIN_BLOCKS, int R = 1>
 static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
-    const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS), (unsigned)a->nb);
+    const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS * R), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
     if (a->act_in.gu) return cudaErrorNotSupported; /* the staging of k_gemv_spx only */
-    auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, false, true, MINB>
-             : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, true, false, MINB>
-                             : k_gemv_sp<S, SP_WARPS, U, false, false, MINB>;
+    auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, false, true, MINB, R>
+             : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, true, false, MINB, R>
+                             : k_gemv_sp<S, SP_WARPS, U, false, false, MINB, R>;
     return cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
                         a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
@@ -424,19 +448,24 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
 #define SP_X(T) spx_gemv_launch<CuSp<T>, 4, 1, true, 4, 1, 6>
 #define SP_Y4(T) spx_gemv_launch<CuSp<T>, 2, 1, true, 4, 1, 7>
 #define SP_Y2(T) spx_gemv_launch<CuSp<T>, 2, 1, true, 2, 2, 7>
-#define SP_OPS(T, NAME, W, X, Y)                                                                              \
+/* G: w4u4's sums over 2 rows a warp, 2 groups a lane, the activation read from global (L1) per
+ * group (no staging, no barrier: k_gemv_sp<R = 2>); 88-96 registers at >= 5 blocks an SM, no
+ * spill, except Q8_0 (its 34-byte groups: 72 bytes of spill at 96), capped at 4 blocks (G4) */
+#define SP_G(T) sp_gemv_launch<CuSp<T>, 2, SP_MIN_BLOCKS, 2>
+#define SP_G4(T) sp_gemv_launch<CuSp<T>, 2, 4, 2>
+#define SP_OPS(T, NAME, W, X, Y, G)                                                                           \
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
-     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y,                                                           \
+     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G,                                                        \
      sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME,                \
      cu_moe_launch<CuMoeRowSp<CuSp<T>>>, sp_row_bytes<CuSp<T>, T>}
 static const cll_cu_sp_ops k_sp_ops[] = {
-    SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q4_0), SP_Y4(CLL_TYPE_Q4_0)),
-    SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a", SP_NOW, NULL, SP_Y4(CLL_TYPE_Q8_0)),
-    SP_OPS(CLL_TYPE_Q5_1, "gemv_q5_1_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q5_1), SP_Y4(CLL_TYPE_Q5_1)),
-    SP_OPS(CLL_TYPE_Q4_K, "gemv_q4_K_split_w4u4_dp4a", SP_NOW, NULL, SP_Y4(CLL_TYPE_Q4_K)),
-    SP_OPS(CLL_TYPE_Q6_K, "gemv_q6_K_split_w4u4_dp4a", SP_NOW, NULL, SP_Y2(CLL_TYPE_Q6_K)),
-    SP_OPS(CLL_TYPE_IQ4_XS, "gemv_iq4_xs_split_w4u4_dp4a", SP_W(CLL_TYPE_IQ4_XS), NULL, NULL),
-    SP_OPS(CLL_TYPE_IQ3_S, "gemv_iq3_s_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_IQ3_S), SP_Y4(CLL_TYPE_IQ3_S)),
+    SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q4_0), SP_Y4(CLL_TYPE_Q4_0), SP_G(CLL_TYPE_Q4_0)),
+    SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a", SP_NOW, NULL, SP_Y4(CLL_TYPE_Q8_0), SP_G4(CLL_TYPE_Q8_0)),
+    SP_OPS(CLL_TYPE_Q5_1, "gemv_q5_1_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q5_1), SP_Y4(CLL_TYPE_Q5_1), SP_G(CLL_TYPE_Q5_1)),
+    SP_OPS(CLL_TYPE_Q4_K, "gemv_q4_K_split_w4u4_dp4a", SP_NOW, NULL, SP_Y4(CLL_TYPE_Q4_K), SP_G(CLL_TYPE_Q4_K)),
+    SP_OPS(CLL_TYPE_Q6_K, "gemv_q6_K_split_w4u4_dp4a", SP_NOW, NULL, SP_Y2(CLL_TYPE_Q6_K), SP_G(CLL_TYPE_Q6_K)),
+    SP_OPS(CLL_TYPE_IQ4_XS, "gemv_iq4_xs_split_w4u4_dp4a", SP_W(CLL_TYPE_IQ4_XS), NULL, NULL, SP_G(CLL_TYPE_IQ4_XS)),
+    SP_OPS(CLL_TYPE_IQ3_S, "gemv_iq3_s_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_IQ3_S), SP_Y4(CLL_TYPE_IQ3_S), SP_G(CLL_TYPE_IQ3_S)),
 };
 
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type) {
