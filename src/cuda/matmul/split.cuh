@@ -18,8 +18,9 @@
  * except IQ3_S's (SpBytes: 17 / 13.75 of the file's; cll_cu_row_stride takes the layout). Element
  * decoders (deq: get_rows, gemm panel) read the same layout and stay bit-exact with to_f32.
  *
- * k_gemv_sp<S, WARPS=4, U=4> launch geometry: 128-thread blocks, one output row per warp, grid
- * (ceil(rows/4), nb). Lane l takes groups l, l+32, .. : every load instruction of a warp reads
+ * k_gemv_sp<S, WARPS=4, U=4, R=1> launch geometry: 128-thread blocks, R output rows per warp (1: the
+ * w4u4 rows; 2: the w4r2u2 rows, U = 2, each activation group read once for both rows), grid
+ * (ceil(rows/(4R)), nb). Lane l takes groups l, l+32, .. : every load instruction of a warp reads
  * 32 consecutive records (512 B of quants for Q4_0). No shared memory. Per iteration a lane
  * issues the loads of U groups (U x 16-32 B of quants + side data, ld.global.nc.L1::no_allocate)
  * for the NEXT iteration before it decodes the current one (register double buffer), so a warp
