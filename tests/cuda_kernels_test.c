@@ -111,19 +111,20 @@ static void test_gemv_rows(void **state) {
     }
     /* 20 layout-0 rows + 7 x 6 split rows (w4u4, r2, r4, r4_pt, tma, few) + 4 mma + 13 variants
      * (w4u2, w4u2b8, w4u1b8, w4u4b6 of IQ4_XS; r4b6_pt of Q4_0, Q5_1, IQ3_S; r2u1b7_pt of the r4_pt
-     * types and Q6_K) + 7 w4r2u2 (every split type) */
-    assert_int_equal(n_rows, 86);
+     * types and Q6_K) + 7 w4r2u2 + 7 w4r2u1b7 (every split type) */
+    assert_int_equal(n_rows, 93);
     if (only && *only) printf("CLL_GATE_ONLY=%s: only those gemv rows were gated\n", only);
     assert_int_equal(g_fail, 0);
 }
 
 /* the gate checks a bit-exact claim against the type's default row: a row that sums in another
- * order (w4u4 against Q8_0's default r2u1b7_r4ks_pt, r4's split-K 2 at 4096 x 4096) made to claim it
- * must fail, and the same row without the claim passes; every true claim passed in test_gemv_rows */
+ * order (r4_pt, r4's split-K 2 at 4096 x 4096, against Q8_0's default w4r2u1b7: w4u4's sums) made
+ * to claim it must fail, and the same row without the claim passes; every true claim passed in
+ * test_gemv_rows */
 static void test_false_bit_exact_claim(void **state) {
     (void)state;
     const cll_kernel_table *t = table();
-    const cll_kernel_row *r = cll_kernels_find(t, "gemv_q8_0_split_w4u4_dp4a");
+    const cll_kernel_row *r = cll_kernels_find(t, "gemv_q8_0_split_r4_smx_ks_pt");
     assert_non_null(r);
     assert_false(r->bit_exact);
     cll_cuda_gate_report rep;
@@ -138,9 +139,9 @@ static void test_false_bit_exact_claim(void **state) {
     assert_true(rep.exact_checked);
     assert_true(rep.exact_control_failed);
     assert_true(rep.n_exact_diff > 0);
-    assert_string_equal(rep.exact_ref, "gemv_q8_0_split_r2u1b7_smx_r4ks_pt");
-    /* a true claim at the same shape: r4_pt, the same split-K sums as the default */
-    const cll_kernel_row *u2 = cll_kernels_find(t, "gemv_q8_0_split_r4_smx_ks_pt");
+    assert_string_equal(rep.exact_ref, "gemv_q8_0_split_w4r2u1b7_dp4a");
+    /* a true claim at the same shape: w4u4, the default's sums launched one row a warp */
+    const cll_kernel_row *u2 = cll_kernels_find(t, "gemv_q8_0_split_w4u4_dp4a");
     assert_non_null(u2);
     assert_true(u2->bit_exact);
     assert_int_equal(cll_cuda_gate_row(u2, 4096, 4096, 1, 77, &rep), CLL_OK);

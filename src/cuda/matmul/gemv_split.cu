@@ -453,9 +453,11 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
  * spill, except Q8_0 (its 34-byte groups: 72 bytes of spill at 96), capped at 4 blocks (G4) */
 #define SP_G(T) sp_gemv_launch<CuSp<T>, 2, SP_MIN_BLOCKS, 2>
 #define SP_G4(T) sp_gemv_launch<CuSp<T>, 2, 4, 2>
+/* G1: the same with one group a lane in flight at >= 7 blocks an SM (Q8_0 fits it unspilled) */
+#define SP_G1(T) sp_gemv_launch<CuSp<T>, 1, 7, 2>
 #define SP_OPS(T, NAME, W, X, Y, G)                                                                           \
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
-     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G,                                                        \
+     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G, SP_G1(T),                                              \
      sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME,                \
      cu_moe_launch<CuMoeRowSp<CuSp<T>>>, sp_row_bytes<CuSp<T>, T>}
 static const cll_cu_sp_ops k_sp_ops[] = {

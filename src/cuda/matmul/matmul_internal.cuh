@@ -43,6 +43,7 @@ typedef struct {
     cll_cu_gemv_fn gemv_r2u1p;   /* k_gemv_spx<R=2, U=1>, persistent, >= 7 blocks, split-K as the
                                     type's default (r4: as gemv_r4; Q6_K: as gemv_r2) */
     cll_cu_gemv_fn gemv_r2g;     /* k_gemv_sp<R=2, U=2>: 2 rows a warp, activation from global (as gemv) */
+    cll_cu_gemv_fn gemv_r2u1g;   /* k_gemv_sp<R=2, U=1>, >= 7 blocks an SM (as gemv) */
     cll_cu_get_rows_fn get_rows;
     cll_cu_panel_fn panel;
     cll_cu_pack_fn pack;

@@ -178,7 +178,8 @@ static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
 static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
     k_tma_impl[CU_NSP], k_few_impl[CU_NSP], k_mma_impl[CU_NSP], k_fused_impl[CU_NSP], k_spu2_impl[CU_NSP],
-    k_spu2b8_impl[CU_NSP], k_spu1b8_impl[CU_NSP], k_spu4b6_impl[CU_NSP], k_spx4b6p_impl[CU_NSP], k_spx2u1p_impl[CU_NSP], k_spr2g_impl[CU_NSP];
+    k_spu2b8_impl[CU_NSP], k_spu1b8_impl[CU_NSP], k_spu4b6_impl[CU_NSP], k_spx4b6p_impl[CU_NSP], k_spx2u1p_impl[CU_NSP], k_spr2g_impl[CU_NSP],
+    k_spr2u1g_impl[CU_NSP];
 /* the grouped MoE rows: layout 0 (block types, k_types order) and split */
 static cll_cu_gemv_impl k_moe_impl[CU_NTYPES], k_moe_sp_impl[CU_NSP];
 /* a layout-0 row stays a default unless its type has a default split row */
@@ -203,6 +204,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SPX2U1P4 "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 as r4 persistent grid ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 in smem dp4a pdl (r4's sums)"
 #define CU_GEMV_PARAMS_SPX2U1P2 "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 as r2 persistent grid ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 in smem dp4a pdl (r2's sums)"
 #define CU_GEMV_PARAMS_SPR2G "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x2 groups x2 rows double-buffered act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
+#define CU_GEMV_PARAMS_SPR2U1G "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
 #define CU_GEMV_PARAMS_TMA "layout=1(split) 128 threads persistent grid tile=rt rows (~16KB) one cp.async.bulk per tile mbarrier 4 stages in flight (first before the PDL wait) act=q8_1 in smem dp4a nb=1 (else r4_pt)"
 #define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
 #define CU_GEMV_PARAMS_MMA "layout=1(split) n_tokens 2-64 cols%256 mma.sync m16n8k32 int8 (Q6_K 2x m16n8k16), weights + q8_1 by cp.async 3 stages, pdl; 2-8 tokens: 8 warps x 16 rows, K split over the warps in 256-value chunks; 9-64: 128 rows x 64 tokens per block, split-K over blocks (last-block ticket)"
@@ -250,14 +252,16 @@ static const cll_kernel_row k_rows[] = {
  * 540.0, l3-8b IQ3_S 541.8 / 541.8 -> 545.7 / 546.8, Q6_K 434.6 / 434.7 -> 447.5 / 450.9, q3moe
  * Q4_K_M 954.5 / 956.0 -> 1045.9 / 1044.3, Q5_1 1028.3 / 1027.8 -> 1063.9 / 1063.6; l2-7b Q4_K_M
  * 528.6 / 526.1 -> 540.6 / 539.3, l3-8b Q4_K_M 484.0 / 480.6 -> 504.9 / 502.7 (previous call).
- * Q8_0 stays (w4r2u2 at 4 blocks an SM, its registers: 388.8 / 389.1 vs 414.6 / 414.9), iq4_xs
- * too (tie: 474.5 / 476.2 vs 476.6 / 472.2; its table lookups bound it). */
+ * Q8_0 lost with w4r2u2 (4 blocks an SM, its registers: 388.8 / 389.1 vs 414.6 / 414.9) and
+ * defaults to w4r2u1b7 (D 13: one group a lane at 7 blocks, 63 registers): kbench 83.2% (79.0),
+ * tg128 414.0 / 412.0 -> 428.9 / 431.1 (ABBA, one call). iq4_xs keeps its rows (w4r2u2 474.5 /
+ * 476.2 vs 476.6 / 472.2, w4r2u1b7 475.7 vs 473.2: its table lookups bound it). */
 /* bit_exact: with the type's default row. Forms sum in different orders (lanes per row, split-K,
  * per-group vs per-lane); a row's sums depend only on its lanes' group order and the split-K
  * factor, so the rows of one numerics family are bit-exact with each other (the gate checks every
  * claim). The family of split form k (D and k use these codes): 0 w4u4 and its variants (5 w4u2, 6 w4u2b8, 7 w4u1b8, 8 w4u4b6); 1 r2 and 10 r2u1b7_pt; 2 r4,
- * 3 r4_pt, 9 r4b6_pt and 11 r2u1b7_r4ks_pt (split-K as r4); 4 tma; 12 w4r2u2 (family 0) */
-#define CU_SP_FAM(k) (((k) >= 5 && (k) <= 8) || (k) == 12 ? 0 : (k) == 10 ? 1 : (k) == 3 || (k) == 9 || (k) == 11 ? 2 : (k))
+ * 3 r4_pt, 9 r4b6_pt and 11 r2u1b7_r4ks_pt (split-K as r4); 4 tma; 12 w4r2u2 and 13 w4r2u1b7 (family 0) */
+#define CU_SP_FAM(k) (((k) >= 5 && (k) <= 8) || (k) == 12 || (k) == 13 ? 0 : (k) == 10 ? 1 : (k) == 3 || (k) == 9 || (k) == 11 ? 2 : (k))
 #define CU_SP_EXACT(D, k) (CU_SP_FAM(D) == CU_SP_FAM(k))
 #define CU_SP_ROW(n, T, i, D)                                                                                \
     {"gemv_" #n "_split_w4u4_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SP, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
@@ -272,7 +276,7 @@ static const cll_kernel_row k_rows[] = {
      cu_tma_ok, CU_SP_EXACT(D, 4), (D) == 4, &k_tma_impl[i]},                                            \
     {"gemv_" #n "_split_few", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_FEW, CLL_CU_LAYOUT_SPLIT, 1,       \
      cu_few_ok, false, true, &k_few_impl[i]},
-    CU_SP_ROW(q4_0, Q4_0, 0, 12) CU_SP_ROW(q8_0, Q8_0, 1, 11) CU_SP_ROW(q5_1, Q5_1, 2, 12) CU_SP_ROW(q4_K, Q4_K, 3, 12)
+    CU_SP_ROW(q4_0, Q4_0, 0, 12) CU_SP_ROW(q8_0, Q8_0, 1, 13) CU_SP_ROW(q5_1, Q5_1, 2, 12) CU_SP_ROW(q4_K, Q4_K, 3, 12)
     CU_SP_ROW(q6_K, Q6_K, 4, 12) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 12)
 #undef CU_SP_ROW
     /* the bit-exact variants (rows of a numerics family that only launch differently: the tuner's
@@ -288,18 +292,25 @@ static const cll_kernel_row k_rows[] = {
     CU_SPV_ROW(q5_1, Q5_1, 2, 12, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
     CU_SPV_ROW(iq3_s, IQ3_S, 6, 12, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
     CU_SPV_ROW(q4_0, Q4_0, 0, 12, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
-    CU_SPV_ROW(q8_0, Q8_0, 1, 11, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(q8_0, Q8_0, 1, 13, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(q5_1, Q5_1, 2, 12, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(q4_K, Q4_K, 3, 12, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(iq3_s, IQ3_S, 6, 12, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(q6_K, Q6_K, 4, 12, 10, "r2u1b7_smx_ks_pt", CU_GEMV_PARAMS_SPX2U1P2, k_spx2u1p_impl)
     CU_SPV_ROW(q4_0, Q4_0, 0, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
-    CU_SPV_ROW(q8_0, Q8_0, 1, 11, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
+    CU_SPV_ROW(q8_0, Q8_0, 1, 13, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
     CU_SPV_ROW(q5_1, Q5_1, 2, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
     CU_SPV_ROW(q4_K, Q4_K, 3, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
     CU_SPV_ROW(q6_K, Q6_K, 4, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
     CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
     CU_SPV_ROW(iq3_s, IQ3_S, 6, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
+    CU_SPV_ROW(q4_0, Q4_0, 0, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
+    CU_SPV_ROW(q8_0, Q8_0, 1, 13, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
+    CU_SPV_ROW(q5_1, Q5_1, 2, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
+    CU_SPV_ROW(q4_K, Q4_K, 3, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
+    CU_SPV_ROW(q6_K, Q6_K, 4, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
+    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
+    CU_SPV_ROW(iq3_s, IQ3_S, 6, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
 #undef CU_SPV_ROW
     /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu): not the registry default of the
      * n2-8 class (the dp4a row is), but the pick (cll_cu_pick_form) takes them from the token count
@@ -384,6 +395,7 @@ static void fill_impls(void) {
         like(k_spx4b6p_impl, k_spx2_impl[i], o ? o->gemv_r4b6p : NULL);
         like(k_spx2u1p_impl, k_spx2_impl[i], o ? o->gemv_r2u1p : NULL);
         like(k_spr2g_impl, k_sp_impl[i], o ? o->gemv_r2g : NULL);
+        like(k_spr2u1g_impl, k_sp_impl[i], o ? o->gemv_r2u1g : NULL);
         k_tma_impl[i] = k_sp_impl[i];
         k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
         k_tma_impl[i].routes = false;
