@@ -705,6 +705,42 @@ static void test_table_shape(void **state) {
     }
 }
 
+/* every kernel that opens its dynamic shared memory past 48 KB (a per-device attribute) runs on each
+ * visible device in turn: with the attribute set once per process, the second GPU's launch failed
+ * (the streaming decode attention, the prefill attention, the mma / few-token / bulk-copy gemvs,
+ * the fused GEMM). One device: SKIP (issue 13's machines have several) */
+static void test_every_device(void **state) {
+    (void)state;
+    int n = 0;
+    assert_int_equal(cll_cuda_device_count(&n), CLL_OK);
+    if (n < 2) {
+        printf("SKIP: test_every_device: %d CUDA device: the per-device kernel attributes need two\n", n);
+        return;
+    }
+    g_fail = 0;
+    const cll_kernel_table *t = table();
+    const struct { const char *row; int64_t rows, cols; int nb; } rows[] = {
+        {"gemv_q4_0_split_mma", 300, 4096, 64}, {"gemv_q4_0_split_mma", 256, 4096, 8},
+        {"gemv_q4_0_split_few", 64, 4096, 8},   {"gemv_q8_0_split_tma", 4096, 4096, 1},
+        {"gemm_q4_0_split_fused_f16", 384, 4096, 32},
+    };
+    for (int d = 0; d < n; d++) {
+        assert_int_equal(cll_cuda_use_device(d), CLL_OK);
+        printf("device %d:\n", d);
+        cll_cuda_gate_report r;
+        report(&r, cll_cuda_gate_attn_decode(128, 32, 4, 4100, 33, false, 0, 0, CLL_CU_ATTN_STREAM_TC, 1, 900 + d, &r));
+        report(&r, cll_cuda_gate_attn_decode(128, 32, 32, 2100, 17, false, 0, 2, CLL_CU_ATTN_STREAM, 1, 910 + d, &r));
+        report(&r, cll_cuda_gate_attn_prefill(128, 32, 8, 100, 37, 0, 1, 920 + d, &r));
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            const cll_kernel_row *row = cll_kernels_find(t, rows[i].row);
+            assert_non_null(row);
+            report(&r, cll_cuda_gate_row(row, rows[i].rows, rows[i].cols, rows[i].nb, 930 + 10 * d + i, &r));
+        }
+    }
+    assert_int_equal(cll_cuda_use_device(0), CLL_OK);
+    assert_int_equal(g_fail, 0);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* a log file shows each gate as it finishes */
     if (!cll_cuda_built()) tu_skip("cuda_kernels_test: built without the CUDA driver");
@@ -747,6 +783,7 @@ int main(void) {
         cmocka_unit_test(test_attn_prefill),
         cmocka_unit_test(test_attn_decode),
         cmocka_unit_test(test_moe_route),
+        cmocka_unit_test(test_every_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

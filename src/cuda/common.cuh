@@ -201,6 +201,22 @@ static inline int cll_cu_smem_optin(void) {
     return cll_cu_dev_attr(cache, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
 }
 
+/* a kernel's dynamic shared memory opened to smem bytes on the current device, and with carveout the
+ * largest shared-memory carveout asked for. cudaFuncSetAttribute is a per-device setting: a kernel
+ * opened on one GPU is not on the next one of the process (issue 13's tensor parallel), so opened[64]
+ * keeps, per device, the most bytes set so far (one cudaGetDevice a call once done) */
+template <typename F> static inline cudaError_t cll_cu_open_smem(int *opened, F *k, int smem, bool carveout = false) {
+    int dev = 0;
+    CLL_CU_RET(cudaGetDevice(&dev));
+    if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
+    if (opened[dev] >= smem && opened[dev] > 0) return cudaSuccess;
+    CLL_CU_RET(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    if (carveout)
+        CLL_CU_RET(cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared));
+    opened[dev] = smem > 0 ? smem : 1;
+    return cudaSuccess;
+}
+
 static inline bool cll_cu_pdl_on(void) { return cll_cuda_knobs_now()->pdl != 0; }
 
 template <typename... KArgs, typename... Args>

@@ -27,6 +27,8 @@ cll_status cll_cuda_device_count(int *n);
 cll_status cll_cuda_device_info(int dev, cll_cuda_device *out);
 /* run a small kernel on dev and check its result (proves the device really computes) */
 cll_status cll_cuda_selftest(int dev);
+/* make dev the calling thread's current device (the gates and benches of cuda/gate.h run there) */
+cll_status cll_cuda_use_device(int dev);
 
 /* true when p is page-locked host memory the CUDA runtime allocated or registered (what a CUDA
  * context's logits rows must be: the step's copy is then one DMA); false without the driver */

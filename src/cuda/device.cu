@@ -58,6 +58,14 @@ __global__ static void axpy_index_kernel(float a, const float *x, float *y, int 
     if (i < n) y[i] = a * x[i] + (float)i;
 }
 
+extern "C" cll_status cll_cuda_use_device(int dev) {
+    int n = 0;
+    CLL_CU_TRY(cudaGetDeviceCount(&n));
+    if (dev < 0 || dev >= n) return cll_err(CLL_ERR_ARG, "cuda: device %d requested, %d visible", dev, n);
+    CLL_CU_TRY(cudaSetDevice(dev));
+    return CLL_OK;
+}
+
 extern "C" cll_status cll_cuda_selftest(int dev) {
     enum { N = 1 << 16 };
     static float hx[N], hy[N];

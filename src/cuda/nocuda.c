@@ -21,6 +21,10 @@ cll_status cll_cuda_selftest(int dev) {
     (void)dev;
     return cll_err(CLL_ERR_UNSUPPORTED, NOT_BUILT);
 }
+cll_status cll_cuda_use_device(int dev) {
+    (void)dev;
+    return cll_err(CLL_ERR_UNSUPPORTED, NOT_BUILT);
+}
 bool cll_cuda_host_pinned(const void *p) {
     (void)p;
     return false;

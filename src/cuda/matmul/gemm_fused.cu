@@ -383,10 +383,11 @@ template <int T, int NTL, int NS, bool C3> static constexpr size_t fg_smem(void)
 template <int T, int NTL, int NS, bool C3 = false, int UG = (NTL <= 2 ? 4 : 2)>
 static cudaError_t fg_launch_one(const cll_cu_weight *w, const __half *xh, int t0, int nt, float *y, int64_t ldy,
                                  const cll_cu_splitk *sk, cudaStream_t st) {
-    static int bps = 0; /* resident blocks per SM, asked once (the attribute set with it) */
+    static int bps = 0; /* resident blocks per SM, asked once (the same on every GPU of one model) */
+    static int opened[64]; /* the dynamic shared memory, per device */
     constexpr size_t smem = fg_smem<T, NTL, NS, C3>();
+    CLL_CU_RET(cll_cu_open_smem(opened, k_fgemm<T, NTL, NS, UG, C3>, (int)smem));
     if (!bps) {
-        CLL_CU_RET(cudaFuncSetAttribute(k_fgemm<T, NTL, NS, UG, C3>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         CLL_CU_RET(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_fgemm<T, NTL, NS, UG, C3>, FG_WARPS * 32, smem));
         if (bps < 1) return cudaErrorInvalidConfiguration;
     }

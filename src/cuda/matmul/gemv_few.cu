@@ -192,14 +192,10 @@ k_gemv_few(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
 template <class S, int R, int NT> static int few_blocks_per_sm(size_t smem) {
     /* opened once to the most any launch stages: the limit counts the static red[] too, so a
      * launch of exactly 48 KB of records (8 tokens x 4096 cols) is already past the default */
-    static bool opened = false;
-    if (!opened) {
-        if (cudaFuncSetAttribute(k_gemv_few<S, R, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, FEW_SMEM_MAX) !=
-            cudaSuccess) {
-            cudaGetLastError();
-            return 0;
-        }
-        opened = true;
+    static int opened[64]; /* per device */
+    if (cll_cu_open_smem(opened, k_gemv_few<S, R, NT>, FEW_SMEM_MAX) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
     }
     int n = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_gemv_few<S, R, NT>, FEW_WARPS * 32, smem) != cudaSuccess) {

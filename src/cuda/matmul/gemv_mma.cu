@@ -281,12 +281,9 @@ template <class M> static size_t mma_smem(void) {
 
 template <class M>
 static cudaError_t mma_launch_one(const cll_cu_weight *w, const cll_cu_gemv_args *a, int t0, int nt, cudaStream_t st) {
-    static bool opened = false;
+    static int opened[64]; /* per device */
     const size_t smem = mma_smem<M>();
-    if (!opened) {
-        CLL_CU_RET(cudaFuncSetAttribute(k_gemv_mma<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        opened = true;
-    }
+    CLL_CU_RET(cll_cu_open_smem(opened, k_gemv_mma<M>, (int)smem));
     const bool last = t0 + nt >= a->nb;
     return cll_cu_launch(k_gemv_mma<M>, dim3((unsigned)cll_cdiv(w->rows, MMA_ROWS)), dim3(MMA_WARPS * 32), smem, st, w->d,
                          w->rows, (int)(w->cols / 32), (int64_t)w->row_stride,
@@ -398,12 +395,9 @@ template <class M> static size_t mt_smem(int nt) {
 
 template <class M>
 static cudaError_t mt_launch_one(const cll_cu_weight *w, const cll_cu_gemv_args *a, int t0, int nt, cudaStream_t st) {
-    static bool opened = false;
+    static int opened[64]; /* per device, to the most any launch stages */
     const size_t smem = mt_smem<M>(nt), smax = mt_smem<M>(64);
-    if (!opened) {
-        CLL_CU_RET(cudaFuncSetAttribute(k_mma_tile<M>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smax));
-        opened = true;
-    }
+    CLL_CU_RET(cll_cu_open_smem(opened, k_mma_tile<M>, (int)smax));
     static int bps_of[MT_TILES + 1]; /* resident blocks per SM by tile count (smem), asked once */
     const int ntl = (nt + 7) / 8;
     if (!bps_of[ntl])

@@ -173,11 +173,10 @@ template <class S> static cudaError_t tma_gemv_launch(const cll_cu_weight *w, co
         const cll_cu_sp_ops *o = cll_cu_sp_ops_get(w->type);
         return o ? o->gemv_r4p(w, a, st) : cudaErrorInvalidValue;
     }
-    static size_t set_for = 0; /* the largest dynamic smem this kernel was opened to */
-    if (smem > 48 * 1024 && smem > set_for) {
-        CLL_CU_RET(cudaFuncSetAttribute(k_gemv_tma<S, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)TMA_SMEM_MAX));
-        CLL_CU_RET(cudaFuncSetAttribute(k_gemv_tma<S, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)TMA_SMEM_MAX));
-        set_for = TMA_SMEM_MAX;
+    static int opened[2][64]; /* per kernel and device: opened to TMA_SMEM_MAX once a launch needs > 48 KB */
+    if (smem > 48 * 1024) {
+        CLL_CU_RET(cll_cu_open_smem(opened[0], k_gemv_tma<S, false>, (int)TMA_SMEM_MAX));
+        CLL_CU_RET(cll_cu_open_smem(opened[1], k_gemv_tma<S, true>, (int)TMA_SMEM_MAX));
     }
     int bps = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_gemv_tma<S, false>, TMA_THREADS, smem) != cudaSuccess || bps <= 0) {

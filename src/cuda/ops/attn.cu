@@ -1087,16 +1087,10 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
 template <int D, int HGV, int BODY, int NSX = 0>
 static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
     constexpr int SMEM = (NSX ? NSX : FsGeo<D>::NS) * FsGeo<D>::STAGE;
-    static bool attr[2]; /* the dynamic shared memory, allowed once per instantiation */
+    static int opened[2][64]; /* the dynamic shared memory, per instantiation and device */
     auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX> : attn_stream_kernel<D, HGV, false, BODY, NSX>;
-    bool &done = attr[a->map.blk ? 1 : 0];
-    if (!done) { /* and the largest shared-memory carveout (two blocks an SM at FsGeo's depth) */
-        cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
-        if (e == cudaSuccess)
-            e = cudaFuncSetAttribute(k, cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
-        if (e != cudaSuccess) return e;
-        done = true;
-    }
+    /* and the largest shared-memory carveout (two blocks an SM at FsGeo's depth) */
+    CLL_CU_RET(cll_cu_open_smem(opened[a->map.blk ? 1 : 0], k, SMEM, true));
     return cll_cu_launch(k, g, dim3(32 * FS_WARPS), (size_t)SMEM, s, *a);
 }
 /* tc: the tensor-core body (head dims up to 128; 256 keeps the CUDA-core ones); ns: its stages

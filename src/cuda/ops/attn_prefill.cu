@@ -257,11 +257,8 @@ bool cll_cu_attention_prefill_ok(const cll_cu_attn_args *a, int64_t n) {
 /* the kernel with its two stages of dynamic shared memory (the attribute set on first use) */
 template <int HD, bool PG> static cudaError_t pf_launch(dim3 g, cudaStream_t s, const cll_cu_attn_args *a, int32_t n) {
     constexpr size_t SMEM = 2 * 2 * PF_BK * (HD + 8) * sizeof(__half);
-    static bool set = false; /* per process: one device's limit (noted for several GPUs, issue 13) */
-    if (!set) {
-        CLL_CU_RET(cudaFuncSetAttribute(attn_prefill_kernel<HD, PG>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM));
-        set = true;
-    }
+    static int opened[64]; /* per device */
+    CLL_CU_RET(cll_cu_open_smem(opened, attn_prefill_kernel<HD, PG>, (int)SMEM));
     return cll_cu_launch(attn_prefill_kernel<HD, PG>, g, dim3(128), SMEM, s, *a, n);
 }
 
