@@ -1,8 +1,8 @@
 /* cuda/matmul/gemv_split: the layout-1 ("split") rows: decode gemv (k_gemv_sp), get_rows and the
  * gemm panel over the split layout, and the host repack the upload runs (cll_cu_sp_pack_rows).
  * Launch geometry, register budget and the layout itself: see cuda/matmul/split.cuh
- * (128-thread blocks, one row per warp, grid (ceil(rows/4), nb), no shared memory, U=4 groups
- * per lane per iteration, register double buffer; programmatic dependent launch).
+ * (128-thread blocks, R = 1 or 2 rows per warp, grid (ceil(rows/4R), nb), no shared memory, U
+ * groups per lane per iteration, register double buffer; programmatic dependent launch).
  * get_rows / panel: one thread per element, 256-thread blocks, grid (cols/256, ids or rows).
  * Owns nothing. Rule: deq is bit-exact with to_f32; dots are exact int sums per group (16 for Q6_K)
  * times float scales, as the layout-0 rows (the gate holds both to the same bar). */
