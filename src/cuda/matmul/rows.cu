@@ -204,6 +204,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SPX2U1P4 "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 as r4 persistent grid ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 in smem dp4a pdl (r4's sums)"
 #define CU_GEMV_PARAMS_SPX2U1P2 "layout=1(split) warps=4 rows/warp=2 split-K=1|2|4 as r2 persistent grid ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 in smem dp4a pdl (r2's sums)"
 #define CU_GEMV_PARAMS_SPR2G "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x2 groups x2 rows double-buffered act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
+#define CU_GEMV_PARAMS_SPR2G4 "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x2 groups x2 rows double-buffered >=4 blocks/SM act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
 #define CU_GEMV_PARAMS_SPR2U1G "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
 #define CU_GEMV_PARAMS_TMA "layout=1(split) 128 threads persistent grid tile=rt rows (~16KB) one cp.async.bulk per tile mbarrier 4 stages in flight (first before the PDL wait) act=q8_1 in smem dp4a nb=1 (else r4_pt)"
 #define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
@@ -298,7 +299,7 @@ static const cll_kernel_row k_rows[] = {
     CU_SPV_ROW(iq3_s, IQ3_S, 6, 12, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(q6_K, Q6_K, 4, 12, 10, "r2u1b7_smx_ks_pt", CU_GEMV_PARAMS_SPX2U1P2, k_spx2u1p_impl)
     CU_SPV_ROW(q4_0, Q4_0, 0, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
-    CU_SPV_ROW(q8_0, Q8_0, 1, 13, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
+    CU_SPV_ROW(q8_0, Q8_0, 1, 13, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G4, k_spr2g_impl)
     CU_SPV_ROW(q5_1, Q5_1, 2, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
     CU_SPV_ROW(q4_K, Q4_K, 3, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
     CU_SPV_ROW(q6_K, Q6_K, 4, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
