@@ -177,11 +177,18 @@ static inline bool cll_cu_gemv_f_pre_on(void) {
     return cll_cu_env_flag(&on, "CLLAMA_CUDA_GEMV_F_PRE", true);
 }
 
+/* the current device's ordinal, the index of the per-device caches below (64 entries); -1 when it
+ * cannot be read or is past them */
+static inline int cll_cu_dev_index(void) {
+    int dev = 0;
+    return cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < 64 ? dev : -1;
+}
+
 /* a device attribute of the current device, read once per device into cache[64] (constant for the
  * process); fallback when it cannot be read */
 static inline int cll_cu_dev_attr(int *cache, cudaDeviceAttr attr, int fallback) {
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return fallback;
+    const int dev = cll_cu_dev_index();
+    if (dev < 0) return fallback;
     if (!cache[dev]) {
         int n = 0;
         cache[dev] = cudaDeviceGetAttribute(&n, attr, dev) == cudaSuccess && n > 0 ? n : -1;
@@ -206,9 +213,8 @@ static inline int cll_cu_smem_optin(void) {
  * opened on one GPU is not on the next one of the process (issue 13's tensor parallel), so opened[64]
  * keeps, per device, the most bytes set so far (one cudaGetDevice a call once done) */
 template <typename F> static inline cudaError_t cll_cu_open_smem(int *opened, F *k, int smem, bool carveout = false) {
-    int dev = 0;
-    CLL_CU_RET(cudaGetDevice(&dev));
-    if (dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
+    const int dev = cll_cu_dev_index();
+    if (dev < 0) return cudaErrorInvalidDevice;
     if (opened[dev] >= smem && opened[dev] > 0) return cudaSuccess;
     CLL_CU_RET(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     if (carveout)

@@ -226,7 +226,7 @@ static const cll_kernel_row k_rows[] = {
 #undef CU_GEMV_ROW
     /* layout 1 (split, cuda/matmul/split.cuh): w4u4 one row per warp; r2/r4: 2/4 rows per warp,
      * activation staged in shared memory, split-K by shape (gemv_split.cu); r4_pt: r4 on a
-     * one-wave persistent grid. The default per type (D: 0 w4u4, 1 r2, 2 r4, 3 r4_pt, 9 r4b6_pt,
+     * one-wave persistent grid. The default per type (CU_SPD_<type>: 0 w4u4, 1 r2, 2 r4, 3 r4_pt, 9 r4b6_pt,
      * 11 r2u1b7_r4ks_pt: CU_SP_FAM's codes) is the
      * best average of cuda_kbench over the eight 7B/8B decode shapes on the H200, 2026-12-01
      * (% of 4300 GB/s): q4_0 r4_pt 64.3 (w4u4 60.6), q8_0 r4_pt 76.5 (72.5), q5_1 w4u4 72.3
@@ -264,54 +264,58 @@ static const cll_kernel_row k_rows[] = {
  * 3 r4_pt, 9 r4b6_pt and 11 r2u1b7_r4ks_pt (split-K as r4); 4 tma; 12 w4r2u2 and 13 w4r2u1b7 (family 0) */
 #define CU_SP_FAM(k) (((k) >= 5 && (k) <= 8) || (k) == 12 || (k) == 13 ? 0 : (k) == 10 ? 1 : (k) == 3 || (k) == 9 || (k) == 11 ? 2 : (k))
 #define CU_SP_EXACT(D, k) (CU_SP_FAM(D) == CU_SP_FAM(k))
-#define CU_SP_ROW(n, T, i, D)                                                                                \
+/* each split type's default form (the codes above), named once: every row of the type reads it */
+#define CU_SPD_q4_0 12
+#define CU_SPD_q8_0 13
+#define CU_SPD_q5_1 12
+#define CU_SPD_q4_K 12
+#define CU_SPD_q6_K 12
+#define CU_SPD_iq4_xs 0
+#define CU_SPD_iq3_s 12
+#define CU_SP_ROW(n, T, i)                                                                                \
     {"gemv_" #n "_split_w4u4_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SP, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
-     CU_SP_EXACT(D, 0), (D) == 0, &k_sp_impl[i]},                                                            \
+     CU_SP_EXACT(CU_SPD_##n, 0), (CU_SPD_##n) == 0, &k_sp_impl[i]},                                                            \
     {"gemv_" #n "_split_r2_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX2, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
-     CU_SP_EXACT(D, 1), (D) == 1, &k_spx2_impl[i]},                                                          \
+     CU_SP_EXACT(CU_SPD_##n, 1), (CU_SPD_##n) == 1, &k_spx2_impl[i]},                                                          \
     {"gemv_" #n "_split_r4_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
-     CU_SP_EXACT(D, 2), (D) == 2, &k_spx4_impl[i]},                                                          \
+     CU_SP_EXACT(CU_SPD_##n, 2), (CU_SPD_##n) == 2, &k_spx4_impl[i]},                                                          \
     {"gemv_" #n "_split_r4_smx_ks_pt", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4P, CLL_CU_LAYOUT_SPLIT, 1,  \
-     cu_sp_ok, CU_SP_EXACT(D, 3), (D) == 3, &k_spx4p_impl[i]},                                             \
+     cu_sp_ok, CU_SP_EXACT(CU_SPD_##n, 3), (CU_SPD_##n) == 3, &k_spx4p_impl[i]},                                             \
     {"gemv_" #n "_split_tma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_TMA, CLL_CU_LAYOUT_SPLIT, 1,      \
-     cu_tma_ok, CU_SP_EXACT(D, 4), (D) == 4, &k_tma_impl[i]},                                            \
+     cu_tma_ok, CU_SP_EXACT(CU_SPD_##n, 4), (CU_SPD_##n) == 4, &k_tma_impl[i]},                                            \
     {"gemv_" #n "_split_few", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_FEW, CLL_CU_LAYOUT_SPLIT, 1,       \
      cu_few_ok, false, true, &k_few_impl[i]},
-    CU_SP_ROW(q4_0, Q4_0, 0, 12) CU_SP_ROW(q8_0, Q8_0, 1, 13) CU_SP_ROW(q5_1, Q5_1, 2, 12) CU_SP_ROW(q4_K, Q4_K, 3, 12)
-    CU_SP_ROW(q6_K, Q6_K, 4, 12) CU_SP_ROW(iq4_xs, IQ4_XS, 5, 0) CU_SP_ROW(iq3_s, IQ3_S, 6, 12)
+    CU_SP_ROW(q4_0, Q4_0, 0) CU_SP_ROW(q8_0, Q8_0, 1) CU_SP_ROW(q5_1, Q5_1, 2) CU_SP_ROW(q4_K, Q4_K, 3)
+    CU_SP_ROW(q6_K, Q6_K, 4) CU_SP_ROW(iq4_xs, IQ4_XS, 5) CU_SP_ROW(iq3_s, IQ3_S, 6)
 #undef CU_SP_ROW
     /* the bit-exact variants (rows of a numerics family that only launch differently: the tuner's
-     * arms, and the defaults of Q8_0, Q5_1, IQ3_S; cuda/matmul/gemv_split.cu says which type has which) */
-#define CU_SPV_ROW(n, T, i, D, k, suffix, params, impl)                                                    \
+     * arms, and every split type's default but IQ4_XS's; cuda/matmul/gemv_split.cu says which type has
+     * which) */
+#define CU_SPV_ROW(n, T, i, k, suffix, params, impl)                                                       \
     {"gemv_" #n "_split_" suffix, CLL_KOP_GEMV, CLL_TYPE_##T, 0, params, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok,        \
-     CU_SP_EXACT(D, k), (D) == (k), &impl[i]},
-    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 5, "w4u2_dp4a", CU_GEMV_PARAMS_SPU2, k_spu2_impl)
-    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 6, "w4u2b8_dp4a", CU_GEMV_PARAMS_SPU2B8, k_spu2b8_impl)
-    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 7, "w4u1b8_dp4a", CU_GEMV_PARAMS_SPU1B8, k_spu1b8_impl)
-    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 8, "w4u4b6_dp4a", CU_GEMV_PARAMS_SPU4B6, k_spu4b6_impl)
-    CU_SPV_ROW(q4_0, Q4_0, 0, 12, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
-    CU_SPV_ROW(q5_1, Q5_1, 2, 12, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
-    CU_SPV_ROW(iq3_s, IQ3_S, 6, 12, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
-    CU_SPV_ROW(q4_0, Q4_0, 0, 12, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
-    CU_SPV_ROW(q8_0, Q8_0, 1, 13, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
-    CU_SPV_ROW(q5_1, Q5_1, 2, 12, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
-    CU_SPV_ROW(q4_K, Q4_K, 3, 12, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
-    CU_SPV_ROW(iq3_s, IQ3_S, 6, 12, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
-    CU_SPV_ROW(q6_K, Q6_K, 4, 12, 10, "r2u1b7_smx_ks_pt", CU_GEMV_PARAMS_SPX2U1P2, k_spx2u1p_impl)
-    CU_SPV_ROW(q4_0, Q4_0, 0, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
-    CU_SPV_ROW(q8_0, Q8_0, 1, 13, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G4, k_spr2g_impl)
-    CU_SPV_ROW(q5_1, Q5_1, 2, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
-    CU_SPV_ROW(q4_K, Q4_K, 3, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
-    CU_SPV_ROW(q6_K, Q6_K, 4, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
-    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
-    CU_SPV_ROW(iq3_s, IQ3_S, 6, 12, 12, "w4r2u2_dp4a", CU_GEMV_PARAMS_SPR2G, k_spr2g_impl)
-    CU_SPV_ROW(q4_0, Q4_0, 0, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
-    CU_SPV_ROW(q8_0, Q8_0, 1, 13, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
-    CU_SPV_ROW(q5_1, Q5_1, 2, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
-    CU_SPV_ROW(q4_K, Q4_K, 3, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
-    CU_SPV_ROW(q6_K, Q6_K, 4, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
-    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 0, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
-    CU_SPV_ROW(iq3_s, IQ3_S, 6, 12, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
+     CU_SP_EXACT(CU_SPD_##n, k), (CU_SPD_##n) == (k), &impl[i]},
+    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 5, "w4u2_dp4a", CU_GEMV_PARAMS_SPU2, k_spu2_impl)
+    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 6, "w4u2b8_dp4a", CU_GEMV_PARAMS_SPU2B8, k_spu2b8_impl)
+    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 7, "w4u1b8_dp4a", CU_GEMV_PARAMS_SPU1B8, k_spu1b8_impl)
+    CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 8, "w4u4b6_dp4a", CU_GEMV_PARAMS_SPU4B6, k_spu4b6_impl)
+    CU_SPV_ROW(q4_0, Q4_0, 0, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
+    CU_SPV_ROW(q5_1, Q5_1, 2, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
+    CU_SPV_ROW(iq3_s, IQ3_S, 6, 9, "r4b6_smx_ks_pt", CU_GEMV_PARAMS_SPX4B6P, k_spx4b6p_impl)
+    CU_SPV_ROW(q4_0, Q4_0, 0, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(q8_0, Q8_0, 1, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(q5_1, Q5_1, 2, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(q4_K, Q4_K, 3, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(iq3_s, IQ3_S, 6, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
+    CU_SPV_ROW(q6_K, Q6_K, 4, 10, "r2u1b7_smx_ks_pt", CU_GEMV_PARAMS_SPX2U1P2, k_spx2u1p_impl)
+    /* the rows without activation staging, every type: w4r2u2 (Q8_0's capped at 4 blocks an SM) and w4r2u1b7 */
+#define CU_SPG_ROWS(n, T, i, p2)                                                                             \
+    CU_SPV_ROW(n, T, i, 12, "w4r2u2_dp4a", p2, k_spr2g_impl)                                                 \
+    CU_SPV_ROW(n, T, i, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)
+    CU_SPG_ROWS(q4_0, Q4_0, 0, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(q8_0, Q8_0, 1, CU_GEMV_PARAMS_SPR2G4)
+    CU_SPG_ROWS(q5_1, Q5_1, 2, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(q4_K, Q4_K, 3, CU_GEMV_PARAMS_SPR2G)
+    CU_SPG_ROWS(q6_K, Q6_K, 4, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(iq4_xs, IQ4_XS, 5, CU_GEMV_PARAMS_SPR2G)
+    CU_SPG_ROWS(iq3_s, IQ3_S, 6, CU_GEMV_PARAMS_SPR2G)
+#undef CU_SPG_ROWS
 #undef CU_SPV_ROW
     /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu): not the registry default of the
      * n2-8 class (the dp4a row is), but the pick (cll_cu_pick_form) takes them from the token count
