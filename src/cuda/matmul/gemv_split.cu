@@ -37,7 +37,9 @@ static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b
  * bit-exact variants name their own cap (MINB) */
 #define SP_MIN_BLOCKS 5
 
-template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS, int R = 1>
+/* ONE: the launcher guarantees ng <= 32 U (the whole row in the first U groups a lane, loaded before
+ * the PDL wait): no second buffer, so U = 4 costs the registers of U = 2 double-buffered */
+template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS, int R = 1, bool ONE = false>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
@@ -91,7 +93,7 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
     for (int64_t g0 = 0; live && !bad && g0 < ng; g0 += 32 * U) {
         Wv nxt[R][U] = {};
         const int64_t g1 = g0 + 32 * U;
-        if (g1 < ng) { /* warp-uniform: the next iteration's loads go out before this one decodes */
+        if (!ONE && g1 < ng) { /* warp-uniform: the next iteration's loads go out before this one decodes */
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int64_t g = g1 + lane + 32 * u;
@@ -138,17 +140,24 @@ static bool sp_route_ok(const cll_cu_gemv_args *a) {
  * blocks an SM the registers are capped for, R: rows a warp (one activation read per group for
  * all R). A row's sum depends on none of them (each lane adds its groups l, l + 32, .. in that
  * order, then the warp sum), so the variants are bit-exact with w4u4 */
-template <class S, int U = SP_U, int MINB = SP_MIN_BLOCKS, int R = 1>
+/* PRE (k_gemv_sp<ONE>): 1 every row of <= 32 U groups whole before the PDL wait, 2 only where the grid
+ * is also one wave (<= MINB blocks an SM: the 4096-row o of a 7B); the other products run the
+ * fallback <FU, FMINB> (double-buffered, the same sums) */
+template <class S, int U = SP_U, int MINB = SP_MIN_BLOCKS, int R = 1, int PRE = 0, int FU = 2, int FMINB = MINB>
 static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
+    constexpr bool ONE = PRE > 0;
+    if (ONE && (w->cols / 32 > 32 * U ||
+                (PRE == 2 && cll_cdiv(w->rows, SP_WARPS * R) * a->nb > (int64_t)MINB * cll_cu_sm_count())))
+        return sp_gemv_launch<S, FU, FMINB, R>(w, a, st);
     const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS * R), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
     if (a->act_in.gu) return cudaErrorNotSupported; /* the staging of k_gemv_spx only */
-    auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, false, true, MINB, R>
-             : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, true, false, MINB, R>
-                             : k_gemv_sp<S, SP_WARPS, U, false, false, MINB, R>;
+    auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, false, true, MINB, R, ONE>
+             : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, true, false, MINB, R, ONE>
+                             : k_gemv_sp<S, SP_WARPS, U, false, false, MINB, R, ONE>;
     return cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
                         a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
@@ -455,9 +464,17 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
 #define SP_G4(T) sp_gemv_launch<CuSp<T>, 2, 4, 2>
 /* G1: the same with one group a lane in flight at >= 7 blocks an SM (Q8_0 fits it unspilled) */
 #define SP_G1(T) sp_gemv_launch<CuSp<T>, 1, 7, 2>
+/* GP: a row of up to 128 groups (4096 columns: q|k|v, o, gate|up of a 7B/8B) four groups a lane,
+ * all in flight before the PDL wait while the kernel before it (attention, a norm) still runs, no
+ * second buffer (k_gemv_sp<ONE>); a longer row (down) runs G's kernel (Q8_0: G4's). GP1: the same
+ * only where the grid is one wave, else the type's staging-free default (Q8_0: G1's, others G's) */
+#define SP_GP(T) sp_gemv_launch<CuSp<T>, 4, (T) == CLL_TYPE_Q8_0 ? 4 : SP_MIN_BLOCKS, 2, 1>
+#define SP_GP1(T)                                                                                             \
+    sp_gemv_launch<CuSp<T>, 4, (T) == CLL_TYPE_Q8_0 ? 4 : SP_MIN_BLOCKS, 2, 2, (T) == CLL_TYPE_Q8_0 ? 1 : 2,     \
+                   (T) == CLL_TYPE_Q8_0 ? 7 : SP_MIN_BLOCKS>
 #define SP_OPS(T, NAME, W, X, Y, G)                                                                           \
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
-     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G, SP_G1(T),                                              \
+     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G, SP_G1(T), SP_GP(T), SP_GP1(T),                                     \
      sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME,                \
      cu_moe_launch<CuMoeRowSp<CuSp<T>>>, sp_row_bytes<CuSp<T>, T>}
 static const cll_cu_sp_ops k_sp_ops[] = {

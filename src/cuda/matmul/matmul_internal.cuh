@@ -44,6 +44,10 @@ typedef struct {
                                     type's default (r4: as gemv_r4; Q6_K: as gemv_r2) */
     cll_cu_gemv_fn gemv_r2g;     /* k_gemv_sp<R=2, U=2>: 2 rows a warp, activation from global (as gemv) */
     cll_cu_gemv_fn gemv_r2u1g;   /* k_gemv_sp<R=2, U=1>, >= 7 blocks an SM (as gemv) */
+    cll_cu_gemv_fn gemv_r2pre;   /* k_gemv_sp<R=2, U=4, ONE>: a row of <= 4096 columns whole in flight
+                                    before the PDL wait; longer rows as gemv_r2g (as gemv) */
+    cll_cu_gemv_fn gemv_r2pre1w; /* the same only where the grid is one wave, else the type's
+                                    staging-free default (as gemv) */
     cll_cu_get_rows_fn get_rows;
     cll_cu_panel_fn panel;
     cll_cu_pack_fn pack;
