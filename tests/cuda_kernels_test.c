@@ -118,7 +118,7 @@ static void test_gemv_rows(void **state) {
 }
 
 /* the gate checks a bit-exact claim against the type's default row: a row that sums in another
- * order (r4_pt, r4's split-K 2 at 4096 x 4096, against Q8_0's default w4r2u1b7: w4u4's sums) made
+ * order (r4_pt, r4's split-K 2 at 4096 x 4096, against Q8_0's default w4r2pre1w: w4u4's sums) made
  * to claim it must fail, and the same row without the claim passes; every true claim passed in
  * test_gemv_rows */
 static void test_false_bit_exact_claim(void **state) {
@@ -139,7 +139,7 @@ static void test_false_bit_exact_claim(void **state) {
     assert_true(rep.exact_checked);
     assert_true(rep.exact_control_failed);
     assert_true(rep.n_exact_diff > 0);
-    assert_string_equal(rep.exact_ref, "gemv_q8_0_split_w4r2u1b7_dp4a");
+    assert_string_equal(rep.exact_ref, "gemv_q8_0_split_w4r2pre1w_dp4a");
     /* a true claim at the same shape: w4u4, the default's sums launched one row a warp */
     const cll_kernel_row *u2 = cll_kernels_find(t, "gemv_q8_0_split_w4u4_dp4a");
     assert_non_null(u2);

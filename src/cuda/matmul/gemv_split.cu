@@ -142,13 +142,14 @@ static bool sp_route_ok(const cll_cu_gemv_args *a) {
  * order, then the warp sum), so the variants are bit-exact with w4u4 */
 /* PRE (k_gemv_sp<ONE>): 1 every row of <= 32 U groups whole before the PDL wait, 2 only where the grid
  * is also one wave (<= MINB blocks an SM: the 4096-row o of a 7B); the other products run the
- * fallback <FU, FMINB> (double-buffered, the same sums) */
+ * fallback <FU, FMINB> (double-buffered, the same sums), and so do the expert products (mat_ids or a
+ * route: their loads wait for the router, so nothing goes out early) */
 template <class S, int U = SP_U, int MINB = SP_MIN_BLOCKS, int R = 1, int PRE = 0, int FU = 2, int FMINB = MINB>
 static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     constexpr bool ONE = PRE > 0;
-    if (ONE && (w->cols / 32 > 32 * U ||
+    if (ONE && (w->cols / 32 > 32 * U || a->mat_ids || a->route.logits ||
                 (PRE == 2 && cll_cdiv(w->rows, SP_WARPS * R) * a->nb > (int64_t)MINB * cll_cu_sm_count())))
         return sp_gemv_launch<S, FU, FMINB, R>(w, a, st);
     const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS * R), (unsigned)a->nb);

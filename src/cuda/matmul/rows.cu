@@ -265,7 +265,11 @@ static const cll_kernel_row k_rows[] = {
  * (H200, ABBA in one call) l2-7b Q4_K_M 540.0 / 540.2 -> 553.9 / 553.2, l3-8b Q4_K_M 504.4 / 503.8
  * -> 512.9 / 512.9, l3-8b IQ3_S 545.8 / 542.4 -> 557.0 / 557.2; cuda_kbench q4_K 65.0% -> 69.1%.
  * It lost on q4_0 (626.4 / 626.4 vs 619.6 / 618.6: its q|k|v and gate|up run several waves, 71.6 ->
- * 65.6% in kbench), q5_1 (539.4 / 539.0 vs 533.8 / 533.6) and q8_0 (430.3 vs 387.5), tied q6_K. */
+ * 65.6% in kbench), q5_1 (539.4 / 539.0 vs 533.8 / 533.6) and q8_0 (430.3 vs 387.5), tied q6_K.
+ * q8_0 and q6_K default to w4r2pre1w (D 15: w4r2pre only where the grid is one wave, the 4096-row
+ * o of a 7B / 8B; every other product as before, q8_0's w4r2u1b7, q6_K's w4r2u2): l2-7b Q8_0 432.2
+ * / 431.9 -> 435.6 / 435.4, l3-8b Q6_K 450.7 / 450.1 -> 454.4 / 453.5 (ABBA, one call); q4_0 (625.4
+ * / 626.2 vs 624.8 / 624.8) and q5_1 (540.3 / 539.6 vs 538.6 / 539.3) tied and keep w4r2u2. */
 /* bit_exact: with the type's default row. Forms sum in different orders (lanes per row, split-K,
  * per-group vs per-lane); a row's sums depend only on its lanes' group order and the split-K
  * factor, so the rows of one numerics family are bit-exact with each other (the gate checks every
@@ -275,10 +279,10 @@ static const cll_kernel_row k_rows[] = {
 #define CU_SP_EXACT(D, k) (CU_SP_FAM(D) == CU_SP_FAM(k))
 /* each split type's default form (the codes above), named once: every row of the type reads it */
 #define CU_SPD_q4_0 12
-#define CU_SPD_q8_0 13
+#define CU_SPD_q8_0 15
 #define CU_SPD_q5_1 12
 #define CU_SPD_q4_K 14
-#define CU_SPD_q6_K 12
+#define CU_SPD_q6_K 15
 #define CU_SPD_iq4_xs 0
 #define CU_SPD_iq3_s 14
 #define CU_SP_ROW(n, T, i)                                                                                \
