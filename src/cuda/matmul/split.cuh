@@ -19,7 +19,8 @@
  * decoders (deq: get_rows, gemm panel) read the same layout and stay bit-exact with to_f32.
  *
  * k_gemv_sp<S, WARPS=4, U=4, R=1> launch geometry: 128-thread blocks, R output rows per warp (1: the
- * w4u4 rows; 2: the w4r2u2 rows, U = 2, each activation group read once for both rows), grid
+ * w4u4 rows; 2: the w4r2u2 rows, U = 2, each activation group read once for both rows; the w4r2pre
+ * rows, U = 4 with ONE: a row of <= 128 groups whole in the first loads, no second buffer), grid
  * (ceil(rows/(4R)), nb). Lane l takes groups l, l+32, .. : every load instruction of a warp reads
  * 32 consecutive records (512 B of quants for Q4_0). No shared memory. Per iteration a lane
  * issues the loads of U groups (U x 16-32 B of quants + side data, ld.global.nc.L1::no_allocate)
