@@ -242,25 +242,58 @@ static void test_attn_decode(void **state) {
             cll_cuda_gate_report r;
             report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
                                                  shapes[s].n_chunks, shapes[s].paged, widths[w], shapes[s].act,
-                                                 CLL_CU_ATTN_SPLIT, 1, 600 + s, &r));
+                                                 CLL_CU_ATTN_SPLIT, 1, 0, 600 + s, &r));
         }
         /* a batched decode step: 3 and 7 rows in sequences of their own, the fused rope per row */
         for (int rows = 3; rows <= 7 && shapes[s].len >= 3 * rows - 2; rows += 4) {
             cll_cuda_gate_report r;
             report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
                                                  shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_SPLIT,
-                                                 rows, 680 + s, &r));
+                                                 rows, 0, 680 + s, &r));
         }
         /* the streaming kernel (long contexts) on the same shapes: one tile to 66 a chunk, the
          * newest cell patched into its tile, partials merged */
         cll_cuda_gate_report r;
         report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
                                              shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_STREAM,
-                                             1, 650 + s, &r));
+                                             1, 0, 650 + s, &r));
         /* and its tensor-core body (head dim 256: the CUDA-core body again) */
         report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
                                              shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_STREAM_TC,
-                                             1, 660 + s, &r));
+                                             1, 0, 660 + s, &r));
+    }
+    assert_int_equal(g_fail, 0);
+}
+
+/* decode attention over a sliding window (gemma3's local layers): every form (the split kernel at
+ * each block width, a batched step, the streaming kernel and its tensor-core body) attends to the
+ * newest n_swa keys only; the cells before the window hold NaN, so a read past it fails. Windows
+ * wider than the context (no effect), of one key (the new one alone), across chunk and 16-cell
+ * page borders, and gemma3-270m's shape (head dim 256, 4 q heads of one kv head, window 512) */
+static void test_attn_decode_window(void **state) {
+    (void)state;
+    g_fail = 0;
+    const struct { int hd, n_head, n_kv, len, n_chunks; bool paged; int n_swa; } shapes[] = {
+        {256, 4, 1, 700, 6, false, 512}, {256, 4, 1, 2100, 17, true, 512}, {128, 32, 8, 2100, 17, false, 1000},
+        {128, 32, 32, 300, 4, true, 100},  {64, 8, 2, 77, 1, false, 1000},  {128, 32, 8, 600, 2, false, 1},
+        {64, 8, 2, 700, 6, true, 37},      {128, 32, 4, 4100, 33, false, 4096},
+    };
+    const int widths[] = {4, 8, 16};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        cll_cuda_gate_report r;
+        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+            report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
+                                                 shapes[s].n_chunks, shapes[s].paged, widths[w], 0, CLL_CU_ATTN_SPLIT, 1,
+                                                 shapes[s].n_swa, 720 + s, &r));
+        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
+                                             shapes[s].n_chunks, shapes[s].paged, 0, 0, CLL_CU_ATTN_SPLIT, 3, shapes[s].n_swa,
+                                             740 + s, &r));
+        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
+                                             shapes[s].n_chunks, shapes[s].paged, 0, 0, CLL_CU_ATTN_STREAM, 1, shapes[s].n_swa,
+                                             760 + s, &r));
+        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
+                                             shapes[s].n_chunks, shapes[s].paged, 0, 0, CLL_CU_ATTN_STREAM_TC, 1,
+                                             shapes[s].n_swa, 780 + s, &r));
     }
     assert_int_equal(g_fail, 0);
 }
@@ -728,8 +761,8 @@ static void test_every_device(void **state) {
         assert_int_equal(cll_cuda_use_device(d), CLL_OK);
         printf("device %d:\n", d);
         cll_cuda_gate_report r;
-        report(&r, cll_cuda_gate_attn_decode(128, 32, 4, 4100, 33, false, 0, 0, CLL_CU_ATTN_STREAM_TC, 1, 900 + d, &r));
-        report(&r, cll_cuda_gate_attn_decode(128, 32, 32, 2100, 17, false, 0, 2, CLL_CU_ATTN_STREAM, 1, 910 + d, &r));
+        report(&r, cll_cuda_gate_attn_decode(128, 32, 4, 4100, 33, false, 0, 0, CLL_CU_ATTN_STREAM_TC, 1, 0, 900 + d, &r));
+        report(&r, cll_cuda_gate_attn_decode(128, 32, 32, 2100, 17, false, 0, 2, CLL_CU_ATTN_STREAM, 1, 0, 910 + d, &r));
         report(&r, cll_cuda_gate_attn_prefill(128, 32, 8, 100, 37, 0, 1, 920 + d, &r));
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
             const cll_kernel_row *row = cll_kernels_find(t, rows[i].row);
@@ -782,6 +815,7 @@ int main(void) {
         cmocka_unit_test(test_moe_rows),
         cmocka_unit_test(test_attn_prefill),
         cmocka_unit_test(test_attn_decode),
+        cmocka_unit_test(test_attn_decode_window),
         cmocka_unit_test(test_moe_route),
         cmocka_unit_test(test_every_device),
     };

@@ -1106,8 +1106,8 @@ cll_status gate_moe_route(int32_t E, int32_t K, bool renorm, uint64_t seed, cll_
  * bit for bit (output and the stored cells); A is held to an f64 softmax over A's own roped q and
  * cache. */
 cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, int warps, int act_chunks,
-                            int form, int rows, uint64_t seed, cll_cuda_gate_report *rep) {
-    if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || rows < 1 || len < 3 * rows - 2 || n_chunks < 1)
+                            int form, int rows, int n_swa, uint64_t seed, cll_cuda_gate_report *rep) {
+    if (hd <= 0 || n_head <= 0 || n_kv <= 0 || n_head % n_kv || rows < 1 || len < 3 * rows - 2 || n_chunks < 1 || n_swa < 0)
         return cll_err(CLL_ERR_ARG, "gate attn decode: bad shape");
     Rng rng{seed * 0x9E3779B97F4A7C15ull + 29};
     const int shift = 4, bs = 1 << shift;                     /* paged: 16-cell blocks */
@@ -1127,9 +1127,12 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
     auto cell = [&](int sq, int p) -> int64_t {
         return paged ? (int64_t)tab[(size_t)sq * nblk + p / bs] * bs + p % bs : (int64_t)sq * n_ctx + p;
     };
+    /* the first key of row i's window (n_swa: the newest n_swa keys); the cells before it stay NaN too,
+     * so a kernel that reads past its window fails */
+    auto lo_of = [&](int i) -> int { return n_swa > 0 && hpos[(size_t)i] - n_swa + 1 > 0 ? hpos[(size_t)i] - n_swa + 1 : 0; };
     std::vector<uint16_t> kc((size_t)n_seq * n_ctx * kvw, 0x7E00), vc(kc.size(), 0x7E00); /* NaN: unread cells */
     for (int i = 0; i < R; i++)
-        for (int p = 0; p < hpos[(size_t)i]; p++)
+        for (int p = lo_of(i); p < hpos[(size_t)i]; p++)
             for (int64_t e = 0; e < kvw; e++) {
                 kc[(size_t)(cell(hseq[(size_t)i], p) * kvw + e)] = cll_f32_to_fp16(rng.uni());
                 vc[(size_t)(cell(hseq[(size_t)i], p) * kvw + e)] = cll_f32_to_fp16(rng.uni());
@@ -1167,6 +1170,7 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
         a.act_chunks = act_chunks;
         a.form = form;
         a.distinct_rows = R > 1;
+        a.n_swa = n_swa;
         cudaError_t e = cudaSuccess;
         if (k == 0) {
             e = cll_cu_qkv_rope_store(&Ra, R, 0);
@@ -1205,12 +1209,12 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
         if (memcmp(&got[0][(size_t)i], &got[1][(size_t)i], sizeof(float)) != 0) differ++;
     std::vector<double> want((size_t)(row * R)), sc((size_t)(row * R)), p((size_t)len);
     for (int i = 0; i < R; i++) {
-        const int seq = hseq[(size_t)i], pos = hpos[(size_t)i];
+        const int seq = hseq[(size_t)i], pos = hpos[(size_t)i], lo = lo_of(i);
         for (int h = 0; h < n_head; h++) {
             const int kvh = h / (n_head / n_kv);
             const float *qr = q.data() + (size_t)(i * ldq) + (size_t)h * hd;
             double mx = -INFINITY;
-            for (int kp = 0; kp <= pos; kp++) {
+            for (int kp = lo; kp <= pos; kp++) {
                 const uint16_t *kr = ka.data() + (size_t)(cell(seq, kp) * kvw) + (size_t)kvh * hd;
                 double d = 0.0;
                 for (int e = 0; e < hd; e++) d += (double)qr[e] * (double)cll_fp16_to_f32(kr[e]);
@@ -1218,10 +1222,10 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
                 if (p[(size_t)kp] > mx) mx = p[(size_t)kp];
             }
             double sum = 0.0;
-            for (int kp = 0; kp <= pos; kp++) sum += (p[(size_t)kp] = exp(p[(size_t)kp] - mx));
+            for (int kp = lo; kp <= pos; kp++) sum += (p[(size_t)kp] = exp(p[(size_t)kp] - mx));
             for (int e = 0; e < hd; e++) {
                 double o = 0.0, m = 0.0;
-                for (int kp = 0; kp <= pos; kp++) {
+                for (int kp = lo; kp <= pos; kp++) {
                     const double v = cll_fp16_to_f32(va[(size_t)(cell(seq, kp) * kvw) + (size_t)kvh * hd + e]);
                     o += p[(size_t)kp] * v;
                     m += p[(size_t)kp] * fabs(v);
@@ -1237,8 +1241,8 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
     fill_report(rep, c, tol);
     rep->control_failed = control_fails(got[0].data(), want.data(), sc.data(), row * R, tol);
     if (differ)
-        return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d heads %d/%d len %d chunks %d rows %d: fused rope differs "
-                       "from rope + attention in %lld of %lld outputs", hd, n_head, n_kv, len, n_chunks, R,
+        return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d heads %d/%d len %d chunks %d rows %d window %d: fused rope "
+                       "differs from rope + attention in %lld of %lld outputs", hd, n_head, n_kv, len, n_chunks, R, n_swa,
                        (long long)differ, (long long)(row * R));
     return verdict(rep, "attention decode");
 }
@@ -1706,7 +1710,7 @@ extern "C" cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool 
 }
 
 extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged,
-                                                int warps, int act_chunks, int form, int rows, uint64_t seed,
+                                                int warps, int act_chunks, int form, int rows, int n_swa, uint64_t seed,
                                                 cll_cuda_gate_report *rep) {
     char name[64];
     const int G = n_kv > 0 ? n_head / n_kv : 1;
@@ -1714,16 +1718,17 @@ extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, in
     const int live = act_chunks > 0 && act_chunks < n_chunks ? act_chunks : n_chunks;
     const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC;
     const int w = stream ? 8 : cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * live * rows, cll_cu_sm_count(), hd, hg, true);
-    char cap[16] = "", rw[16] = "";
+    char cap[16] = "", rw[32] = "";
     if (act_chunks > 0) snprintf(cap, sizeof cap, "_c%d", act_chunks);
     if (rows > 1) snprintf(rw, sizeof rw, "_r%d", rows);
+    if (n_swa > 0) snprintf(rw + strlen(rw), sizeof rw - strlen(rw), "_swa%d", n_swa);
     /* the form that runs (a tensor-core request above head dim 128 runs the CUDA-core body) */
     const int runs = stream ? cll_cu_attn_form(form, true, len, rows, hd) : form;
     snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s%s",
              runs == CLL_CU_ATTN_STREAM_TC ? "_stream_tc" : stream ? "_stream" : "", hd, w, cap, rw,
              paged ? "_paged" : "");
     init_report(rep, name, 0, CLL_TYPE_F16, len, hd, n_head);
-    return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, form, rows, seed, rep);
+    return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, form, rows, n_swa, seed, rep);
 }
 
 extern "C" cll_status cll_cuda_gate_attn_prefill(int hd, int n_head, int n_kv, int n, int p0, int n_swa, int splits,

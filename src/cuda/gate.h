@@ -90,10 +90,12 @@ cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool renorm, uin
  * fewer, longer chunks run several sub-chunks a block). form: CLL_CU_ATTN_SPLIT, _STREAM or _STREAM_TC
  * (cuda/pick.h; the streaming kernel runs 8 warps whatever warps says), 0 the default for the
  * gate's small context (split). rows > 1 (split form): a batched decode step, row i in a sequence of
- * its own at position len - 1 - 3i, the fused run with distinct_rows (len >= 3 rows - 2).
- * Report: rows = len, cols = hd, nb = n_head. */
+ * its own at position len - 1 - 3i, the fused run with distinct_rows (len >= 3 rows - 2). n_swa > 0:
+ * a sliding window (each row attends to its newest n_swa keys; the cells before the window hold NaN,
+ * so a read past it fails). Report: rows = len, cols = hd, nb = n_head. */
 cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, int warps,
-                                     int act_chunks, int form, int rows, uint64_t seed, cll_cuda_gate_report *rep);
+                                     int act_chunks, int form, int rows, int n_swa, uint64_t seed,
+                                     cll_cuda_gate_report *rep);
 /* cll_cu_quantize_q8_1 on n rows x cols (strided input): byte-exact with cll_quantize_q8_1 */
 cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cuda_gate_report *rep);
 /* The device decoders of every block format (cuda/formats.cuh, __host__ __device__) run on the
