@@ -489,13 +489,18 @@ static void test_attn_stream_wi(void **state) {
 
 static void test_gemv_f_pre(void **state) {
     (void)state;
-    assert_true(cll_cu_gemv_f_pre(512, 32, 132, 16));     /* q3moe router: 128 x 2048 f32, 32 blocks */
-    assert_true(cll_cu_gemv_f_pre(24, 16, 132, 16));      /* a short ragged row */
-    assert_false(cll_cu_gemv_f_pre(513, 32, 132, 16));    /* longer than the hold */
-    assert_false(cll_cu_gemv_f_pre(512, 1024, 132, 16));  /* l2-7b F16 4096 x 4096: a stream */
-    assert_false(cll_cu_gemv_f_pre(512, 133, 132, 16));   /* past one block per SM */
-    assert_false(cll_cu_gemv_f_pre(0, 1, 132, 16));       /* no vectors: the scalar tail alone */
-    assert_false(cll_cu_gemv_f_pre(8, 1, 0, 16));         /* no SM count: defined */
+    assert_true(cll_cu_gemv_f_pre(512, 32, 132, 16, 1));     /* q3moe router: 128 x 2048 f32, 32 blocks */
+    assert_true(cll_cu_gemv_f_pre(24, 16, 132, 16, 1));      /* a short ragged row */
+    assert_false(cll_cu_gemv_f_pre(513, 32, 132, 16, 1));    /* longer than the hold */
+    assert_false(cll_cu_gemv_f_pre(512, 1024, 132, 16, 1));  /* l2-7b F16 4096 x 4096: a stream */
+    assert_false(cll_cu_gemv_f_pre(512, 133, 132, 16, 1));   /* past one block per SM */
+    assert_false(cll_cu_gemv_f_pre(0, 1, 132, 16, 1));       /* no vectors: the scalar tail alone */
+    assert_false(cll_cu_gemv_f_pre(8, 1, 0, 16, 1));         /* no SM count: defined */
+    /* mode 0: never; mode 2: whenever the row fits, whatever the grid */
+    assert_false(cll_cu_gemv_f_pre(512, 32, 132, 16, 0));
+    assert_true(cll_cu_gemv_f_pre(512, 1024, 132, 16, 2));   /* l2-7b F16 4096 x 4096 */
+    assert_false(cll_cu_gemv_f_pre(1376, 1024, 132, 16, 2)); /* its down (11008 columns): past the hold */
+    assert_false(cll_cu_gemv_f_pre(0, 1, 132, 16, 2));
 }
 
 static void test_pick_form(void **state) {

@@ -171,10 +171,12 @@ static inline int cll_cu_gemv_early_trigger(void) { return cll_cuda_knobs_now()-
 /* bytes of the next product's weights a gemv's last wave prefetches into L2 (cuda.l2next_mb) */
 static inline size_t cll_cu_l2next_bytes(void) { return (size_t)cll_cuda_knobs_now()->l2next_mb << 20; }
 
-/* CLLAMA_CUDA_GEMV_F_PRE=0: the float gemv never takes its PRE form (A/B; default on) */
-static inline bool cll_cu_gemv_f_pre_on(void) {
-    static int on = -1;
-    return cll_cu_env_flag(&on, "CLLAMA_CUDA_GEMV_F_PRE", true);
+/* CLLAMA_CUDA_GEMV_F_PRE: the float gemv's PRE form (cll_cu_gemv_f_pre's mode): 0 never, 2 every row
+ * that fits whatever the grid (A/B), unset or 1 the default rule */
+static inline int cll_cu_gemv_f_pre_mode(void) {
+    static int m = -2;
+    const int v = cll_cu_env_nonneg(&m, "CLLAMA_CUDA_GEMV_F_PRE");
+    return v == 0 || v == 2 ? v : 1;
 }
 
 /* the current device's ordinal, the index of the per-device caches below (64 entries); -1 when it

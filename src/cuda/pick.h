@@ -163,8 +163,10 @@ bool cll_cu_attn_stream_wi(int want, int hg);
 /* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
  * before the PDL wait, when they fit the lane's hold (nvec <= 32 * hold) and the grid is at most
  * one block per SM (blocks <= n_sm: the MoE router, 128 rows x 2048 f32 = 32 blocks), where the
- * product is a chain of load rounds rather than a stream. */
-bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold);
+ * product is a chain of load rounds rather than a stream. mode (CLLAMA_CUDA_GEMV_F_PRE): 0 never, 2
+ * whenever the row fits the hold whatever the grid (an A/B for the 4096-column products of an F16
+ * 7B: the quantized rows gained from the whole row in flight before the wait), else (1) the rule above. */
+bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold, int mode);
 const char *cll_cu_form_name(cll_cu_form f);
 /* Key splits of the tensor-core prefill attention (cuda/ops/attn_prefill.cu) for n query rows over
  * about `keys` cache cells: its grid is ceil(n/64) x n_head blocks, each walking every key tile of

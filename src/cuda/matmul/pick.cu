@@ -218,6 +218,7 @@ bool cll_cu_attn_stream_wi(int want, int hg) {
     return hg == 1;
 }
 
-bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold) {
-    return nvec > 0 && hold > 0 && nvec <= 32 * (int64_t)hold && blocks > 0 && blocks <= n_sm;
+bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold, int mode) {
+    const bool fits = nvec > 0 && hold > 0 && nvec <= 32 * (int64_t)hold && blocks > 0;
+    return mode == 0 ? false : mode == 2 ? fits : fits && blocks <= n_sm;
 }
