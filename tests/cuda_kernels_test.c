@@ -219,6 +219,27 @@ static void test_attn_prefill(void **state) {
     assert_int_equal(g_fail, 0);
 }
 
+/* one decode-attention shape through every form: the split kernel at every block width it has (one
+ * that does not fit the shape runs another), a batched step of 3 (and 7, up to max_rows) rows in
+ * sequences of their own with the fused rope per row, the streaming kernel (one tile to 66 a chunk,
+ * the newest cell patched into its tile, partials merged) and its tensor-core body (head dim 256:
+ * the CUDA-core body again); seeds seed, +80, +50, +60 */
+static void decode_forms(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, int act, int n_swa, int max_rows,
+                         uint64_t seed) {
+    const int widths[] = {4, 8, 16};
+    cll_cuda_gate_report r;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        report(&r, cll_cuda_gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, widths[w], act, CLL_CU_ATTN_SPLIT, 1,
+                                             n_swa, seed, &r));
+    for (int rows = 3; rows <= max_rows && len >= 3 * rows - 2; rows += 4)
+        report(&r, cll_cuda_gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, 0, act, CLL_CU_ATTN_SPLIT, rows, n_swa,
+                                             seed + 80, &r));
+    report(&r, cll_cuda_gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, 0, act, CLL_CU_ATTN_STREAM, 1, n_swa,
+                                         seed + 50, &r));
+    report(&r, cll_cuda_gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, 0, act, CLL_CU_ATTN_STREAM_TC, 1, n_swa,
+                                         seed + 60, &r));
+}
+
 /* decode attention: one sub-chunk staged before the wait (len <= 128), the newest key in a later
  * sub-chunk (130), chunks merged (300 / 4, 2100 / 8), GQA groups split over blocks (32/8, 32/4),
  * head dims 64/128/256 (256: 64-key tiles), a paged cache */
@@ -236,40 +257,16 @@ static void test_attn_decode(void **state) {
          * many chunks (q3moe at depth) */
         {128, 28, 4, 3000, 24, false, 0}, {64, 16, 16, 900, 8, false, 0}, {128, 32, 4, 4100, 33, false, 0},
     };
-    const int widths[] = {4, 8, 16}; /* every block width the split kernel has (one that does not fit runs another) */
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
-            cll_cuda_gate_report r;
-            report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                                 shapes[s].n_chunks, shapes[s].paged, widths[w], shapes[s].act,
-                                                 CLL_CU_ATTN_SPLIT, 1, 0, 600 + s, &r));
-        }
-        /* a batched decode step: 3 and 7 rows in sequences of their own, the fused rope per row */
-        for (int rows = 3; rows <= 7 && shapes[s].len >= 3 * rows - 2; rows += 4) {
-            cll_cuda_gate_report r;
-            report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                                 shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_SPLIT,
-                                                 rows, 0, 680 + s, &r));
-        }
-        /* the streaming kernel (long contexts) on the same shapes: one tile to 66 a chunk, the
-         * newest cell patched into its tile, partials merged */
-        cll_cuda_gate_report r;
-        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                             shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_STREAM,
-                                             1, 0, 650 + s, &r));
-        /* and its tensor-core body (head dim 256: the CUDA-core body again) */
-        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                             shapes[s].n_chunks, shapes[s].paged, 0, shapes[s].act, CLL_CU_ATTN_STREAM_TC,
-                                             1, 0, 660 + s, &r));
-    }
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        decode_forms(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len, shapes[s].n_chunks, shapes[s].paged,
+                     shapes[s].act, 0, 7, 600 + s);
     assert_int_equal(g_fail, 0);
 }
 
-/* decode attention over a sliding window (gemma3's local layers): every form (the split kernel at
- * each block width, a batched step, the streaming kernel and its tensor-core body) attends to the
- * newest n_swa keys only; the cells before the window hold NaN, so a read past it fails. Windows
- * wider than the context (no effect), of one key (the new one alone), across chunk and 16-cell
- * page borders, and gemma3-270m's shape (head dim 256, 4 q heads of one kv head, window 512) */
+/* decode attention over a sliding window (gemma3's local layers): every form attends to the newest
+ * n_swa keys only; the cells before the window hold NaN, so a read past it fails. Windows wider
+ * than the context (no effect), of one key (the new one alone), across chunk and 16-cell page
+ * borders, and gemma3-270m's shape (head dim 256, 4 q heads of one kv head, window 512) */
 static void test_attn_decode_window(void **state) {
     (void)state;
     g_fail = 0;
@@ -278,23 +275,9 @@ static void test_attn_decode_window(void **state) {
         {128, 32, 32, 300, 4, true, 100},  {64, 8, 2, 77, 1, false, 1000},  {128, 32, 8, 600, 2, false, 1},
         {64, 8, 2, 700, 6, true, 37},      {128, 32, 4, 4100, 33, false, 4096},
     };
-    const int widths[] = {4, 8, 16};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        cll_cuda_gate_report r;
-        for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
-            report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                                 shapes[s].n_chunks, shapes[s].paged, widths[w], 0, CLL_CU_ATTN_SPLIT, 1,
-                                                 shapes[s].n_swa, 720 + s, &r));
-        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                             shapes[s].n_chunks, shapes[s].paged, 0, 0, CLL_CU_ATTN_SPLIT, 3, shapes[s].n_swa,
-                                             740 + s, &r));
-        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                             shapes[s].n_chunks, shapes[s].paged, 0, 0, CLL_CU_ATTN_STREAM, 1, shapes[s].n_swa,
-                                             760 + s, &r));
-        report(&r, cll_cuda_gate_attn_decode(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len,
-                                             shapes[s].n_chunks, shapes[s].paged, 0, 0, CLL_CU_ATTN_STREAM_TC, 1,
-                                             shapes[s].n_swa, 780 + s, &r));
-    }
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        decode_forms(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len, shapes[s].n_chunks, shapes[s].paged, 0,
+                     shapes[s].n_swa, 3, 720 + s);
     assert_int_equal(g_fail, 0);
 }
 
