@@ -129,6 +129,69 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
     if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
+/* ---- k_gemv_spk<S, KS, U, MINB>: the long rows (down) split over KS warps ----
+ * A 4096-row down product (11008 or 14336 columns) runs one wave of blocks whose warps each walk 11-14
+ * groups a lane in 6-7 dependent rounds of loads (w4r2u2: 50-64% of 4300 GB/s in cuda_kbench). Here
+ * the KS warps of a 128-thread block share two rows (a block per 2 rows when KS = 4): warp k takes
+ * the 32-group chunks k, k + KS, .. (every load instruction still reads 32 consecutive records), all
+ * of them (at most U a lane) loaded before the PDL wait, then dotted against the q8_1 row from L1;
+ * each lane's partial sums meet in shared memory and are added in warp order, then the warp sum.
+ * The sums' order differs from w4u4's (a numerics family of its own: the gate holds it to the CPU
+ * reference, not to the default's bits). Rows of <= 128 groups, rows past KS x U chunks, expert
+ * products and the fused residual tail run the fallback launcher F (the type's default form). */
+template <class S, int KS, int U, int MINB>
+__global__ void __launch_bounds__(SP_WARPS * 32, MINB)
+k_gemv_spk(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride,
+           const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride, float *__restrict__ y, int64_t y_stride, int early,
+           const void *pfn, size_t pfb) {
+    typedef typename S::Wv Wv;
+    constexpr int R = 2, RP = SP_WARPS / KS; /* row pairs a block */
+    __shared__ float part[SP_WARPS][R][32];
+    if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, ks = warp % KS;
+    const int64_t row0 = ((int64_t)blockIdx.x * RP + warp / KS) * R;
+    const int b = blockIdx.y;
+    const bool live = row0 < rows; /* warp-uniform */
+    const uint8_t *wr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) wr[r] = W + (live ? (row0 + r < rows ? row0 + r : rows - 1) : 0) * row_stride;
+    Wv cur[R][U] = {};
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int64_t g = 32 * (ks + KS * u) + lane;
+        if (live && g < ng) {
+#pragma unroll
+            for (int r = 0; r < R; r++) cur[r][u] = S::load(wr[r], ng, g);
+        }
+    }
+    cll_pdl_wait(); /* the activation's producer */
+    const cll_block_q8_1 *xb = xq + b * xq_stride;
+    float acc[R] = {};
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int64_t g = 32 * (ks + KS * u) + lane;
+        if (live && g < ng) {
+            const CuX x = sp_ldx(xb + g);
+#pragma unroll
+            for (int r = 0; r < R; r++) acc[r] += S::dot(cur[r][u], g, x);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) part[warp][r][lane] = acc[r];
+    __syncthreads();
+    if (ks == 0 && live) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float v = part[warp][r][lane];
+#pragma unroll
+            for (int k = 1; k < KS; k++) v += part[warp + k][r][lane];
+            v = cll_warp_sum(v);
+            if (lane == 0 && row0 + r < rows) y[b * y_stride + row0 + r] = v;
+        }
+    }
+    cll_l2_prefetch_next(pfn, pfb);
+}
+
 /* a self-routing launch: one token's nb == k slots, nothing else asked of the kernel */
 static bool sp_route_ok(const cll_cu_gemv_args *a) {
     const cll_cu_route &r = a->route;
@@ -163,6 +226,19 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
                         a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
                         a->epi, a->route);
+}
+
+/* the long rows split over KS warps (k_gemv_spk), everything else by F (the type's default form) */
+template <class S, int KS, int U, int MINB, cll_cu_gemv_fn F>
+static cudaError_t spk_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
+    if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
+        return cudaErrorInvalidValue;
+    const int64_t ng = w->cols / 32;
+    if (ng <= 128 || ng > 32 * KS * U || a->mat_ids || a->route.logits || a->epi.on || a->act_in.gu) return F(w, a, st);
+    const dim3 grid((unsigned)cll_cdiv(w->rows, 2 * (SP_WARPS / KS)), (unsigned)a->nb);
+    return cll_cu_launch(k_gemv_spk<S, KS, U, MINB>, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, ng,
+                         (int64_t)w->row_stride, (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride,
+                         cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes);
 }
 
 /* ---- k_gemv_spx<S, R, U, EPI>: R rows per warp, the activation staged in shared memory, split-K ----
@@ -473,9 +549,17 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
 #define SP_GP1(T)                                                                                             \
     sp_gemv_launch<CuSp<T>, 4, (T) == CLL_TYPE_Q8_0 ? 4 : SP_MIN_BLOCKS, 2, 2, (T) == CLL_TYPE_Q8_0 ? 1 : 2,     \
                    (T) == CLL_TYPE_Q8_0 ? 7 : SP_MIN_BLOCKS>
+/* GK: k_gemv_spk on the long rows (4 warps a row pair, up to 16 chunks: 16384 columns), the other rows by
+ * the type's default staging-free form (rows.cu's CU_SPD_<type>: keep the two in step) */
+#define SP_GKF(T)                                                                                             \
+    ((T) == CLL_TYPE_Q4_K || (T) == CLL_TYPE_IQ3_S ? SP_GP(T)                                                 \
+     : (T) == CLL_TYPE_Q8_0 || (T) == CLL_TYPE_Q6_K ? SP_GP1(T)                                               \
+     : (T) == CLL_TYPE_IQ4_XS                      ? sp_gemv_launch<CuSp<T>>                                  \
+                                                   : SP_G(T))
+#define SP_GK(T) spk_gemv_launch<CuSp<T>, 4, 4, SP_MIN_BLOCKS, SP_GKF(T)>
 #define SP_OPS(T, NAME, W, X, Y, G)                                                                           \
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
-     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G, SP_G1(T), SP_GP(T), SP_GP1(T),                                     \
+     spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G, SP_G1(T), SP_GP(T), SP_GP1(T), SP_GK(T),                                     \
      sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME,                \
      cu_moe_launch<CuMoeRowSp<CuSp<T>>>, sp_row_bytes<CuSp<T>, T>}
 static const cll_cu_sp_ops k_sp_ops[] = {

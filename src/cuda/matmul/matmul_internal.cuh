@@ -48,6 +48,9 @@ typedef struct {
                                     before the PDL wait; longer rows as gemv_r2g (as gemv) */
     cll_cu_gemv_fn gemv_r2pre1w; /* the same only where the grid is one wave, else the type's
                                     staging-free default (as gemv) */
+    cll_cu_gemv_fn gemv_r2ks4;   /* k_gemv_spk: rows of > 4096 columns split over 4 warps, all loads
+                                    before the PDL wait; other rows as the type's default (its own
+                                    numerics: not bit-exact with gemv) */
     cll_cu_get_rows_fn get_rows;
     cll_cu_panel_fn panel;
     cll_cu_pack_fn pack;

@@ -179,7 +179,7 @@ enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
 static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
     k_tma_impl[CU_NSP], k_few_impl[CU_NSP], k_mma_impl[CU_NSP], k_fused_impl[CU_NSP], k_spu2_impl[CU_NSP],
     k_spu2b8_impl[CU_NSP], k_spu1b8_impl[CU_NSP], k_spu4b6_impl[CU_NSP], k_spx4b6p_impl[CU_NSP], k_spx2u1p_impl[CU_NSP], k_spr2g_impl[CU_NSP],
-    k_spr2u1g_impl[CU_NSP], k_spr2pre_impl[CU_NSP], k_spr2pre1w_impl[CU_NSP];
+    k_spr2u1g_impl[CU_NSP], k_spr2pre_impl[CU_NSP], k_spr2pre1w_impl[CU_NSP], k_spr2ks4_impl[CU_NSP];
 /* the grouped MoE rows: layout 0 (block types, k_types order) and split */
 static cll_cu_gemv_impl k_moe_impl[CU_NTYPES], k_moe_sp_impl[CU_NSP];
 /* a layout-0 row stays a default unless its type has a default split row */
@@ -207,6 +207,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SPR2G4 "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x2 groups x2 rows double-buffered >=4 blocks/SM act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
 #define CU_GEMV_PARAMS_SPR2PRE "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x4 groups x2 rows (a row of <= 4096 columns whole in flight before the PDL wait; longer rows as w4r2u2) act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
 #define CU_GEMV_PARAMS_SPR2PRE1W "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x4 groups x2 rows (a row of <= 4096 columns whole in flight before the PDL wait where the grid is one wave; else as the type's staging-free default) act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
+#define CU_GEMV_PARAMS_SPR2KS4 "layout=1(split) warps=4 rows/block=2 split-K=4 warps on rows of > 4096 columns (<= 16384), lane/32-group ld=16B x<=4 groups x2 rows all before the PDL wait, partials summed in smem, act=q8_1 from global (L1) dp4a pdl; rows of <= 4096 columns as the type's default"
 #define CU_GEMV_PARAMS_SPR2U1G "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
 #define CU_GEMV_PARAMS_TMA "layout=1(split) 128 threads persistent grid tile=rt rows (~16KB) one cp.async.bulk per tile mbarrier 4 stages in flight (first before the PDL wait) act=q8_1 in smem dp4a nb=1 (else r4_pt)"
 #define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
@@ -274,7 +275,8 @@ static const cll_kernel_row k_rows[] = {
  * per-group vs per-lane); a row's sums depend only on its lanes' group order and the split-K
  * factor, so the rows of one numerics family are bit-exact with each other (the gate checks every
  * claim). The family of split form k (D and k use these codes): 0 w4u4 and its variants (5 w4u2, 6 w4u2b8, 7 w4u1b8, 8 w4u4b6); 1 r2 and 10 r2u1b7_pt; 2 r4,
- * 3 r4_pt, 9 r4b6_pt and 11 r2u1b7_r4ks_pt (split-K as r4); 4 tma; 12 w4r2u2, 13 w4r2u1b7, 14 w4r2pre and 15 w4r2pre1w (family 0) */
+ * 3 r4_pt, 9 r4b6_pt and 11 r2u1b7_r4ks_pt (split-K as r4); 4 tma; 12 w4r2u2, 13 w4r2u1b7, 14 w4r2pre and 15 w4r2pre1w (family 0); 16 w4r2ks4 (its own:
+ * split-K over warps on the long rows) */
 #define CU_SP_FAM(k) (((k) >= 5 && (k) <= 8) || ((k) >= 12 && (k) <= 15) ? 0 : (k) == 10 ? 1 : (k) == 3 || (k) == 9 || (k) == 11 ? 2 : (k))
 #define CU_SP_EXACT(D, k) (CU_SP_FAM(D) == CU_SP_FAM(k))
 /* each split type's default form (the codes above), named once: every row of the type reads it */
@@ -321,12 +323,13 @@ static const cll_kernel_row k_rows[] = {
     CU_SPV_ROW(iq3_s, IQ3_S, 6, 11, "r2u1b7_smx_r4ks_pt", CU_GEMV_PARAMS_SPX2U1P4, k_spx2u1p_impl)
     CU_SPV_ROW(q6_K, Q6_K, 4, 10, "r2u1b7_smx_ks_pt", CU_GEMV_PARAMS_SPX2U1P2, k_spx2u1p_impl)
     /* the rows without activation staging, every type: w4r2u2 (Q8_0's capped at 4 blocks an SM), w4r2u1b7,
-     * w4r2pre and w4r2pre1w */
+     * w4r2pre, w4r2pre1w and w4r2ks4 (not a bit-exact variant: split-K on the long rows) */
 #define CU_SPG_ROWS(n, T, i, p2)                                                                             \
     CU_SPV_ROW(n, T, i, 12, "w4r2u2_dp4a", p2, k_spr2g_impl)                                                 \
     CU_SPV_ROW(n, T, i, 13, "w4r2u1b7_dp4a", CU_GEMV_PARAMS_SPR2U1G, k_spr2u1g_impl)                         \
     CU_SPV_ROW(n, T, i, 14, "w4r2pre_dp4a", CU_GEMV_PARAMS_SPR2PRE, k_spr2pre_impl)                         \
-    CU_SPV_ROW(n, T, i, 15, "w4r2pre1w_dp4a", CU_GEMV_PARAMS_SPR2PRE1W, k_spr2pre1w_impl)
+    CU_SPV_ROW(n, T, i, 15, "w4r2pre1w_dp4a", CU_GEMV_PARAMS_SPR2PRE1W, k_spr2pre1w_impl)                   \
+    CU_SPV_ROW(n, T, i, 16, "w4r2ks4_dp4a", CU_GEMV_PARAMS_SPR2KS4, k_spr2ks4_impl)
     CU_SPG_ROWS(q4_0, Q4_0, 0, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(q8_0, Q8_0, 1, CU_GEMV_PARAMS_SPR2G4)
     CU_SPG_ROWS(q5_1, Q5_1, 2, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(q4_K, Q4_K, 3, CU_GEMV_PARAMS_SPR2G)
     CU_SPG_ROWS(q6_K, Q6_K, 4, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(iq4_xs, IQ4_XS, 5, CU_GEMV_PARAMS_SPR2G)
@@ -419,6 +422,7 @@ static void fill_impls(void) {
         like(k_spr2u1g_impl, k_sp_impl[i], o ? o->gemv_r2u1g : NULL);
         like(k_spr2pre_impl, k_sp_impl[i], o ? o->gemv_r2pre : NULL);
         like(k_spr2pre1w_impl, k_sp_impl[i], o ? o->gemv_r2pre1w : NULL);
+        like(k_spr2ks4_impl, k_sp_impl[i], o ? o->gemv_r2ks4 : NULL);
         k_tma_impl[i] = k_sp_impl[i];
         k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
         k_tma_impl[i].routes = false;
