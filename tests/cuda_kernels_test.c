@@ -486,6 +486,33 @@ static void test_gemv_f_pre(void **state) {
     assert_false(cll_cu_gemv_f_pre(0, 1, 132, 16, 2));
 }
 
+/* the staging-free split rows' launch choices (H200: 132 SMs): w4r2pre runs its whole-row kernel on
+ * rows of <= 128 groups, w4r2pre1w only where the grid is also one wave, w4r2ks4 splits the long rows */
+static void test_sp_launch_choices(void **state) {
+    (void)state;
+    /* w4r2pre (u 4, 5 blocks an SM): l2-7b q|k|v, o, gate|up yes; down (344 groups) no; experts no */
+    assert_true(cll_cu_sp_pre(1, 128, 12288, 1, 4, 5, 132, false));
+    assert_true(cll_cu_sp_pre(1, 128, 4096, 1, 4, 5, 132, false));
+    assert_false(cll_cu_sp_pre(1, 344, 4096, 1, 4, 5, 132, false));
+    assert_false(cll_cu_sp_pre(1, 64, 768, 8, 4, 5, 132, true));
+    assert_false(cll_cu_sp_pre(0, 128, 4096, 1, 4, 5, 132, false));
+    /* w4r2pre1w: o (512 blocks) is one wave at 5 and at 4 (Q8_0) blocks an SM, q|k|v (1536) is not */
+    assert_true(cll_cu_sp_pre(2, 128, 4096, 1, 4, 5, 132, false));
+    assert_true(cll_cu_sp_pre(2, 128, 4096, 1, 4, 4, 132, false));
+    assert_false(cll_cu_sp_pre(2, 128, 12288, 1, 4, 5, 132, false));
+    assert_false(cll_cu_sp_pre(2, 128, 4096, 2, 4, 4, 132, false)); /* two tokens: 1024 blocks */
+    assert_false(cll_cu_sp_pre(2, 128, 4096, 1, 4, 5, 0, false));   /* no SM count: the fallback */
+    /* w4r2ks4 (4 warps x 4 chunks): l2-7b / l3-8b down yes, 4096-column rows and a 70B down (28672
+     * columns, 896 groups) no, nor expert products or a fused tail */
+    assert_true(cll_cu_sp_ks(344, 4, 4, false));
+    assert_true(cll_cu_sp_ks(448, 4, 4, false));
+    assert_true(cll_cu_sp_ks(512, 4, 4, false));
+    assert_false(cll_cu_sp_ks(513, 4, 4, false));
+    assert_false(cll_cu_sp_ks(128, 4, 4, false));
+    assert_false(cll_cu_sp_ks(896, 4, 4, false));
+    assert_false(cll_cu_sp_ks(344, 4, 4, true));
+}
+
 static void test_pick_form(void **state) {
     (void)state;
     const int32_t h = CLL_KDEVICE_CUDA_SM(9, 0);
@@ -772,6 +799,7 @@ int main(void) {
         cmocka_unit_test(test_attn_heads_per_block),
         cmocka_unit_test(test_attn_warps),
         cmocka_unit_test(test_gemv_f_pre),
+        cmocka_unit_test(test_sp_launch_choices),
         cmocka_unit_test(test_attn_active_chunks),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
@@ -790,6 +818,7 @@ int main(void) {
         cmocka_unit_test(test_attn_heads_per_block),
         cmocka_unit_test(test_attn_warps),
         cmocka_unit_test(test_gemv_f_pre),
+        cmocka_unit_test(test_sp_launch_choices),
         cmocka_unit_test(test_attn_active_chunks),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),

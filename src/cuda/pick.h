@@ -167,6 +167,17 @@ bool cll_cu_attn_stream_wi(int want, int hg);
  * whenever the row fits the hold whatever the grid (an A/B for the 4096-column products of an F16
  * 7B: the quantized rows gained from the whole row in flight before the wait), else (1) the rule above. */
 bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold, int mode);
+/* The staging-free split gemv rows' own launch choices (cuda/matmul/gemv_split.cu), pure:
+ * cll_cu_sp_pre: whether a w4r2pre (pre 1) or w4r2pre1w (pre 2) launch runs its ONE kernel (a row of
+ * ng <= 32 u groups whole in flight before the PDL wait) rather than its fallback: not for expert
+ * products (their loads wait for the router), and for pre 2 only when the grid (ceil(rows / 8) x nb
+ * blocks) is one wave of minb blocks an SM. H200: l2-7b's o (4096 x 4096, 512 blocks) is one wave at 5
+ * and at 4 blocks an SM, its q|k|v (1536 blocks) is not.
+ * cll_cu_sp_ks: whether a w4r2ks4 launch splits its rows over ks warps (k_gemv_spk): rows of more than
+ * 128 groups and at most ks x u chunks of 32 (a 7B / 8B down: 344 / 448 groups), not expert products or
+ * a fused residual tail. */
+bool cll_cu_sp_pre(int pre, int64_t ng, int64_t rows, int64_t nb, int u, int minb, int32_t n_sm, bool experts);
+bool cll_cu_sp_ks(int64_t ng, int ks, int u, bool experts_or_tail);
 const char *cll_cu_form_name(cll_cu_form f);
 /* Key splits of the tensor-core prefill attention (cuda/ops/attn_prefill.cu) for n query rows over
  * about `keys` cache cells: its grid is ceil(n/64) x n_head blocks, each walking every key tile of

@@ -12,6 +12,7 @@
 #include "cuda/matmul/split.cuh"
 #include "cuda/matmul/epilogue.cuh"
 #include "cuda/ops/route.cuh"
+#include "cuda/pick.h"
 
 /* the self-routing prologue (cll_cu_route): the PDL wait (the router product wrote the logits),
  * the token's routing in warp 0, block (0, 0) publishes it; returns slot b's expert */
@@ -212,8 +213,8 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     constexpr bool ONE = PRE > 0;
-    if (ONE && (w->cols / 32 > 32 * U || a->mat_ids || a->route.logits ||
-                (PRE == 2 && cll_cdiv(w->rows, SP_WARPS * R) * a->nb > (int64_t)MINB * cll_cu_sm_count())))
+    static_assert(!ONE || (R == 2 && SP_WARPS == 4), "cll_cu_sp_pre counts blocks of 8 rows");
+    if (ONE && !cll_cu_sp_pre(PRE, w->cols / 32, w->rows, a->nb, U, MINB, cll_cu_sm_count(), a->mat_ids || a->route.logits))
         return sp_gemv_launch<S, FU, FMINB, R>(w, a, st);
     const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS * R), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
@@ -234,7 +235,7 @@ static cudaError_t spk_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const int64_t ng = w->cols / 32;
-    if (ng <= 128 || ng > 32 * KS * U || a->mat_ids || a->route.logits || a->epi.on || a->act_in.gu) return F(w, a, st);
+    if (!cll_cu_sp_ks(ng, KS, U, a->mat_ids || a->route.logits || a->epi.on || a->act_in.gu)) return F(w, a, st);
     const dim3 grid((unsigned)cll_cdiv(w->rows, 2 * (SP_WARPS / KS)), (unsigned)a->nb);
     return cll_cu_launch(k_gemv_spk<S, KS, U, MINB>, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, ng,
                          (int64_t)w->row_stride, (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride,

@@ -218,6 +218,15 @@ bool cll_cu_attn_stream_wi(int want, int hg) {
     return hg == 1;
 }
 
+bool cll_cu_sp_pre(int pre, int64_t ng, int64_t rows, int64_t nb, int u, int minb, int32_t n_sm, bool experts) {
+    if (pre <= 0 || experts || ng <= 0 || ng > 32 * (int64_t)u) return false;
+    return pre == 1 || (rows + 7) / 8 * nb <= (int64_t)minb * n_sm;
+}
+
+bool cll_cu_sp_ks(int64_t ng, int ks, int u, bool experts_or_tail) {
+    return !experts_or_tail && ng > 128 && ng <= 32 * (int64_t)ks * u;
+}
+
 bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold, int mode) {
     const bool fits = nvec > 0 && hold > 0 && nvec <= 32 * (int64_t)hold && blocks > 0;
     return mode == 0 ? false : mode == 2 ? fits : fits && blocks <= n_sm;
