@@ -551,13 +551,17 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
     sp_gemv_launch<CuSp<T>, 4, (T) == CLL_TYPE_Q8_0 ? 4 : SP_MIN_BLOCKS, 2, 2, (T) == CLL_TYPE_Q8_0 ? 1 : 2,     \
                    (T) == CLL_TYPE_Q8_0 ? 7 : SP_MIN_BLOCKS>
 /* GK: k_gemv_spk on the long rows (4 warps a row pair, up to 16 chunks: 16384 columns), the other rows by
- * the type's default staging-free form (rows.cu's CU_SPD_<type>: keep the two in step) */
-#define SP_GKF(T)                                                                                             \
-    ((T) == CLL_TYPE_Q4_K || (T) == CLL_TYPE_IQ3_S ? SP_GP(T)                                                 \
-     : (T) == CLL_TYPE_Q8_0 || (T) == CLL_TYPE_Q6_K ? SP_GP1(T)                                               \
-     : (T) == CLL_TYPE_IQ4_XS                      ? sp_gemv_launch<CuSp<T>>                                  \
-                                                   : SP_G(T))
-#define SP_GK(T) spk_gemv_launch<CuSp<T>, 4, 4, SP_MIN_BLOCKS, SP_GKF(T)>
+ * the type's default form (cll_cu_sp_default's code, launched as its row does) */
+template <uint32_t T> static constexpr cll_cu_gemv_fn sp_default_launch() {
+    constexpr int d = cll_cu_sp_default(T);
+    static_assert(d == 0 || (d >= 12 && d <= 15), "a split default without staging (w4r2ks4's fallback)");
+    return d == 15   ? SP_GP1(T)
+           : d == 14 ? SP_GP(T)
+           : d == 13 ? SP_G1(T)
+           : d == 12 ? (T == CLL_TYPE_Q8_0 ? SP_G4(T) : SP_G(T))
+                     : sp_gemv_launch<CuSp<T>>;
+}
+#define SP_GK(T) spk_gemv_launch<CuSp<T>, 4, 4, SP_MIN_BLOCKS, sp_default_launch<T>()>
 #define SP_OPS(T, NAME, W, X, Y, G)                                                                           \
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
      spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G, SP_G1(T), SP_GP(T), SP_GP1(T), SP_GK(T),                                     \

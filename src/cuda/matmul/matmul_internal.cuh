@@ -4,6 +4,7 @@
 #ifndef CLL_CUDA_MATMUL_INTERNAL_CUH
 #define CLL_CUDA_MATMUL_INTERNAL_CUH
 
+#include "cuda/common.cuh" /* the CLL_TYPE_ codes (formats.h, extern "C") */
 #include "cuda/matmul/matmul.cuh"
 
 typedef cudaError_t (*cll_cu_get_rows_fn)(const cll_cu_weight *w, const int32_t *ids, int64_t n, float *out,
@@ -61,6 +62,15 @@ typedef struct {
                                           rounding): the file's, or more (IQ3_S's nibble form) */
 } cll_cu_sp_ops;
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type);
+/* each split type's default one-token form, named once (rows.cu's form codes: 0 w4u4, 12 w4r2u2,
+ * 13 w4r2u1b7, 14 w4r2pre, 15 w4r2pre1w): the registry's default and bit-exact flags (rows.cu) and
+ * w4r2ks4's fallback on the short rows (gemv_split.cu) both read it */
+static constexpr int cll_cu_sp_default(uint32_t t) {
+    return t == CLL_TYPE_Q4_0 || t == CLL_TYPE_Q5_1   ? 12
+           : t == CLL_TYPE_Q4_K || t == CLL_TYPE_IQ3_S ? 14
+           : t == CLL_TYPE_Q8_0 || t == CLL_TYPE_Q6_K  ? 15
+                                                       : 0; /* IQ4_XS */
+}
 /* the bulk-copy (TMA) split gemv of a type (gemv_tma.cu), NULL if none; nb > 1 or mat_ids calls
  * go on to the type's r4_pt row */
 cll_cu_gemv_fn cll_cu_sp_tma_gemv(uint32_t type);

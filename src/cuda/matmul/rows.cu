@@ -229,7 +229,7 @@ static const cll_kernel_row k_rows[] = {
 #undef CU_GEMV_ROW
     /* layout 1 (split, cuda/matmul/split.cuh): w4u4 one row per warp; r2/r4: 2/4 rows per warp,
      * activation staged in shared memory, split-K by shape (gemv_split.cu); r4_pt: r4 on a
-     * one-wave persistent grid. The default per type (CU_SPD_<type>: 0 w4u4, 1 r2, 2 r4, 3 r4_pt, 9 r4b6_pt,
+     * one-wave persistent grid. The default per type (cll_cu_sp_default: 0 w4u4, 1 r2, 2 r4, 3 r4_pt, 9 r4b6_pt,
      * 11 r2u1b7_r4ks_pt: CU_SP_FAM's codes) is the
      * best average of cuda_kbench over the eight 7B/8B decode shapes on the H200, 2026-12-01
      * (% of 4300 GB/s): q4_0 r4_pt 64.3 (w4u4 60.6), q8_0 r4_pt 76.5 (72.5), q5_1 w4u4 72.3
@@ -279,25 +279,19 @@ static const cll_kernel_row k_rows[] = {
  * split-K over warps on the long rows) */
 #define CU_SP_FAM(k) (((k) >= 5 && (k) <= 8) || ((k) >= 12 && (k) <= 15) ? 0 : (k) == 10 ? 1 : (k) == 3 || (k) == 9 || (k) == 11 ? 2 : (k))
 #define CU_SP_EXACT(D, k) (CU_SP_FAM(D) == CU_SP_FAM(k))
-/* each split type's default form (the codes above), named once: every row of the type reads it */
-#define CU_SPD_q4_0 12
-#define CU_SPD_q8_0 15
-#define CU_SPD_q5_1 12
-#define CU_SPD_q4_K 14
-#define CU_SPD_q6_K 15
-#define CU_SPD_iq4_xs 0
-#define CU_SPD_iq3_s 14
+/* each split type's default form (the codes above, cll_cu_sp_default): every row of the type reads it */
+#define CU_SPD(T) cll_cu_sp_default(CLL_TYPE_##T)
 #define CU_SP_ROW(n, T, i)                                                                                \
     {"gemv_" #n "_split_w4u4_dp4a", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SP, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
-     CU_SP_EXACT(CU_SPD_##n, 0), (CU_SPD_##n) == 0, &k_sp_impl[i]},                                                            \
+     CU_SP_EXACT(CU_SPD(T), 0), (CU_SPD(T)) == 0, &k_sp_impl[i]},                                                            \
     {"gemv_" #n "_split_r2_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX2, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
-     CU_SP_EXACT(CU_SPD_##n, 1), (CU_SPD_##n) == 1, &k_spx2_impl[i]},                                                          \
+     CU_SP_EXACT(CU_SPD(T), 1), (CU_SPD(T)) == 1, &k_spx2_impl[i]},                                                          \
     {"gemv_" #n "_split_r4_smx_ks", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok, \
-     CU_SP_EXACT(CU_SPD_##n, 2), (CU_SPD_##n) == 2, &k_spx4_impl[i]},                                                          \
+     CU_SP_EXACT(CU_SPD(T), 2), (CU_SPD(T)) == 2, &k_spx4_impl[i]},                                                          \
     {"gemv_" #n "_split_r4_smx_ks_pt", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_SPX4P, CLL_CU_LAYOUT_SPLIT, 1,  \
-     cu_sp_ok, CU_SP_EXACT(CU_SPD_##n, 3), (CU_SPD_##n) == 3, &k_spx4p_impl[i]},                                             \
+     cu_sp_ok, CU_SP_EXACT(CU_SPD(T), 3), (CU_SPD(T)) == 3, &k_spx4p_impl[i]},                                             \
     {"gemv_" #n "_split_tma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_TMA, CLL_CU_LAYOUT_SPLIT, 1,      \
-     cu_tma_ok, CU_SP_EXACT(CU_SPD_##n, 4), (CU_SPD_##n) == 4, &k_tma_impl[i]},                                            \
+     cu_tma_ok, CU_SP_EXACT(CU_SPD(T), 4), (CU_SPD(T)) == 4, &k_tma_impl[i]},                                            \
     {"gemv_" #n "_split_few", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_FEW, CLL_CU_LAYOUT_SPLIT, 1,       \
      cu_few_ok, false, true, &k_few_impl[i]},
     CU_SP_ROW(q4_0, Q4_0, 0) CU_SP_ROW(q8_0, Q8_0, 1) CU_SP_ROW(q5_1, Q5_1, 2) CU_SP_ROW(q4_K, Q4_K, 3)
@@ -308,7 +302,7 @@ static const cll_kernel_row k_rows[] = {
      * which) */
 #define CU_SPV_ROW(n, T, i, k, suffix, params, impl)                                                       \
     {"gemv_" #n "_split_" suffix, CLL_KOP_GEMV, CLL_TYPE_##T, 0, params, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok,        \
-     CU_SP_EXACT(CU_SPD_##n, k), (CU_SPD_##n) == (k), &impl[i]},
+     CU_SP_EXACT(CU_SPD(T), k), (CU_SPD(T)) == (k), &impl[i]},
     CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 5, "w4u2_dp4a", CU_GEMV_PARAMS_SPU2, k_spu2_impl)
     CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 6, "w4u2b8_dp4a", CU_GEMV_PARAMS_SPU2B8, k_spu2b8_impl)
     CU_SPV_ROW(iq4_xs, IQ4_XS, 5, 7, "w4u1b8_dp4a", CU_GEMV_PARAMS_SPU1B8, k_spu1b8_impl)
@@ -336,6 +330,7 @@ static const cll_kernel_row k_rows[] = {
     CU_SPG_ROWS(iq3_s, IQ3_S, 6, CU_GEMV_PARAMS_SPR2G)
 #undef CU_SPG_ROWS
 #undef CU_SPV_ROW
+#undef CU_SPD
     /* the int8 tensor-core few-token rows (cuda/matmul/gemv_mma.cu): not the registry default of the
      * n2-8 class (the dp4a row is), but the pick (cll_cu_pick_form) takes them from the token count
      * where they measured faster on the H200 (cll_cu_mma_min_tokens, cuda/matmul/pick.cu: Q4_0 from 6,
