@@ -503,7 +503,7 @@ static void test_sp_launch_choices(void **state) {
     assert_false(cll_cu_sp_pre(2, 128, 4096, 2, 4, 4, 132, false)); /* two tokens: 1024 blocks */
     assert_false(cll_cu_sp_pre(2, 128, 4096, 1, 4, 5, 0, false));   /* no SM count: the fallback */
     /* w4r2ks4 (4 warps x 4 chunks): l2-7b / l3-8b down yes, 4096-column rows and a 70B down (28672
-     * columns, 896 groups) no, nor expert products or a fused tail */
+     * columns, 896 groups) no, nor expert products (a fused tail is its own kernel: the gate checks it) */
     assert_true(cll_cu_sp_ks(344, 4, 4, false));
     assert_true(cll_cu_sp_ks(448, 4, 4, false));
     assert_true(cll_cu_sp_ks(512, 4, 4, false));

@@ -174,10 +174,10 @@ bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold,
  * blocks) is one wave of minb blocks an SM. H200: l2-7b's o (4096 x 4096, 512 blocks) is one wave at 5
  * and at 4 blocks an SM, its q|k|v (1536 blocks) is not.
  * cll_cu_sp_ks: whether a w4r2ks4 launch splits its rows over ks warps (k_gemv_spk): rows of more than
- * 128 groups and at most ks x u chunks of 32 (a 7B / 8B down: 344 / 448 groups), not expert products or
- * a fused residual tail. */
+ * 128 groups and at most ks x u chunks of 32 (a 7B / 8B down: 344 / 448 groups), not expert products (or
+ * a staged activation input). */
 bool cll_cu_sp_pre(int pre, int64_t ng, int64_t rows, int64_t nb, int u, int minb, int32_t n_sm, bool experts);
-bool cll_cu_sp_ks(int64_t ng, int ks, int u, bool experts_or_tail);
+bool cll_cu_sp_ks(int64_t ng, int ks, int u, bool experts);
 const char *cll_cu_form_name(cll_cu_form f);
 /* Key splits of the tensor-core prefill attention (cuda/ops/attn_prefill.cu) for n query rows over
  * about `keys` cache cells: its grid is ceil(n/64) x n_head blocks, each walking every key tile of

@@ -138,17 +138,19 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
  * of them (at most U a lane) loaded before the PDL wait, then dotted against the q8_1 row from L1;
  * each lane's partial sums meet in shared memory and are added in warp order, then the warp sum.
  * The sums' order differs from w4u4's (a numerics family of its own: the gate holds it to the CPU
- * reference, not to the default's bits). Rows of <= 128 groups, rows past KS x U chunks, expert
- * products and the fused residual tail run the fallback launcher F (the type's default form). */
-template <class S, int KS, int U, int MINB>
+ * reference, not to the default's bits). EPI: the fused residual tail (its row writers are the KS = 0
+ * warps' lane 0, so y is the plain run's bit for bit). Rows of <= 128 groups, rows past KS x U chunks
+ * and expert products run the fallback launcher F (the type's base form, cll_cu_sp_base). */
+template <class S, int KS, int U, int MINB, bool EPI>
 __global__ void __launch_bounds__(SP_WARPS * 32, MINB)
 k_gemv_spk(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride,
            const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride, float *__restrict__ y, int64_t y_stride, int early,
-           const void *pfn, size_t pfb) {
+           const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
     typedef typename S::Wv Wv;
     constexpr int R = 2, RP = SP_WARPS / KS; /* row pairs a block */
     __shared__ float part[SP_WARPS][R][32];
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, ks = warp % KS;
     const int64_t row0 = ((int64_t)blockIdx.x * RP + warp / KS) * R;
     const int b = blockIdx.y;
@@ -187,10 +189,14 @@ k_gemv_spk(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
 #pragma unroll
             for (int k = 1; k < KS; k++) v += part[warp + k][r][lane];
             v = cll_warp_sum(v);
-            if (lane == 0 && row0 + r < rows) y[b * y_stride + row0 + r] = v;
+            if (lane == 0 && row0 + r < rows) {
+                y[b * y_stride + row0 + r] = v;
+                if (EPI) epi_acc += cll_epi_row(epi, row0 + r, v);
+            }
         }
     }
     cll_l2_prefetch_next(pfn, pfb);
+    if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
 /* a self-routing launch: one token's nb == k slots, nothing else asked of the kernel */
@@ -229,17 +235,19 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
                         a->epi, a->route);
 }
 
-/* the long rows split over KS warps (k_gemv_spk), everything else by F (the type's default form) */
+/* the long rows split over KS warps (k_gemv_spk), everything else by F (the type's base form) */
 template <class S, int KS, int U, int MINB, cll_cu_gemv_fn F>
 static cudaError_t spk_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const int64_t ng = w->cols / 32;
-    if (!cll_cu_sp_ks(ng, KS, U, a->mat_ids || a->route.logits || a->epi.on || a->act_in.gu)) return F(w, a, st);
+    if (!cll_cu_sp_ks(ng, KS, U, a->mat_ids || a->route.logits || a->act_in.gu)) return F(w, a, st);
     const dim3 grid((unsigned)cll_cdiv(w->rows, 2 * (SP_WARPS / KS)), (unsigned)a->nb);
-    return cll_cu_launch(k_gemv_spk<S, KS, U, MINB>, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, ng,
-                         (int64_t)w->row_stride, (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride,
-                         cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes);
+    if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
+    auto k = a->epi.on ? k_gemv_spk<S, KS, U, MINB, true> : k_gemv_spk<S, KS, U, MINB, false>;
+    return cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, ng, (int64_t)w->row_stride,
+                         (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(),
+                         a->pf_next, a->pf_bytes, a->epi);
 }
 
 /* ---- k_gemv_spx<S, R, U, EPI>: R rows per warp, the activation staged in shared memory, split-K ----
@@ -551,9 +559,9 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
     sp_gemv_launch<CuSp<T>, 4, (T) == CLL_TYPE_Q8_0 ? 4 : SP_MIN_BLOCKS, 2, 2, (T) == CLL_TYPE_Q8_0 ? 1 : 2,     \
                    (T) == CLL_TYPE_Q8_0 ? 7 : SP_MIN_BLOCKS>
 /* GK: k_gemv_spk on the long rows (4 warps a row pair, up to 16 chunks: 16384 columns), the other rows by
- * the type's default form (cll_cu_sp_default's code, launched as its row does) */
-template <uint32_t T> static constexpr cll_cu_gemv_fn sp_default_launch() {
-    constexpr int d = cll_cu_sp_default(T);
+ * the type's base form (cll_cu_sp_base's code, launched as its row does) */
+template <uint32_t T> static constexpr cll_cu_gemv_fn sp_base_launch() {
+    constexpr int d = cll_cu_sp_base(T);
     static_assert(d == 0 || (d >= 12 && d <= 15), "a split default without staging (w4r2ks4's fallback)");
     return d == 15   ? SP_GP1(T)
            : d == 14 ? SP_GP(T)
@@ -561,7 +569,7 @@ template <uint32_t T> static constexpr cll_cu_gemv_fn sp_default_launch() {
            : d == 12 ? (T == CLL_TYPE_Q8_0 ? SP_G4(T) : SP_G(T))
                      : sp_gemv_launch<CuSp<T>>;
 }
-#define SP_GK(T) spk_gemv_launch<CuSp<T>, 4, 4, SP_MIN_BLOCKS, sp_default_launch<T>()>
+#define SP_GK(T) spk_gemv_launch<CuSp<T>, 4, 4, SP_MIN_BLOCKS, sp_base_launch<T>()>
 #define SP_OPS(T, NAME, W, X, Y, G)                                                                           \
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
      spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G, SP_G1(T), SP_GP(T), SP_GP1(T), SP_GK(T),                                     \

@@ -223,8 +223,8 @@ bool cll_cu_sp_pre(int pre, int64_t ng, int64_t rows, int64_t nb, int u, int min
     return pre == 1 || (rows + 7) / 8 * nb <= (int64_t)minb * n_sm;
 }
 
-bool cll_cu_sp_ks(int64_t ng, int ks, int u, bool experts_or_tail) {
-    return !experts_or_tail && ng > 128 && ng <= 32 * (int64_t)ks * u;
+bool cll_cu_sp_ks(int64_t ng, int ks, int u, bool experts) {
+    return !experts && ng > 128 && ng <= 32 * (int64_t)ks * u;
 }
 
 bool cll_cu_gemv_f_pre(int64_t nvec, int64_t blocks, int32_t n_sm, int32_t hold, int mode) {

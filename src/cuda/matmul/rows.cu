@@ -207,7 +207,7 @@ static bool has_split(uint32_t t) {
 #define CU_GEMV_PARAMS_SPR2G4 "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x2 groups x2 rows double-buffered >=4 blocks/SM act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
 #define CU_GEMV_PARAMS_SPR2PRE "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x4 groups x2 rows (a row of <= 4096 columns whole in flight before the PDL wait; longer rows as w4r2u2) act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
 #define CU_GEMV_PARAMS_SPR2PRE1W "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x4 groups x2 rows (a row of <= 4096 columns whole in flight before the PDL wait where the grid is one wave; else as the type's staging-free default) act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
-#define CU_GEMV_PARAMS_SPR2KS4 "layout=1(split) warps=4 rows/block=2 split-K=4 warps on rows of > 4096 columns (<= 16384), lane/32-group ld=16B x<=4 groups x2 rows all before the PDL wait, partials summed in smem, act=q8_1 from global (L1) dp4a pdl; rows of <= 4096 columns as the type's default"
+#define CU_GEMV_PARAMS_SPR2KS4 "layout=1(split) warps=4 rows/block=2 split-K=4 warps on rows of > 4096 columns (<= 16384), lane/32-group ld=16B x<=4 groups x2 rows all before the PDL wait, partials summed in smem, act=q8_1 from global (L1) dp4a pdl; rows of <= 4096 columns as the type's base form"
 #define CU_GEMV_PARAMS_SPR2U1G "layout=1(split) warps=4 rows/warp=2 lane/32-group ld=16B x1 group x2 rows double-buffered >=7 blocks/SM act=q8_1 from global (L1, once per group for both rows, no smem, no barrier) dp4a pdl (w4u4's sums)"
 #define CU_GEMV_PARAMS_TMA "layout=1(split) 128 threads persistent grid tile=rt rows (~16KB) one cp.async.bulk per tile mbarrier 4 stages in flight (first before the PDL wait) act=q8_1 in smem dp4a nb=1 (else r4_pt)"
 #define CU_GEMV_PARAMS_FEW "layout=1(split) n_tokens 2-8 warps=8 rows/warp=4 tokens/launch<=8 (records<=100KB) act=q8_1 48B records in smem, LDS.128 split-K=1|2|4 persistent grid dp4a pdl"
@@ -270,7 +270,15 @@ static const cll_kernel_row k_rows[] = {
  * q8_0 and q6_K default to w4r2pre1w (D 15: w4r2pre only where the grid is one wave, the 4096-row
  * o of a 7B / 8B; every other product as before, q8_0's w4r2u1b7, q6_K's w4r2u2): l2-7b Q8_0 432.2
  * / 431.9 -> 435.6 / 435.4, l3-8b Q6_K 450.7 / 450.1 -> 454.4 / 453.5 (ABBA, one call); q4_0 (625.4
- * / 626.2 vs 624.8 / 624.8) and q5_1 (540.3 / 539.6 vs 538.6 / 539.3) tied and keep w4r2u2. */
+ * / 626.2 vs 624.8 / 624.8) and q5_1 (540.3 / 539.6 vs 538.6 / 539.3) tied and keep w4r2u2.
+ * Since 2026-12-04 (twenty-first session) q4_K, q6_K, iq3_s and q5_1 default to w4r2ks4 (D 16, a family
+ * of its own: the down product's long rows split over a block's 4 warps, every chunk in flight before
+ * the PDL wait; the other rows as before, cll_cu_sp_base): cuda_kbench on the 7B down (4096 x 11008)
+ * q4_K 51.8% -> 63.9%, q6_K 63.5 -> 78.7, q5_1 63.1 -> 78.3, q4_0 58.2 -> 67.3, q8_0 71.3 -> 66.2; tg128
+ * (H200, ABBA in one call) l2-7b Q4_K_M 551.8 / 552.9 -> 559.3 / 562.3, l3-8b Q6_K 451.5 / 452.2 ->
+ * 458.6 / 456.7, l3-8b IQ3_S 561.9 / 562.7 -> 568.3 / 568.0, l2-7b Q5_1 538.2 / 537.5 -> 539.6 / 540.5;
+ * q4_0 (625.7 / 623.5 vs 624.2 / 625.1) and iq4_xs (472.4 / 474.9 vs 473.4 / 475.7) tied, q8_0 lost in
+ * kbench: they keep their forms. */
 /* bit_exact: with the type's default row. Forms sum in different orders (lanes per row, split-K,
  * per-group vs per-lane); a row's sums depend only on its lanes' group order and the split-K
  * factor, so the rows of one numerics family are bit-exact with each other (the gate checks every
@@ -298,8 +306,7 @@ static const cll_kernel_row k_rows[] = {
     CU_SP_ROW(q6_K, Q6_K, 4) CU_SP_ROW(iq4_xs, IQ4_XS, 5) CU_SP_ROW(iq3_s, IQ3_S, 6)
 #undef CU_SP_ROW
     /* the bit-exact variants (rows of a numerics family that only launch differently: the tuner's
-     * arms, and every split type's default but IQ4_XS's; cuda/matmul/gemv_split.cu says which type has
-     * which) */
+     * arms, and the defaults of Q4_0 and Q8_0; cuda/matmul/gemv_split.cu says which type has which) */
 #define CU_SPV_ROW(n, T, i, k, suffix, params, impl)                                                       \
     {"gemv_" #n "_split_" suffix, CLL_KOP_GEMV, CLL_TYPE_##T, 0, params, CLL_CU_LAYOUT_SPLIT, 1, cu_sp_ok,        \
      CU_SP_EXACT(CU_SPD(T), k), (CU_SPD(T)) == (k), &impl[i]},
