@@ -221,6 +221,9 @@ typedef struct {
     uint64_t graph_captures; /* CUDA: step graphs captured (the decode step's, and each batched step shape's
                               * on its second consecutive sight) */
     double capture_seconds;  /* CUDA: host time those captures took, inside the decodes that made them */
+    uint64_t x_conversions;  /* CUDA: f32-to-f16 input conversions the batch products launched (a captured
+                              * graph's counted once, at its capture): a norm or activation kernel that
+                              * writes a product's f16 rows itself spares one */
 } cllama_counters;
 cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *out);
 /* Make ready now what a server's steps need to run at full speed from the first one. On CUDA: the step

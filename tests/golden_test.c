@@ -536,6 +536,64 @@ static void test_batched_parity(void **state) {
     assert_int_equal(failed, 0);
 }
 
+/* ---- the products' f16 X written by their producers (GPU) ------------------------------------------------ */
+
+/* one prompt of n tokens in one pass on a fresh context of file; the last row's logits into out and the
+ * context's x_conversions into *conv */
+static bool prompt_pass(const char *file, int32_t n, float *out, size_t nv, uint64_t *conv) {
+    cllama_model *m = load_oracle(file);
+    if (!m) return false;
+    cllama_context_params cp = test_cp(128, 1, 64);
+    cllama_context *c = NULL;
+    bool ok = cllama_context_create(m, &cp, &c) == CLLAMA_OK;
+    int32_t ids[64];
+    for (int32_t i = 0; i < n; i++) ids[i] = 1 + (int32_t)((i * 7919 + 104729) % ((int32_t)nv - 1));
+    const float *L = ok ? feed(c, ids, n) : NULL;
+    cllama_counters k;
+    ok = L && cllama_context_counters(c, &k) == CLLAMA_OK;
+    if (ok) {
+        memcpy(out, L, nv * sizeof(float));
+        *conv = k.x_conversions;
+    }
+    cllama_context_free(c);
+    cllama_model_free(m);
+    return ok;
+}
+
+/* A prompt's products read f16 rows: the fused rows in their own order, cuBLAS f16 products (F16 weights,
+ * f16 panels) in plain order. The norm and activation kernels write them for the product after them (the
+ * default), or each product converts its f32 input (CLLAMA_CUDA_FUSED_XH=0): the same rounding, so the
+ * logits must be bit-identical, and the default must launch fewer conversions (the counter shows the
+ * producers' rows were used: an F16 file's plain order, a Q4_K_M file's fused order, gemma3's GELU and
+ * post norms). */
+static void test_producer_x(void **state) {
+    (void)state;
+    const char *files[] = {"tiny-llama-F16", "tiny-llama-Q4_K_M", "tiny-gemma3-F16", "tiny-qwen2-F16"};
+    int failed = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        cllama_model *m = load_oracle(files[f]);
+        if (!m) {
+            failed++;
+            continue;
+        }
+        const size_t nv = (size_t)cllama_model_n_vocab(m);
+        cllama_model_free(m);
+        float *a = (float *)calloc(nv, sizeof(float)), *b = (float *)calloc(nv, sizeof(float));
+        uint64_t ca = 0, cb = 0;
+        bool ok = a && b && prompt_pass(files[f], 48, a, nv, &ca);
+        setenv("CLLAMA_CUDA_FUSED_XH", "0", 1);
+        ok = ok && prompt_pass(files[f], 48, b, nv, &cb);
+        unsetenv("CLLAMA_CUDA_FUSED_XH");
+        const bool same = ok && memcmp(a, b, nv * sizeof(float)) == 0;
+        printf("prompt of 48 on %s: producer-written f16 X %s the products' own conversion; conversions %llu vs %llu\n",
+               files[f], same ? "bit-identical to" : "DIFFERS from", (unsigned long long)ca, (unsigned long long)cb);
+        failed += !same || !(ca < cb);
+        free(a);
+        free(b);
+    }
+    assert_int_equal(failed, 0);
+}
+
 /* ---- paged KV == a cache of n_ctx per sequence ---------------------------------------------------------- */
 
 /* one decode of (seq, token) pairs continuing each sequence, on both contexts; every row asks for
@@ -1081,6 +1139,7 @@ int main(void) {
             cmocka_unit_test(test_stories),
             cmocka_unit_test(test_synthetic),
             cmocka_unit_test(test_batched_parity),
+            cmocka_unit_test(test_producer_x),
             cmocka_unit_test(test_paged_kv),
             cmocka_unit_test(test_gemma270m_gpu),
         };

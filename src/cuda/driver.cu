@@ -115,23 +115,43 @@ static bool wants_q8(const cll_cu_part *parts, int np, int64_t n) {
     return false;
 }
 
-/* where the producer of a product's input over n rows of cols writes them as f16 in the fused rows'
- * order (the gemm scratch, read by every part without a conversion kernel): when every part takes the
- * fused form; NULL: it writes none (the parts convert X themselves, or read its q8_1 / f32 rows;
+/* where the producer of a product's input over n rows of cols writes them as f16 (the gemm scratch,
+ * read by every part without a conversion kernel), and in which order (*kind): CLL_CU_X_FUSED, the
+ * fused rows' order, when every part takes the fused form; 1, plain, when every part is a cuBLAS f16
+ * product (F16 weights read in place, resident or decoded f16 panels: cll_cu_gemm_x_kind 1). NULL (kind
+ * -1): it writes none (the parts convert X themselves, or read its q8_1 / f32 rows; BF16 and F32 parts;
  * CLLAMA_CUDA_FUSED_XH=0: always, the A/B and the golden test's reference). The norm and activation
  * kernels round as the conversion kernel does (cll_f2h), so the product's bits do not change. The
  * attention output (the o product's input) is still converted by the product. */
-static void *fused_x(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, int64_t cols) {
+static void *fused_x(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, int64_t cols,
+                     int *kind = NULL) {
+    if (kind) *kind = -1;
     if (!s->fused_xh || n < 2 || cols % 32 || !s->gemm.xh || s->gemm.xh_bytes < (size_t)(n * cols) * 2) return NULL;
-    for (int i = 0; i < np; i++)
-        if (part_form(&parts[i], n) != CLL_CU_FORM_GEMM_FUSED || parts[i].w.cols != cols) return NULL;
+    int k = -1;
+    for (int i = 0; i < np; i++) {
+        const cll_cu_form f = part_form(&parts[i], n);
+        const bool blas = f == CLL_CU_FORM_GEMM_DIRECT || f == CLL_CU_FORM_GEMM_PANEL || f == CLL_CU_FORM_GEMM_RESIDENT;
+        const int pk = f == CLL_CU_FORM_GEMM_FUSED ? CLL_CU_X_FUSED
+                       : blas && cll_cu_gemm_x_kind(f == CLL_CU_FORM_GEMM_RESIDENT ? &parts[i].w16 : &parts[i].w) == 1
+                           ? 1
+                           : -1;
+        if (pk < 0 || parts[i].w.cols != cols || (k >= 0 && pk != k)) return NULL;
+        k = pk;
+    }
+    if (kind) *kind = k;
     return s->gemm.xh;
+}
+/* the X kind a product's producer leaves in the gemm scratch (fused_x), -1: none */
+static int fused_x_kind(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, int64_t cols) {
+    int k;
+    fused_x(s, parts, np, n, cols, &k);
+    return k;
 }
 
 /* *xk: the X conversion the product's previous part left in the gemm scratch (-1: none; the kind
  * of cll_cu_gemm_x_kind, or CLL_CU_X_FUSED), so the parts of one product over the same X convert it once */
 /* cap: the rows x and y hold (a cuBLAS form may run up to that many, cll_cu_gemm_tokens) */
-static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
+static cudaError_t gemm(cll_driver_state *s, const cll_cu_part *p, const float *x, int64_t ldx, int64_t n,
                         float *y, int64_t ldy, int64_t cap, int *xk = NULL) {
     /* the resident f16 panel when the model keeps one (CLLAMA_CUDA_PANELS), else the weight (a
      * float read in place, or a panel decoded per product) */
@@ -140,6 +160,7 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
     const int k = f == CLL_CU_FORM_GEMM_FUSED ? CLL_CU_X_FUSED : cll_cu_gemm_x_kind(w); /* the fused rows' own order */
     const bool ready = xk && k > 0 && *xk == k;
     if (xk) *xk = k > 0 ? k : *xk; /* an F32 part leaves the scratch as it was */
+    if (k > 0 && !ready) s->c.x_conversions++;
     if (f == CLL_CU_FORM_GEMM_FUSED)
         return cll_cu_gemm_fused(&s->gemm, p->fused->fgemm, w, x, ldx, n, y + p->y_off, ldy, &s->sk, s->st, ready);
     return cll_cu_gemm(&s->gemm, w, 0, x, ldx, cll_cu_gemm_tokens(n, cap, s->gemm_pad), y + p->y_off, ldy, s->st, ready);
@@ -147,10 +168,10 @@ static cudaError_t gemm(const cll_driver_state *s, const cll_cu_part *p, const f
 
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
  * product the step runs after this one (its weights are prefetched into L2 by the last part) */
-static cudaError_t product(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
+static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
-                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, bool xh_ready = false) {
-    int xk = xh_ready ? CLL_CU_X_FUSED : -1; /* the parts' X, converted once (gemm); xh_ready: by its producer */
+                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1) {
+    int xk = xh_kind; /* the parts' X, converted once (gemm); xh_kind >= 0: by its producer (fused_x_kind) */
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
@@ -456,9 +477,12 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     const int32_t *tok = s->io, *pos = s->io + n, *seq = s->io + 2 * n, *rows = s->io + 3 * n;
     const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
-    PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, s->xn,
-                                        wants_q8(dm->layers[0].qkv, dm->layers[0].n_qkv, n) ? s->xq : NULL, s->st,
-                                        fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d)));
+    int xk0;
+    void *xh0 = fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d, &xk0);
+    /* the f32 rows only where a product reads them (not when the q|k|v product reads xh alone) */
+    PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, xh0 ? NULL : s->xn,
+                                        wants_q8(dm->layers[0].qkv, dm->layers[0].n_qkv, n) ? s->xq : NULL, s->st, xh0,
+                                        xk0 == 1));
     /* attention split: decode grids cover n_ctx in fixed chunks; a batch takes as many chunks as
      * the partial buffer holds */
     const int32_t n_chunks = attn_chunks(s, n);
@@ -470,7 +494,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         const cll_cu_part *after_ffn = il + 1 < hp->n_layer ? &dm->layers[il + 1].qkv[0] : &dm->output;
         /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
         PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
-                                 fused_x(s, C->qkv, C->n_qkv, n, d) != NULL));
+                                 fused_x_kind(s, C->qkv, C->n_qkv, n, d)));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -565,9 +589,11 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.post = C->post_attn_norm;
         rr.next_norm = true;
         rr.next = C->ffn_norm;
-        rr.xn = s->xn;
         rr.xq = moe || wants_q8(C->gu, C->n_gu, n) ? s->xq : NULL;
-        rr.xh = moe || e1 ? NULL : fused_x(s, C->gu, C->n_gu, n, d);
+        int xkg = -1;
+        rr.xh = moe || e1 ? NULL : fused_x(s, C->gu, C->n_gu, n, d, &xkg);
+        rr.xh_plain = xkg == 1;
+        rr.xn = rr.xh ? NULL : s->xn; /* the f32 rows only where the gate|up product reads them */
         if (!e1) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
@@ -577,12 +603,15 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             rr.n_used = hp->n_expert_used;
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down, NULL, SIZE_MAX,
-                                         rr.xh != NULL));
+                                         rr.xh ? xkg : -1));
             const bool apf = n == 1 && act_pf_bytes();
-            PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, s->act,
+            int xkd;
+            void *yh = fused_x(s, &C->down, 1, n, s->ff, &xkd);
+            /* the f32 rows only where the down product reads them (not when it reads yh alone) */
+            PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, yh ? NULL : s->act,
                                            wants_q8(&C->down, 1, n) ? s->actq : NULL, s->st,
-                                           apf ? C->down.w.d : NULL, apf ? pf_span(&C->down, act_pf_bytes()) : 0,
-                                           fused_x(s, &C->down, 1, n, s->ff)));
+                                           apf ? C->down.w.d : NULL, apf ? pf_span(&C->down, act_pf_bytes()) : 0, yh,
+                                           xkd == 1));
         }
         rr.post = C->post_ffn_norm;
         rr.next = il + 1 < hp->n_layer ? dm->layers[il + 1].attn_norm : dm->output_norm;
@@ -592,10 +621,14 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                     ? s->xq
                     : NULL;
         const cll_cu_resid_epi *e2 = moe ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
-        rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d) : NULL;
+        int xkq = -1;
+        rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d, &xkq)
+                                            : NULL;
+        rr.xh_plain = xkq == 1;
+        rr.xn = rr.xh ? NULL : s->xn; /* the next q|k|v product reads xh alone; the output head reads xn */
         if (!moe)
             PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2, down_next_bytes(),
-                                      fused_x(s, &C->down, 1, n, s->ff) != NULL));
+                                      fused_x_kind(s, &C->down, 1, n, s->ff)));
         if (!e2) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
     }
     if (n_out == 0) return CLL_OK;

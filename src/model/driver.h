@@ -71,6 +71,8 @@ typedef struct {
     uint64_t graph_captures; /* CUDA: step graphs captured and instantiated (a batched step's shape, first
                               * repeated) */
     double capture_seconds;  /* CUDA: host time those captures took (inside the steps that made them) */
+    uint64_t x_conversions;  /* CUDA: f32-to-f16 input conversions the batch products launched (a graph's at
+                              * its capture); a norm or activation kernel writing a product's f16 rows spares one */
 } cll_driver_counters;
 
 typedef struct cll_driver {

@@ -360,7 +360,8 @@ cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *
                              .launches = k.launches,
                              .device_seconds = k.device_seconds,
                              .graph_captures = k.graph_captures,
-                             .capture_seconds = k.capture_seconds};
+                             .capture_seconds = k.capture_seconds,
+                             .x_conversions = k.x_conversions};
     return CLLAMA_OK;
 }
 

@@ -1,8 +1,8 @@
 /* cuda/ops/norm: the row-wise kernels around the products: RMSNorm + q8_1 (block input), the
  * fused block tail (MoE slot sum, post norm, residual add, next norm + q8_1), and the gated
  * activation + q8_1 (FFN down input); each may also write its rows as f16 in the fused rows' order
- * (xh / yh: what cll_cu_gemm_fused would convert them to, so a product on the fused rows needs no
- * conversion kernel of its own).
+ * (xh / yh: what cll_cu_gemm_fused would convert them to) or in plain order (what cll_cu_gemm converts
+ * X to for a cuBLAS f16 product), so the product needs no conversion kernel of its own.
  * Owns nothing. Rule: rounding as src/cpu (double-summed squares, (x*scale)*w, slot sums in
  * order, no fma contraction where the CPU has none).
  * Launch geometry: norms one block per row (grid n). Rows of d % 4 == 0, d <= 8192 (every model
@@ -18,30 +18,32 @@
 
 #define NORM_THREADS 512
 
-/* element j of a row as f16 at its place in the fused rows' order (cll_cu_fused_xpos; d % 32 == 0) */
-static __device__ __forceinline__ void store_xh(uint16_t *xh, int64_t j, float v) {
-    xh[(j & ~(int64_t)31) + cll_cu_fused_xpos((int)(j & 31))] = cll_f2h(v);
+/* element j of a row as f16 at its place in the fused rows' order (cll_cu_fused_xpos; d % 32 == 0),
+ * or at j (plain: the order a cuBLAS f16 product reads) */
+static __device__ __forceinline__ void store_xh(uint16_t *xh, int64_t j, float v, bool plain) {
+    xh[plain ? j : (j & ~(int64_t)31) + cll_cu_fused_xpos((int)(j & 31))] = cll_f2h(v);
 }
-/* elements 4i..4i+3 (one float4): four consecutive places of that order, one 8-byte store */
-static __device__ __forceinline__ void store_xh4(uint16_t *xh, int64_t i, float4 v) {
+/* elements 4i..4i+3 (one float4): four consecutive places of either order, one 8-byte store */
+static __device__ __forceinline__ void store_xh4(uint16_t *xh, int64_t i, float4 v, bool plain) {
     const int64_t j = 4 * i;
     const uint2 h = make_uint2((uint32_t)cll_f2h(v.x) | (uint32_t)cll_f2h(v.y) << 16,
                                (uint32_t)cll_f2h(v.z) | (uint32_t)cll_f2h(v.w) << 16);
-    *(uint2 *)(xh + (j & ~(int64_t)31) + cll_cu_fused_xpos((int)(j & 31))) = h;
+    *(uint2 *)(xh + (plain ? j : (j & ~(int64_t)31) + cll_cu_fused_xpos((int)(j & 31)))) = h;
 }
 
 /* write xn = v-row, its q8_1 form and its fused-order f16 form (xh, NULL: none), one warp per 32
  * elements: val(j) gives element j */
 template <typename F>
-static __device__ __forceinline__ void norm_store_q8(F val, int64_t d, float *xn, cll_block_q8_1 *xq, uint16_t *xh) {
+static __device__ __forceinline__ void norm_store_q8(F val, int64_t d, float *xn, cll_block_q8_1 *xq, uint16_t *xh,
+                                                     bool plain) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const int64_t nblk = (d + 31) / 32;
     for (int64_t b = warp; b < nblk; b += nw) {
         const int64_t j = b * 32 + lane;
         const float v = j < d ? val(j) : 0.0f;
-        if (j < d) xn[j] = v;
+        if (xn && j < d) xn[j] = v;
         if (xq) cll_warp_q8_1(v, xq + b, lane);
-        if (xh && j < d) store_xh(xh, j, v);
+        if (xh && j < d) store_xh(xh, j, v, plain);
     }
 }
 
@@ -65,16 +67,17 @@ static __device__ __forceinline__ double f4_sq_d(float4 a) { /* (double)(v*v) pe
 /* the register rows' tail: xn = (x * scale) * w from registers, stored with its q8_1 form */
 template <int V>
 static __device__ __forceinline__ void norm_store_regs(const float4 (&xv)[V], const float4 (&wv)[V], double sum, int d,
-                                                       float eps, float *xn, cll_block_q8_1 *xq, uint16_t *xh) {
+                                                       float eps, float *xn, cll_block_q8_1 *xq, uint16_t *xh,
+                                                       bool plain) {
     const int NT = blockDim.x, d4 = d >> 2;
     const float scale = 1.0f / sqrtf((float)(sum / (double)d) + eps);
 #pragma unroll
     for (int k = 0; k < V; k++) {
         const int i = threadIdx.x + k * NT;
         const float4 v = i < d4 ? f4_mul(f4_scale(xv[k], scale), wv[k]) : make_float4(0.f, 0.f, 0.f, 0.f);
-        if (i < d4) ((float4 *)xn)[i] = v;
+        if (xn && i < d4) ((float4 *)xn)[i] = v;
         if (xq) cll_q8_1_store_f4(v, xq + (i >> 3), i & 7, (i & ~7) < d4); /* a partial last block is zero-padded */
-        if (xh && i < d4) store_xh4(xh, i, v);
+        if (xh && i < d4) store_xh4(xh, i, v, plain);
     }
 }
 
@@ -92,7 +95,7 @@ static __device__ __forceinline__ void load_w4(const float *w, int d4, float4 (&
 template <int V>
 __global__ static void __launch_bounds__(NORM_REG_MAX_NT) rmsnorm_q8_regs(const float *x, const float *w, int d,
                                                                            float eps, float *xn, cll_block_q8_1 *xq,
-                                                                           uint16_t *xh) {
+                                                                           uint16_t *xh, bool plain) {
     __shared__ double red[32];
     const int NT = blockDim.x, d4 = d >> 2;
     float4 wv[V], xv[V];
@@ -110,7 +113,8 @@ __global__ static void __launch_bounds__(NORM_REG_MAX_NT) rmsnorm_q8_regs(const 
 #pragma unroll
     for (int k = 0; k < V; k++) acc += f4_sq_d(xv[k]);
     const double sum = cll_block_sum_d(acc, red);
-    norm_store_regs<V>(xv, wv, sum, d, eps, xn + r * d, xq ? xq + r * ((d + 31) / 32) : nullptr, xh ? xh + r * d : nullptr);
+    norm_store_regs<V>(xv, wv, sum, d, eps, xn ? xn + r * d : nullptr, xq ? xq + r * ((d + 31) / 32) : nullptr, xh ? xh + r * d : nullptr,
+                       plain);
 }
 
 /* the register-row launch shape of a d-float row, or false (fallback) */
@@ -123,7 +127,7 @@ static bool norm_regs_shape(int64_t d, int *v, int *nt) {
 }
 
 __global__ static void rmsnorm_q8_kernel(const float *x, const float *w, int64_t d, float eps, float *xn,
-                                         cll_block_q8_1 *xq, uint16_t *xh) {
+                                         cll_block_q8_1 *xq, uint16_t *xh, bool plain) {
     cll_pdl_wait();
     cll_pdl_trigger();
     __shared__ double red[32];
@@ -136,12 +140,12 @@ __global__ static void rmsnorm_q8_kernel(const float *x, const float *w, int64_t
     }
     const double sum = cll_block_sum_d(acc, red);
     const float scale = 1.0f / sqrtf((float)(sum / (double)d) + eps);
-    norm_store_q8([&](int64_t j) { return w ? (xr[j] * scale) * w[j] : xr[j] * scale; }, d, xn + r * d,
-                  xq ? xq + r * ((d + 31) / 32) : nullptr, xh ? xh + r * d : nullptr);
+    norm_store_q8([&](int64_t j) { return w ? (xr[j] * scale) * w[j] : xr[j] * scale; }, d, xn ? xn + r * d : nullptr,
+                  xq ? xq + r * ((d + 31) / 32) : nullptr, xh ? xh + r * d : nullptr, plain);
 }
 
 cudaError_t cll_cu_rmsnorm_q8(const float *x, const float *w, int64_t n, int64_t d, float eps, float *xn, void *xq,
-                              cudaStream_t s, void *xh) {
+                              cudaStream_t s, void *xh, bool xh_plain) {
     if (n <= 0) return cudaSuccess;
     if (xh && d % 32) return cudaErrorInvalidValue;
     uint16_t *h = (uint16_t *)xh;
@@ -149,13 +153,14 @@ cudaError_t cll_cu_rmsnorm_q8(const float *x, const float *w, int64_t n, int64_t
     if (norm_regs_shape(d, &v, &nt)) {
         cll_block_q8_1 *q = (cll_block_q8_1 *)xq;
         const int di = (int)d;
-        if (v == 1) CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<1>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h));
-        else if (v == 2) CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<2>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h));
-        else CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<4>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h));
+        const bool pl = xh_plain;
+        if (v == 1) CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<1>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h, pl));
+        else if (v == 2) CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<2>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h, pl));
+        else CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<4>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h, pl));
         return cudaGetLastError();
     }
     CLL_CU_RET(cll_cu_launch(rmsnorm_q8_kernel, dim3((unsigned)n), dim3(NORM_THREADS), 0, s, x, w, d, eps, xn,
-                             (cll_block_q8_1 *)xq, h));
+                             (cll_block_q8_1 *)xq, h, xh_plain));
     return cudaGetLastError();
 }
 
@@ -225,8 +230,8 @@ __global__ static void __launch_bounds__(NORM_REG_MAX_NT) resid_norm_q8_regs(cll
     }
     if (!a.next_norm) return;
     const double sum = cll_block_sum_d(acc, red);
-    norm_store_regs<V>(xv, nw, sum, d, eps, a.xn + r * d, a.xq ? (cll_block_q8_1 *)a.xq + r * ((d + 31) / 32) : nullptr,
-                       a.xh ? (uint16_t *)a.xh + r * d : nullptr);
+    norm_store_regs<V>(xv, nw, sum, d, eps, a.xn ? a.xn + r * d : nullptr, a.xq ? (cll_block_q8_1 *)a.xq + r * ((d + 31) / 32) : nullptr,
+                       a.xh ? (uint16_t *)a.xh + r * d : nullptr, a.xh_plain);
 }
 
 __global__ static void resid_norm_q8_kernel(cll_cu_resid_args a, int64_t d, float eps) {
@@ -270,8 +275,9 @@ __global__ static void resid_norm_q8_kernel(cll_cu_resid_args a, int64_t d, floa
     __syncthreads(); /* x rows written above are read by other warps below */
     const float scale = 1.0f / sqrtf((float)(sum / (double)d) + eps);
     const float *w = a.next;
-    norm_store_q8([&](int64_t j) { return w ? (x[j] * scale) * w[j] : x[j] * scale; }, d, a.xn + r * d,
-                  a.xq ? (cll_block_q8_1 *)a.xq + r * ((d + 31) / 32) : nullptr, a.xh ? (uint16_t *)a.xh + r * d : nullptr);
+    norm_store_q8([&](int64_t j) { return w ? (x[j] * scale) * w[j] : x[j] * scale; }, d, a.xn ? a.xn + r * d : nullptr,
+                  a.xq ? (cll_block_q8_1 *)a.xq + r * ((d + 31) / 32) : nullptr, a.xh ? (uint16_t *)a.xh + r * d : nullptr,
+                  a.xh_plain);
 }
 
 cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t d, float eps, cudaStream_t s) {
@@ -290,7 +296,7 @@ cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t 
 }
 
 __global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, bool gelu, float *y, cll_block_q8_1 *yq,
-                                     uint16_t *yh, const void *pf, size_t pf_bytes) {
+                                     uint16_t *yh, bool yh_plain, const void *pf, size_t pf_bytes) {
     cll_pdl_wait();
     cll_pdl_trigger();
     if (threadIdx.x == 0) cll_l2_prefetch_share(pf, pf_bytes, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
@@ -301,19 +307,20 @@ __global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, boo
     float v = 0.0f;
     if (j < f) {
         v = cll_act_gated(gu[r * ld + j], gu[r * ld + f + j], gelu);
-        y[r * f + j] = v;
-        if (yh) store_xh(yh + r * f, j, v);
+        if (y) y[r * f + j] = v;
+        if (yh) store_xh(yh + r * f, j, v, yh_plain);
     }
     if (yq && b < nblk) cll_warp_q8_1(v, yq + r * nblk + b, lane);
 }
 
 cudaError_t cll_cu_act_q8(const float *gu, int64_t ld_gu, int64_t n, int64_t f, bool gelu, float *y, void *yq,
-                          cudaStream_t s, const void *pf, size_t pf_bytes, void *yh) {
+                          cudaStream_t s, const void *pf, size_t pf_bytes, void *yh, bool yh_plain) {
     if (n <= 0) return cudaSuccess;
+    if (!y && !yq && !yh) return cudaErrorInvalidValue;
     if (pf && ((uintptr_t)pf % 16 || pf_bytes % 16)) return cudaErrorInvalidValue;
     if (yh && f % 32) return cudaErrorInvalidValue;
     dim3 grid((unsigned)cll_cdiv(f, 256), (unsigned)n);
     CLL_CU_RET(cll_cu_launch(act_q8_kernel, dim3(grid), dim3(256), 0, s, gu, ld_gu, f, gelu, y, (cll_block_q8_1 *)yq,
-                             (uint16_t *)yh, pf, pf_bytes));
+                             (uint16_t *)yh, yh_plain, pf, pf_bytes));
     return cudaGetLastError();
 }

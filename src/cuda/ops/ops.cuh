@@ -86,10 +86,11 @@ static __device__ __forceinline__ double cll_block_sum_d(double v, double *red) 
 }
 
 /* xn = rmsnorm(x) * w, and its q8_1 form xq (both (n, d), xq row stride q8_blocks(d)).
- * w NULL = 1. xq NULL = skip the quantization. xh: xn as f16 in the fused rows' order
- * (cll_cu_fused_xpos per 32 values, row stride d, d % 32 == 0; NULL = skip) */
+ * w NULL = 1. xn NULL = skip (nothing reads the f32 rows). xq NULL = skip the quantization. xh: xn as f16 in the fused rows' order
+ * (cll_cu_fused_xpos per 32 values, row stride d, d % 32 == 0; NULL = skip), or in plain order
+ * (xh_plain: what a cuBLAS f16 product reads) */
 cudaError_t cll_cu_rmsnorm_q8(const float *x, const float *w, int64_t n, int64_t d, float eps, float *xn, void *xq,
-                              cudaStream_t s, void *xh = NULL);
+                              cudaStream_t s, void *xh = NULL, bool xh_plain = false);
 
 /* q8_1 form of n rows of cols floats (row stride ld), zero-padded last block */
 cudaError_t cll_cu_quantize_rows_q8(const float *x, int64_t ld, int64_t n, int64_t cols, void *xq, cudaStream_t s);
@@ -107,18 +108,21 @@ typedef struct {
     const float *post;     /* (d) post norm or NULL */
     bool next_norm;        /* write xn / xq */
     const float *next;     /* (d) next norm weight (NULL = 1) */
-    float *xn;             /* (n, d) */
+    float *xn;             /* (n, d), or NULL: nothing reads the f32 rows (the next product reads xh) */
     void *xq;              /* (n, q8_blocks(d)) or NULL */
     void *xh;              /* (n, d) xn as f16 in the fused rows' order (d % 32 == 0), or NULL */
+    bool xh_plain;         /* xh in plain order instead (a cuBLAS f16 product's X) */
 } cll_cu_resid_args;
 cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t d, float eps, cudaStream_t s);
 
-/* y = act(g) * u (rows r < n: g at gu + r*ld_gu, u at gu + r*ld_gu + f), y (n, f) f32 and its
- * q8_1 form (row stride q8_blocks(f); NULL = skip). gelu: GELU-tanh as ggml-cpu's fp16 table.
- * pf: the blocks ask L2 for [pf, pf + pf_bytes) once the wait is over (the next product's weights;
- * a hint, NULL: none). yh: y as f16 in the fused rows' order (row stride f, f % 32 == 0; NULL = skip) */
+/* y = act(g) * u (rows r < n: g at gu + r*ld_gu, u at gu + r*ld_gu + f), y (n, f) f32 (NULL = skip:
+ * nothing reads it) and its q8_1 form (row stride q8_blocks(f); NULL = skip). gelu: GELU-tanh as
+ * ggml-cpu's fp16 table. pf: the blocks ask L2 for [pf, pf + pf_bytes) once the wait is over (the next
+ * product's weights; a hint, NULL: none). yh: y as f16 in the fused rows' order (row stride f,
+ * f % 32 == 0; NULL = skip), or in plain order (yh_plain). At least one of y, yq, yh. */
 cudaError_t cll_cu_act_q8(const float *gu, int64_t ld_gu, int64_t n, int64_t f, bool gelu, float *y, void *yq,
-                          cudaStream_t s, const void *pf = NULL, size_t pf_bytes = 0, void *yh = NULL);
+                          cudaStream_t s, const void *pf = NULL, size_t pf_bytes = 0, void *yh = NULL,
+                          bool yh_plain = false);
 
 /* Where the cell of (seq, pos) lies in a layer's cache (rows of n_kv*hd): with a paged KV (blk
  * non-NULL) the block table of the step (stride block ids per sequence, blocks of 1 << shift
