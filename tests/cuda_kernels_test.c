@@ -52,6 +52,12 @@ static void test_tables_and_quantize(void **state) {
     cll_cuda_gate_report r;
     report(&r, cll_cuda_gate_quantize(5, 4096 + 32, 1, &r));
     report(&r, cll_cuda_gate_quantize(3, 32, 2, &r));
+    /* the activation's rows-at-once form against its one-row form: a 7B's and an 8B's ff, a small gelu row,
+     * a width of no whole q8_1 blocks (100: no f16 rows) */
+    report(&r, cll_cuda_gate_act(3, 11008, false, 1, &r));
+    report(&r, cll_cuda_gate_act(4, 14336, true, 2, &r));
+    report(&r, cll_cuda_gate_act(5, 256, true, 3, &r));
+    report(&r, cll_cuda_gate_act(2, 100, false, 4, &r));
     assert_int_equal(g_fail, 0);
 }
 
@@ -791,6 +797,10 @@ static void test_every_device(void **state) {
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* a log file shows each gate as it finishes */
+    /* CLL_TEST_FILTER=pattern: only the tests whose names match (cmocka's * and ? wildcards), for a device
+     * call that re-gates what one change touched */
+    const char *filter = getenv("CLL_TEST_FILTER");
+    if (filter && *filter) cmocka_set_test_filter(filter);
     if (!cll_cuda_built()) tu_skip("cuda_kernels_test: built without the CUDA driver");
     const struct CMUnitTest host[] = {
         cmocka_unit_test(test_decoders_host),

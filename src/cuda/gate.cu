@@ -1542,6 +1542,80 @@ extern "C" cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t s
     return verdict(rep, "quantize");
 }
 
+/* The activation kernel's two forms (cuda/ops/norm.cu): n rows at once (four values a thread, the prompt's
+ * and a batched step's form) against the same rows launched one at a time (a value a thread, the decode
+ * step's form): y, its q8_1 bytes and its f16 rows in both orders (the fused rows' and plain; f % 32 == 0)
+ * bit for bit; y alone skipped (NULL) leaves the others unchanged. SiLU rows also within 1e-6 of the host's
+ * g u / (1 + e^-g) in double. Control: one flipped bit of the expectation must be counted. */
+extern "C" cll_status cll_cuda_gate_act(int64_t n, int64_t f, bool gelu, uint64_t seed, cll_cuda_gate_report *rep) {
+    init_report(rep, gelu ? "act_gelu_q8" : "act_silu_q8", 0, CLL_TYPE_Q8_1, n, f, (int)n);
+    if (n < 2 || f < 4 || f % 4) return cll_err(CLL_ERR_ARG, "gate act: bad shape");
+    Rng rng{seed * 0x9E3779B97F4A7C15ull + 29};
+    const int64_t ld = 2 * f + 4, nqb = (f + 31) / 32; /* a padded row stride, as a gate|up slice of a wider buffer */
+    const bool h = f % 32 == 0;
+    std::vector<float> gu((size_t)(n * ld));
+    for (size_t i = 0; i < gu.size(); i++) gu[i] = 6.0f * rng.uni() * (i % 37 == 0 ? 4.0f : 1.0f);
+    Dev dev;
+    float *dgu = NULL, *dy[2] = {NULL, NULL};
+    void *dq[2] = {NULL, NULL}, *dh[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    GATE_CU(dev.alloc((void **)&dgu, gu.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dgu, gu.data(), gu.size() * sizeof(float), cudaMemcpyHostToDevice));
+    for (int k = 0; k < 2; k++) {
+        GATE_CU(poisoned(dev, &dy[k], (size_t)(n * f)));
+        GATE_CU(dev.alloc(&dq[k], (size_t)(n * nqb) * sizeof(cll_block_q8_1)));
+        GATE_CU(cudaMemset(dq[k], 0xA5, (size_t)(n * nqb) * sizeof(cll_block_q8_1)));
+        for (int o = 0; o < 2; o++) {
+            GATE_CU(dev.alloc(&dh[k][o], (size_t)(n * f) * 2));
+            GATE_CU(cudaMemset(dh[k][o], 0xA5, (size_t)(n * f) * 2));
+        }
+    }
+    /* k = 0: one row a launch (the reference); k = 1: the n rows at once */
+    for (int64_t r = 0; r < n; r++) {
+        GATE_CU(cll_cu_act_q8(dgu + r * ld, ld, 1, f, gelu, dy[0] + r * f, (cll_block_q8_1 *)dq[0] + r * nqb, 0, NULL, 0,
+                              h ? (uint16_t *)dh[0][0] + r * f : NULL, false));
+        if (h) GATE_CU(cll_cu_act_q8(dgu + r * ld, ld, 1, f, gelu, dy[0] + r * f, NULL, 0, NULL, 0,
+                                     (uint16_t *)dh[0][1] + r * f, true));
+    }
+    GATE_CU(cll_cu_act_q8(dgu, ld, n, f, gelu, dy[1], dq[1], 0, NULL, 0, h ? dh[1][0] : NULL, false));
+    if (h) GATE_CU(cll_cu_act_q8(dgu, ld, n, f, gelu, NULL, NULL, 0, NULL, 0, dh[1][1], true)); /* y skipped */
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<uint8_t> a[2][4];
+    const size_t sz[4] = {(size_t)(n * f) * 4, (size_t)(n * nqb) * sizeof(cll_block_q8_1), (size_t)(n * f) * 2,
+                          (size_t)(n * f) * 2};
+    for (int k = 0; k < 2; k++) {
+        const void *src[4] = {dy[k], dq[k], dh[k][0], dh[k][1]};
+        for (int o = 0; o < 4; o++) {
+            a[k][o].resize(sz[o]);
+            GATE_CU(cudaMemcpy(a[k][o].data(), src[o], sz[o], cudaMemcpyDeviceToHost));
+        }
+    }
+    int64_t bad = 0, outs = 0;
+    for (int o = 0; o < (h ? 4 : 2); o++) { /* per 4-byte word (y, q8_1) or f16 value */
+        const size_t w = o < 2 ? 4 : 2;
+        for (size_t i = 0; i + w <= sz[o]; i += w, outs++) bad += memcmp(&a[0][o][i], &a[1][o][i], w) != 0;
+    }
+    double max_err = 0.0;
+    if (!gelu) {
+        const float *y = (const float *)a[1][0].data();
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t j = 0; j < f; j++) {
+                const double g = gu[(size_t)(r * ld + j)], u = gu[(size_t)(r * ld + f + j)], want = g * u / (1.0 + exp(-g));
+                const double e = fabs((double)y[r * f + j] - want) / (fabs(want) + 1e-3);
+                max_err = e > max_err ? e : max_err;
+                bad += !(e <= 1e-6);
+            }
+    }
+    rep->n_out = outs;
+    rep->n_bad = bad;
+    rep->max_err = max_err;
+    rep->tol = gelu ? 0.0 : 1e-6;
+    snprintf(rep->ref, sizeof rep->ref, "one-row launches, bitwise (y, q8_1, f16 both orders)%s",
+             gelu ? "" : "; host SiLU in double");
+    a[0][1][5] ^= 1; /* control: a flipped q8_1 bit */
+    rep->control_failed = memcmp(a[0][1].data(), a[1][1].data(), sz[1]) != 0;
+    return verdict(rep, "act");
+}
+
 extern "C" cll_status cll_cuda_gate_tables(void) {
     bool same = false;
     GATE_CU(cll_cu_iq_tables_check(&same));

@@ -96,6 +96,10 @@ cll_status cll_cuda_gate_moe_route(int32_t n_expert, int32_t k, bool renorm, uin
 cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks, bool paged, int warps,
                                      int act_chunks, int form, int rows, int n_swa, uint64_t seed,
                                      cll_cuda_gate_report *rep);
+/* The activation kernel (cll_cu_act_q8) on n >= 2 rows of f (f % 4 == 0) at once against the same rows one
+ * launch each (the decode step's form): y, q8_1 and f16 rows (both orders) bit for bit; SiLU within 1e-6 of
+ * the host's. Report: rows = n, cols = f. */
+cll_status cll_cuda_gate_act(int64_t n, int64_t f, bool gelu, uint64_t seed, cll_cuda_gate_report *rep);
 /* cll_cu_quantize_q8_1 on n rows x cols (strided input): byte-exact with cll_quantize_q8_1 */
 cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cuda_gate_report *rep);
 /* The device decoders of every block format (cuda/formats.cuh, __host__ __device__) run on the
