@@ -74,12 +74,12 @@ template <bool V4> __global__ static void __launch_bounds__(ROPE_THREADS) qkv_ro
                     if (a.kv_f16) store_h4((uint16_t *)a.vc + off + i, v);
                     else *(float4 *)((float *)a.vc + off + i) = v;
                 }
-                continue;
-            }
-            for (int i = lane; i < hd; i += 32) {
-                const float v = bias ? src[i] + bias[(int64_t)hh * hd + i] : src[i];
-                if (a.kv_f16) ((uint16_t *)a.vc)[off + i] = cll_f2h(v);
-                else ((float *)a.vc)[off + i] = v;
+            } else {
+                for (int i = lane; i < hd; i += 32) {
+                    const float v = bias ? src[i] + bias[(int64_t)hh * hd + i] : src[i];
+                    if (a.kv_f16) ((uint16_t *)a.vc)[off + i] = cll_f2h(v);
+                    else ((float *)a.vc)[off + i] = v;
+                }
             }
             continue;
         }
