@@ -121,8 +121,9 @@ static bool wants_q8(const cll_cu_part *parts, int np, int64_t n) {
  * product (F16 weights read in place, resident or decoded f16 panels: cll_cu_gemm_x_kind 1). NULL (kind
  * -1): it writes none (the parts convert X themselves, or read its q8_1 / f32 rows; BF16 and F32 parts;
  * CLLAMA_CUDA_FUSED_XH=0: always, the A/B and the golden test's reference). The norm and activation
- * kernels round as the conversion kernel does (cll_f2h), so the product's bits do not change. The
- * attention output (the o product's input) is still converted by the product. */
+ * kernels round as the conversion kernel does (cll_f2h), so the product's bits do not change. The o
+ * product's rows come from the tensor-core prefill attention kernel where it serves the whole batch (else
+ * the product converts them). */
 static void *fused_x(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, int64_t cols,
                      int *kind = NULL) {
     if (kind) *kind = -1;
@@ -461,6 +462,26 @@ static size_t down_next_bytes(void) {
     return mb < 0 ? cll_cu_l2next_bytes() : (size_t)mb << 20;
 }
 
+/* the attention launch of segment g of a mixed step (a prompt run, or rows between): aa's rows r0 .. r0 + n
+ * of the segment, its own chunks; orow: an output row's width */
+static cll_cu_attn_args seg_args(const cll_driver_state *s, const cll_cu_attn_args *aa, int32_t g, const int32_t *pos,
+                                 const int32_t *seq, int64_t orow) {
+    cll_cu_attn_args sa = *aa;
+    const int64_t r0 = s->seg[g].start, ng = s->seg[g].n;
+    sa.q = aa->q + r0 * aa->ld_q;
+    sa.pos = pos + r0;
+    sa.seq = seq + r0;
+    sa.out = aa->out + r0 * orow;
+    sa.outq = aa->outq ? (void *)((cll_block_q8_1 *)aa->outq + r0 * cll_cu_q8_blocks(orow)) : NULL;
+    sa.outh = aa->outh ? (void *)((uint16_t *)aa->outh + r0 * orow) : NULL;
+    sa.prefill_contig = s->seg[g].run;
+    sa.prefill_p0 = s->seg[g].p0;
+    sa.prefill_seq = s->seg[g].seq;
+    sa.n_chunks = attn_chunks(s, ng);
+    sa.chunk = (int32_t)cll_cdiv(s->p.n_ctx, sa.n_chunks);
+    return sa;
+}
+
 /* the first min(cap, its size) bytes of part p's weights, a multiple of 16 */
 static size_t pf_span(const cll_cu_part *p, size_t cap) {
     const size_t b = p->w.mat_stride < cap ? p->w.mat_stride : cap;
@@ -558,30 +579,30 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             aa.pf_kv_max = attn_pf_kv_max();
         }
         if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
+        /* the o product's f16 rows from the attention kernel, where every launch below is the tensor-core
+         * prefill kernel (the only one that writes them) */
+        const int64_t orow = (int64_t)hp->n_head * hp->head_dim_v;
+        int xko = -1;
+        aa.outh = fused_x(s, &C->wo, 1, n, orow, &xko);
+        aa.outh_plain = xko == 1;
+        bool oh_ok = aa.outh != NULL && (s->n_seg || cll_cu_attention_prefill_ok(&aa, n));
+        for (int32_t g = 0; oh_ok && g < s->n_seg; g++) {
+            const cll_cu_attn_args sa = seg_args(s, &aa, g, pos, seq, orow);
+            oh_ok = cll_cu_attention_prefill_ok(&sa, s->seg[g].n);
+        }
+        if (!oh_ok) aa.outh = NULL, xko = -1;
         if (!s->n_seg) {
             PTRY(CLL_PK_ATTN, cll_cu_attention(&aa, n, s->st));
         } else { /* per segment: the prompt runs on the prefill kernel, the rows between on decode's */
-            const int64_t orow = (int64_t)hp->n_head * hp->head_dim_v;
             for (int32_t g = 0; g < s->n_seg; g++) {
-                cll_cu_attn_args sa = aa;
-                const int64_t r0 = s->seg[g].start, ng = s->seg[g].n;
-                sa.q = aa.q + r0 * aa.ld_q;
-                sa.pos = pos + r0;
-                sa.seq = seq + r0;
-                sa.out = aa.out + r0 * orow;
-                sa.outq = aa.outq ? (void *)((cll_block_q8_1 *)aa.outq + r0 * cll_cu_q8_blocks(orow)) : NULL;
-                sa.prefill_contig = s->seg[g].run;
-                sa.prefill_p0 = s->seg[g].p0;
-                sa.prefill_seq = s->seg[g].seq;
-                sa.n_chunks = attn_chunks(s, ng);
-                sa.chunk = (int32_t)cll_cdiv(s->p.n_ctx, sa.n_chunks);
-                PTRY(CLL_PK_ATTN, cll_cu_attention(&sa, ng, s->st));
+                const cll_cu_attn_args sa = seg_args(s, &aa, g, pos, seq, orow);
+                PTRY(CLL_PK_ATTN, cll_cu_attention(&sa, s->seg[g].n, s->st));
             }
         }
         cll_cu_resid_epi ep;
         const cll_cu_resid_epi *e1 = resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
         PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
-                               o_next_bytes()));
+                               o_next_bytes(), xko));
         cll_cu_resid_args rr;
         memset(&rr, 0, sizeof rr);
         rr.x = s->x;

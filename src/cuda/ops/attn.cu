@@ -1172,6 +1172,7 @@ static cudaError_t fa_launch(const cll_cu_attn_args *a, dim3 g, int W, int U, bo
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
     if (cll_cu_attention_prefill_ok(a, n)) return cll_cu_attention_prefill(a, n, s);
+    if (a->outh) return cudaErrorInvalidValue; /* the f16 rows: the tensor-core prefill kernel's only */
     if (a->hd_k > 32 * ATTN_MAX_T || a->hd_v > 32 * ATTN_MAX_T || a->n_kv <= 0 ||
         a->n_head % a->n_kv || a->chunk <= 0 || a->n_chunks <= 0 || !a->count)
         return cudaErrorInvalidValue;

@@ -9,8 +9,8 @@
  * in, f32 accumulate), masked (causal, sliding window), scaled, online softmax per row in
  * registers (max and sum over the quad of lanes that share a row), P rounded to f16 and
  * multiplied by V (B fragments by ldmatrix .trans) into the per-warp O accumulator (16 x HD f32
- * in registers), which each tile rescales by exp(m_old - m_new). The f32 output row, then (when
- * outq) its q8_1 form by cll_cu_quantize_rows_q8. Dynamic shared memory: 2 stages x 2 x 64 x
+ * in registers), which each tile rescales by exp(m_old - m_new). The f32 output row (and, when outh,
+ * its f16 form in the o product's order), then (when outq) its q8_1 form by cll_cu_quantize_rows_q8. Dynamic shared memory: 2 stages x 2 x 64 x
  * (HD+8) halves (68 KB at HD 128: 3 blocks an SM). Fragment layouts: PTX ISA, mma.m16n8k16 (.f16
  * A row, B col, f32 C/D) and ldmatrix .trans. (The single-stage form with V transposed by scalar
  * stores: 2.0 ms of a 16.7 ms l2-7b pp512 pass on the H200.)
@@ -38,6 +38,11 @@ static __device__ __forceinline__ void pf_mma(float (&c)[4], const uint32_t (&a)
                  "{%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* two f32 values as two f16 in one 4-byte store */
+static __device__ __forceinline__ void pf_store_h2(uint16_t *d, float2 v) {
+    *(uint32_t *)d = (uint32_t)cll_f2h(v.x) | (uint32_t)cll_f2h(v.y) << 16;
 }
 
 template <int HD, bool PG> /* PG: a paged cache (rows from the block table), else rows seq * n_ctx + p */
@@ -216,8 +221,14 @@ __global__ static void __launch_bounds__(128) attn_prefill_kernel(cll_cu_attn_ar
 #pragma unroll
     for (int j = 0; j < OT; j++) {
         const int c = h * HD + j * 8 + 2 * t;
-        if (rw < n) *(float2 *)(a.out + (int64_t)rw * row + c) = make_float2(o[j][0] * i0, o[j][1] * i0);
-        if (rw + 8 < n) *(float2 *)(a.out + (int64_t)(rw + 8) * row + c) = make_float2(o[j][2] * i1, o[j][3] * i1);
+        const float2 v0 = make_float2(o[j][0] * i0, o[j][1] * i0), v1 = make_float2(o[j][2] * i1, o[j][3] * i1);
+        if (rw < n) *(float2 *)(a.out + (int64_t)rw * row + c) = v0;
+        if (rw + 8 < n) *(float2 *)(a.out + (int64_t)(rw + 8) * row + c) = v1;
+        if (a.outh) { /* c even: c and c + 1 are neighbours in either order */
+            const int64_t p = a.outh_plain ? c : (c & ~31) + cll_cu_fused_xpos(c & 31);
+            if (rw < n) pf_store_h2((uint16_t *)a.outh + (int64_t)rw * row + p, v0);
+            if (rw + 8 < n) pf_store_h2((uint16_t *)a.outh + (int64_t)(rw + 8) * row + p, v1);
+        }
     }
 }
 
@@ -240,7 +251,12 @@ template <int HD> __global__ static void __launch_bounds__(HD) attn_prefill_merg
             L += p[z * (HD + 2) + HD + 1] * w;
             O += p[z * (HD + 2) + d] * w;
         }
-    a.out[r * (int64_t)a.n_head * HD + (int64_t)h * HD + d] = L > 0.0f ? O / L : 0.0f;
+    const float v = L > 0.0f ? O / L : 0.0f;
+    const int64_t c = (int64_t)h * HD + d;
+    a.out[r * (int64_t)a.n_head * HD + c] = v;
+    if (a.outh)
+        ((uint16_t *)a.outh)[r * (int64_t)a.n_head * HD + (a.outh_plain ? c : (c & ~31) + cll_cu_fused_xpos((int)(c & 31)))] =
+            cll_f2h(v);
 }
 
 bool cll_cu_attention_prefill_ok(const cll_cu_attn_args *a, int64_t n) {
@@ -264,6 +280,7 @@ template <int HD, bool PG> static cudaError_t pf_launch(dim3 g, cudaStream_t s, 
 
 cudaError_t cll_cu_attention_prefill(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
     if (!cll_cu_attention_prefill_ok(a, n)) return cudaErrorInvalidValue;
+    if (a->outh && !a->outh_plain && ((int64_t)a->n_head * a->hd_v) % 32) return cudaErrorInvalidValue;
     /* split-K over the keys when the grid is small next to the SMs and the keys many (a chunk deep in
      * its prompt); CLLAMA_CUDA_ATTN_PREFILL_SPLITS=N forces N (1: none) for A/B runs */
     static int c_splits = -2;

@@ -179,6 +179,11 @@ typedef struct {
     int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
     float *out;            /* (n, n_head*hd_v) */
     void *outq;            /* (n, q8_blocks(n_head*hd_v)) or NULL */
+    /* the tensor-core prefill kernel only (cll_cu_attention_prefill_ok; NULL elsewhere): out as f16 rows too,
+     * in the fused rows' order (cll_cu_fused_xpos; n_head*hd_v % 32 == 0) or plain (outh_plain), what the
+     * o product reads (no conversion kernel of its own) */
+    void *outh;
+    bool outh_plain;
     /* decode (cll_cu_attention_fuses_rope): the attention blocks do the rope step themselves from
      * the raw q|k|v rows in rope.qkv (q not written back), and the blocks whose chunk holds a row's
      * pos store k and v of its new cell (the cll_cu_qkv_rope_store launch is skipped) */
