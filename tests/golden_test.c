@@ -538,11 +538,9 @@ static void test_batched_parity(void **state) {
 
 /* ---- the products' f16 X written by their producers (GPU) ------------------------------------------------ */
 
-/* one prompt of n tokens in one pass on a fresh context of file; the last row's logits into out and the
- * context's x_conversions into *conv */
-static bool prompt_pass(const char *file, int32_t n, float *out, size_t nv, uint64_t *conv) {
-    cllama_model *m = load_oracle(file);
-    if (!m) return false;
+/* one prompt of n tokens in one pass on a fresh context of m (the driver reads CLLAMA_CUDA_FUSED_XH at
+ * context creation); the last row's logits into out and the context's x_conversions into *conv */
+static bool prompt_pass(cllama_model *m, int32_t n, float *out, size_t nv, uint64_t *conv) {
     cllama_context_params cp = test_cp(128, 1, 64);
     cllama_context *c = NULL;
     bool ok = cllama_context_create(m, &cp, &c) == CLLAMA_OK;
@@ -556,7 +554,6 @@ static bool prompt_pass(const char *file, int32_t n, float *out, size_t nv, uint
         *conv = k.x_conversions;
     }
     cllama_context_free(c);
-    cllama_model_free(m);
     return ok;
 }
 
@@ -578,13 +575,13 @@ static void test_producer_x(void **state) {
             continue;
         }
         const size_t nv = (size_t)cllama_model_n_vocab(m);
-        cllama_model_free(m);
         float *a = (float *)calloc(nv, sizeof(float)), *b = (float *)calloc(nv, sizeof(float));
         uint64_t ca = 0, cb = 0;
-        bool ok = a && b && prompt_pass(files[f], 48, a, nv, &ca);
+        bool ok = a && b && prompt_pass(m, 48, a, nv, &ca);
         setenv("CLLAMA_CUDA_FUSED_XH", "0", 1);
-        ok = ok && prompt_pass(files[f], 48, b, nv, &cb);
+        ok = ok && prompt_pass(m, 48, b, nv, &cb);
         unsetenv("CLLAMA_CUDA_FUSED_XH");
+        cllama_model_free(m);
         const bool same = ok && memcmp(a, b, nv * sizeof(float)) == 0;
         printf("prompt of 48 on %s: producer-written f16 X %s the products' own conversion; conversions %llu vs %llu\n",
                files[f], same ? "bit-identical to" : "DIFFERS from", (unsigned long long)ca, (unsigned long long)cb);

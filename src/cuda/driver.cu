@@ -142,12 +142,6 @@ static void *fused_x(const cll_driver_state *s, const cll_cu_part *parts, int np
     if (kind) *kind = k;
     return s->gemm.xh;
 }
-/* the X kind a product's producer leaves in the gemm scratch (fused_x), -1: none */
-static int fused_x_kind(const cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, int64_t cols) {
-    int k;
-    fused_x(s, parts, np, n, cols, &k);
-    return k;
-}
 
 /* *xk: the X conversion the product's previous part left in the gemm scratch (-1: none; the kind
  * of cll_cu_gemm_x_kind, or CLL_CU_X_FUSED), so the parts of one product over the same X convert it once */
@@ -172,7 +166,7 @@ static cudaError_t gemm(cll_driver_state *s, const cll_cu_part *p, const float *
 static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
                            const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1) {
-    int xk = xh_kind; /* the parts' X, converted once (gemm); xh_kind >= 0: by its producer (fused_x_kind) */
+    int xk = xh_kind; /* the parts' X, converted once (gemm); xh_kind >= 0: by its producer (fused_x's kind) */
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
@@ -498,12 +492,12 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     const int32_t *tok = s->io, *pos = s->io + n, *seq = s->io + 2 * n, *rows = s->io + 3 * n;
     const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
-    int xk0;
-    void *xh0 = fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d, &xk0);
+    int xk_qkv; /* the X kind the q|k|v product's producer writes (this norm, then each layer's tail) */
+    void *xh0 = fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d, &xk_qkv);
     /* the f32 rows only where a product reads them (not when the q|k|v product reads xh alone) */
     PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, xh0 ? NULL : s->xn,
                                         wants_q8(dm->layers[0].qkv, dm->layers[0].n_qkv, n) ? s->xq : NULL, s->st, xh0,
-                                        xk0 == 1));
+                                        xk_qkv == 1));
     /* attention split: decode grids cover n_ctx in fixed chunks; a batch takes as many chunks as
      * the partial buffer holds */
     const int32_t n_chunks = attn_chunks(s, n);
@@ -515,7 +509,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         const cll_cu_part *after_ffn = il + 1 < hp->n_layer ? &dm->layers[il + 1].qkv[0] : &dm->output;
         /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
         PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
-                                 fused_x_kind(s, C->qkv, C->n_qkv, n, d)));
+                                 xk_qkv));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -611,7 +605,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.next_norm = true;
         rr.next = C->ffn_norm;
         rr.xq = moe || wants_q8(C->gu, C->n_gu, n) ? s->xq : NULL;
-        int xkg = -1;
+        int xkg = -1, xkd = -1; /* the X kinds the gate|up and down products' producers write */
         rr.xh = moe || e1 ? NULL : fused_x(s, C->gu, C->n_gu, n, d, &xkg);
         rr.xh_plain = xkg == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the f32 rows only where the gate|up product reads them */
@@ -624,9 +618,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             rr.n_used = hp->n_expert_used;
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down, NULL, SIZE_MAX,
-                                         rr.xh ? xkg : -1));
+                                         xkg));
             const bool apf = n == 1 && act_pf_bytes();
-            int xkd;
             void *yh = fused_x(s, &C->down, 1, n, s->ff, &xkd);
             /* the f32 rows only where the down product reads them (not when it reads yh alone) */
             PTRY(CLL_PK_ACT, cll_cu_act_q8(s->gu, 2 * s->ff, n, s->ff, gelu, yh ? NULL : s->act,
@@ -642,14 +635,14 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                     ? s->xq
                     : NULL;
         const cll_cu_resid_epi *e2 = moe ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
-        int xkq = -1;
-        rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d, &xkq)
+        xk_qkv = -1;
+        rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d, &xk_qkv)
                                             : NULL;
-        rr.xh_plain = xkq == 1;
+        rr.xh_plain = xk_qkv == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the next q|k|v product reads xh alone; the output head reads xn */
         if (!moe)
             PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2, down_next_bytes(),
-                                      fused_x_kind(s, &C->down, 1, n, s->ff)));
+                                      xkd));
         if (!e2) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
     }
     if (n_out == 0) return CLL_OK;
