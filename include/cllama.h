@@ -72,6 +72,16 @@ typedef struct {
     cllama_backend backend; /* default CLLAMA_BACKEND_DEFAULT (env CLLAMA_BACKEND, else cpu) */
     int device;             /* CUDA device ordinal (default 0) */
     bool progress;          /* print load progress on stderr (the CLI sets it on a TTY) */
+    /* Tensor parallel: the model split over tp ranks (attention by KV-head groups, the FFN by
+     * features, MoE experts by rank, the output head by vocab rows; one all-reduce after the
+     * attention output and one after the FFN). On CUDA a rank is a GPU: devices[r] (NULL: 0..tp-1),
+     * joined through NCCL; on the CPU a rank is a host thread group (the split-math proof; the
+     * cores are shared). 0: no split (the device above); 1: the same path with one rank. A count
+     * that does not split the model fails at load naming the counts that do. */
+    int32_t tp;
+    const int32_t *devices;
+    uint64_t gpu_mem_limit;  /* CUDA: bytes of device memory per GPU the model and its contexts may use
+                              * (0: what is free); the load fails, with the sizes, past it */
 } cllama_model_params;
 
 cllama_model_params cllama_model_default_params(void);
@@ -95,6 +105,7 @@ int32_t cllama_model_n_embd(const cllama_model *m);
 int32_t cllama_model_n_layer(const cllama_model *m);
 cllama_numerics cllama_model_numerics(const cllama_model *m); /* what the load resolved (params or env) */
 cllama_backend cllama_model_backend(const cllama_model *m);   /* what the load resolved (params or env) */
+int32_t cllama_model_tp(const cllama_model *m);               /* tensor-parallel ranks (1: unsplit) */
 const char *cllama_backend_name(cllama_backend b);            /* "cpu", "cuda" */
 /* one line from the driver: device, resident bytes, the kernel of a typical site */
 const char *cllama_model_driver_desc(const cllama_model *m);
@@ -224,6 +235,9 @@ typedef struct {
     uint64_t x_conversions;  /* CUDA: f32-to-f16 input conversions the batch products launched (a captured
                               * graph's counted once, at its capture): a norm or activation kernel that
                               * writes a product's f16 rows itself spares one */
+    int32_t tp;             /* tensor-parallel degree (1: one device) */
+    uint64_t allreduces;    /* tensor parallel: all-reduces run (a graph replay counts its captured ones) */
+    double allreduce_seconds; /* tensor parallel, CPU: host time inside them (waits included); 0 elsewhere */
 } cllama_counters;
 cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *out);
 /* Make ready now what a server's steps need to run at full speed from the first one. On CUDA: the step

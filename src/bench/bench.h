@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cllama.h"
 #include "core/core.h"
 
 /* ---- sha256 (sha256.c) -------------------------------------------------------------- */
@@ -95,6 +96,12 @@ typedef struct cll_bench_model cll_bench_model;
 /* load a model and make a context for tests of up to n_ctx tokens (prefill batch n_batch) */
 cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ctx, int n_batch,
                           cll_bench_model **out);
+/* the placement every later open (and the parity check) loads with: mp's tp, devices, device and
+ * gpu_mem_limit (copied; the defaults: one device, 0); the CLI sets it once from --tp / --devices /
+ * --gpu-mem-limit */
+void cll_bench_set_split(const cllama_model_params *mp);
+/* the tensor-parallel degree the model runs with (1: one device): the records' tp field */
+int32_t cll_bench_model_tp(const cll_bench_model *bm);
 /* the same with n_seq independent sequences of n_ctx tokens each (the batched bench); kv_cells > 0:
  * a paged KV pool of that many cells shared by the sequences (cllama_context_params.n_kv_cells, what
  * `cllama serve --kv-cells` makes) instead of n_ctx cells reserved per sequence */

@@ -66,13 +66,19 @@ static const char *sget(json_t *o, const char *k) {
     return s ? s : "";
 }
 
+/* the tensor-parallel degree of a row: rows from before the field ran on one device */
+static json_int_t row_tp(json_t *o) {
+    json_t *t = json_object_get(o, "tp");
+    return json_is_integer(t) ? json_integer_value(t) : 1;
+}
+
 static bool same_identity(json_t *a, json_t *b) {
     const char *sa = sget(a, "model_sha256"), *sb = sget(b, "model_sha256");
     bool model = (*sa && *sb) ? !strcmp(sa, sb)
                               : !strcmp(cll_bench_basename(sget(a, "model_filename")),
                                         cll_bench_basename(sget(b, "model_filename")));
     return model && !strcmp(sget(a, "engine"), sget(b, "engine")) && !strcmp(sget(a, "backend"), sget(b, "backend")) &&
-           !strcmp(sget(a, "test"), sget(b, "test"));
+           !strcmp(sget(a, "test"), sget(b, "test")) && row_tp(a) == row_tp(b);
 }
 
 void cll_bench_records_upsert(json_t *doc, json_t *row) {

@@ -29,6 +29,31 @@ static cll_status from_api(cllama_status st, const char *what) {
     return cll_err((cll_status)st, "%s: %s", what, cllama_last_error());
 }
 
+static struct {
+    int32_t tp;
+    int32_t devices[16];
+    bool has_devices;
+    int device;
+    uint64_t mem_limit;
+} g_split;
+
+void cll_bench_set_split(const cllama_model_params *mp) {
+    g_split.tp = mp->tp > 0 ? mp->tp : 0;
+    g_split.has_devices = mp->devices && mp->tp > 0 && mp->tp <= 16;
+    for (int32_t r = 0; g_split.has_devices && r < mp->tp; r++) g_split.devices[r] = mp->devices[r];
+    g_split.device = mp->device;
+    g_split.mem_limit = mp->gpu_mem_limit;
+}
+
+static void apply_split(cllama_model_params *mp) {
+    mp->tp = g_split.tp;
+    mp->devices = g_split.has_devices ? g_split.devices : NULL;
+    mp->device = g_split.device;
+    mp->gpu_mem_limit = g_split.mem_limit;
+}
+
+int32_t cll_bench_model_tp(const cll_bench_model *bm) { return bm ? cllama_model_tp(bm->m) : 1; }
+
 cll_status cll_bench_open(const char *path, int backend, int n_threads, int n_ctx, int n_batch, cll_bench_model **out) {
     return cll_bench_open_seqs(path, backend, n_threads, n_ctx, n_batch, 1, 0, out);
 }
@@ -42,6 +67,7 @@ cll_status cll_bench_open_seqs(const char *path, int backend, int n_threads, int
     mp.n_threads = n_threads;
     mp.backend = backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU;
     mp.progress = isatty(2);
+    apply_split(&mp);
     cllama_status st = cllama_model_load(path, &mp, &bm->m);
     if (st != CLLAMA_OK) {
         free(bm);
@@ -372,6 +398,7 @@ const char *cll_bench_parity(int backend, int n_threads, char *why, size_t cap) 
     const char *verdict = "unchecked";
     cllama_model_params mp = cllama_model_default_params();
     mp.backend = backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU;
+    apply_split(&mp); /* the oracle through the same split the rows run */
     cllama_context_params cp = cllama_context_default_params();
     cp.n_ctx = 512;
     cp.n_threads = n_threads;

@@ -60,6 +60,25 @@ struct cll_tune_loaded; /* tune/tune.h */
 int cll_cli_apply_tune(const char *cmd, cllama_backend backend, const char *tune, const char *pin, struct cll_tune_loaded *out);
 int cll_cli_parse_kv(const char *cmd, const char *value, cllama_kv_type *out);
 
+/* tensor parallel and device memory: --tp N, --devices 0,1,..., --gpu-mem-limit SIZE (bytes, or with a
+ * K/M/G/T suffix in binary units: 40G) */
+typedef struct {
+    int32_t tp;           /* 0: not given */
+    int32_t devices[16];
+    int32_t n_devices;    /* 0: not given */
+    uint64_t mem_limit;   /* 0: not given */
+} cll_cli_split;
+#define CLL_CLI_SPLIT_USAGE                                                                                   \
+    "  --tp N            split the model over N ranks, tensor parallel (cuda: N GPUs over NCCL; cpu: host\n"   \
+    "                    thread groups, the split-math check); N must divide the KV heads (the error lists\n" \
+    "                    the counts that do)\n"                                                               \
+    "  --devices 0,1     the GPUs of the ranks, in rank order (implies --tp with their count)\n"              \
+    "  --gpu-mem-limit SIZE  device memory each GPU may give the model and its context (40G, 512M)\n"
+/* 1 when opt is one of them (its value taken), 0 when it is not, -1 after printing why the value is bad */
+int cll_cli_parse_split(const char *cmd, const char *opt, const char *value, cll_cli_split *s);
+/* into model params: 0, or -1 after printing (a --tp that disagrees with the --devices count) */
+int cll_cli_split_apply(const char *cmd, const cll_cli_split *s, cllama_model_params *mp);
+
 /* model path from -m if given, else the job's default (NULL after printing why not) */
 const char *cll_cli_model_or_default(const char *cmd, cll_cli_job job, const char *given, char *buf, size_t cap);
 

@@ -40,7 +40,9 @@ static void usage(FILE *f) {
                "             class defaults; 'none': the built-ins); rows carry its sha256 (class:<class>:<sha256>)\n"
                "  --pin S=V  run kernel variant V at site S (env CLLAMA_PIN); see `cllama tune doctor`\n"
                "  -npp/-ntg/-npl LISTS: llama-batched-bench's protocol instead (cllama bench -npp 1 --help)\n"
-               "  -m FILE    a model to measure (repeatable; default below)\n");
+               "  -m FILE    a model to measure (repeatable; default below)\n"
+               CLL_CLI_SPLIT_USAGE
+               "             rows carry tp (1 for one device); a tp row is its own board cell\n");
     cll_cli_print_default(f, CLL_CLI_JOB_TEXT);
 }
 
@@ -111,6 +113,7 @@ static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, in
     json_object_set_new(j, "samples_ts", jarr(r->samples_ts, r->n, false));
     json_object_set_new(j, "engine", json_string("cllama"));
     json_object_set_new(j, "backend", json_string(o->backend ? "cuda" : "cpu"));
+    json_object_set_new(j, "tp", json_integer(cll_bench_model_tp(bm)));
     char tn[64];
     cll_bench_test_name_d(np, ng, nd, tn, sizeof tn);
     json_object_set_new(j, "test", json_string(tn));
@@ -199,6 +202,7 @@ static void file_sha(const char *path, char out[65]) {
 int cll_cmd_bench(int argc, char **argv) {
     if (cll_cli_bench_is_batched(argc, argv)) return cll_cmd_bench_batched(argc, argv); /* -npp/-ntg/-npl */
     opts o = {.reps = 5, .fmt = "md"};
+    cll_cli_split split = {0};
     o.pp[0] = 512;
     o.n_pp = 1;
     o.tg[0] = 128;
@@ -238,7 +242,9 @@ int cll_cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--records") && has) o.records = argv[++i];
         else if (!strcmp(a, "--tune") && has) o.tune = argv[++i];
         else if (!strcmp(a, "--pin") && has) o.pin = argv[++i];
-        else {
+        else if ((!strcmp(a, "--tp") || !strcmp(a, "--devices") || !strcmp(a, "--gpu-mem-limit")) && has) {
+            if (cll_cli_parse_split("bench", a, argv[++i], &split) < 0) return 2;
+        } else {
         bad:
             fprintf(stderr, "cllama bench: unknown or incomplete option '%s'\n", a);
             usage(stderr);
@@ -257,6 +263,11 @@ int cll_cmd_bench(int argc, char **argv) {
     if (o.reps < 1 || o.reps > CLL_BENCH_MAX_REPS || o.threads < 1) {
         fprintf(stderr, "cllama bench: -r must be 1..%d and -t positive\n", CLL_BENCH_MAX_REPS);
         return 2;
+    }
+    {
+        cllama_model_params smp = cllama_model_default_params();
+        if (cll_cli_split_apply("bench", &split, &smp)) return 2;
+        cll_bench_set_split(&smp);
     }
     bool progress = isatty(2);
     char *git = cll_bench_git_sha();

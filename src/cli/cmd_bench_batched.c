@@ -27,7 +27,8 @@ static void bb_usage(FILE *f) {
                "  The server's configuration, to time its steps (not recorded: the board compares the protocol above):\n"
                "    --kv-cells N        a paged KV pool of N cells shared by the sequences (`cllama serve --kv-cells`)\n"
                "    --out MODE          what a step hands back per sequence: logits (the default, llama-batched-bench's),\n"
-               "                        greedy (the argmax id) or topk:K (the K best candidates, a sampling server's step)\n");
+               "                        greedy (the argmax id) or topk:K (the K best candidates, a sampling server's step)\n"
+               CLL_CLI_SPLIT_USAGE);
     cll_cli_print_default(f, CLL_CLI_JOB_TEXT);
 }
 
@@ -43,6 +44,7 @@ int cll_cmd_bench_batched(int argc, char **argv) {
     const char *model = NULL, *fmt = "md", *box_arg = NULL, *records = NULL, *tune = NULL, *pin = NULL;
     int npp[BB_MAX_LIST] = {128}, ntg[BB_MAX_LIST] = {128}, npl[BB_MAX_LIST] = {1, 2, 4, 8, 16, 32, 64};
     int n_npp = 1, n_ntg = 1, n_npl = 7, n_batch = 2048, threads = (int)sysconf(_SC_NPROCESSORS_ONLN), backend = 0;
+    cll_cli_split split = {0};
     bool record = false;
     long kv_cells = 0;
     cll_bench_out out = CLL_BENCH_OUT_LOGITS;
@@ -89,6 +91,8 @@ int cll_cmd_bench_batched(int argc, char **argv) {
                 fprintf(stderr, "cllama bench: --kv-cells takes a cell count in [1, 2^30], not '%s'\n", argv[i]);
                 return 2;
             }
+        } else if ((!strcmp(a, "--tp") || !strcmp(a, "--devices") || !strcmp(a, "--gpu-mem-limit")) && has) {
+            if (cll_cli_parse_split("bench", a, argv[++i], &split) < 0) return 2;
         } else if (!strcmp(a, "--out") && has) {
             const char *v = argv[++i];
             if (!strcmp(v, "logits")) out = CLL_BENCH_OUT_LOGITS;
@@ -141,6 +145,11 @@ int cll_cmd_bench_batched(int argc, char **argv) {
         fprintf(stderr, "cllama bench: note: --kv-cells %ld holds fewer cells than the largest pl x (pp + tg) in whole blocks "
                         "of %d = %ld: a step that finds no free block fails with the pool full\n",
                 kv_cells, CLLAMA_KV_BLOCK, kv_need);
+    {
+        cllama_model_params smp = cllama_model_default_params();
+        if (cll_cli_split_apply("bench", &split, &smp)) return 2;
+        cll_bench_set_split(&smp);
+    }
     cll_tune_loaded tl;
     if (cll_cli_apply_tune("bench", backend ? CLLAMA_BACKEND_CUDA : CLLAMA_BACKEND_CPU, tune, pin, &tl)) return 2;
     char *git = cll_bench_git_sha();
@@ -215,6 +224,7 @@ int cll_cmd_bench_batched(int argc, char **argv) {
                 json_object_set_new(j, "speed", json_real(r.speed));
                 json_object_set_new(j, "engine", json_string("cllama"));
                 json_object_set_new(j, "backend", json_string(backend ? "cuda" : "cpu"));
+                json_object_set_new(j, "tp", json_integer(cll_bench_model_tp(bm)));
                 json_object_set_new(j, "model_filename", json_string(cll_bench_basename(model)));
                 json_object_set_new(j, "model_type", json_string(cll_bench_model_type(bm)));
                 json_object_set_new(j, "build_commit", json_string(sha_short));

@@ -63,14 +63,15 @@ int cll_cmd_chat(int argc, char **argv) {
     cllama_context_params cp = cllama_context_default_params();
     cllama_model_params mp = cllama_model_default_params();
     bool seed_given = false;
+    cll_cli_split split = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             printf("usage: cllama chat [-m MODEL] [--system TEXT] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
                    "                   [--min-p P] [--repeat-penalty R] [--seed S] [-t THREADS] [-c CTX]\n"
-                   "                   [--backend cpu|cuda]\n"
+                   "                   [--backend cpu|cuda] [--tp N] [--devices LIST] [--gpu-mem-limit SIZE]\n"
                    "Type a message and press Enter; Ctrl-D quits. Works with piped stdin (one message a line).\n"
-                   "  --temp 0    greedy (argmax)\n");
+                   "  --temp 0    greedy (argmax)\n" CLL_CLI_SPLIT_USAGE);
             cll_cli_print_default(stdout, CLL_CLI_JOB_CHAT);
             return 0;
         }
@@ -92,8 +93,9 @@ int cll_cmd_chat(int argc, char **argv) {
         else if (!strcmp(a, "-c")) cp.n_ctx = (uint32_t)atoi(v);
         else if (!strcmp(a, "--backend")) {
             if (cll_cli_parse_backend("chat", v, &mp.backend)) return 2;
-        }
-        else {
+        } else if (!strcmp(a, "--tp") || !strcmp(a, "--devices") || !strcmp(a, "--gpu-mem-limit")) {
+            if (cll_cli_parse_split("chat", a, v, &split) < 0) return 2;
+        } else {
             fprintf(stderr, "cllama chat: unknown option '%s'\n", a);
             return 2;
         }
@@ -114,6 +116,7 @@ int cll_cmd_chat(int argc, char **argv) {
     cllama_token *ids = NULL, *cached = NULL;
     int32_t n_cached = 0, cap_cached = 0;
     mp.progress = isatty(2);
+    if (cll_cli_split_apply("chat", &split, &mp)) return 2;
     if (cllama_model_load(path, &mp, &m) != CLLAMA_OK || cllama_context_create(m, &cp, &c) != CLLAMA_OK ||
         cllama_sampler_create(&sp, cllama_model_n_vocab(m), &s) != CLLAMA_OK) {
         fprintf(stderr, "cllama chat: %s\n", cllama_last_error());

@@ -22,6 +22,7 @@ static void usage(FILE *f) {
             "              attention, F16 KV, one token per decode): greedy ids token-exact with llama.cpp,\n"
             "              slower prefill (env CLLAMA_NUMERICS=ggml does the same)\n"
             "  --backend cuda  run the whole model on the GPU (default: env CLLAMA_BACKEND, else cpu)\n"
+            CLL_CLI_SPLIT_USAGE
             "  --print-ids print 'prompt: <ids>' and 'generated: <ids>' instead of text\n"
             "  --tune F    apply the tune sidecar F (default: env CLLAMA_TUNE, else this box's sidecar, else its\n"
             "              class defaults; 'none': the built-ins); see `cllama tune doctor`\n"
@@ -114,6 +115,7 @@ int cll_cmd_run(int argc, char **argv) {
     cllama_context_params cp = cllama_context_default_params();
     cllama_model_params mp = cllama_model_default_params();
     bool print_ids = false, seed_given = false;
+    cll_cli_split split = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -174,6 +176,9 @@ int cll_cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--backend")) {
             NEED_VALUE();
             if (cll_cli_parse_backend("run", v, &mp.backend)) return 2;
+        } else if (!strcmp(a, "--tp") || !strcmp(a, "--devices") || !strcmp(a, "--gpu-mem-limit")) {
+            NEED_VALUE();
+            if (cll_cli_parse_split("run", a, v, &split) < 0) return 2;
         } else if (!strcmp(a, "--print-ids")) {
             print_ids = true;
         } else if (!strcmp(a, "--tune")) {
@@ -209,6 +214,10 @@ int cll_cmd_run(int argc, char **argv) {
     cllama_token *ids = NULL;
     run_state rs = {.print_ids = print_ids};
     mp.progress = isatty(2);
+    if (cll_cli_split_apply("run", &split, &mp)) {
+        free(owned_prompt);
+        return 2;
+    }
     if (cll_cli_apply_tune("run", mp.backend, tune, pin, NULL)) {
         free(owned_prompt);
         return 2;

@@ -22,6 +22,7 @@ static void usage(FILE *f) {
             "                         idle prefixes are dropped when room runs out, and a request that\n"
             "                         finds the pool full gets a 503 (default 0: --ctx cells per slot)\n"
             "      --backend cpu|cuda (default $CLLAMA_BACKEND, else cpu)\n"
+            CLL_CLI_SPLIT_USAGE
             "  -t, --threads N        CPU threads (default: physical cores)\n"
             "      --max-body BYTES   request body limit, 413 beyond (default 1048576)\n"
             "      --queue N          waiting requests before 503 (default 64)\n"
@@ -65,6 +66,7 @@ static int serve(int argc, char **argv, cll_server_keys *keys) {
     cll_server_config cfg;
     cll_server_config_default(&cfg);
     const char *model = NULL, *tune = NULL, *pin = NULL;
+    cll_cli_split split = {0};
     char err[1024];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -134,6 +136,8 @@ static int serve(int argc, char **argv, cll_server_keys *keys) {
             tune = v;
         } else if (!strcmp(a, "--pin") && v) {
             pin = v;
+        } else if ((!strcmp(a, "--tp") || !strcmp(a, "--devices") || !strcmp(a, "--gpu-mem-limit")) && v) {
+            if (cll_cli_parse_split("serve", a, v, &split) < 0) return 2;
         } else {
             fprintf(stderr, "cllama serve: unknown or incomplete option '%s'\n", a);
             usage(stderr);
@@ -157,6 +161,12 @@ static int serve(int argc, char **argv, cll_server_keys *keys) {
     cfg.model_path = cll_cli_model_or_default("serve", CLL_CLI_JOB_CHAT, model, buf, sizeof buf);
     if (!cfg.model_path) return 1;
     if (cll_cli_apply_tune("serve", cfg.backend, tune, pin, NULL)) return 2; /* before the model loads */
+    cllama_model_params mp = cllama_model_default_params();
+    if (cll_cli_split_apply("serve", &split, &mp)) return 2;
+    cfg.tp = mp.tp;
+    cfg.devices = mp.devices;
+    cfg.device = mp.device;
+    cfg.gpu_mem_limit = mp.gpu_mem_limit;
     return cll_server_run(&cfg);
 }
 

@@ -79,6 +79,77 @@ int cll_cli_int_list(const char *s, int *out, int max) {
     return n;
 }
 
+/* "40G", "512M", "1073741824": bytes (binary units), 0 when malformed */
+static uint64_t parse_size(const char *v) {
+    char *end;
+    const double x = strtod(v, &end);
+    if (end == v || !(x > 0)) return 0;
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0, end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024, end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024, end++; break;
+    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024, end++; break;
+    default: break;
+    }
+    if (mul > 1 && (*end == 'i' || *end == 'I')) end++;
+    if (mul > 1 && (*end == 'b' || *end == 'B')) end++;
+    if (*end || x * mul >= 1.8e19) return 0;
+    return (uint64_t)(x * mul);
+}
+
+int cll_cli_parse_split(const char *cmd, const char *opt, const char *value, cll_cli_split *s) {
+    if (!strcmp(opt, "--tp")) {
+        char *end;
+        const long n = value ? strtol(value, &end, 10) : 0;
+        if (!value || *end || n < 1 || n > 16) {
+            fprintf(stderr, "cllama %s: --tp takes a rank count from 1 to 16, not '%s'\n", cmd, value ? value : "");
+            return -1;
+        }
+        s->tp = (int32_t)n;
+        return 1;
+    }
+    if (!strcmp(opt, "--devices")) {
+        int v[16];
+        const int n = value ? cll_cli_int_list(value, v, 16) : -1;
+        if (n < 1) {
+            fprintf(stderr, "cllama %s: --devices takes a comma list of GPU ordinals (0,1), not '%s'\n", cmd,
+                    value ? value : "");
+            return -1;
+        }
+        for (int i = 0; i < n; i++) s->devices[i] = v[i];
+        s->n_devices = n;
+        return 1;
+    }
+    if (!strcmp(opt, "--gpu-mem-limit")) {
+        const uint64_t b = value ? parse_size(value) : 0;
+        if (!b) {
+            fprintf(stderr, "cllama %s: --gpu-mem-limit takes a size (40G, 512M, or bytes), not '%s'\n", cmd,
+                    value ? value : "");
+            return -1;
+        }
+        s->mem_limit = b;
+        return 1;
+    }
+    return 0;
+}
+
+int cll_cli_split_apply(const char *cmd, const cll_cli_split *s, cllama_model_params *mp) {
+    if (s->n_devices && s->tp && s->tp != s->n_devices) {
+        fprintf(stderr, "cllama %s: --tp %d but --devices lists %d GPUs\n", cmd, s->tp, s->n_devices);
+        return -1;
+    }
+    mp->tp = s->tp ? s->tp : s->n_devices;
+    mp->devices = s->n_devices ? s->devices : NULL;
+    if (s->n_devices && !s->tp && s->n_devices == 1) { /* one listed GPU: no split, that device */
+        mp->tp = 0;
+        mp->device = s->devices[0];
+        mp->devices = NULL;
+    }
+    mp->gpu_mem_limit = s->mem_limit;
+    return 0;
+}
+
 int cll_cli_parse_backend(const char *cmd, const char *value, cllama_backend *out) {
     if (value && !strcmp(value, "cpu")) *out = CLLAMA_BACKEND_CPU;
     else if (value && !strcmp(value, "cuda")) *out = CLLAMA_BACKEND_CUDA;

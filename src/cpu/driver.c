@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/comm.h"
 #include "cpu/forward.h"
 #include "kernels/registry.h"
 #include "model/driver.h"
@@ -27,7 +28,7 @@ static cll_status cpu_model_create(const cll_model *m, const cll_driver_model_pa
     *out = NULL;
     cll_driver_model *dm = calloc(1, sizeof *dm);
     if (!dm) return cll_err(CLL_ERR_NOMEM, "cpu driver: out of memory");
-    dm->n_vocab = m->hp.n_vocab;
+    dm->n_vocab = m->hp.n_logits; /* a tensor-parallel rank's logits are its vocab slice */
     /* in ggml numerics every site takes the row that follows ggml-cpu's operation order
      * (kern_ggml.h), on the file layout; the scope covers this thread's preparation only */
     if (p && p->ggml_numerics) cll_kernels_numerics_scope("ggml");
@@ -71,7 +72,9 @@ static cll_status cpu_state_create(cll_driver_model *dm, const cll_driver_state_
                                    .kv_f32 = p->kv_f32,
                                    .ggml_numerics = p->ggml_numerics,
                                    .n_cells = p->n_cells,
-                                   .block_cells = p->block_cells};
+                                   .block_cells = p->block_cells,
+                                   .comm = (cll_cpu_comm *)p->comm,
+                                   .rank = p->rank};
         st = cll_cpu_state_create(dm->cm, &sp, s->pool, &s->st);
     }
     if (st == CLL_OK) {
@@ -113,8 +116,19 @@ static cll_status cpu_forward(cll_driver_state *s, const cll_driver_batch *b, cl
 
 static void cpu_counters(const cll_driver_state *s, cll_driver_counters *out) {
     memset(out, 0, sizeof *out);
-    if (s) *out = s->cnt;
+    if (!s) return;
+    *out = s->cnt;
+    cll_cpu_state_allreduce_stats(s->st, &out->allreduces, &out->allreduce_seconds);
+    out->tp = 1;
 }
+
+/* the ranks of a tensor-parallel context are host threads; the communicator sums in place (cpu/comm.h) */
+static cll_status cpu_comm_create(int32_t n, const int32_t *devices, cll_driver_comm **out) {
+    (void)devices;
+    return cll_cpu_comm_create(n, (cll_cpu_comm **)out);
+}
+static void cpu_comm_free(cll_driver_comm *c) { cll_cpu_comm_free((cll_cpu_comm *)c); }
+static void cpu_comm_abort(cll_driver_comm *c, bool on) { cll_cpu_comm_abort((cll_cpu_comm *)c, on); }
 
 const cll_driver cll_cpu_driver = {
     .name = "cpu",
@@ -126,4 +140,7 @@ const cll_driver cll_cpu_driver = {
     .state_bytes = cpu_state_bytes,
     .forward = cpu_forward,
     .counters = cpu_counters,
+    .comm_create = cpu_comm_create,
+    .comm_free = cpu_comm_free,
+    .comm_abort = cpu_comm_abort,
 };

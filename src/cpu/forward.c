@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu/comm.h"
 #include "cpu/knobs.h"
 #include "cpu/forward_internal.h"
 #include "cpu/ops.h"
@@ -350,13 +351,16 @@ static void moe_route(cll_cpu_state *s) {
     }
 }
 
+/* the experts this model holds (every one, or a tensor-parallel rank's share: the slots routed
+ * elsewhere stay zero here and arrive in the all-reduce) */
 static void moe_ffn(cll_cpu_state *s, const cll_cpu_layer *C) {
     const cll_hparams *hp = &s->cm->m->hp;
     const int64_t d = hp->n_embd, f = hp->n_ff_exp, n = s->b->n;
-    const int32_t E = hp->n_expert, K = hp->n_expert_used;
+    const int32_t E = hp->n_expert, K = hp->n_expert_used, x0 = hp->expert0, x1 = hp->expert0 + hp->n_expert_here;
     cll_cpu_matmul(s->pool, C->router, s->xn, d, n, s->router, E, s->mm);
     moe_route(s);
-    for (int32_t x = 0; x < E; x++) {
+    if (x1 - x0 < E) memset(s->moe, 0, sizeof(float) * (size_t)(n * K * d));
+    for (int32_t x = x0; x < x1; x++) {
         int64_t cnt = 0;
         for (int64_t i = 0; i < n; i++)
             for (int32_t k = 0; k < K; k++)
@@ -367,10 +371,10 @@ static void moe_ffn(cll_cpu_state *s, const cll_cpu_layer *C) {
                     cnt++;
                 }
         if (!cnt) continue;
-        cll_cpu_matmul(s->pool, C->gate_e[x], s->xe, d, cnt, s->g, f, s->mm);
-        cll_cpu_matmul(s->pool, C->up_e[x], s->xe, d, cnt, s->u, f, s->mm);
+        cll_cpu_matmul(s->pool, C->gate_e[x - x0], s->xe, d, cnt, s->g, f, s->mm);
+        cll_cpu_matmul(s->pool, C->up_e[x - x0], s->xe, d, cnt, s->u, f, s->mm);
         run_act(s, cnt, f);
-        cll_cpu_matmul(s->pool, C->down_e[x], s->g, f, cnt, s->de, d, s->mm);
+        cll_cpu_matmul(s->pool, C->down_e[x - x0], s->g, f, cnt, s->de, d, s->mm);
         for (int64_t r = 0; r < cnt; r++) {
             const int64_t i = s->erow[r];
             const int32_t k = s->eslot[r];
@@ -392,6 +396,22 @@ static void moe_ffn(cll_cpu_state *s, const cll_cpu_layer *C) {
 }
 
 /* ---- the pass ----------------------------------------------------------------------------------- */
+
+/* tensor parallel: the block output t (n rows) of this rank's heads, features or experts summed over
+ * the ranks, before its post norm and residual add (every rank then holds the same x) */
+static cll_status allreduce_t(cll_cpu_state *s, int64_t n) {
+    if (!s->p.comm) return CLL_OK;
+    const double t0 = cll_now();
+    cll_status st = cll_cpu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * s->cm->m->hp.n_embd);
+    s->ar_seconds += cll_now() - t0;
+    s->ar_calls++;
+    return st;
+}
+
+void cll_cpu_state_allreduce_stats(const cll_cpu_state *s, uint64_t *calls, double *seconds) {
+    *calls = s ? s->ar_calls : 0;
+    *seconds = s ? s->ar_seconds : 0.0;
+}
 
 cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logits) {
     const cll_cpu_model *cm = s->cm;
@@ -421,6 +441,7 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
     int64_t attn_work = 0;
     for (int64_t i = 0; i < n; i++) attn_work += (int64_t)(b->pos[i] + 1) * hp->n_head * hp->head_dim_k;
     const int64_t nq = (int64_t)hp->n_head * hp->head_dim_k, nao = (int64_t)hp->n_head * hp->head_dim_v;
+    cll_status st = CLL_OK;
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const cll_cpu_layer *C = &cm->layers[il];
         s->il = il;
@@ -437,6 +458,7 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
         else
             run(s, task_attn, s, attn_work);
         cll_cpu_matmul(s->pool, C->wo, s->ao, nao, n, s->t, d, s->mm);
+        if ((st = allreduce_t(s, n)) != CLL_OK) break;
         resid_args ra = {s, C->post_attn_norm};
         run(s, task_resid, &ra, n * d);
 
@@ -453,8 +475,13 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
             cll_cpu_matmul_many_ep(s->pool, 2, w2, s->xn, d, n, y2, ld2, s->mm, act_rows, &aa);
             cll_cpu_matmul(s->pool, C->down, s->g, f, n, s->t, d, s->mm);
         }
+        if ((st = allreduce_t(s, n)) != CLL_OK) break;
         resid_args rf = {s, C->post_ffn_norm};
         run(s, task_resid, &rf, n * d);
+    }
+    if (st != CLL_OK) { /* the group was abandoned: another rank failed */
+        s->b = NULL;
+        return st;
     }
     if (n_want == 0) {
         s->b = NULL;
@@ -465,10 +492,10 @@ cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logi
     for (int64_t i = 0; i < n; i++)
         if (b->want ? b->want[i] != 0 : i == n - 1) memcpy(s->xo + (r++) * d, s->x + i * d, sizeof(float) * d);
     run_norm(s, s->xo, s->xo, cm->output_norm, n_want);
-    cll_cpu_matmul(s->pool, cm->output, s->xo, d, n_want, logits, hp->n_vocab, s->mm);
+    cll_cpu_matmul(s->pool, cm->output, s->xo, d, n_want, logits, hp->n_logits, s->mm);
     if (hp->logit_softcap > 0.0f) {
         const float c = hp->logit_softcap;
-        for (int64_t j = 0; j < n_want * hp->n_vocab; j++) logits[j] = tanhf(logits[j] / c) * c;
+        for (int64_t j = 0; j < n_want * hp->n_logits; j++) logits[j] = tanhf(logits[j] / c) * c;
     }
     s->b = NULL;
     return CLL_OK;

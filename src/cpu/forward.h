@@ -29,6 +29,10 @@ typedef struct {
     int32_t n_cells;   /* > 0: a paged KV pool of this many cells (blocks of block_cells, a power of
                         * two) addressed through each batch's block tables; 0: n_seq x n_ctx */
     int32_t block_cells;
+    /* tensor parallel: this state is rank `rank` of the group comm (cpu/comm.h); the forward sums the
+     * partial outputs of O, down and the experts over the ranks there. NULL: the whole model */
+    struct cll_cpu_comm *comm;
+    int32_t rank;
 } cll_cpu_state_params;
 
 cll_status cll_cpu_state_create(const cll_cpu_model *cm, const cll_cpu_state_params *p, cll_pool *pool,
@@ -50,5 +54,7 @@ typedef struct {
  * its own sequence's keys at positions <= its own. logits (n_want, n_vocab) in batch order.
  * The caller has checked ids, positions and capacity; this re-checks the cheap bounds. */
 cll_status cll_cpu_forward(cll_cpu_state *s, const cll_cpu_batch *b, float *logits);
+/* tensor parallel: the all-reduces run and the host seconds spent in them (waits included) */
+void cll_cpu_state_allreduce_stats(const cll_cpu_state *s, uint64_t *calls, double *seconds);
 
 #endif

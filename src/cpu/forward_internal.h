@@ -11,7 +11,8 @@ typedef struct {
     cll_cpu_weight *wq, *wk, *wv, *wo;
     cll_cpu_weight *gate, *up, *down;            /* dense FFN */
     cll_cpu_weight *router;                      /* MoE: (n_expert x n_embd) */
-    cll_cpu_weight **gate_e, **up_e, **down_e;   /* MoE: (n_expert) per-expert slices */
+    cll_cpu_weight **gate_e, **up_e, **down_e;   /* MoE: (n_expert_here) per-expert slices, expert
+                                                  * expert0 + i at [i] (hparams; all of them unsplit) */
     /* f32 copies of the small vectors; NULL when the tensor is absent */
     float *attn_norm, *ffn_norm, *post_attn_norm, *post_ffn_norm; /* (n_embd) */
     float *q_norm, *k_norm;                      /* (head_dim_k) */
@@ -21,7 +22,7 @@ typedef struct {
 struct cll_cpu_model {
     const cll_model *m;
     cll_cpu_layer *layers;   /* (n_layer) */
-    cll_cpu_weight *output;  /* (n_vocab x n_embd) */
+    cll_cpu_weight *output;  /* (n_logits x n_embd) */
     float *output_norm;      /* (n_embd) */
     float *rope_ff;          /* (n_rot/2) frequency factors or NULL */
     uint16_t *gelu_tab;      /* (65536) fp16 GELU table, gelu archs only */
@@ -66,6 +67,8 @@ struct cll_cpu_state {
     float *moe;              /* (n_batch, n_used, n_embd) per-slot weighted expert outputs */
     void *mm;                /* matmul scratch: the largest cll_cpu_matmul_scratch of any weight */
     size_t bytes;            /* KV cache + act_block */
+    uint64_t ar_calls;       /* tensor parallel: all-reduces run, host seconds inside them */
+    double ar_seconds;
     /* the batch being run (forward only) */
     const cll_cpu_batch *b;
     int32_t il;

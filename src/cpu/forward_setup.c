@@ -32,6 +32,11 @@ static void release_map_pages(const cll_cpu_model *cm, const cll_gguf_tensor *t,
     const long pg = sysconf(_SC_PAGESIZE);
     if (pg <= 0) return;
     const uint64_t bytes = cll_row_bytes(t->type, t->ne[0]) * t->ne[1];
+    /* only pages of the file's map: a tensor-parallel rank's column slices are anonymous copies
+     * (model/shard.h), and a map's pages may serve another rank's slice of the same tensor, which
+     * refaults them from the file; an anonymous page would come back zeroed */
+    const uint8_t *map = cll_gguf_base(cm->m->g), *p = (const uint8_t *)t->data;
+    if (!map || p < map || p + bytes > map + cll_gguf_file_size(cm->m->g)) return;
     const uintptr_t b = ((uintptr_t)t->data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
     const uintptr_t e = ((uintptr_t)t->data + (uintptr_t)bytes) & ~((uintptr_t)pg - 1);
     if (e > b) madvise((void *)b, e - b, MADV_DONTNEED); /* advisory: failure only costs RSS */
@@ -48,14 +53,15 @@ static cll_status prep(cll_cpu_model *cm, const cll_gguf_tensor *t, cll_cpu_weig
 }
 
 /* one weight per expert: slice e of a (n_expert, rows, cols) tensor */
-static cll_status prep_experts(cll_cpu_model *cm, const cll_gguf_tensor *t, int32_t n_expert, cll_cpu_weight ***out) {
+static cll_status prep_experts(cll_cpu_model *cm, const cll_gguf_tensor *t, int32_t n_expert, int32_t expert0,
+                               cll_cpu_weight ***out) {
     *out = calloc((size_t)n_expert, sizeof **out);
     if (!*out) return cll_err(CLL_ERR_NOMEM, "experts: out of memory");
     const uint64_t rows = t->ne[1], cols = t->ne[0];
     const uint64_t slice = cll_row_bytes(t->type, cols) * rows;
     for (int32_t e = 0; e < n_expert; e++) {
         char name[128];
-        snprintf(name, sizeof name, "tensor %.*s expert %d", (int)t->name.len, t->name.ptr, e);
+        snprintf(name, sizeof name, "tensor %.*s expert %d", (int)t->name.len, t->name.ptr, expert0 + e);
         cll_status st = add_weight(cm, t->type, (int64_t)rows, (int64_t)cols, (const uint8_t *)t->data + e * slice,
                                    name, &(*out)[e]);
         if (st != CLL_OK) return st;
@@ -117,9 +123,9 @@ cll_status cll_cpu_model_create(const cll_model *m, cll_cpu_model **out) {
         TRY(prep(cm, L->ffn_down, &C->down));
         TRY(prep(cm, L->ffn_gate_inp, &C->router));
         if (hp->n_expert > 0) {
-            TRY(prep_experts(cm, L->gate_exps, hp->n_expert, &C->gate_e));
-            TRY(prep_experts(cm, L->up_exps, hp->n_expert, &C->up_e));
-            TRY(prep_experts(cm, L->down_exps, hp->n_expert, &C->down_e));
+            TRY(prep_experts(cm, L->gate_exps, hp->n_expert_here, hp->expert0, &C->gate_e));
+            TRY(prep_experts(cm, L->up_exps, hp->n_expert_here, hp->expert0, &C->up_e));
+            TRY(prep_experts(cm, L->down_exps, hp->n_expert_here, hp->expert0, &C->down_e));
         }
         TRY(vec(L->attn_norm, &C->attn_norm));
         TRY(vec(L->ffn_norm, &C->ffn_norm));

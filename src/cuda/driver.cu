@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/comm.cuh"
 #include "cuda/driver_internal.cuh"
 
 /* ---- the pass ------------------------------------------------------------------------------- */
@@ -233,13 +234,13 @@ static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, int64_t n, 
 
 static const char *const prof_names[CLL_PK_N] = {
     "embd",   "gemv qkv", "rope+kv", "attention", "gemv o",  "norm/resid", "gemv gate_up", "act",
-    "gemv down", "gemv router", "moe route", "gemv experts", "gemv output", "softcap", "argmax",
+    "gemv down", "gemv router", "moe route", "gemv experts", "gemv output", "softcap", "argmax", "all-reduce",
 };
 
 /* the kinds' short names (CLLAMA_CUDA_SKIP, the batch profile) */
 static const char *const skip_names[CLL_PK_N] = {"embd", "qkv",   "rope",    "attn",   "o",       "norm",
                                                  "gu",   "act",   "down",    "router", "route",   "experts",
-                                                 "output", "softcap", "argmax"};
+                                                 "output", "softcap", "argmax", "allreduce"};
 
 static int prof_begin(cll_driver_state *s) {
     cll_cu_prof *P = &s->prof;
@@ -341,6 +342,16 @@ static unsigned skip_mask(void) {
         prof_end(s, pi_, (k));                                                                               \
     } while (0)
 
+/* the same for a call that returns a cll_status (the all-reduce); never skipped: a rank that skipped
+ * its sum would leave the others waiting */
+#define PSTRY(k, call)                                                                                       \
+    do {                                                                                                     \
+        const int pi_ = prof_begin(s);                                                                       \
+        const cll_status st_ = (call);                                                                       \
+        if (st_ != CLL_OK) return st_;                                                                       \
+        prof_end(s, pi_, (k));                                                                               \
+    } while (0)
+
 /* the grouped MoE prefill serves this layer's batch of n: every expert weight picks a grouped form */
 static bool moe_grouped(const cll_cu_layer *C, int64_t n) {
     const cll_cu_form fd = part_form(&C->down, n);
@@ -371,23 +382,36 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
     const int64_t qd = cll_cu_q8_blocks(d), qf = cll_cu_q8_blocks(f);
     const bool gelu = s->dm->m->recipe.act == CLL_ACT_GELU_TANH;
     /* decode: the first gate/up product may route for itself */
-    const bool fuse = n == 1 && cll_cu_env_flag(&g_moe_fuse_route, "CLLAMA_CUDA_MOE_FUSE_ROUTE", false) && C->gu[0].gemv &&
+    /* expert parallel (a tensor-parallel rank holds experts [e0, e0 + here)): the router scores all of
+     * them and routes as unsplit; the slots of this rank's experts run on local ids, the others are
+     * zeroed after (their owners' rows arrive in the all-reduce) */
+    const int32_t E = hp->n_expert, e0 = hp->expert0, here = hp->n_expert_here;
+    const bool part = here < E;
+    const bool fuse = !part && n == 1 && cll_cu_env_flag(&g_moe_fuse_route, "CLLAMA_CUDA_MOE_FUSE_ROUTE", false) && C->gu[0].gemv &&
                       C->gu[0].gemv->routes && hp->n_expert <= CLL_CU_ROUTE_EMAX && K <= CLL_CU_ROUTE_KMAX;
     const bool fuse_act = n == 1 && cll_cu_env_flag(&g_moe_fuse_act, "CLLAMA_CUDA_MOE_FUSE_ACT", false) && C->down.gemv &&
                           C->down.gemv->acts;
     PTRY(CLL_PK_ROUTER, product(s, &C->router, 1, n, s->xn, d, s->xq, s->router, hp->n_expert));
     if (!fuse)
         PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_route(s->router, n, hp->n_expert, (int32_t)K, hp->moe_norm_topk, s->sel, s->selw, s->st));
-    if (n > 1 && moe_grouped(C, n)) { /* prefill: every expert's slots in one launch per product */
+    const bool grouped = n > 1 && moe_grouped(C, n);
+    /* the ids the expert products read: the routed ones, or this rank's local ones (others: skipped by the
+     * grouped sort, expert 0 on the gemv path, zeroed below either way) */
+    const int32_t *sel = s->sel;
+    if (part) {
+        PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_localize(s->sel, n * K, e0, here, grouped ? -1 : 0, s->lsel, s->st));
+        sel = s->lsel;
+    }
+    if (grouped) { /* prefill: every expert's slots in one launch per product */
         const int64_t nk = n * K;
-        PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_sort(s->sel, nk, hp->n_expert, CLL_CU_MOE_BN, s->mids, s->moff, s->mtoff, s->st));
+        PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_sort(sel, nk, here, CLL_CU_MOE_BN, s->mids, s->moff, s->mtoff, s->st));
         cll_cu_moe_args a;
         memset(&a, 0, sizeof a);
         a.ids = s->mids;
         a.off = s->moff;
         a.toff = s->mtoff;
-        a.n_expert = hp->n_expert;
-        a.max_tiles = cll_cu_moe_max_tiles(nk, hp->n_expert);
+        a.n_expert = here;
+        a.max_tiles = cll_cu_moe_max_tiles(nk, here);
         a.n_slots = nk;
         a.xh = s->mxh;
         a.xh_bytes = s->mxh_bytes;
@@ -406,10 +430,11 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
         a.y = s->moe;
         a.ldy = d;
         PTRY(CLL_PK_EXPERTS, moe_product(&C->down, &a, s->st));
+        if (part) PTRY(CLL_PK_EXPERTS, cll_cu_moe_zero_foreign(s->sel, nk, e0, here, s->moe, d, s->st));
         return CLL_OK;
     }
     for (int64_t i = 0; i < n; i++) { /* per token over the gemv path (prefill speed is the next issue) */
-        const int32_t *ids = s->sel + i * K;
+        const int32_t *ids = sel + i * K;
         cll_cu_gemv_args fz; /* the fusions' fields only */
         memset(&fz, 0, sizeof fz);
         for (int g = 0; g < C->n_gu; g++) {
@@ -435,6 +460,7 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
         PTRY(CLL_PK_EXPERTS, gemv(&C->down, (int)K, ids, s->act, f, s->actq, qf, s->moe + i * K * d, d, s->st, NULL, NULL,
                                   NULL, NULL, fuse_act ? &fz : NULL));
     }
+    if (part) PTRY(CLL_PK_EXPERTS, cll_cu_moe_zero_foreign(s->sel, n * K, e0, here, s->moe, d, s->st));
     return CLL_OK;
 }
 
@@ -488,9 +514,10 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     const cll_driver_model *dm = s->dm;
     const cll_model *m = dm->m;
     const cll_hparams *hp = &m->hp;
-    const int64_t d = hp->n_embd, V = hp->n_vocab;
+    const int64_t d = hp->n_embd, V = hp->n_logits; /* a tensor-parallel rank's vocab slice */
     const int32_t *tok = s->io, *pos = s->io + n, *seq = s->io + 2 * n, *rows = s->io + 3 * n;
     const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
+    const bool tp = s->p.comm && cll_cu_comm_size(s->p.comm) > 1; /* a rank of a split model */
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
     int xk_qkv; /* the X kind the q|k|v product's producer writes (this norm, then each layer's tail) */
     void *xh0 = fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d, &xk_qkv);
@@ -594,9 +621,12 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             }
         }
         cll_cu_resid_epi ep;
-        const cll_cu_resid_epi *e1 = resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
+        /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
+         * the residual (no fused tail) */
+        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
         PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
                                o_next_bytes(), xko));
+        if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
         cll_cu_resid_args rr;
         memset(&rr, 0, sizeof rr);
         rr.x = s->x;
@@ -613,6 +643,11 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
             if (st != CLL_OK) return st;
+            /* expert parallel: each slot's row is its owner's (the others zeroed it), so the sum over the
+             * ranks is the unsplit rows exactly; the weighted combine then runs in the residual kernel */
+            if (tp)
+                PSTRY(CLL_PK_ALLREDUCE,
+                      cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->moe, n * hp->n_expert_used * d, s->st));
             rr.moe = s->moe;
             rr.moe_w = s->selw;
             rr.n_used = hp->n_expert_used;
@@ -634,15 +669,17 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                                       : n_out == 1 || few_form_row(&dm->output, n_out))
                     ? s->xq
                     : NULL;
-        const cll_cu_resid_epi *e2 = moe ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
+        const cll_cu_resid_epi *e2 = moe || tp ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
         xk_qkv = -1;
         rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d, &xk_qkv)
                                             : NULL;
         rr.xh_plain = xk_qkv == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the next q|k|v product reads xh alone; the output head reads xn */
-        if (!moe)
+        if (!moe) {
             PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2, down_next_bytes(),
                                       xkd));
+            if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
+        }
         if (!e2) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
     }
     if (n_out == 0) return CLL_OK;
@@ -824,7 +861,7 @@ static cll_status capture(cll_driver_state *s) {
 
 static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll_driver_out kind, void *out) {
     const cll_hparams *hp = &s->dm->m->hp;
-    const int64_t n = b->n, V = hp->n_vocab;
+    const int64_t n = b->n, V = hp->n_logits;
     if (n <= 0 || n > s->p.n_batch)
         return cll_err(CLL_ERR_RANGE, "cuda forward: batch of %lld tokens (n_batch %d)", (long long)n, s->p.n_batch);
     int64_t n_want = 0;
@@ -946,6 +983,8 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
     s->c.forwards++;
     s->c.tokens += (uint64_t)n;
     s->c.device_steps++;
+    /* a rank's pass (eager or replayed) sums twice a layer: after o, after the FFN */
+    if (s->p.comm && cll_cu_comm_size(s->p.comm) > 1) s->c.allreduces += 2 * (uint64_t)hp->n_layer;
     return CLL_OK;
 }
 
@@ -1034,17 +1073,18 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {&s->actq, actq_b * Q8},
         {(void **)&s->router, K ? nb * (size_t)hp->n_expert * F : 0},
         {(void **)&s->sel, nb * K * sizeof(int32_t)},
+        {(void **)&s->lsel, hp->n_expert_here < hp->n_expert ? nb * K * sizeof(int32_t) : 0},
         {(void **)&s->selw, nb * K * F},
         {(void **)&s->moe, nb * K * d * F},
         {(void **)&s->mids, nb * K * sizeof(int32_t)},
-        {(void **)&s->moff, K ? ((size_t)hp->n_expert + 1) * sizeof(int32_t) : 0},
-        {(void **)&s->mtoff, K ? ((size_t)hp->n_expert + 1) * sizeof(int32_t) : 0},
+        {(void **)&s->moff, K ? ((size_t)hp->n_expert_here + 1) * sizeof(int32_t) : 0},
+        {(void **)&s->mtoff, K ? ((size_t)hp->n_expert_here + 1) * sizeof(int32_t) : 0},
         {&s->mxh, mxh_bytes},
         {(void **)&s->xo, no * d * F},
         {&s->xoq, no * (size_t)cll_cu_q8_blocks((int64_t)d) * Q8},
-        {(void **)&s->logits, no * (size_t)hp->n_vocab * F},
+        {(void **)&s->logits, no * (size_t)hp->n_logits * F},
         {(void **)&s->keys, no * sizeof(unsigned long long)},
-        {(void **)&s->amax_part, no * (size_t)cll_cu_argmax_blocks(hp->n_vocab) * sizeof(unsigned long long)},
+        {(void **)&s->amax_part, no * (size_t)cll_cu_argmax_blocks(hp->n_logits) * sizeof(unsigned long long)},
         {(void **)&s->amax_count, no * sizeof(int)},
         {(void **)&s->tk_ids, no * CLL_CU_TOPK_MAX * sizeof(int32_t)},
         {(void **)&s->tk_vals, no * CLL_CU_TOPK_MAX * sizeof(float)},
@@ -1065,11 +1105,16 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         st = cll_err(CLL_ERR_DEVICE, "%s:%d: cudaMemGetInfo failed", __FILE__, __LINE__);
         goto fail;
     }
+    if (dm->mem_limit) { /* --gpu-mem-limit: what the model left of it */
+        const size_t used = dm->arena_bytes + dm->panel_bytes;
+        const size_t room = dm->mem_limit > used ? (size_t)(dm->mem_limit - used) : 0;
+        if (fr > room) fr = room;
+    }
     if (total > fr) {
         st = cll_err(CLL_ERR_NOMEM,
-                     "cuda state: KV cache (%lld cells: %s) and activations need %.1f MiB of device memory, %.1f MiB free%s",
+                     "cuda state: KV cache (%lld cells: %s) and activations need %.1f MiB of device memory, %.1f MiB free%s%s",
                      (long long)cells, p->n_cells > 0 ? "a paged pool" : "n_ctx per sequence", total / 1048576.0,
-                     fr / 1048576.0,
+                     fr / 1048576.0, dm->mem_limit ? " within the GPU memory limit" : "",
                      dm->panel_bytes ? " (the model's resident prefill panels hold some: CLLAMA_CUDA_PANELS=off frees "
                                        "them, at the cost of prefill speed)" : "");
         goto fail;
@@ -1209,7 +1254,10 @@ static void cu_state_free(cll_driver_state *s) {
 
 static size_t cu_state_bytes(const cll_driver_state *s) { return s->bytes; }
 
-static void cu_counters(const cll_driver_state *s, cll_driver_counters *out) { *out = s->c; }
+static void cu_counters(const cll_driver_state *s, cll_driver_counters *out) {
+    *out = s->c;
+    out->tp = 1;
+}
 
 static const char *cu_model_desc(const cll_driver_model *dm) { return dm->desc; }
 
@@ -1232,5 +1280,5 @@ static void cu_host_free(void *p) {
 extern "C" const cll_driver cll_cuda_driver = {
     "cuda", cll_cu_model_create, cll_cu_model_free, cu_model_desc, cu_state_create,
     cu_state_free, cu_state_bytes, cu_forward, cu_counters, CLL_CU_TOPK_MAX, cu_host_alloc, cu_host_free,
-    cu_prepare_batches,
+    cu_prepare_batches, NULL, cll_cu_comm_create, cll_cu_comm_free, cll_cu_comm_abort,
 };

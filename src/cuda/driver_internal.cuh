@@ -59,6 +59,7 @@ struct cll_driver_model {
     float *rope_ff;       /* (n_rot/2) or NULL */
     void *arena;          /* every weight and vector, one allocation */
     size_t arena_bytes;
+    uint64_t mem_limit;   /* device bytes the model and its states may take (0: what is free) */
     void *panels;         /* resident f16 prefill panels (CLLAMA_CUDA_PANELS), one allocation */
     size_t panel_bytes;
     size_t max_mat_elems; /* largest single matrix (rows*cols): gemm panel sizing */
@@ -82,6 +83,7 @@ struct cll_driver_model {
 enum {
     CLL_PK_EMBD, CLL_PK_QKV, CLL_PK_ROPE, CLL_PK_ATTN, CLL_PK_O, CLL_PK_NORM, CLL_PK_GATE_UP, CLL_PK_ACT,
     CLL_PK_DOWN, CLL_PK_ROUTER, CLL_PK_MOE_ROUTE, CLL_PK_EXPERTS, CLL_PK_OUTPUT, CLL_PK_SOFTCAP, CLL_PK_ARGMAX,
+    CLL_PK_ALLREDUCE, /* tensor parallel: the NCCL sum after o and after the FFN */
     CLL_PK_N
 };
 #define CLL_PROF_EVENTS 8192
@@ -141,6 +143,7 @@ struct cll_driver_state {
     void *actq;           /* its q8_1 form */
     float *router;        /* (n_batch, n_expert) */
     int32_t *sel;         /* (n_batch, n_used) */
+    int32_t *lsel;        /* expert parallel: (n_batch, n_used) the slots' local expert ids (NULL: every expert here) */
     float *selw;          /* (n_batch, n_used) */
     float *moe;           /* (n_batch, n_used, n_embd) expert outputs per slot */
     int32_t *mids;        /* (n_batch * n_used) slots sorted by expert (grouped prefill) */

@@ -440,9 +440,12 @@ cll_status cll_cu_model_create(const cll_model *m, const cll_driver_model_params
         else if ((double)fr > mb * 1048576.0)
             fr = (size_t)(mb * 1048576.0);
     }
+    if (st == CLL_OK && p->mem_limit && fr > p->mem_limit) fr = (size_t)p->mem_limit; /* --gpu-mem-limit */
+    dm->mem_limit = p->mem_limit;
     if (st == CLL_OK && pl.total > fr)
-        st = cll_err(CLL_ERR_NOMEM, "cuda: the model needs %.1f MiB of device memory, %.1f MiB are free on %s (of %.1f MiB)",
-                     pl.total / 1048576.0, fr / 1048576.0, dm->dev_name, tot / 1048576.0);
+        st = cll_err(CLL_ERR_NOMEM, "cuda: the model needs %.1f MiB of device memory, %.1f MiB are %s on %s (of %.1f MiB)%s",
+                     pl.total / 1048576.0, fr / 1048576.0, p->mem_limit ? "allowed" : "free", dm->dev_name, tot / 1048576.0,
+                     p->mem_limit ? ": the GPU memory limit; a split over more GPUs (--tp) holds a share on each" : "");
     if (st == CLL_OK) {
         cudaError_t e = cudaMalloc(&dm->arena, pl.total);
         if (e != cudaSuccess) {

@@ -11,12 +11,20 @@
 
 typedef struct cll_driver_model cll_driver_model; /* a driver's prepared weights */
 typedef struct cll_driver_state cll_driver_state; /* a driver's KV cache + activations */
+typedef struct cll_driver_comm cll_driver_comm;   /* a driver's communicator among tensor-parallel ranks */
+typedef struct cll_driver cll_driver;
 
 typedef struct {
     int n_threads;      /* CPU: load-time threads (repack); 0 = default */
     bool ggml_numerics; /* CPU: rows that follow ggml-cpu's operation order (kern_ggml.h) */
     bool progress;      /* print load progress on stderr (TTY front ends) */
     int device;         /* CUDA: device ordinal */
+    uint64_t mem_limit; /* CUDA: bytes of device memory this model and its contexts may take (0: what is free) */
+    /* tensor parallel (the tp driver, tp/driver.h): tp ranks of `inner`, rank r on devices[r]
+     * (NULL: 0..tp-1; the CPU's ranks are host threads); ignored by the other drivers */
+    int32_t tp;
+    const int32_t *devices;
+    const cll_driver *inner;
 } cll_driver_model_params;
 
 typedef struct {
@@ -32,6 +40,11 @@ typedef struct {
      * through the block tables each forward carries (cll_driver_batch.blocks); both drivers
      * allocate only the pool. 0: every sequence owns n_ctx cells. */
     int32_t n_cells, block_cells;
+    /* tensor parallel: this state is rank `rank` of the ranks joined by comm (made by the same driver's
+     * comm_create); its forward all-reduces the partial rows of O, down and the experts' sum through
+     * it. NULL: the whole model */
+    cll_driver_comm *comm;
+    int32_t rank;
 } cll_driver_state_params;
 
 typedef struct {
@@ -73,10 +86,15 @@ typedef struct {
     double capture_seconds;  /* CUDA: host time those captures took (inside the steps that made them) */
     uint64_t x_conversions;  /* CUDA: f32-to-f16 input conversions the batch products launched (a graph's at
                               * its capture); a norm or activation kernel writing a product's f16 rows spares one */
+    uint64_t allreduces;     /* tensor parallel: all-reduces run (rank 0's count; a graph replay counts its
+                              * captured ones) */
+    double allreduce_seconds; /* tensor parallel: time the forwards spent in them where the driver can tell (CPU:
+                               * host time inside the all-reduce, waits for the other ranks included) */
+    int32_t tp;              /* tensor-parallel degree of the state (1: one device) */
 } cll_driver_counters;
 
-typedef struct cll_driver {
-    const char *name; /* "cpu", "cuda" */
+struct cll_driver {
+    const char *name; /* "cpu", "cuda", "tp" */
     cll_status (*model_create)(const cll_model *m, const cll_driver_model_params *p, cll_driver_model **out);
     void (*model_free)(cll_driver_model *dm);
     /* one line for logs: the kernel picked for a typical site, device name, resident bytes */
@@ -100,9 +118,20 @@ typedef struct cll_driver {
      * row asking for output) needs before it runs at full speed (CUDA: its step graph, captured here
      * instead of in the steps of a loaded server); NULL: nothing to prepare */
     cll_status (*prepare_batches)(cll_driver_state *s, int32_t n_max);
-} cll_driver;
+    /* optional: topk_max for one prepared model, where it depends on it (tp: its inner driver's);
+     * NULL: topk_max */
+    int32_t (*model_topk_max)(const cll_driver_model *dm);
+    /* optional (a driver whose states can be tensor-parallel ranks): the communicator of n ranks, rank r
+     * on devices[r], made once per context before its ranks' states and freed after them; comm_abort
+     * wakes every rank blocked in it with an error (on) or, once they have all returned, readies it
+     * again (off; a driver whose communicator cannot recover answers CLL_ERR_DEVICE from then on) */
+    cll_status (*comm_create)(int32_t n, const int32_t *devices, cll_driver_comm **out);
+    void (*comm_free)(cll_driver_comm *c);
+    void (*comm_abort)(cll_driver_comm *c, bool on);
+};
 
 extern const cll_driver cll_cpu_driver;
 extern const cll_driver cll_cuda_driver; /* answers "not built" in a build without nvcc */
+extern const cll_driver cll_tp_driver;   /* tensor parallel: the ranks of an inner driver (tp/driver.c) */
 
 #endif

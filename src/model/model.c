@@ -157,6 +157,9 @@ static cll_status read_hparams(cll_model *m, const meta *mt) {
     hp->n_swa = m->recipe.sliding_window ? meta_i32(mt, "attention.sliding_window", 0) : 0;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
     hp->logit_softcap = meta_f32(mt, "final_logit_softcapping", 0.0f);
+    hp->n_logits = hp->n_vocab;
+    hp->expert0 = 0;
+    hp->n_expert_here = hp->n_expert;
     return CLL_OK;
 }
 
@@ -242,5 +245,6 @@ fail:
 void cll_model_free(cll_model *m) {
     if (!m) return;
     free(m->layers);
+    free(m->owned);
     free(m);
 }

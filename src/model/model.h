@@ -40,6 +40,13 @@ typedef struct {
     int32_t n_swa;           /* sliding window in tokens (0 = none) */
     float attn_scale;        /* applied to q·k (or to q when q_prescale) */
     float logit_softcap;     /* 0 = off */
+    /* what this model's tensors hold when it is one rank's share of a tensor-parallel split
+     * (model/shard.h; the whole model otherwise): the output head's rows (n_vocab unsplit: a
+     * rank's logits are the vocab columns [its v0, v0 + n_logits)) and the experts
+     * [expert0, expert0 + n_expert_here) of the expert tensors (every expert unsplit; the router
+     * always scores all n_expert). n_head, n_head_kv and n_ff are then the rank's own. */
+    int32_t n_logits;
+    int32_t expert0, n_expert_here;
 } cll_hparams;
 
 typedef struct {
@@ -63,6 +70,7 @@ typedef struct {
     const cll_gguf_tensor *rope_freqs;                      /* optional (n_rot/2) frequency factors */
     cll_layer *layers;       /* (n_layer) */
     uint64_t n_params, n_bytes;
+    void *owned;             /* a shard view's tensors and sliced copies (model/shard.h); NULL when bound */
 } cll_model;
 
 /* Bind the recipe for g's architecture. Errors name the architecture (listing the supported

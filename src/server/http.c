@@ -383,6 +383,10 @@ int cll_server_run(const cll_server_config *cfg) {
     cllama_model_params mp = cllama_model_default_params();
     mp.n_threads = cfg->threads;
     mp.backend = cfg->backend;
+    mp.tp = cfg->tp;
+    mp.devices = cfg->devices;
+    mp.device = cfg->device;
+    mp.gpu_mem_limit = cfg->gpu_mem_limit;
     mp.progress = isatty(2);
     if (cllama_model_load(cfg->model_path, &mp, &srv->model) != CLLAMA_OK) {
         fprintf(stderr, "cllama serve: cannot load %s: %s\n", cfg->model_path, cllama_last_error());

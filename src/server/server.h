@@ -18,6 +18,10 @@ typedef struct {
     int n_ctx;               /* tokens of KV per sequence; 0 = engine default */
     long kv_cells;           /* > 0: a paged KV pool of this many cells shared by the slots */
     cllama_backend backend;
+    int32_t tp;              /* tensor-parallel ranks (cllama_model_params.tp; 0: none) */
+    const int32_t *devices;  /* their GPUs (NULL: 0..tp-1) */
+    int device;              /* the GPU without a split */
+    uint64_t gpu_mem_limit;  /* per GPU (0: what is free) */
     int threads;             /* 0 = engine default */
     size_t max_body;         /* request body limit in bytes (413 beyond) */
     int queue;               /* requests waiting for a slot before 503 */

@@ -249,7 +249,8 @@ cllama_status cllama_decode_topk(cllama_context *c, const cllama_batch *b, int32
         return (cllama_status)cll_err(CLL_ERR_ARG, "cllama_decode_topk: k %d outside [1, %d]", k,
                                       c->n_vocab < CLLAMA_TOPK_MAX ? c->n_vocab : CLLAMA_TOPK_MAX);
     const cll_driver *drv = c->model->drv;
-    if (drv->topk_max >= k && c->model->numerics != CLLAMA_NUMERICS_GGML) {
+    const int32_t tk_max = drv->model_topk_max ? drv->model_topk_max(c->model->dm) : drv->topk_max;
+    if (tk_max >= k && c->model->numerics != CLLAMA_NUMERICS_GGML) {
         if (!c->tk_buf) {
             c->tk_buf = malloc((size_t)c->n_out_max * CLLAMA_TOPK_MAX * (sizeof(int32_t) + sizeof(float)));
             if (!c->tk_buf) return (cllama_status)cll_err(CLL_ERR_NOMEM, "cllama_decode_topk: out of memory");
@@ -361,7 +362,10 @@ cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *
                              .device_seconds = k.device_seconds,
                              .graph_captures = k.graph_captures,
                              .capture_seconds = k.capture_seconds,
-                             .x_conversions = k.x_conversions};
+                             .x_conversions = k.x_conversions,
+                             .tp = k.tp > 0 ? k.tp : 1,
+                             .allreduces = k.allreduces,
+                             .allreduce_seconds = k.allreduce_seconds};
     return CLLAMA_OK;
 }
 

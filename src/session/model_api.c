@@ -14,7 +14,10 @@ cllama_model_params cllama_model_default_params(void) {
                              .numerics = CLLAMA_NUMERICS_DEFAULT,
                              .backend = CLLAMA_BACKEND_DEFAULT,
                              .device = 0,
-                             .progress = false};
+                             .progress = false,
+                             .tp = 0,
+                             .devices = NULL,
+                             .gpu_mem_limit = 0};
     return p;
 }
 
@@ -105,10 +108,26 @@ cllama_status cllama_model_load(const char *path, const cllama_model_params *p, 
         /* the weights are prepared once, here, by the chosen driver only (a CUDA load does
          * no CPU repack) */
         m->drv = m->backend == CLLAMA_BACKEND_CUDA ? &cll_cuda_driver : &cll_cpu_driver;
-        const cll_driver_model_params dp = {.n_threads = p->n_threads,
-                                            .ggml_numerics = m->numerics == CLLAMA_NUMERICS_GGML,
-                                            .progress = p->progress,
-                                            .device = p->device};
+        cll_driver_model_params dp = {.n_threads = p->n_threads,
+                                      .ggml_numerics = m->numerics == CLLAMA_NUMERICS_GGML,
+                                      .progress = p->progress,
+                                      .device = p->device,
+                                      .mem_limit = p->gpu_mem_limit};
+        if (p->tp < 0) {
+            st = cll_err(CLL_ERR_ARG, "tensor parallel over %d ranks", p->tp);
+            goto fail;
+        }
+        if (p->tp > 0) { /* the split: the tp driver over the backend's */
+            if (m->numerics == CLLAMA_NUMERICS_GGML) {
+                st = cll_err(CLL_ERR_UNSUPPORTED, "numerics ggml reproduces llama.cpp's one-device forward; it cannot be split (tp)");
+                goto fail;
+            }
+            dp.inner = m->drv;
+            dp.tp = p->tp;
+            dp.devices = p->devices;
+            m->drv = &cll_tp_driver;
+            m->tp = p->tp;
+        }
         st = m->drv->model_create(m->m, &dp, &m->dm);
         if (st != CLL_OK) goto fail;
         if (cll_tok_n_vocab(m->tok) > m->m->hp.n_vocab) {
@@ -179,6 +198,7 @@ uint64_t cllama_model_kv_read_bytes(const cllama_model *m, int64_t n_cells, int3
     return b;
 }
 cllama_backend cllama_model_backend(const cllama_model *m) { return m ? m->backend : CLLAMA_BACKEND_CPU; }
+int32_t cllama_model_tp(const cllama_model *m) { return m && m->tp > 0 ? m->tp : 1; }
 const char *cllama_model_driver_desc(const cllama_model *m) {
     return m && m->drv && m->dm && m->drv->model_desc ? m->drv->model_desc(m->dm) : "";
 }

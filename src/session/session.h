@@ -23,6 +23,7 @@ struct cllama_model {
     const cll_driver *drv; /* the backend's driver; NULL when vocab_only */
     cll_driver_model *dm;  /* its prepared weights; NULL when vocab_only */
     cllama_backend backend;
+    int32_t tp;            /* tensor-parallel ranks (0: the backend's driver alone) */
     cll_chat_tmpl chat;    /* recognised chat template family */
     cllama_numerics numerics; /* resolved at load: params, else env CLLAMA_NUMERICS */
     char arch[32];

@@ -185,8 +185,10 @@ __global__ void __launch_bounds__(128) k_moe_gemm(const uint8_t *__restrict__ W,
 #define CLL_MOE16_LDC (CLL_MOE16_BM + 4)
 
 __global__ static void k_moe_gather_f16(const float *__restrict__ x, int64_t ldx, int32_t x_div,
-                                        const int32_t *__restrict__ ids, int32_t cols, __half *__restrict__ xh) {
+                                        const int32_t *__restrict__ ids, const int32_t *__restrict__ placed, int32_t cols,
+                                        __half *__restrict__ xh) {
     const int64_t j = blockIdx.x; /* sorted position */
+    if (j >= *placed) return; /* the slots another tensor-parallel rank serves were left out of the sort */
     const float *xr = x + (int64_t)(ids[j] / x_div) * ldx;
     __half2 *d = (__half2 *)(xh + j * cols);
     for (int c = 2 * threadIdx.x; c < cols; c += 2 * blockDim.x) d[c / 2] = __floats2half2_rn(xr[c], xr[c + 1]);
@@ -271,8 +273,8 @@ static cudaError_t cu_moe_f16_launch(const cll_cu_weight *w, const cll_cu_moe_ar
         a->max_tiles > INT32_MAX / 2 || !a->xh || a->xh_bytes < (size_t)a->n_slots * (size_t)w->cols * 2 ||
         a->n_slots > INT32_MAX)
         return cudaErrorInvalidValue;
-    k_moe_gather_f16<<<(unsigned)a->n_slots, 128, 0, st>>>(a->x, a->ldx, a->x_div, a->ids, (int32_t)w->cols,
-                                                            (__half *)a->xh);
+    k_moe_gather_f16<<<(unsigned)a->n_slots, 128, 0, st>>>(a->x, a->ldx, a->x_div, a->ids, a->off + a->n_expert,
+                                                            (int32_t)w->cols, (__half *)a->xh);
     CLL_CU_RET(cudaGetLastError());
     for (int64_t t0 = 0; t0 < a->max_tiles; t0 += 65535) {
         const int64_t nt = a->max_tiles - t0 < 65535 ? a->max_tiles - t0 : 65535;

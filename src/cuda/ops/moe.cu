@@ -36,6 +36,7 @@ __global__ static void moe_sort_kernel(const int32_t *sel, int32_t n_slots, int3
     __syncthreads();
     for (int i = tid; i < n_slots; i += blockDim.x) {
         int e = sel[i];
+        if (e == -1) continue; /* a slot another rank serves */
         if ((unsigned)e >= (unsigned)E) e = 0;
         atomicAdd(&cnt[e], 1);
     }
@@ -57,21 +58,23 @@ __global__ static void moe_sort_kernel(const int32_t *sel, int32_t n_slots, int3
     for (int base = 0; base < n_slots; base += (int)blockDim.x) {
         const int i = base + tid;
         int e = 0;
-        if (i < n_slots) {
+        bool live = i < n_slots;
+        if (live) {
             e = sel[i];
+            live = e != -1;
             if ((unsigned)e >= (unsigned)E) e = 0;
         }
         for (int w = 0; w < nw; w++) {
             if (warp == w) {
-                const unsigned act = __ballot_sync(0xffffffffu, i < n_slots);
-                const unsigned same = __match_any_sync(0xffffffffu, i < n_slots ? e : -1) & act;
-                if (i < n_slots) {
+                const unsigned act = __ballot_sync(0xffffffffu, live);
+                const unsigned same = __match_any_sync(0xffffffffu, live ? e : -1) & act;
+                if (live) {
                     const int rank = __popc(same & ((1u << lane) - 1u));
                     ids[pos[e] + rank] = i;
                 }
                 __syncwarp();
                 /* the highest lane of each group advances the expert's position */
-                if (i < n_slots && (same >> lane) == 1u) pos[e] += __popc(same);
+                if (live && (same >> lane) == 1u) pos[e] += __popc(same);
             }
             __syncthreads();
         }
@@ -83,5 +86,39 @@ cudaError_t cll_cu_moe_sort(const int32_t *sel, int64_t n_slots, int32_t n_exper
     if (n_expert <= 0 || n_expert > 8192 || tile <= 0 || n_slots < 0 || n_slots > INT32_MAX / 2) return cudaErrorInvalidValue;
     moe_sort_kernel<<<1, 1024, (size_t)2 * (size_t)n_expert * sizeof(int32_t), s>>>(sel, (int32_t)n_slots, n_expert, tile,
                                                                                    ids, off, toff);
+    return cudaGetLastError();
+}
+
+/* expert parallel: the local id of each routed slot (sel - e0 for the experts [e0, e0 + here)), else
+ * other */
+__global__ static void moe_localize_kernel(const int32_t *sel, int64_t n, int32_t e0, int32_t here, int32_t other,
+                                           int32_t *out) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int32_t e = sel[i] - e0;
+    out[i] = e >= 0 && e < here ? e : other;
+}
+
+cudaError_t cll_cu_moe_localize(const int32_t *sel, int64_t n_slots, int32_t e0, int32_t here, int32_t other, int32_t *out,
+                                cudaStream_t s) {
+    if (n_slots <= 0) return cudaSuccess;
+    if (here < 1 || e0 < 0) return cudaErrorInvalidValue;
+    moe_localize_kernel<<<(unsigned)cll_cdiv(n_slots, 256), 256, 0, s>>>(sel, n_slots, e0, here, other, out);
+    return cudaGetLastError();
+}
+
+/* expert parallel: zero the output rows (d floats each) of the slots routed outside [e0, e0 + here) */
+__global__ static void moe_zero_foreign_kernel(const int32_t *sel, int32_t e0, int32_t here, float *y, int64_t d) {
+    const int64_t slot = blockIdx.x;
+    const int32_t e = sel[slot] - e0;
+    if (e >= 0 && e < here) return;
+    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) y[slot * d + j] = 0.0f;
+}
+
+cudaError_t cll_cu_moe_zero_foreign(const int32_t *sel, int64_t n_slots, int32_t e0, int32_t here, float *y, int64_t d,
+                                    cudaStream_t s) {
+    if (n_slots <= 0) return cudaSuccess;
+    if (n_slots > INT32_MAX) return cudaErrorInvalidValue;
+    moe_zero_foreign_kernel<<<(unsigned)n_slots, 256, 0, s>>>(sel, e0, here, y, d);
     return cudaGetLastError();
 }

@@ -242,10 +242,19 @@ cudaError_t cll_cu_moe_route(const float *logits, int64_t n, int32_t n_expert, i
 /* The slots of a batch (sel: n_slots expert ids, slot = token * n_used + k) bucketed by expert
  * for the grouped product (cll_cu_moe_args): off[e] = first sorted position of expert e
  * (off[n_expert] = n_slots), ids[off[e] ..] = its slots in ascending order, toff[e] = its first
- * tile of tile slots (toff[n_expert] = the tile count). An id outside [0, n_expert) counts as
- * expert 0 (never a read out of bounds). One block, n_expert <= 8192; stable and deterministic. */
+ * tile of tile slots (toff[n_expert] = the tile count). An id of -1 is a slot another tensor-parallel
+ * rank serves: left out (off[n_expert] then counts the others); any other id outside [0, n_expert)
+ * counts as expert 0 (never a read out of bounds). One block, n_expert <= 8192; stable and
+ * deterministic. */
 cudaError_t cll_cu_moe_sort(const int32_t *sel, int64_t n_slots, int32_t n_expert, int32_t tile, int32_t *ids,
                             int32_t *off, int32_t *toff, cudaStream_t s);
+/* expert parallel (a rank holds experts [e0, e0 + here)): out[i] = sel[i] - e0 for its slots, else
+ * other (-1: left out of the grouped sort; 0: a valid id whose row cll_cu_moe_zero_foreign clears) */
+cudaError_t cll_cu_moe_localize(const int32_t *sel, int64_t n_slots, int32_t e0, int32_t here, int32_t other, int32_t *out,
+                                cudaStream_t s);
+/* zero the rows (d floats at y + slot * d) of the slots whose routed expert is outside [e0, e0 + here) */
+cudaError_t cll_cu_moe_zero_foreign(const int32_t *sel, int64_t n_slots, int32_t e0, int32_t here, float *y, int64_t d,
+                                    cudaStream_t s);
 
 /* dst row r = src row rows[r] (n rows of d floats) */
 cudaError_t cll_cu_gather_rows(const float *src, int64_t ld_src, const int32_t *rows, int64_t n, int64_t d,

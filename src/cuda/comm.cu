@@ -1,0 +1,125 @@
+/* cuda/comm: the CUDA driver's communicator for a tensor-parallel context (model/driver.h comm_*):
+ * one NCCL communicator per GPU of the context, made together (ncclCommInitAll: one process drives
+ * every GPU, a thread per rank), and an all-reduce (sum of f32 rows, in place) that a rank's forward
+ * enqueues on its stream, inside its captured step graph too.
+ * NCCL is loaded at run time (dlopen "libnccl.so.2", the library the machine's CUDA image ships),
+ * so the binary starts, and runs unsplit, where it is absent; only a split asks for it.
+ * Owns: the communicators and the library handle. Rule: NVLink multicast stays off: NCCL_NVLS_ENABLE
+ * is set to 0 before the communicators exist (it can take a host's shared GPUs out of service), and
+ * nothing here calls cuMulticastCreate. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda/comm.cuh"
+
+/* the NCCL C ABI (stable since 2.0): the few entry points and constants used here */
+typedef struct nccl_comm *nccl_comm_t;
+typedef int nccl_result_t; /* ncclSuccess = 0 */
+enum { NCCL_FLOAT32 = 7, NCCL_SUM = 0 };
+typedef nccl_result_t (*fn_init_all)(nccl_comm_t *comms, int ndev, const int *devlist);
+typedef nccl_result_t (*fn_all_reduce)(const void *send, void *recv, size_t count, int dtype, int op, nccl_comm_t comm,
+                                       cudaStream_t stream);
+typedef nccl_result_t (*fn_comm)(nccl_comm_t comm);
+typedef const char *(*fn_err)(nccl_result_t r);
+typedef nccl_result_t (*fn_version)(int *v);
+
+struct cll_driver_comm {
+    int32_t n;
+    int32_t devices[CLL_CU_COMM_MAX];
+    nccl_comm_t comm[CLL_CU_COMM_MAX];
+    void *lib;
+    fn_all_reduce all_reduce;
+    fn_comm destroy, abort_;
+    fn_err err;
+    int version;
+    bool failed; /* aborted after a rank failed: the communicators are gone */
+};
+
+static const char *nccl_err(const cll_driver_comm *c, nccl_result_t r) {
+    return c->err ? c->err(r) : "unknown NCCL error";
+}
+
+extern "C" cll_status cll_cu_comm_create(int32_t n, const int32_t *devices, cll_driver_comm **out) {
+    *out = NULL;
+    if (n < 1 || n > CLL_CU_COMM_MAX) return cll_err(CLL_ERR_ARG, "cuda comm: %d GPUs (1 to %d)", n, CLL_CU_COMM_MAX);
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess) {
+        cudaGetLastError();
+        ndev = 0;
+    }
+    for (int32_t r = 0; r < n; r++)
+        if (devices[r] < 0 || devices[r] >= ndev)
+            return cll_err(CLL_ERR_ARG, "cuda comm: rank %d asks for GPU %d; %d %s visible", r, devices[r], ndev,
+                           ndev == 1 ? "is" : "are");
+    cll_driver_comm *c = (cll_driver_comm *)calloc(1, sizeof *c);
+    if (!c) return cll_err(CLL_ERR_NOMEM, "cuda comm: out of memory");
+    c->n = n;
+    for (int32_t r = 0; r < n; r++) c->devices[r] = devices[r];
+    if (n == 1) { /* one rank: nothing to reduce, no library needed */
+        *out = c;
+        return CLL_OK;
+    }
+    c->lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib) {
+        const char *why = dlerror();
+        free(c);
+        return cll_err(CLL_ERR_UNSUPPORTED, "tensor parallel over %d GPUs needs NCCL (libnccl.so.2): %s", n,
+                       why ? why : "not found");
+    }
+    fn_init_all init = (fn_init_all)dlsym(c->lib, "ncclCommInitAll");
+    c->all_reduce = (fn_all_reduce)dlsym(c->lib, "ncclAllReduce");
+    c->destroy = (fn_comm)dlsym(c->lib, "ncclCommDestroy");
+    c->abort_ = (fn_comm)dlsym(c->lib, "ncclCommAbort");
+    c->err = (fn_err)dlsym(c->lib, "ncclGetErrorString");
+    fn_version ver = (fn_version)dlsym(c->lib, "ncclGetVersion");
+    if (!init || !c->all_reduce || !c->destroy || !c->abort_) {
+        dlclose(c->lib);
+        free(c);
+        return cll_err(CLL_ERR_UNSUPPORTED, "libnccl.so.2 lacks ncclCommInitAll / ncclAllReduce / ncclCommDestroy / ncclCommAbort");
+    }
+    if (ver) ver(&c->version);
+    /* multicast off, whatever the environment says (see the file comment) */
+    const char *nv = getenv("NCCL_NVLS_ENABLE");
+    if (nv && strcmp(nv, "0")) cll_log_loud("NCCL_NVLS_ENABLE=%s overridden to 0: cllama never uses NVLink multicast", nv);
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    const nccl_result_t r = init(c->comm, n, devices);
+    if (r != 0) {
+        const char *why = nccl_err(c, r);
+        dlclose(c->lib);
+        free(c);
+        return cll_err(CLL_ERR_DEVICE, "ncclCommInitAll over %d GPUs: %s", n, why);
+    }
+    cll_log(CLL_LOG_INFO, "tensor parallel: NCCL %d over %d GPUs", c->version, n);
+    *out = c;
+    return CLL_OK;
+}
+
+extern "C" void cll_cu_comm_free(cll_driver_comm *c) {
+    if (!c) return;
+    for (int32_t r = 0; c->lib && !c->failed && r < c->n; r++)
+        if (c->comm[r]) c->destroy(c->comm[r]);
+    if (c->lib) dlclose(c->lib);
+    free(c);
+}
+
+extern "C" void cll_cu_comm_abort(cll_driver_comm *c, bool on) {
+    if (!c || !on || c->failed || !c->lib) return;
+    /* a rank failed while the others may wait in a collective: abort frees them (and the communicators,
+     * which cannot be made whole again: the context answers with an error from now on) */
+    for (int32_t r = 0; r < c->n; r++)
+        if (c->comm[r]) c->abort_(c->comm[r]);
+    c->failed = true;
+}
+
+cll_status cll_cu_comm_allreduce(cll_driver_comm *c, int32_t rank, float *buf, int64_t count, cudaStream_t st) {
+    if (!c || c->n == 1 || count == 0) return CLL_OK;
+    if (c->failed)
+        return cll_err(CLL_ERR_DEVICE, "tensor parallel: the GPUs' communicator was aborted after a rank failed; make a new context");
+    if (rank < 0 || rank >= c->n) return cll_err(CLL_ERR_ARG, "cuda comm: rank %d of %d", rank, c->n);
+    const nccl_result_t r = c->all_reduce(buf, buf, (size_t)count, NCCL_FLOAT32, NCCL_SUM, c->comm[rank], st);
+    if (r != 0) return cll_err(CLL_ERR_DEVICE, "ncclAllReduce of %lld floats on rank %d: %s", (long long)count, rank, nccl_err(c, r));
+    return CLL_OK;
+}
+
+int32_t cll_cu_comm_size(const cll_driver_comm *c) { return c ? c->n : 1; }

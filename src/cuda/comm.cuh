@@ -1,0 +1,22 @@
+/* cuda/comm: the NCCL communicator of a tensor-parallel context (comm.cu). The driver table's
+ * comm_create / comm_free / comm_abort are the extern "C" entry points; a rank's forward calls
+ * cll_cu_comm_allreduce on its stream (capturable into its step graph). */
+#ifndef CLL_CUDA_COMM_CUH
+#define CLL_CUDA_COMM_CUH
+
+#include "cuda/common.cuh"
+
+extern "C" {
+#include "model/driver.h"
+}
+
+#define CLL_CU_COMM_MAX 16
+
+extern "C" cll_status cll_cu_comm_create(int32_t n, const int32_t *devices, cll_driver_comm **out);
+extern "C" void cll_cu_comm_free(cll_driver_comm *c);
+extern "C" void cll_cu_comm_abort(cll_driver_comm *c, bool on);
+/* buf (count floats on rank's GPU) becomes the sum over the ranks, enqueued on st */
+cll_status cll_cu_comm_allreduce(cll_driver_comm *c, int32_t rank, float *buf, int64_t count, cudaStream_t st);
+int32_t cll_cu_comm_size(const cll_driver_comm *c);
+
+#endif

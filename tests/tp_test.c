@@ -1,0 +1,275 @@
+/* tp_test: tensor parallel (issue 13) end to end through the public API, on the CPU driver's ranks
+ * (host thread groups joined by an in-process all-reduce) — the split-math proof that needs no GPU:
+ *  - the whole forward split over 2 (and 4) ranks, shards computed separately and summed, equals the
+ *    unsplit forward within float reassociation on every architecture the split serves (llama GQA,
+ *    qwen2 biases, qwen3 q/k norms + tied output, qwen3moe and mixtral experts, a trained model),
+ *    teacher-forced over a prompt and greedy steps; where the unsplit top-2 margin is clear the
+ *    greedy ids agree;
+ *  - TP=1 through the same tp driver path is the unsplit driver bit for bit;
+ *  - several sequences in one batched step, a paged cache, greedy ids and top-k candidates merged
+ *    across the ranks' vocab slices;
+ *  - the counters: tp, two all-reduces a layer a forward;
+ *  - counts that do not split (1 KV head; O columns that cut a 256-element block) fail at load naming
+ *    the counts that do.
+ * With CLLAMA_TEST_BACKEND=cuda the same checks run with GPU ranks (SKIP without 2 GPUs). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#include "cllama.h"
+
+static cllama_backend g_backend = CLLAMA_BACKEND_CPU;
+
+static cllama_model *load(const char *path, int32_t tp) {
+    cllama_model_params mp = cllama_model_default_params();
+    mp.backend = g_backend;
+    mp.tp = tp;
+    cllama_model *m = NULL;
+    if (cllama_model_load(path, &mp, &m) != CLLAMA_OK) fail_msg("load %s tp %d: %s", path, tp, cllama_last_error());
+    return m;
+}
+
+static cllama_context *ctx(cllama_model *m, uint32_t n_seq, uint32_t kv_cells) {
+    cllama_context_params cp = cllama_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_seq_max = n_seq;
+    cp.n_batch = 64;
+    cp.n_threads = 2;
+    cp.kv_type = CLLAMA_KV_F32;
+    cp.n_kv_cells = kv_cells;
+    cllama_context *c = NULL;
+    if (cllama_context_create(m, &cp, &c) != CLLAMA_OK) fail_msg("context: %s", cllama_last_error());
+    return c;
+}
+
+/* decode tokens [0, n) of sequence seq at positions p0.., every token asking for logits */
+static void decode_all(cllama_context *c, const cllama_token *t, int32_t n, int32_t p0, int32_t seq) {
+    int32_t pos[64], sid[64];
+    int8_t want[64];
+    for (int32_t i = 0; i < n; i++) pos[i] = p0 + i, sid[i] = seq, want[i] = 1;
+    const cllama_batch b = {n, t, pos, sid, want};
+    if (cllama_decode(c, &b) != CLLAMA_OK) fail_msg("decode: %s", cllama_last_error());
+}
+
+static int32_t argmax2(const float *l, int32_t V, float *margin) {
+    int32_t a = 0;
+    for (int32_t j = 1; j < V; j++)
+        if (l[j] > l[a]) a = j;
+    float second = -INFINITY;
+    for (int32_t j = 0; j < V; j++)
+        if (j != a && l[j] > second) second = l[j];
+    *margin = l[a] - second;
+    return a;
+}
+
+/* Split over tp ranks vs unsplit: prompt prefill + greedy steps, teacher-forced by the unsplit ids.
+ * The split sums each row-parallel product in two parts (a rank's columns, then the all-reduce), so a
+ * residual can differ from the unsplit one in its last bit. Where the next product rounds its input
+ * (fp16 for F16 weights, int8 blocks for the quantized ones) that bit can move one element by a
+ * rounding step, which shows in the logits: on these files up to ~4e-3 (fp16) and 3.5e-2 (one q8 step,
+ * tiny-qwen2 Q8_0 row 1, the last layer). So each row must be within tol at its worst element and within
+ * 1e-2 of the logits' own RMS over the row (a wrong slice moves the whole row: O(1)); and where the
+ * unsplit top-2 margin clears 4 tol, the greedy ids agree. */
+static double compare_split(const char *rel, int32_t tp, double tol) {
+    const char *path = tu_shared(rel);
+    char p[1024];
+    snprintf(p, sizeof p, "%s", path);
+    cllama_model *ma = load(p, 0), *mb = load(p, tp);
+    assert_int_equal(cllama_model_tp(ma), 1);
+    assert_int_equal(cllama_model_tp(mb), tp);
+    cllama_context *ca = ctx(ma, 1, 0), *cb = ctx(mb, 1, 0);
+    const int32_t V = cllama_model_n_vocab(ma);
+    assert_int_equal(V, cllama_model_n_vocab(mb));
+    cllama_token toks[64];
+    int32_t n = 0;
+    const char *text = "One day a little bird found a shiny stone by the river.";
+    assert_int_equal(cllama_tokenize(ma, text, strlen(text), true, false, toks, 64, &n), CLLAMA_OK);
+    double worst = 0.0, worst_rms = 0.0;
+    int32_t clear = 0;
+    decode_all(ca, toks, n, 0, 0);
+    decode_all(cb, toks, n, 0, 0);
+    int32_t pos = n;
+    for (int32_t step = 0; step < 12; step++) {
+        const int32_t rows = step == 0 ? n : 1;
+        cllama_token next = 0;
+        for (int32_t i = 0; i < rows; i++) {
+            const float *la = cllama_get_logits(ca, i), *lb = cllama_get_logits(cb, i);
+            assert_non_null(la);
+            assert_non_null(lb);
+            double d = 0.0, se = 0.0, sl = 0.0;
+            for (int32_t j = 0; j < V; j++) {
+                assert_false(isnan(lb[j]));
+                const double e = fabs((double)la[j] - (double)lb[j]);
+                d = e > d ? e : d;
+                se += e * e;
+                sl += (double)la[j] * la[j];
+            }
+            const double rms = sqrt(se / sl);
+            worst = d > worst ? d : worst;
+            worst_rms = rms > worst_rms ? rms : worst_rms;
+            if (d > tol || rms > 1e-2)
+                fail_msg("%s tp %d: step %d row %d: logits differ by %g at worst (tolerance %g), %g of their RMS (1e-2)",
+                         rel, tp, step, i, d, tol, rms);
+            float ma_, mb_;
+            const int32_t ia = argmax2(la, V, &ma_), ib = argmax2(lb, V, &mb_);
+            if (ma_ > 4 * tol) {
+                clear++;
+                if (ia != ib) fail_msg("%s tp %d: step %d row %d: greedy %d vs %d (margin %g)", rel, tp, step, i, ia, ib, ma_);
+            }
+            next = ia;
+        }
+        decode_all(ca, &next, 1, pos, 0);
+        decode_all(cb, &next, 1, pos, 0);
+        pos++;
+    }
+    assert_true(clear > n / 2); /* the check had something to check */
+    cllama_counters k;
+    assert_int_equal(cllama_context_counters(cb, &k), CLLAMA_OK);
+    assert_int_equal(k.tp, tp);
+    assert_int_equal(k.forwards, 13);
+    assert_int_equal(k.allreduces, (uint64_t)13 * 2 * (uint64_t)cllama_model_n_layer(mb));
+    assert_int_equal(cllama_context_counters(ca, &k), CLLAMA_OK);
+    assert_int_equal(k.tp, 1);
+    assert_int_equal(k.allreduces, 0);
+    printf("  %-40s tp %d: max |logit diff| %.3g, %.2g of the RMS, over %d rows x %d (greedy checked on %d)\n", rel,
+           tp, worst, worst_rms, n + 12, V, clear);
+    cllama_context_free(ca);
+    cllama_context_free(cb);
+    cllama_model_free(ma);
+    cllama_model_free(mb);
+    return worst;
+}
+
+static void test_split_dense(void **state) {
+    (void)state;
+    compare_split("models/stories260K.gguf", 2, 1e-3);
+    compare_split("models/stories260K.gguf", 4, 1e-3);
+    compare_split("oracle/models/tiny-llama-Q4_0.gguf", 2, 0.1);
+    compare_split("oracle/models/tiny-llama-F16.gguf", 2, 0.1);
+    compare_split("oracle/models/tiny-qwen2-Q8_0.gguf", 2, 0.1);
+    compare_split("oracle/models/tiny-qwen3-Q8_0.gguf", 2, 0.1);
+}
+
+static void test_split_moe(void **state) {
+    (void)state;
+    compare_split("oracle/models/tiny-qwen3moe-Q8_0.gguf", 2, 0.1);
+    compare_split("oracle/models/tiny-mixtral-F16.gguf", 2, 0.1);
+}
+
+/* TP=1 runs the inner driver on the whole model: bit for bit the unsplit logits */
+static void test_tp1_bit_exact(void **state) {
+    (void)state;
+    const char *path = tu_shared("oracle/models/tiny-qwen3-Q8_0.gguf");
+    char p[1024];
+    snprintf(p, sizeof p, "%s", path);
+    cllama_model *ma = load(p, 0), *mb = load(p, 1);
+    assert_int_equal(cllama_model_tp(mb), 1);
+    cllama_context *ca = ctx(ma, 1, 0), *cb = ctx(mb, 1, 0);
+    const int32_t V = cllama_model_n_vocab(ma);
+    const cllama_token t[6] = {1, 100, 200, 300, 400, 7};
+    decode_all(ca, t, 6, 0, 0);
+    decode_all(cb, t, 6, 0, 0);
+    for (int32_t i = 0; i < 6; i++)
+        assert_memory_equal(cllama_get_logits(ca, i), cllama_get_logits(cb, i), sizeof(float) * (size_t)V);
+    cllama_context_free(ca);
+    cllama_context_free(cb);
+    cllama_model_free(ma);
+    cllama_model_free(mb);
+}
+
+/* two sequences in one step on a paged cache; greedy ids and top-k candidates from the split equal the
+ * unsplit ones taken from its logits */
+static void test_batched_greedy_topk(void **state) {
+    (void)state;
+    const char *path = tu_shared("oracle/models/tiny-llama-Q8_0.gguf");
+    char p[1024];
+    snprintf(p, sizeof p, "%s", path);
+    cllama_model *ma = load(p, 0), *mb = load(p, 2);
+    cllama_context *ca = ctx(ma, 2, 256), *cb = ctx(mb, 2, 256);
+    const int32_t V = cllama_model_n_vocab(ma);
+    const cllama_token t0[5] = {1, 50, 60, 70, 80}, t1[3] = {1, 90, 91};
+    decode_all(ca, t0, 5, 0, 0);
+    decode_all(cb, t0, 5, 0, 0);
+    decode_all(ca, t1, 3, 0, 1);
+    decode_all(cb, t1, 3, 0, 1);
+    /* one step of both sequences: greedy */
+    cllama_token tok[2] = {33, 44}, ga[2], gb[2];
+    int32_t pos[2] = {5, 3}, sid[2] = {0, 1};
+    int8_t want[2] = {1, 1};
+    cllama_batch b = {2, tok, pos, sid, want};
+    assert_int_equal(cllama_decode(ca, &b), CLLAMA_OK);
+    float mg;
+    for (int i = 0; i < 2; i++) ga[i] = argmax2(cllama_get_logits(ca, i), V, &mg);
+    assert_int_equal(cllama_decode_greedy(cb, &b, gb), CLLAMA_OK);
+    assert_int_equal(ga[0], gb[0]);
+    assert_int_equal(ga[1], gb[1]);
+    /* the next step: top-8 candidates */
+    cllama_token tok2[2] = {ga[0], ga[1]}, ia[16], ib[16];
+    int32_t pos2[2] = {6, 4};
+    float la[16], lb[16];
+    cllama_batch b2 = {2, tok2, pos2, sid, want};
+    assert_int_equal(cllama_decode_topk(ca, &b2, 8, ia, la), CLLAMA_OK);
+    assert_int_equal(cllama_decode_topk(cb, &b2, 8, ib, lb), CLLAMA_OK);
+    for (int i = 0; i < 16; i++) {
+        assert_true(fabsf(la[i] - lb[i]) < 0.1f);
+        if (i % 8 < 7 && la[i] - la[i + 1] > 0.4f) assert_int_equal(ia[i], ib[i]); /* clear of its neighbour */
+    }
+    cllama_context_free(ca);
+    cllama_context_free(cb);
+    cllama_model_free(ma);
+    cllama_model_free(mb);
+}
+
+static void expect_load_error(const char *rel, int32_t tp, const char *const *needles) {
+    const char *path = tu_shared(rel);
+    cllama_model_params mp = cllama_model_default_params();
+    mp.backend = g_backend;
+    mp.tp = tp;
+    cllama_model *m = NULL;
+    assert_int_not_equal(cllama_model_load(path, &mp, &m), CLLAMA_OK);
+    assert_null(m);
+    const char *e = cllama_last_error();
+    for (int i = 0; needles[i]; i++)
+        if (!strstr(e, needles[i])) fail_msg("tp %d on %s: error '%s' lacks '%s'", tp, rel, e, needles[i]);
+}
+
+static void test_bad_counts(void **state) {
+    (void)state;
+    /* gemma3: 1 KV head */
+    const char *g[] = {"tensor parallel over 2", "1 KV heads do not split into 2", "(valid: 1)", NULL};
+    expect_load_error("oracle/models/tiny-gemma3-Q8_0.gguf", 2, g);
+    /* Q4_K_M: O's 128 columns a rank cut its 256-element blocks */
+    const char *k[] = {"attn_output", "256-element blocks", "(valid: 1)", NULL};
+    expect_load_error("oracle/models/tiny-llama-Q4_K_M.gguf", 2, k);
+    /* 2 KV heads on 3 */
+    const char *three[] = {"2 KV heads do not split into 3", "(valid: 1, 2)", NULL};
+    expect_load_error("oracle/models/tiny-llama-Q8_0.gguf", 3, three);
+    const char *neg[] = {"-1 ranks", NULL};
+    expect_load_error("oracle/models/tiny-llama-Q8_0.gguf", -1, neg);
+}
+
+int main(void) {
+    const char *be = getenv("CLLAMA_TEST_BACKEND");
+    if (be && !strcmp(be, "cuda")) {
+        g_backend = CLLAMA_BACKEND_CUDA;
+        /* ranks are GPUs: two are needed (the CPU run of this test is the split-math proof) */
+        cllama_model_params mp = cllama_model_default_params();
+        mp.backend = CLLAMA_BACKEND_CUDA;
+        mp.tp = 2;
+        cllama_model *m = NULL;
+        if (cllama_model_load(tu_shared("models/stories260K.gguf"), &mp, &m) != CLLAMA_OK) {
+            char why[512];
+            snprintf(why, sizeof why, "tp_test on cuda: %s", cllama_last_error());
+            tu_skip(why);
+        }
+        cllama_model_free(m);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_split_dense),       cmocka_unit_test(test_split_moe),
+        cmocka_unit_test(test_tp1_bit_exact),     cmocka_unit_test(test_batched_greedy_topk),
+        cmocka_unit_test(test_bad_counts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
