@@ -183,12 +183,32 @@ static void test_import_ref(void **state) {
     json_object_set_new(mine, "avg_ts", json_real(715.157478));
     cll_bench_records_upsert(doc, mine);
     assert_int_equal(json_array_size(rows), 3);
+    /* the same cell over two GPUs (tp 2) is a row of its own, not a replacement, and a table of its own */
+    json_t *split = json_deep_copy(mine);
+    json_object_set_new(split, "tp", json_integer(2));
+    json_object_set_new(split, "avg_ts", json_real(1111.5));
+    cll_bench_records_upsert(doc, split);
+    assert_int_equal(json_array_size(rows), 4);
+    json_t *split2 = json_deep_copy(split);
+    json_object_set_new(split2, "avg_ts", json_real(1212.5));
+    cll_bench_records_upsert(doc, split2); /* replaces the tp 2 row only */
+    assert_int_equal(json_array_size(rows), 4);
+    assert_float_equal(json_number_value(json_object_get(json_array_get(rows, 2), "avg_ts")), 715.157478, 1e-6);
     assert_int_equal(cll_bench_records_save(rec, doc), CLL_OK);
     json_decref(doc);
     char dir[512], *md, *html;
     snprintf(dir, sizeof dir, "%s/import", g_tmp);
     render(dir, &md, &html);
     assert_non_null(strstr(md, "| 715.2 ± 4.4 ·u | 357.6 ± 4.4 | 2.00× |"));
+    const char *tp2 = strstr(md, "— cuda, tp 2");
+    assert_non_null(tp2);
+    assert_non_null(strstr(tp2, "| 1212 ± 4 ·u | — | — | 54% / — |")); /* the roofline of both devices' bandwidth */
+    assert_non_null(strstr(tp2, "8586 GB/s, the devices together"));
+    assert_null(strstr(md, "1111"));
+    const char *one = strstr(md, "— cuda\n");
+    assert_non_null(one);
+    assert_true(one < tp2);
+    assert_null(strstr(tp2, "715.2")); /* the one-device value stays in its table */
     /* 715.16 t/s x 3.825 GB / 4293 GB/s = 64% of the roofline */
     assert_non_null(strstr(md, "| 64% / 32% |"));
     free(md);

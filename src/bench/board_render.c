@@ -22,6 +22,7 @@ typedef struct {
 
 typedef struct {
     const char *box, *backend;
+    char label[32]; /* the backend, and its tensor-parallel degree when split ("cuda, tp 2") */
     double bw; /* GB/s, 0 = unknown */
     model_t *m;
     int nm;
@@ -61,18 +62,31 @@ static int cmp_test(const void *a, const void *b) {
     return x->ng < y->ng ? -1 : x->ng > y->ng;
 }
 
-/* build the table of one backend of one box */
-static void build(json_t *doc, const char *backend, table_t *t) {
+/* a row's tensor-parallel degree (rows from before the field: one device) */
+static long long row_tp(json_t *o) {
+    json_t *v = json_object_get(o, "tp");
+    return json_is_integer(v) ? (long long)json_integer_value(v) : 1;
+}
+
+/* a row of this table: its backend and split, not a batched row (those have their own tables) */
+static bool in_table(json_t *o, const char *backend, long long tp) {
+    return !strcmp(sget(o, "backend"), backend) && !json_object_get(o, "pl") && row_tp(o) == tp;
+}
+
+/* build the table of one backend of one box, at one tensor-parallel degree (1: one device) */
+static void build(json_t *doc, const char *backend, long long tp, table_t *t) {
     json_t *rows = json_object_get(doc, "rows");
     memset(t, 0, sizeof *t);
     t->box = sget(doc, "box");
     t->backend = backend;
-    t->bw = nget(doc, "bandwidth_GBps");
+    if (tp > 1) snprintf(t->label, sizeof t->label, "%s, tp %lld", backend, tp);
+    else snprintf(t->label, sizeof t->label, "%s", backend);
+    t->bw = nget(doc, "bandwidth_GBps") * (double)tp; /* a split reads its shards from tp devices at once */
     size_t i;
     json_t *o;
     t->m = calloc(json_array_size(rows) + 1, sizeof(model_t));
     json_array_foreach(rows, i, o) {
-        if (strcmp(sget(o, "backend"), backend) || json_object_get(o, "pl")) continue; /* batched rows: their own table */
+        if (!in_table(o, backend, tp)) continue; /* batched rows: their own table */
         char k[256];
         model_key(rows, o, k, sizeof k);
         int j;
@@ -99,7 +113,7 @@ static void build(json_t *doc, const char *backend, table_t *t) {
     t->c = calloc((size_t)(t->nm * t->nt + 1), sizeof(json_t *));
     t->r = calloc((size_t)(t->nm * t->nt + 1), sizeof(json_t *));
     json_array_foreach(rows, i, o) {
-        if (strcmp(sget(o, "backend"), backend) || json_object_get(o, "pl")) continue;
+        if (!in_table(o, backend, tp)) continue;
         char k[256];
         model_key(rows, o, k, sizeof k);
         int j, q;
@@ -170,13 +184,14 @@ static const char *first_prov(const table_t *t, const char *engine, const char *
 }
 
 static void md_table(FILE *f, const table_t *t) {
-    fprintf(f, "\n## %s — %s\n\n", t->box, t->backend);
+    fprintf(f, "\n## %s — %s\n\n", t->box, t->label);
     const char *cpu = first_str(t, "cllama", "cpu_info"), *gpu = first_str(t, "cllama", "gpu_info");
     if (!cpu) cpu = first_str(t, "llama.cpp", "cpu_info");
     if (!gpu) gpu = first_str(t, "llama.cpp", "gpu_info");
     fprintf(f, "- hardware: %s%s%s\n", cpu ? cpu : "?", gpu && *gpu ? "; " : "", gpu ? gpu : "");
     if (t->bw > 0)
-        fprintf(f, "- read bandwidth: %.0f GB/s (decode roofline = bandwidth / bytes of weights; at depth, of weights and the K/V cache a token reads)\n", t->bw);
+        fprintf(f, "- read bandwidth: %.0f GB/s%s (decode roofline = bandwidth / bytes of weights; at depth, of weights and the K/V cache a token reads)\n", t->bw,
+                strchr(t->label, ',') ? ", the devices together" : "");
     const char *sha = first_prov(t, "cllama", "engine_git_sha"), *bc = first_str(t, "llama.cpp", "build_commit");
     const char *note = first_prov(t, "llama.cpp", "note");
     fprintf(f, "- cllama: git %s; llama.cpp: build %s%s%s\n\n", sha ? sha : "—", bc ? bc : "—", note ? " — " : "",
@@ -262,7 +277,7 @@ static void html_chart(FILE *f, const table_t *t, int q) {
 static void html_table(FILE *f, const table_t *t) {
     fprintf(f, "<section><h2>");
     html_esc(f, t->box);
-    fprintf(f, " — %s</h2>\n", t->backend);
+    fprintf(f, " — %s</h2>\n", t->label);
     const char *cpu = first_str(t, "cllama", "cpu_info"), *gpu = first_str(t, "cllama", "gpu_info");
     if (!cpu) cpu = first_str(t, "llama.cpp", "cpu_info");
     if (!gpu) gpu = first_str(t, "llama.cpp", "gpu_info");
@@ -350,7 +365,7 @@ static void batched_tables(FILE *md, FILE *html, json_t *doc, const char *backen
     bb_cell *cells = calloc(cap + 1, sizeof *cells);
     int n = 0;
     json_array_foreach(rows, i, o) {
-        if (!json_object_get(o, "pl") || strcmp(sget(o, "backend"), backend)) continue;
+        if (!json_object_get(o, "pl") || strcmp(sget(o, "backend"), backend) || row_tp(o) != 1) continue;
         const bool ours = !strcmp(sget(o, "engine"), "cllama");
         int j;
         for (j = 0; j < n && !bb_same(cells[j].c ? cells[j].c : cells[j].r, o); j++) {}
@@ -456,13 +471,17 @@ cll_status cll_bench_board_render(const char *dir, const char *md_path, const ch
         }
         static const char *backends[] = {"cpu", "cuda"};
         for (int b = 0; b < 2; b++) {
-            table_t t;
-            build(doc, backends[b], &t);
-            if (t.nm) {
-                if (md) md_table(md, &t);
-                if (html) html_table(html, &t);
+            /* one device first, then each split the rows hold (tp 2, 4, ...: cllama only; llama.cpp's
+             * rows ran on one device) */
+            for (long long tp = 1; tp <= 16; tp++) {
+                table_t t;
+                build(doc, backends[b], tp, &t);
+                if (t.nm) {
+                    if (md) md_table(md, &t);
+                    if (html) html_table(html, &t);
+                }
+                table_free(&t);
             }
-            table_free(&t);
             batched_tables(md, html, doc, backends[b]);
         }
         json_decref(doc);
