@@ -26,6 +26,8 @@ static const shape k_shapes[] = {
     {"llama2-7b", "llama", 4096, 32, 32, 32, 128, 11008, 32000, 4096, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
     {"llama3-8b", "llama", 4096, 32, 32, 8, 128, 14336, 128256, 8192, 500000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
     {"llama32-1b", "llama", 2048, 16, 32, 8, 64, 8192, 128256, 8192, 500000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* Llama-3-70B's dims: more than one GPU's memory budget when limited (issue 13's tensor-parallel bar) */
+    {"llama3-70b", "llama", 8192, 80, 64, 8, 128, 28672, 128256, 8192, 500000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
     {"qwen3-moe-a3b", "qwen3moe", 2048, 48, 32, 4, 64, 6144, 151936, 40960, 1e6f, 1e-5f, 0, 0, 1, 0, 0, 128, 8, 768},
     {"tiny", "llama", 256, 4, 8, 4, 32, 768, 32000, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
     {"tiny-moe", "qwen3moe", 256, 4, 8, 4, 32, 768, 32000, 2048, 10000.f, 1e-5f, 0, 0, 1, 0, 0, 8, 2, 128},
@@ -39,7 +41,7 @@ static const shape k_shapes[] = {
 #define N_SHAPES (sizeof k_shapes / sizeof k_shapes[0])
 
 const char *cll_bench_synth_shapes(void) {
-    return "llama2-7b,llama3-8b,llama32-1b,qwen3-moe-a3b,tiny,tiny-moe,tiny-llama,tiny-qwen2,tiny-qwen3,"
+    return "llama2-7b,llama3-8b,llama32-1b,llama3-70b,qwen3-moe-a3b,tiny,tiny-moe,tiny-llama,tiny-qwen2,tiny-qwen3,"
            "tiny-gemma3,tiny-qwen3moe,tiny-mixtral";
 }
 
