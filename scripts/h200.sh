@@ -31,6 +31,11 @@
 #               then delete the file (the 64 GB disk holds a few)
 #       tboard SIDECAR [REGEX]  issue 12's board before / after: pp512 and tg128 per anchor file untuned
 #               (--tune none) and tuned (--tune SIDECAR), alternating order, a table at the end
+#       tp [N]  issue 13 on a several-GPU kind (nvidia-h200-x2 / -x4): the tensor-parallel gate
+#               (tp_test on GPU ranks), then a llama3-70b Q4_K_M file: tg128 / pp512 at TP=1 and TP=N
+#               (default 2; recorded, rows carry tp), and TP=N under --gpu-mem-limit 32G per GPU (a
+#               budget TP=1 cannot meet: the load error is printed), the all-reduce share from the
+#               counters; NCCL_NVLS_ENABLE=0 always (never multicast)
 #       sh 'CMDS'   the binaries unpacked and the environment set as above, then CMDS (one call's
 #               own steps, e.g. an A/B of an env knob on `cllama bench`)
 # Output: logs and records under $OUT (the device tool brings them back).
@@ -54,11 +59,11 @@ pack() {
   [ "${1:-}" = "--models" ] && set=$2
   cmake -S . -B build-h200 -DCMAKE_BUILD_TYPE=Release \
     -DCLLAMA_CUDA_GENCODE="-gencode arch=compute_90a,code=sm_90a" >/dev/null || exit 1
-  cmake --build build-h200 -j "$(nproc)" --target cllama_cli golden_test cuda_test cuda_kernels_test cuda_kbench \
+  cmake --build build-h200 -j "$(nproc)" --target cllama_cli golden_test cuda_test cuda_kernels_test cuda_kbench tp_test \
     2>&1 | grep -E "error|warning" ; true
   rm -rf .gpu/bin .gpu/lib .gpu/shared
   mkdir -p .gpu/bin .gpu/lib .gpu/shared/oracle/golden .gpu/shared/oracle/models .gpu/shared/models
-  for b in bin/cllama tests/golden_test tests/cuda_test tests/cuda_kernels_test bin/cuda_kbench; do
+  for b in bin/cllama tests/golden_test tests/cuda_test tests/cuda_kernels_test bin/cuda_kbench tests/tp_test; do
     [ -f "build-h200/$b" ] && strip -o ".gpu/bin/$(basename "$b")" "build-h200/$b"
   done
   cp -L "$(ldconfig -p | awk '/libcmocka.so.0 /{print $NF; exit}')" .gpu/lib/ 2>/dev/null
@@ -76,7 +81,7 @@ pack() {
     all) cp "$sh"/oracle/golden/*.json .gpu/shared/oracle/golden/; cp "$sh"/oracle/models/*.gguf .gpu/shared/oracle/models/ ;;
     core)
       for f in tiny-llama-Q4_0 tiny-llama-Q4_K_M tiny-llama-F16 tiny-llama-IQ4_XS tiny-llama-IQ3_S tiny-llama-Q5_1 tiny-llama-Q6_K \
-               tiny-gemma3-Q4_K_M tiny-qwen2-Q8_0 tiny-qwen3-Q4_K_M tiny-qwen3moe-Q4_K_M tiny-mixtral-Q8_0; do
+               tiny-gemma3-Q4_K_M tiny-qwen2-Q8_0 tiny-qwen3-Q4_K_M tiny-qwen3moe-Q4_K_M tiny-qwen3moe-Q8_0 tiny-mixtral-Q8_0; do
         cp "$sh/oracle/golden/$f.json" .gpu/shared/oracle/golden/; cp "$sh/oracle/models/$f.gguf" .gpu/shared/oracle/models/
       done ;;
     rest) # the files core leaves out (a second call on a warm machine)
@@ -154,6 +159,8 @@ gate() {
       tee "$OUT/gate_early_ns$ns.log" | grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/early issue at depth $ns: /" || rc=1
   done
   CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) |chat template" | tail -60 || rc=1
+  # tensor parallel on GPU ranks (one GPU: TP=1 through the tp driver, bit for bit, and the load checks)
+  NCCL_NVLS_ENABLE=0 CLLAMA_TEST_BACKEND=cuda .gpu/bin/tp_test 2>&1 | tee "$OUT/tp_cuda.log" | grep -E "SKIP|FAIL|PASSED|ERROR" || rc=1
   [ "${1:-}" = "--quick" ] && return $rc # kernel rows and golden only
   # the whole OpenAI-compatible API suite against the GPU backend (its /metrics check proves the GPU ran)
   CLLAMA_BACKEND=cuda timeout 300 python3 tests/server_api_test.py 2>&1 | tee "$OUT/server_cuda.log" | grep -vE "^ok " | tail -15 || rc=1
@@ -473,6 +480,33 @@ join_gemma() {
 # (gate --quick: 97a5cb2 passes the row count to cll_cu_attn_form, host-side, tested off the GPU),
 # then the board cells whose rows predate e633934 (one attention chunk per head group over <= 128
 # keys) and the float gemv's PRE form, recorded: l2-7b F16, Q5_1, IQ4_XS, l3-8b Q6_K, IQ3_S
+# tp [N]: issue 13's acceptance cells on one host's GPUs (see the header)
+tp() {
+  dev_env
+  export NCCL_NVLS_ENABLE=0 # never NVLink multicast: it can take the host's shared GPUs out of service
+  local n=${1:-2} ngpu
+  ngpu=$(nvidia-smi -L | wc -l)
+  [ "$ngpu" -ge "$n" ] || { echo "tp: $ngpu GPU(s) here, TP=$n needs $n"; return 1; }
+  CLLAMA_TEST_BACKEND=cuda .gpu/bin/tp_test 2>&1 | tee "$OUT/tp_gate.log" | grep -vE "^\[ (RUN|      OK) " | tail -20
+  [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
+  local f=$MODELS/l3-70b-Q4_K_M.gguf t0=$SECONDS
+  mkdir -p "$MODELS"
+  [ -f "$f" ] || .gpu/bin/cllama synth --shape llama3-70b --type Q4_K_M -o "$f" --quiet || return 1
+  echo "synth llama3-70b Q4_K_M: $((SECONDS - t0)) s, $(du -h "$f" | cut -f1)"
+  # the budget one GPU cannot meet: TP=1 must refuse it with the sizes, TP=N must run in it
+  .gpu/bin/cllama run --backend cuda -m "$f" -p "Hello" -n 4 --temp 0 --gpu-mem-limit 32G 2>&1 | tail -2
+  .gpu/bin/cllama run --backend cuda --tp "$n" -m "$f" -p "Hello" -n 16 --temp 0 --gpu-mem-limit 32G 2>&1 | tail -2
+  for tpn in 0 "$n"; do
+    local a=()
+    [ "$tpn" = 0 ] || a=(--tp "$tpn")
+    CLLAMA_BOX=h200x$ngpu .gpu/bin/cllama bench --backend cuda "${a[@]}" -p 512 -n 128 -r 3 -o jsonl --record --records "$OUT" \
+      -m "$f" 2>&1 | tee -a "$OUT/tp.log" | python3 -c 'import sys,json
+for l in sys.stdin:
+    if l.startswith("{"):
+        r=json.loads(l); print("cllama l3-70b-Q4_K_M tp %d %-6s %9.1f t/s" % (r.get("tp", 1), r["test"], r["avg_ts"]))'
+  done
+}
+
 owed() {
   gate --quick
   bench 'l2-7b-f16|l2-7b-Q5_1|l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
@@ -494,6 +528,7 @@ case $cmd in
   batched) batched "$@" ;;
   serve) serve "$@" ;;
   owed) owed ;;
+  tp) tp "$@" ;;
   tboard) tboard "$@" ;;
   sh) dev_env; eval "$*" ;; # sh 'COMMANDS': the unpacked binaries and shared files in place, then COMMANDS
   *) sed -n '2,20p' "$0"; exit 2 ;;

@@ -4,10 +4,18 @@
  * enqueues on its stream, inside its captured step graph too.
  * NCCL is loaded at run time (dlopen "libnccl.so.2", the library the machine's CUDA image ships),
  * so the binary starts, and runs unsplit, where it is absent; only a split asks for it.
+ * Every rank on one GPU (--devices 0,0): the simulated split, with no NCCL: the ranks' threads meet at
+ * a host barrier, each stream waits for the others' partial rows (events), and each rank sums its
+ * chunk of the elements over every rank's buffer, in rank order, writing the sum into all of them (one
+ * reader and writer per element, as the CPU's group); a second barrier and event wait keep any rank
+ * from touching its rows before every chunk is written. The barrier is on the host, so these ranks
+ * run their steps eagerly (cll_cu_comm_capturable: false), slower; it is a proof of the split's math
+ * with the real kernels on the one-GPU machine, not a way to run a model.
  * Owns: the communicators and the library handle. Rule: NVLink multicast stays off: NCCL_NVLS_ENABLE
  * is set to 0 before the communicators exist (it can take a host's shared GPUs out of service), and
  * nothing here calls cuMulticastCreate. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,7 +42,89 @@ struct cll_driver_comm {
     fn_err err;
     int version;
     bool failed; /* aborted after a rank failed: the communicators are gone */
+    /* every rank on one GPU: the simulated split (no NCCL) */
+    bool local;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int32_t arrived;
+    uint64_t gen;
+    bool aborted;
+    float *buf[CLL_CU_COMM_MAX];
+    int64_t cnt[CLL_CU_COMM_MAX];
+    cudaEvent_t ev_a[CLL_CU_COMM_MAX], ev_b[CLL_CU_COMM_MAX];
 };
+
+typedef struct {
+    float *p[CLL_CU_COMM_MAX];
+} ptrs_t;
+
+/* elements [b, e) of every rank's rows: their sum in rank order, written back to all of them */
+__global__ static void local_sum_kernel(ptrs_t bufs, int32_t n, int64_t b, int64_t e) {
+    for (int64_t j = b + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < e; j += (int64_t)gridDim.x * blockDim.x) {
+        float v = bufs.p[0][j];
+        for (int32_t r = 1; r < n; r++) v = __fadd_rn(v, bufs.p[r][j]);
+        for (int32_t r = 0; r < n; r++) bufs.p[r][j] = v;
+    }
+}
+
+/* false when aborted */
+static bool local_barrier(cll_driver_comm *c) {
+    pthread_mutex_lock(&c->mu);
+    if (c->aborted) {
+        pthread_mutex_unlock(&c->mu);
+        return false;
+    }
+    const uint64_t gen = c->gen;
+    if (++c->arrived == c->n) {
+        c->arrived = 0;
+        c->gen++;
+        pthread_cond_broadcast(&c->cv);
+    } else {
+        while (c->gen == gen && !c->aborted) pthread_cond_wait(&c->cv, &c->mu);
+    }
+    const bool ok = c->gen != gen;
+    pthread_mutex_unlock(&c->mu);
+    return ok;
+}
+
+static cll_status local_allreduce(cll_driver_comm *c, int32_t rank, float *buf, int64_t count, cudaStream_t st) {
+    c->buf[rank] = buf;
+    c->cnt[rank] = count;
+    CLL_CU_TRY(cudaEventRecord(c->ev_a[rank], st));
+    if (!local_barrier(c)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    for (int32_t q = 0; q < c->n; q++) {
+        if (c->cnt[q] != count) {
+            cll_cu_comm_abort(c, true);
+            return cll_err(CLL_ERR_INTERNAL, "tensor parallel: ranks all-reduce %lld and %lld floats", (long long)count,
+                           (long long)c->cnt[q]);
+        }
+        if (q != rank) CLL_CU_TRY(cudaStreamWaitEvent(st, c->ev_a[q], 0));
+    }
+    ptrs_t p;
+    memset(&p, 0, sizeof p);
+    for (int32_t q = 0; q < c->n; q++) p.p[q] = c->buf[q];
+    const int64_t per = count / c->n, rem = count % c->n;
+    const int64_t b = rank * per + (rank < rem ? rank : rem), e = b + per + (rank < rem ? 1 : 0);
+    if (e > b) {
+        const int64_t blocks = cll_cdiv(e - b, 256);
+        local_sum_kernel<<<(unsigned)(blocks < 1024 ? blocks : 1024), 256, 0, st>>>(p, c->n, b, e);
+        CLL_CU_TRY(cudaGetLastError());
+    }
+    CLL_CU_TRY(cudaEventRecord(c->ev_b[rank], st));
+    if (!local_barrier(c)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    for (int32_t q = 0; q < c->n; q++)
+        if (q != rank) CLL_CU_TRY(cudaStreamWaitEvent(st, c->ev_b[q], 0));
+    return CLL_OK;
+}
+
+static void local_free(cll_driver_comm *c) {
+    for (int32_t r = 0; r < c->n; r++) {
+        if (c->ev_a[r]) cudaEventDestroy(c->ev_a[r]);
+        if (c->ev_b[r]) cudaEventDestroy(c->ev_b[r]);
+    }
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+}
 
 static const char *nccl_err(const cll_driver_comm *c, nccl_result_t r) {
     return c->err ? c->err(r) : "unknown NCCL error";
@@ -59,6 +149,35 @@ extern "C" cll_status cll_cu_comm_create(int32_t n, const int32_t *devices, cll_
     if (n == 1) { /* one rank: nothing to reduce, no library needed */
         *out = c;
         return CLL_OK;
+    }
+    bool all_same = true, unique = true;
+    for (int32_t r = 1; r < n; r++) {
+        all_same &= devices[r] == devices[0];
+        for (int32_t q = 0; q < r; q++) unique &= devices[q] != devices[r];
+    }
+    if (all_same) { /* the simulated split on one GPU */
+        c->local = true;
+        pthread_mutex_init(&c->mu, NULL);
+        pthread_cond_init(&c->cv, NULL);
+        cudaError_t e = cudaSetDevice(devices[0]);
+        for (int32_t r = 0; r < n && e == cudaSuccess; r++) {
+            e = cudaEventCreateWithFlags(&c->ev_a[r], cudaEventDisableTiming);
+            if (e == cudaSuccess) e = cudaEventCreateWithFlags(&c->ev_b[r], cudaEventDisableTiming);
+        }
+        if (e != cudaSuccess) {
+            local_free(c);
+            free(c);
+            return cll_err(CLL_ERR_DEVICE, "cuda comm: events for the one-GPU split: %s", cudaGetErrorString(e));
+        }
+        cll_log_loud("tensor parallel: all %d ranks on GPU %d: a simulated split (no NCCL; steps run without graphs, "
+                     "slower than one rank): a check of the split, not a speed-up", n, devices[0]);
+        *out = c;
+        return CLL_OK;
+    }
+    if (!unique) {
+        free(c);
+        return cll_err(CLL_ERR_ARG, "cuda comm: a GPU is listed twice (one rank a GPU, or every rank on one GPU to simulate "
+                                    "the split)");
     }
     c->lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!c->lib) {
@@ -97,6 +216,7 @@ extern "C" cll_status cll_cu_comm_create(int32_t n, const int32_t *devices, cll_
 
 extern "C" void cll_cu_comm_free(cll_driver_comm *c) {
     if (!c) return;
+    if (c->local) local_free(c);
     for (int32_t r = 0; c->lib && !c->failed && r < c->n; r++)
         if (c->comm[r]) c->destroy(c->comm[r]);
     if (c->lib) dlclose(c->lib);
@@ -104,6 +224,14 @@ extern "C" void cll_cu_comm_free(cll_driver_comm *c) {
 }
 
 extern "C" void cll_cu_comm_abort(cll_driver_comm *c, bool on) {
+    if (c && c->local) { /* the host group: wake the waiters (on), ready again once all returned (off) */
+        pthread_mutex_lock(&c->mu);
+        c->aborted = on;
+        if (!on) c->arrived = 0;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
     if (!c || !on || c->failed || !c->lib) return;
     /* a rank failed while the others may wait in a collective: abort frees them (and the communicators,
      * which cannot be made whole again: the context answers with an error from now on) */
@@ -114,6 +242,7 @@ extern "C" void cll_cu_comm_abort(cll_driver_comm *c, bool on) {
 
 cll_status cll_cu_comm_allreduce(cll_driver_comm *c, int32_t rank, float *buf, int64_t count, cudaStream_t st) {
     if (!c || c->n == 1 || count == 0) return CLL_OK;
+    if (c->local) return local_allreduce(c, rank, buf, count, st);
     if (c->failed)
         return cll_err(CLL_ERR_DEVICE, "tensor parallel: the GPUs' communicator was aborted after a rank failed; make a new context");
     if (rank < 0 || rank >= c->n) return cll_err(CLL_ERR_ARG, "cuda comm: rank %d of %d", rank, c->n);
@@ -123,3 +252,4 @@ cll_status cll_cu_comm_allreduce(cll_driver_comm *c, int32_t rank, float *buf, i
 }
 
 int32_t cll_cu_comm_size(const cll_driver_comm *c) { return c ? c->n : 1; }
+bool cll_cu_comm_capturable(const cll_driver_comm *c) { return !c || !c->local; }

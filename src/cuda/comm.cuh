@@ -18,5 +18,8 @@ extern "C" void cll_cu_comm_abort(cll_driver_comm *c, bool on);
 /* buf (count floats on rank's GPU) becomes the sum over the ranks, enqueued on st */
 cll_status cll_cu_comm_allreduce(cll_driver_comm *c, int32_t rank, float *buf, int64_t count, cudaStream_t st);
 int32_t cll_cu_comm_size(const cll_driver_comm *c);
+/* false for the one-GPU simulated split (its all-reduce meets at a host barrier): its ranks' steps run
+ * eagerly, never from a captured graph */
+bool cll_cu_comm_capturable(const cll_driver_comm *c);
 
 #endif

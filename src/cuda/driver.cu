@@ -395,11 +395,12 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
     if (!fuse)
         PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_route(s->router, n, hp->n_expert, (int32_t)K, hp->moe_norm_topk, s->sel, s->selw, s->st));
     const bool grouped = n > 1 && moe_grouped(C, n);
-    /* the ids the expert products read: the routed ones, or this rank's local ones (others: skipped by the
-     * grouped sort, expert 0 on the gemv path, zeroed below either way) */
+    /* the ids the expert products read: the routed ones, or this rank's local ones, -1 for the slots
+     * another rank owns: the grouped sort leaves them out (their rows are zeroed after), and a gemv
+     * row writes a defined zero for an id outside its matrices without reading a weight */
     const int32_t *sel = s->sel;
     if (part) {
-        PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_localize(s->sel, n * K, e0, here, grouped ? -1 : 0, s->lsel, s->st));
+        PTRY(CLL_PK_MOE_ROUTE, cll_cu_moe_localize(s->sel, n * K, e0, here, -1, s->lsel, s->st));
         sel = s->lsel;
     }
     if (grouped) { /* prefill: every expert's slots in one launch per product */
@@ -460,7 +461,6 @@ static cll_status moe_ffn(cll_driver_state *s, const cll_cu_layer *C, int64_t n)
         PTRY(CLL_PK_EXPERTS, gemv(&C->down, (int)K, ids, s->act, f, s->actq, qf, s->moe + i * K * d, d, s->st, NULL, NULL,
                                   NULL, NULL, fuse_act ? &fz : NULL));
     }
-    if (part) PTRY(CLL_PK_EXPERTS, cll_cu_moe_zero_foreign(s->sel, n * K, e0, here, s->moe, d, s->st));
     return CLL_OK;
 }
 
@@ -804,7 +804,7 @@ static bool batch_graph_run(cll_driver_state *s, int64_t n, int64_t n_want, cll_
  * second consecutive sight, those steps ran eagerly (~25-40% slower) or paid a capture (~15-20 ms,
  * H200, l2-7b) inside a step. Graphs already held for their key are kept. */
 static cll_status cu_prepare_batches(cll_driver_state *s, int32_t n_max) {
-    if (batch_graph_off() || s->prof.mode == 1) return CLL_OK;
+    if (batch_graph_off() || s->prof.mode == 1 || !cll_cu_comm_capturable(s->p.comm)) return CLL_OK;
     if (n_max > CLL_CU_GRAPH_MAX_TOKENS) n_max = CLL_CU_GRAPH_MAX_TOKENS;
     if (n_max > s->p.n_seq) n_max = s->p.n_seq;
     if (n_max > s->p.n_out_max) n_max = s->p.n_out_max;
@@ -935,7 +935,13 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
     if (kind == CLL_OUT_TOPK && (b->top_k < 1 || b->top_k > CLL_CU_TOPK_MAX || b->top_k > V))
         return cll_err(CLL_ERR_ARG, "cuda forward: top_k %d outside [1, %d]", b->top_k,
                        (int)(V < CLL_CU_TOPK_MAX ? V : CLL_CU_TOPK_MAX));
-    if (s->prof.mode == 1) { /* profiled: eager launches, timed per kind */
+    /* a rank of the one-GPU simulated split meets the others at a host barrier inside each all-reduce: its
+     * steps run eagerly (cuda/comm.cu) */
+    const bool eager = !cll_cu_comm_capturable(s->p.comm);
+    if (eager && s->prof.mode != 1) {
+        cll_status st = run_pass(s, n, n_want, argmax);
+        if (st != CLL_OK) return st;
+    } else if (s->prof.mode == 1) { /* profiled: eager launches, timed per kind */
         s->prof.on = true;
         s->prof.which = n > 1;
         s->prof.steps[n > 1]++;

@@ -249,7 +249,7 @@ cudaError_t cll_cu_moe_route(const float *logits, int64_t n, int32_t n_expert, i
 cudaError_t cll_cu_moe_sort(const int32_t *sel, int64_t n_slots, int32_t n_expert, int32_t tile, int32_t *ids,
                             int32_t *off, int32_t *toff, cudaStream_t s);
 /* expert parallel (a rank holds experts [e0, e0 + here)): out[i] = sel[i] - e0 for its slots, else
- * other (-1: left out of the grouped sort; 0: a valid id whose row cll_cu_moe_zero_foreign clears) */
+ * other (-1: left out of the grouped sort, and a defined zero row on a gemv) */
 cudaError_t cll_cu_moe_localize(const int32_t *sel, int64_t n_slots, int32_t e0, int32_t here, int32_t other, int32_t *out,
                                 cudaStream_t s);
 /* zero the rows (d floats at y + slot * d) of the slots whose routed expert is outside [e0, e0 + here) */
