@@ -505,6 +505,9 @@ for l in sys.stdin:
     if l.startswith("{"):
         r=json.loads(l); print("cllama l3-70b-Q4_K_M tp %d %-6s %9.1f t/s" % (r.get("tp", 1), r["test"], r["avg_ts"]))'
   done
+  # where a split step's time goes, the all-reduce included (each rank prints its table at exit; eager steps)
+  CLLAMA_CUDA_PROFILE=1 .gpu/bin/cllama bench --backend cuda --tp "$n" -p 0 -n 32 -r 1 -m "$f" 2>&1 | tee "$OUT/tp_profile.log" |
+    grep -E "all-reduce|total|gemv (o|down)|attention" | head -20
 }
 
 owed() {

@@ -119,6 +119,7 @@ static json_t *make_row(const opts *o, const char *path, cll_bench_model *bm, in
     json_object_set_new(j, "test", json_string(tn));
     json_object_set_new(j, "tune_sha256", json_string(tune_sha));
     if (ng > 0) { /* decode reads every weight byte once per token: report it against the roofline */
+        roof *= (double)cll_bench_model_tp(bm); /* a split reads its shards from tp devices at once */
         const uint64_t wb = cll_bench_model_decode_bytes(bm);
         const double gbs = r->avg_ts * (double)wb / 1e9;
         json_object_set_new(j, "decode_weight_bytes", json_integer((json_int_t)wb));
