@@ -10,17 +10,21 @@
  *    across the ranks' vocab slices;
  *  - the counters: tp, two all-reduces a layer a forward;
  *  - counts that do not split (1 KV head; O columns that cut a 256-element block) fail at load naming
- *    the counts that do.
+ *    the counts that do;
+ *  - the CPU ranks' communicator: sums in rank order, every rank the same bits; a rank that fails
+ *    wakes the others with an error (none hangs), and the group works again once reset.
  * With CLLAMA_TEST_BACKEND=cuda the same checks run with GPU ranks: one a GPU over NCCL where there are
  * enough GPUs, else every rank on GPU 0 (the simulated split: the real kernels, shards and expert ids, an
  * in-process all-reduce instead of NCCL). SKIP without a GPU. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
 
 #include "cllama.h"
+#include "cpu/comm.h"
 
 static cllama_backend g_backend = CLLAMA_BACKEND_CPU;
 static bool g_one_gpu; /* cuda with one GPU: every rank on it (the simulated split, cuda/comm.cu) */
@@ -255,11 +259,72 @@ static void test_bad_counts(void **state) {
     expect_load_error("oracle/models/tiny-llama-Q4_0.gguf", -1, neg);
 }
 
+/* ---- the CPU communicator ---- */
+typedef struct {
+    cll_cpu_comm *c;
+    int32_t rank;
+    float buf[1000];
+    cll_status st;
+    bool fail; /* this rank fails instead of summing (it aborts the group) */
+} comm_arg;
+
+static void *comm_rank(void *p) {
+    comm_arg *a = p;
+    if (a->fail) {
+        cll_cpu_comm_abort(a->c, true);
+        a->st = CLL_ERR_INTERNAL;
+        return NULL;
+    }
+    a->st = cll_cpu_comm_allreduce(a->c, a->rank, a->buf, 1000);
+    return NULL;
+}
+
+static void run_group(cll_cpu_comm *c, comm_arg *a, int n) {
+    pthread_t th[4];
+    for (int r = 0; r < n; r++) assert_int_equal(pthread_create(&th[r], NULL, comm_rank, &a[r]), 0);
+    for (int r = 0; r < n; r++) pthread_join(th[r], NULL);
+    (void)c;
+}
+
+static void test_cpu_comm(void **state) {
+    (void)state;
+    cll_cpu_comm *c = NULL;
+    assert_int_equal(cll_cpu_comm_create(3, &c), CLL_OK);
+    comm_arg a[3];
+    for (int round = 0; round < 3; round++) {
+        memset(a, 0, sizeof a);
+        for (int r = 0; r < 3; r++) {
+            a[r].c = c;
+            a[r].rank = r;
+            for (int j = 0; j < 1000; j++) a[r].buf[j] = (float)((j * 7 + r * 13) % 101) * 0.37f + 1e-3f * (float)r;
+            a[r].fail = round == 1 && r == 2; /* the middle round: rank 2 fails */
+        }
+        float want[1000];
+        for (int j = 0; j < 1000; j++) want[j] = (a[0].buf[j] + a[1].buf[j]) + a[2].buf[j]; /* rank order */
+        run_group(c, a, 3);
+        if (round == 1) { /* the others were woken with an error, not left waiting */
+            assert_int_equal(a[0].st, CLL_ERR_INTERNAL);
+            assert_int_equal(a[1].st, CLL_ERR_INTERNAL);
+            cll_cpu_comm_abort(c, false); /* every rank returned: ready again */
+            continue;
+        }
+        for (int r = 0; r < 3; r++) {
+            assert_int_equal(a[r].st, CLL_OK);
+            assert_memory_equal(a[r].buf, want, sizeof want); /* the same bits on every rank */
+        }
+    }
+    uint64_t calls, floats;
+    cll_cpu_comm_stats(c, &calls, &floats);
+    assert_int_equal(calls, 2);
+    assert_int_equal(floats, 2000);
+    cll_cpu_comm_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest all[] = {
         cmocka_unit_test(test_split_dense),       cmocka_unit_test(test_split_moe),
         cmocka_unit_test(test_tp1_bit_exact),     cmocka_unit_test(test_batched_greedy_topk),
-        cmocka_unit_test(test_bad_counts),
+        cmocka_unit_test(test_bad_counts),        cmocka_unit_test(test_cpu_comm),
     };
     const char *be = getenv("CLLAMA_TEST_BACKEND");
     if (be && !strcmp(be, "cuda")) {
