@@ -231,3 +231,60 @@ void cll_pool_run_chunks(cll_pool *p, cll_task_fn fn, void *arg, int n_chunks) {
 }
 
 void cll_pool_run(cll_pool *p, cll_task_fn fn, void *arg) { cll_pool_run_chunks(p, fn, arg, p ? p->n : 1); }
+
+/* ---- an abortable barrier ----------------------------------------------------------------------- */
+
+struct cll_barrier {
+    int n, arrived;
+    uint64_t gen;
+    bool aborted;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+cll_status cll_barrier_create(int n, cll_barrier **out) {
+    *out = NULL;
+    if (n < 1) return cll_err(CLL_ERR_ARG, "barrier of %d threads", n);
+    cll_barrier *b = calloc(1, sizeof *b);
+    if (!b) return cll_err(CLL_ERR_NOMEM, "barrier: out of memory");
+    b->n = n;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    *out = b;
+    return CLL_OK;
+}
+
+void cll_barrier_free(cll_barrier *b) {
+    if (!b) return;
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    free(b);
+}
+
+bool cll_barrier_wait(cll_barrier *b) {
+    pthread_mutex_lock(&b->mu);
+    if (b->aborted) {
+        pthread_mutex_unlock(&b->mu);
+        return false;
+    }
+    const uint64_t gen = b->gen;
+    if (++b->arrived == b->n) {
+        b->arrived = 0;
+        b->gen++;
+        pthread_cond_broadcast(&b->cv);
+    } else {
+        while (b->gen == gen && !b->aborted) pthread_cond_wait(&b->cv, &b->mu);
+    }
+    const bool ok = b->gen != gen;
+    pthread_mutex_unlock(&b->mu);
+    return ok;
+}
+
+void cll_barrier_abort(cll_barrier *b, bool on) {
+    if (!b) return;
+    pthread_mutex_lock(&b->mu);
+    b->aborted = on;
+    if (!on) b->arrived = 0;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}

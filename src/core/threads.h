@@ -21,6 +21,17 @@ void cll_pool_run(cll_pool *p, cll_task_fn fn, void *arg);
  * than threads keep a thread the scheduler parks from holding up the join. */
 void cll_pool_run_chunks(cll_pool *p, cll_task_fn fn, void *arg, int n_chunks);
 
+/* A barrier of n threads that can be abandoned: the meeting point of the ranks of a tensor-parallel
+ * context (cpu/comm, cuda/comm's one-GPU split). cll_barrier_wait returns true once all n arrived,
+ * false when the barrier is (or becomes) aborted; cll_barrier_abort(b, true) wakes every waiter with
+ * false and fails every later wait until cll_barrier_abort(b, false), which the owner calls once every
+ * thread has left. */
+typedef struct cll_barrier cll_barrier;
+cll_status cll_barrier_create(int n, cll_barrier **out);
+void cll_barrier_free(cll_barrier *b);
+bool cll_barrier_wait(cll_barrier *b);
+void cll_barrier_abort(cll_barrier *b, bool on);
+
 int cll_physical_cores(void);
 /* split [0, n) into nth near-equal chunks; chunk ith is [*b, *e) */
 static inline void cll_split(int64_t n, int ith, int nth, int64_t *b, int64_t *e) {

@@ -5,18 +5,13 @@
  * holds the whole sum and may be touched again. */
 #include "cpu/comm.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "core/threads.h"
 
 struct cll_cpu_comm {
     int32_t n;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int32_t arrived;
-    uint64_t gen;
-    bool aborted;
+    cll_barrier *bar;
     float **slot;   /* (n) the posted buffers */
     int64_t *count; /* (n) their lengths (every rank must agree) */
     uint64_t calls, floats;
@@ -30,46 +25,21 @@ cll_status cll_cpu_comm_create(int32_t n, cll_cpu_comm **out) {
         c->slot = calloc((size_t)n, sizeof *c->slot);
         c->count = calloc((size_t)n, sizeof *c->count);
     }
-    if (!c || !c->slot || !c->count) {
+    if (!c || !c->slot || !c->count || cll_barrier_create(n, &c->bar) != CLL_OK) {
         cll_cpu_comm_free(c);
         return cll_err(CLL_ERR_NOMEM, "cpu comm: out of memory");
     }
     c->n = n;
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
     *out = c;
     return CLL_OK;
 }
 
 void cll_cpu_comm_free(cll_cpu_comm *c) {
     if (!c) return;
-    if (c->slot && c->count) {
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
-    }
+    cll_barrier_free(c->bar);
     free(c->slot);
     free(c->count);
     free(c);
-}
-
-/* false when the group is (or becomes) aborted */
-static bool barrier(cll_cpu_comm *c) {
-    pthread_mutex_lock(&c->mu);
-    if (c->aborted) {
-        pthread_mutex_unlock(&c->mu);
-        return false;
-    }
-    const uint64_t gen = c->gen;
-    if (++c->arrived == c->n) {
-        c->arrived = 0;
-        c->gen++;
-        pthread_cond_broadcast(&c->cv);
-    } else {
-        while (c->gen == gen && !c->aborted) pthread_cond_wait(&c->cv, &c->mu);
-    }
-    const bool ok = c->gen != gen;
-    pthread_mutex_unlock(&c->mu);
-    return ok;
 }
 
 cll_status cll_cpu_comm_allreduce(cll_cpu_comm *c, int32_t rank, float *buf, int64_t count) {
@@ -82,7 +52,8 @@ cll_status cll_cpu_comm_allreduce(cll_cpu_comm *c, int32_t rank, float *buf, int
     }
     c->slot[rank] = buf;
     c->count[rank] = count;
-    if (!barrier(c)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    if (!cll_barrier_wait(c->bar))
+        return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
     for (int32_t r = 1; r < c->n; r++)
         if (c->count[r] != c->count[0]) {
             cll_cpu_comm_abort(c, true);
@@ -100,17 +71,13 @@ cll_status cll_cpu_comm_allreduce(cll_cpu_comm *c, int32_t rank, float *buf, int
         c->calls++;
         c->floats += (uint64_t)count;
     }
-    if (!barrier(c)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    if (!cll_barrier_wait(c->bar))
+        return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
     return CLL_OK;
 }
 
 void cll_cpu_comm_abort(cll_cpu_comm *c, bool on) {
-    if (!c) return;
-    pthread_mutex_lock(&c->mu);
-    c->aborted = on;
-    if (!on) c->arrived = 0;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    if (c) cll_barrier_abort(c->bar, on);
 }
 
 void cll_cpu_comm_stats(const cll_cpu_comm *c, uint64_t *calls, uint64_t *floats) {

@@ -15,11 +15,14 @@
  * is set to 0 before the communicators exist (it can take a host's shared GPUs out of service), and
  * nothing here calls cuMulticastCreate. */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda/comm.cuh"
+
+extern "C" {
+#include "core/threads.h"
+}
 
 /* the NCCL C ABI (stable since 2.0): the few entry points and constants used here */
 typedef struct nccl_comm *nccl_comm_t;
@@ -44,11 +47,7 @@ struct cll_driver_comm {
     bool failed; /* aborted after a rank failed: the communicators are gone */
     /* every rank on one GPU: the simulated split (no NCCL) */
     bool local;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int32_t arrived;
-    uint64_t gen;
-    bool aborted;
+    cll_barrier *bar;
     float *buf[CLL_CU_COMM_MAX];
     int64_t cnt[CLL_CU_COMM_MAX];
     cudaEvent_t ev_a[CLL_CU_COMM_MAX], ev_b[CLL_CU_COMM_MAX];
@@ -67,31 +66,11 @@ __global__ static void local_sum_kernel(ptrs_t bufs, int32_t n, int64_t b, int64
     }
 }
 
-/* false when aborted */
-static bool local_barrier(cll_driver_comm *c) {
-    pthread_mutex_lock(&c->mu);
-    if (c->aborted) {
-        pthread_mutex_unlock(&c->mu);
-        return false;
-    }
-    const uint64_t gen = c->gen;
-    if (++c->arrived == c->n) {
-        c->arrived = 0;
-        c->gen++;
-        pthread_cond_broadcast(&c->cv);
-    } else {
-        while (c->gen == gen && !c->aborted) pthread_cond_wait(&c->cv, &c->mu);
-    }
-    const bool ok = c->gen != gen;
-    pthread_mutex_unlock(&c->mu);
-    return ok;
-}
-
 static cll_status local_allreduce(cll_driver_comm *c, int32_t rank, float *buf, int64_t count, cudaStream_t st) {
     c->buf[rank] = buf;
     c->cnt[rank] = count;
     CLL_CU_TRY(cudaEventRecord(c->ev_a[rank], st));
-    if (!local_barrier(c)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    if (!cll_barrier_wait(c->bar)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
     for (int32_t q = 0; q < c->n; q++) {
         if (c->cnt[q] != count) {
             cll_cu_comm_abort(c, true);
@@ -111,7 +90,7 @@ static cll_status local_allreduce(cll_driver_comm *c, int32_t rank, float *buf, 
         CLL_CU_TRY(cudaGetLastError());
     }
     CLL_CU_TRY(cudaEventRecord(c->ev_b[rank], st));
-    if (!local_barrier(c)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    if (!cll_barrier_wait(c->bar)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
     for (int32_t q = 0; q < c->n; q++)
         if (q != rank) CLL_CU_TRY(cudaStreamWaitEvent(st, c->ev_b[q], 0));
     return CLL_OK;
@@ -122,8 +101,7 @@ static void local_free(cll_driver_comm *c) {
         if (c->ev_a[r]) cudaEventDestroy(c->ev_a[r]);
         if (c->ev_b[r]) cudaEventDestroy(c->ev_b[r]);
     }
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cv);
+    cll_barrier_free(c->bar);
 }
 
 static const char *nccl_err(const cll_driver_comm *c, nccl_result_t r) {
@@ -157,8 +135,10 @@ extern "C" cll_status cll_cu_comm_create(int32_t n, const int32_t *devices, cll_
     }
     if (all_same) { /* the simulated split on one GPU */
         c->local = true;
-        pthread_mutex_init(&c->mu, NULL);
-        pthread_cond_init(&c->cv, NULL);
+        if (cll_barrier_create(n, &c->bar) != CLL_OK) {
+            free(c);
+            return cll_err(CLL_ERR_NOMEM, "cuda comm: out of memory");
+        }
         cudaError_t e = cudaSetDevice(devices[0]);
         for (int32_t r = 0; r < n && e == cudaSuccess; r++) {
             e = cudaEventCreateWithFlags(&c->ev_a[r], cudaEventDisableTiming);
@@ -225,11 +205,7 @@ extern "C" void cll_cu_comm_free(cll_driver_comm *c) {
 
 extern "C" void cll_cu_comm_abort(cll_driver_comm *c, bool on) {
     if (c && c->local) { /* the host group: wake the waiters (on), ready again once all returned (off) */
-        pthread_mutex_lock(&c->mu);
-        c->aborted = on;
-        if (!on) c->arrived = 0;
-        pthread_cond_broadcast(&c->cv);
-        pthread_mutex_unlock(&c->mu);
+        cll_barrier_abort(c->bar, on);
         return;
     }
     if (!c || !on || c->failed || !c->lib) return;
