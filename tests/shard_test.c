@@ -188,10 +188,61 @@ static void test_simulated_split(void **state) {
     }
 }
 
+/* the view of a rank: its hparams and tensors as the plan says; row slices inside the file's map,
+ * column slices copied, and dropped on request (their shapes kept) */
+static void test_view(void **state) {
+    (void)state;
+    const char *path = tu_shared("oracle/models/tiny-qwen3moe-Q8_0.gguf");
+    cll_gguf *g = NULL;
+    if (cll_gguf_open(path, &g) != CLL_OK) {
+        tu_skip_test("no tiny-qwen3moe-Q8_0");
+        return;
+    }
+    cll_model *m = NULL;
+    assert_int_equal(cll_model_load(g, &m), CLL_OK);
+    cll_plan *p = NULL;
+    assert_int_equal(cll_plan_create(m, &p), CLL_OK);
+    cll_shard sh;
+    assert_int_equal(cll_shard_plan(p, &m->hp, 2, 1, &sh), CLL_OK);
+    cll_model *v = NULL;
+    assert_int_equal(cll_model_shard(m, &sh, &v), CLL_OK);
+    const uint8_t *map = cll_gguf_base(g), *end = map + cll_gguf_file_size(g);
+    /* 4 heads / 2 kv heads of 64 over 2 ranks; 4 experts; vocab 512 */
+    assert_int_equal(v->hp.n_head, 2);
+    assert_int_equal(v->hp.n_head_kv, 1);
+    assert_int_equal(v->hp.n_expert, 4); /* the router scores all of them */
+    assert_int_equal(v->hp.expert0, 2);
+    assert_int_equal(v->hp.n_expert_here, 2);
+    assert_int_equal(v->hp.n_logits, 256);
+    const cll_layer *L = &v->layers[1], *F = &m->layers[1];
+    assert_int_equal(L->wq->ne[1], 128);
+    assert_ptr_equal(L->wq->data, (const uint8_t *)F->wq->data + 128 * cll_row_bytes(F->wq->type, F->wq->ne[0]));
+    assert_int_equal(L->gate_exps->ne[2], 2);
+    assert_ptr_equal(L->ffn_gate_inp, F->ffn_gate_inp);
+    assert_ptr_equal(v->tok_embd, m->tok_embd);
+    assert_int_equal(v->output->ne[1], 256);
+    /* O: columns 128..255 of every row, copied */
+    assert_int_equal(L->wo->ne[0], 128);
+    const uint8_t *o = L->wo->data;
+    assert_true(o < map || o >= end);
+    const uint64_t rb = cll_row_bytes(F->wo->type, F->wo->ne[0]), nb = cll_row_bytes(L->wo->type, 128);
+    for (uint64_t r = 0; r < F->wo->ne[1]; r++)
+        assert_memory_equal(o + r * nb, (const uint8_t *)F->wo->data + r * rb + cll_row_bytes(F->wo->type, 128), nb);
+    cll_model_shard_drop_copies(v);
+    assert_null(L->wo->data);
+    assert_int_equal(L->wo->ne[0], 128);
+    assert_non_null(L->wq->data);
+    cll_model_free(v);
+    cll_plan_free(p);
+    cll_model_free(m);
+    cll_gguf_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_counts),
         cmocka_unit_test(test_simulated_split),
+        cmocka_unit_test(test_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

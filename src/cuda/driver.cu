@@ -1284,7 +1284,7 @@ static void cu_host_free(void *p) {
 }
 
 extern "C" const cll_driver cll_cuda_driver = {
-    "cuda", cll_cu_model_create, cll_cu_model_free, cu_model_desc, cu_state_create,
+    "cuda", true, cll_cu_model_create, cll_cu_model_free, cu_model_desc, cu_state_create,
     cu_state_free, cu_state_bytes, cu_forward, cu_counters, CLL_CU_TOPK_MAX, cu_host_alloc, cu_host_free,
     cu_prepare_batches, NULL, cll_cu_comm_create, cll_cu_comm_free, cll_cu_comm_abort,
 };

@@ -95,6 +95,9 @@ typedef struct {
 
 struct cll_driver {
     const char *name; /* "cpu", "cuda", "tp" */
+    /* the prepared model reads no tensor bytes of its cll_model after model_create (CUDA: every weight
+     * uploaded): a caller may free host copies it made for it (the tp driver's column slices) */
+    bool owns_weights;
     cll_status (*model_create)(const cll_model *m, const cll_driver_model_params *p, cll_driver_model **out);
     void (*model_free)(cll_driver_model *dm);
     /* one line for logs: the kernel picked for a typical site, device name, resident bytes */

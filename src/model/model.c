@@ -246,5 +246,6 @@ void cll_model_free(cll_model *m) {
     if (!m) return;
     free(m->layers);
     free(m->owned);
+    free(m->owned_data);
     free(m);
 }

@@ -70,7 +70,8 @@ typedef struct {
     const cll_gguf_tensor *rope_freqs;                      /* optional (n_rot/2) frequency factors */
     cll_layer *layers;       /* (n_layer) */
     uint64_t n_params, n_bytes;
-    void *owned;             /* a shard view's tensors and sliced copies (model/shard.h); NULL when bound */
+    void *owned;             /* a shard view's tensor structs (model/shard.h); NULL when bound */
+    void *owned_data;        /* a shard view's column-sliced copies (may be dropped after a driver's upload) */
 } cll_model;
 
 /* Bind the recipe for g's architecture. Errors name the architecture (listing the supported

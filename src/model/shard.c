@@ -84,10 +84,11 @@ cll_status cll_shard_plan(const cll_plan *p, const cll_hparams *hp, int32_t n, i
 
 /* ---- the view of one rank ------------------------------------------------------------------ */
 
-/* the view's storage: its tensor structs, then its column-sliced copies, in one block */
+/* the view's storage: its tensor structs (model.owned) and its column-sliced copies (model.owned_data) */
 typedef struct {
-    uint8_t *base;
-    size_t used, cap; /* cap 0: the sizing pass (nothing written) */
+    bool fill;        /* false: the sizing pass (nothing written) */
+    uint8_t *base;    /* the copies */
+    size_t used;
     cll_gguf_tensor *t;
     int nt;
 } arena;
@@ -95,11 +96,11 @@ typedef struct {
 static void *take(arena *a, size_t bytes) {
     const size_t at = (a->used + 63) & ~(size_t)63;
     a->used = at + bytes;
-    return a->cap ? a->base + at : NULL;
+    return a->fill ? a->base + at : NULL;
 }
 
 static cll_gguf_tensor *new_view(arena *a, const cll_gguf_tensor *src) {
-    if (!a->cap) return NULL;
+    if (!a->fill) return NULL;
     cll_gguf_tensor *v = &a->t[a->nt++];
     *v = *src;
     v->offset = UINT64_MAX; /* not a range of the file's data section */
@@ -188,24 +189,26 @@ cll_status cll_model_shard(const cll_model *m, const cll_shard *sh, cll_model **
     if (sh->n < 1 || sh->rank < 0 || sh->rank >= sh->n || sh->kv1 <= sh->kv0 || sh->v1 <= sh->v0)
         return cll_err(CLL_ERR_ARG, "model shard: bad slice (rank %d of %d)", sh->rank, sh->n);
     arena a = {0};
-    a.used = sizeof(cll_gguf_tensor) * (size_t)(16 * hp->n_layer + 1); /* the tensor structs first */
     build(m, sh, &a, NULL);
+    const size_t copies = (a.used + 63) & ~(size_t)63;
     cll_model *v = calloc(1, sizeof *v);
     cll_layer *layers = calloc((size_t)hp->n_layer, sizeof *layers);
-    a.cap = (a.used + 63) & ~(size_t)63;
-    a.base = v && layers ? aligned_alloc(64, a.cap) : NULL;
-    if (!a.base) {
+    cll_gguf_tensor *structs = calloc((size_t)(16 * hp->n_layer + 1), sizeof *structs);
+    uint8_t *data = copies ? aligned_alloc(64, copies) : NULL;
+    if (!v || !layers || !structs || (copies && !data)) {
         free(v);
         free(layers);
+        free(structs);
+        free(data);
         return cll_err(CLL_ERR_NOMEM, "model shard: out of memory for rank %d's %.1f MB of sliced weights", sh->rank,
-                       (double)a.cap / 1e6);
+                       (double)copies / 1e6);
     }
     *v = *m;
     memcpy(layers, m->layers, sizeof *layers * (size_t)hp->n_layer);
     v->layers = layers;
-    v->owned = a.base;
-    a.t = (cll_gguf_tensor *)a.base;
-    a.used = sizeof(cll_gguf_tensor) * (size_t)(16 * hp->n_layer + 1);
+    v->owned = structs;
+    v->owned_data = data;
+    a = (arena){.fill = true, .base = data, .t = structs};
     build(m, sh, &a, v);
     cll_hparams *h = &v->hp;
     h->n_head = sh->q1 - sh->q0;
@@ -246,4 +249,17 @@ cll_status cll_model_shard(const cll_model *m, const cll_shard *sh, cll_model **
     }
     *out = v;
     return CLL_OK;
+}
+
+void cll_model_shard_drop_copies(cll_model *v) {
+    if (!v || !v->owned_data) return;
+    /* the views whose bytes are not the file's are the copies */
+    const uint8_t *map = cll_gguf_base(v->g), *end = map + cll_gguf_file_size(v->g);
+    cll_gguf_tensor *t = v->owned;
+    for (int32_t i = 0; i < 16 * v->hp.n_layer + 1; i++) {
+        const uint8_t *d = t[i].data;
+        if (d && (d < map || d >= end)) t[i].data = NULL;
+    }
+    free(v->owned_data);
+    v->owned_data = NULL;
 }

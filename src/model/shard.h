@@ -36,8 +36,11 @@ int cll_shard_valid(const cll_plan *p, const cll_hparams *hp, int32_t max_n, int
 /* The model rank sh->rank holds: a cll_model whose hparams are the rank's own (n_head, n_head_kv,
  * n_ff, n_logits, expert0 / n_expert_here; see model.h) and whose tensors are views of m's: the
  * row slices (Q, K, V and their biases, gate, up, the experts, the output head) point into m's
- * map; the column slices (O, down), which cut every row, are copies owned by the view (model.owned,
- * freed by cll_model_free). The embedding table and the norms stay whole. m must outlive the view. */
+ * map; the column slices (O, down), which cut every row, are copies owned by the view (model.owned_data,
+ * freed by cll_model_free or cll_model_shard_drop_copies). The embedding table and the norms stay whole. m must outlive the view. */
 cll_status cll_model_shard(const cll_model *m, const cll_shard *sh, cll_model **out);
+/* free the view's column copies once a driver holds its own copy of every weight (the CUDA upload);
+ * those tensors' data becomes NULL (their shapes stay for the driver's plan) */
+void cll_model_shard_drop_copies(cll_model *v);
 
 #endif
