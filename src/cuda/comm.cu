@@ -66,10 +66,20 @@ __global__ static void local_sum_kernel(ptrs_t bufs, int32_t n, int64_t b, int64
     }
 }
 
+/* a failing call inside the protocol abandons the group (the other ranks must not wait for this one) */
+#define LTRY(call)                                                                                           \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess) {                                                                             \
+            cll_barrier_abort(c->bar, true);                                                                 \
+            return cll_err(CLL_ERR_DEVICE, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+        }                                                                                                    \
+    } while (0)
+
 static cll_status local_allreduce(cll_driver_comm *c, int32_t rank, float *buf, int64_t count, cudaStream_t st) {
     c->buf[rank] = buf;
     c->cnt[rank] = count;
-    CLL_CU_TRY(cudaEventRecord(c->ev_a[rank], st));
+    LTRY(cudaEventRecord(c->ev_a[rank], st));
     if (!cll_barrier_wait(c->bar)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
     for (int32_t q = 0; q < c->n; q++) {
         if (c->cnt[q] != count) {
@@ -77,7 +87,7 @@ static cll_status local_allreduce(cll_driver_comm *c, int32_t rank, float *buf, 
             return cll_err(CLL_ERR_INTERNAL, "tensor parallel: ranks all-reduce %lld and %lld floats", (long long)count,
                            (long long)c->cnt[q]);
         }
-        if (q != rank) CLL_CU_TRY(cudaStreamWaitEvent(st, c->ev_a[q], 0));
+        if (q != rank) LTRY(cudaStreamWaitEvent(st, c->ev_a[q], 0));
     }
     ptrs_t p;
     memset(&p, 0, sizeof p);
@@ -87,12 +97,12 @@ static cll_status local_allreduce(cll_driver_comm *c, int32_t rank, float *buf, 
     if (e > b) {
         const int64_t blocks = cll_cdiv(e - b, 256);
         local_sum_kernel<<<(unsigned)(blocks < 1024 ? blocks : 1024), 256, 0, st>>>(p, c->n, b, e);
-        CLL_CU_TRY(cudaGetLastError());
+        LTRY(cudaGetLastError());
     }
-    CLL_CU_TRY(cudaEventRecord(c->ev_b[rank], st));
+    LTRY(cudaEventRecord(c->ev_b[rank], st));
     if (!cll_barrier_wait(c->bar)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
     for (int32_t q = 0; q < c->n; q++)
-        if (q != rank) CLL_CU_TRY(cudaStreamWaitEvent(st, c->ev_b[q], 0));
+        if (q != rank) LTRY(cudaStreamWaitEvent(st, c->ev_b[q], 0));
     return CLL_OK;
 }
 
