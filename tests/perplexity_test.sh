@@ -66,6 +66,14 @@ for b in 32 100 128 512; do
   run -c 128 --chunks 16 -b $b >"$tmp/pb" || bad "ppl -b $b run"
   [ "$(final "$tmp/pb")" = "$f16" ] && ok "-b $b same estimate" || bad "-b $b: $(final "$tmp/pb") vs $f16"
 done
+# the model split over 2 and 4 CPU ranks (tensor parallel, issue 13): the same estimate within 1e-4
+# (the split sums each row-parallel product in two parts: its logits move by ~1e-5, PPL 40.0750 -> 40.0740)
+for tp in 2 4; do
+  run -c 128 --chunks 16 --tp $tp >"$tmp/ptp" || { bad "ppl --tp $tp run"; cat "$tmp/err"; }
+  ptp=$(final "$tmp/ptp" | awk '{print $5}')
+  awk -v a="$ptp" -v b="$ppl" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a + 0 > 0 && d <= 1e-4 * b) }' &&
+    ok "--tp $tp estimate $ptp within 1e-4 of $ppl" || bad "--tp $tp: $(final "$tmp/ptp") vs $f16"
+done
 run -c 128 --chunks 5 >"$tmp/p5" || bad "ppl --chunks 5 run"
 want5=$(head -1 "$tmp/p16" | grep -o '^\(\[[0-9]*\][0-9.]*,\)\{5\}')
 [ "$(head -1 "$tmp/p5")" = "$want5" ] && ok "--chunks 5 is the first 5 values of 16" ||

@@ -21,7 +21,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: cllama perplexity [-m MODEL] -f TEXT [-c 512] [-b 2048] [--chunks N] [-t N]\n"
-            "                         [--backend cpu|cuda] [--numerics default|ggml] [--kv f16|f32]\n"
+            "                         [--backend cpu|cuda] [--numerics default|ggml] [--kv f16|f32] [--tp N]\n"
             "                         [--kl-divergence-base FILE [--kl-divergence]] [--save-logits FILE]\n"
             "  -f TEXT       the text file to score (one trailing newline is dropped, as llama.cpp does)\n"
             "  -c N          tokens per chunk (default 512); the second half of each chunk is scored\n"
@@ -32,7 +32,8 @@ static void usage(FILE *f) {
             "                save the scored log-probabilities in llama-perplexity's base-logits format\n"
             "  --kl-divergence  with --kl-divergence-base FILE: score the tokens stored in FILE and print\n"
             "                the KL divergence of this model's distributions from the stored ones\n"
-            "  --numerics ggml  llama.cpp's CPU numerics bit for bit (see `cllama run --help`)\n");
+            "  --numerics ggml  llama.cpp's CPU numerics bit for bit (see `cllama run --help`)\n"
+            CLL_CLI_SPLIT_USAGE "  (a split's perplexity is the check that it computes the model: it should equal the unsplit one)\n");
     cll_cli_print_default(f, CLL_CLI_JOB_TEXT);
 }
 
@@ -213,6 +214,7 @@ int cll_cmd_perplexity(int argc, char **argv) {
     bool kl_divergence = false;
     int n_ctx = 512, n_batch = 2048, n_chunks = -1;
     cllama_model_params mp = cllama_model_default_params();
+    cll_cli_split split = {0};
     cllama_context_params cp = cllama_context_default_params();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -259,6 +261,9 @@ int cll_cmd_perplexity(int argc, char **argv) {
         } else if (!strcmp(a, "--numerics")) {
             NEED_VALUE();
             if (cll_cli_parse_numerics("perplexity", v, &mp.numerics)) return 2;
+        } else if (!strcmp(a, "--tp") || !strcmp(a, "--devices") || !strcmp(a, "--gpu-mem-limit")) {
+            NEED_VALUE();
+            if (cll_cli_parse_split("perplexity", a, v, &split) < 0) return 2;
         } else if (!strcmp(a, "--kv")) {
             NEED_VALUE();
             if (cll_cli_parse_kv("perplexity", v, &cp.kv_type)) return 2;
@@ -323,6 +328,7 @@ int cll_cmd_perplexity(int argc, char **argv) {
     const char *path = cll_cli_model_or_default("perplexity", CLL_CLI_JOB_TEXT, model_arg, defpath, sizeof defpath);
     if (!path) goto out;
     mp.progress = isatty(2);
+    if (cll_cli_split_apply("perplexity", &split, &mp)) return 2;
     if (cllama_model_load(path, &mp, &m) != CLLAMA_OK) {
         fprintf(stderr, "cllama perplexity: %s\n", cllama_last_error());
         goto out;
