@@ -468,6 +468,9 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
         for (int64_t k = 0; k < cols; k++) x[(size_t)(b * x_stride + k)] = rng.uni() * (k % 97 == 0 ? 4.0f : 1.0f);
     std::vector<int32_t> ids((size_t)nb, 0);
     for (int b = 0; b < nb; b++) ids[(size_t)b] = moe ? (int32_t)(rng.next() % (uint64_t)n_mat) : 0;
+    /* a slot another tensor-parallel rank owns (cuda/driver.cu moe_ffn gives it id -1): its row must be a
+     * defined 0.0f (the expectation below: exactly zero) */
+    if (moe && nb >= 3) ids[1] = -1;
 
     Dev dev;
     void *dw = NULL, *dxq = NULL;
@@ -593,6 +596,15 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
                 const float v = x[(size_t)(xb * x_stride + k)];
                 xa[(size_t)k] = t == CLL_TYPE_BF16 ? cll_bf16_to_f32(cll_f32_to_bf16(v)) : v;
             }
+        }
+        if (ids[(size_t)b] < 0) { /* a foreign slot: exactly zero (scale 0: any other value fails) */
+            for (int64_t r = 0; r < rows; r++) {
+                const size_t o = (size_t)(b * rows + r);
+                want[o] = 0.0;
+                scale[o] = 0.0;
+                got[o] = y[(size_t)(b * y_stride + r)];
+            }
+            continue;
         }
         for (int64_t r = 0; r < rows; r++) {
             const uint8_t *wr = W.data() + rb * (size_t)(ids[(size_t)b] * rows + r);
@@ -855,8 +867,87 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
             }
         }
     }
+    /* expert parallel (a tensor-parallel rank, cuda/driver.cu moe_ffn): the slots routed anew in a space of
+     * E + 6 experts of which this rank holds [3, 3 + E): about half land on the others (ids 0..2 and
+     * E+3..E+5). cll_cu_moe_localize gives them -1, the sort leaves them out (its total counts only this
+     * rank's), the down form writes only this rank's rows, cll_cu_moe_zero_foreign zeroes the others'
+     * (exactly 0.0f); this rank's rows join the comparison with the down form's expectation */
+    {
+        const int32_t e0 = 3;
+        std::vector<int32_t> gsel(sel.size());
+        for (size_t i = 0; i < sel.size(); i++) {
+            const uint64_t u = rng.next() % 4;
+            gsel[i] = u == 0 ? (int32_t)(rng.next() % 3) : u == 1 ? E + e0 + (int32_t)(rng.next() % 3) : sel[i] + e0;
+        }
+        int32_t *dgsel = NULL, *dlsel = NULL;
+        GATE_CU(dev.alloc((void **)&dgsel, gsel.size() * sizeof(int32_t)));
+        GATE_CU(dev.alloc((void **)&dlsel, gsel.size() * sizeof(int32_t)));
+        GATE_CU(cudaMemcpy(dgsel, gsel.data(), gsel.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+        GATE_CU(cll_cu_moe_localize(dgsel, nk, e0, E, -1, dlsel, 0));
+        std::vector<int32_t> lsel((size_t)nk);
+        GATE_CU(cudaMemcpy(lsel.data(), dlsel, lsel.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        int32_t mine = 0;
+        for (int64_t j = 0; j < nk; j++) {
+            const int32_t g = gsel[(size_t)j], want_l = g >= e0 && g < e0 + E ? g - e0 : -1;
+            if (lsel[(size_t)j] != want_l)
+                return cll_err(CLL_ERR_INTERNAL, "gate %s: moe localize: slot %lld (expert %d) -> %d, want %d", row->name,
+                               (long long)j, g, lsel[(size_t)j], want_l);
+            mine += want_l >= 0;
+        }
+        GATE_CU(cll_cu_moe_sort(dlsel, nk, E, CLL_CU_MOE_BN, dids, doff, dtoff, 0));
+        int32_t placed = -1;
+        GATE_CU(cudaMemcpy(&placed, doff + E, sizeof placed, cudaMemcpyDeviceToHost));
+        if (placed != mine)
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: moe sort with foreign slots: %d placed, this rank's are %d", row->name,
+                           placed, mine);
+        GATE_CU(poisoned(dev, &dy, (size_t)(nk * ldy)));
+        cll_cu_moe_args a;
+        memset(&a, 0, sizeof a);
+        a.x = dxs;
+        a.ldx = ldx;
+        a.x_div = 1;
+        a.ids = dids;
+        a.off = doff;
+        a.toff = dtoff;
+        a.n_expert = E;
+        a.max_tiles = cll_cu_moe_max_tiles(nk, E);
+        a.y = dy;
+        a.ldy = ldy;
+        a.n_slots = nk;
+        a.xh = dxh;
+        a.xh_bytes = (size_t)(nk * cols) * 2;
+        cudaError_t e = impl->moe(&w, &a, 0);
+        if (e == cudaSuccess) e = cll_cu_moe_zero_foreign(dgsel, nk, e0, E, dy, ldy, 0);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        GATE_CU(e);
+        std::vector<float> y((size_t)(nk * ldy));
+        GATE_CU(cudaMemcpy(y.data(), dy, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int64_t j = 0; j < nk; j++) {
+            const int32_t l = lsel[(size_t)j];
+            if (l < 0) {
+                for (int64_t r = 0; r < rows; r++)
+                    if (y[(size_t)(j * ldy + r)] != 0.0f)
+                        return cll_err(CLL_ERR_INTERNAL, "gate %s: moe foreign slot %lld row %lld holds %g, not 0", row->name,
+                                       (long long)j, (long long)r, (double)y[(size_t)(j * ldy + r)]);
+                continue;
+            }
+            const float *xr = xs.data() + j * ldx;
+            const float *we = wf.data() + (size_t)l * (size_t)(rows * cols);
+            for (int64_t r = 0; r < rows; r++) {
+                double sm = 0.0, m = 0.0;
+                for (int64_t k = 0; k < cols; k++) {
+                    const double p = (double)we[r * cols + k] * (double)xr[k];
+                    sm += p;
+                    m += fabs(p);
+                }
+                want.push_back(sm);
+                scale.push_back(m);
+                got.push_back(y[(size_t)(j * ldy + r)]);
+            }
+        }
+    }
     const double tol = 2e-3;
-    snprintf(rep->ref, sizeof rep->ref, "f64 to_f32(w_e) . x, gate/up and down forms (bar: f16 weight + f16 x rounding)");
+    snprintf(rep->ref, sizeof rep->ref, "f64 to_f32(w_e) . x, gate/up, down, a rank's experts (bar: f16 w + f16 x rounding)");
     const Cmp c = compare(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
     fill_report(rep, c, tol);
     rep->n_clobbered = clobbered;
