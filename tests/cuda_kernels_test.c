@@ -58,6 +58,11 @@ static void test_tables_and_quantize(void **state) {
     report(&r, cll_cuda_gate_act(4, 14336, true, 2, &r));
     report(&r, cll_cuda_gate_act(5, 256, true, 3, &r));
     report(&r, cll_cuda_gate_act(2, 100, false, 4, &r));
+    /* the one-GPU tensor-parallel split's all-reduce: 2 ranks of a 7B row, 3 of a ragged count, 4 of one
+     * 70B prefill step's worth of rows */
+    report(&r, cll_cuda_gate_comm_local(2, 4096, 1, &r));
+    report(&r, cll_cuda_gate_comm_local(3, 1001, 2, &r));
+    report(&r, cll_cuda_gate_comm_local(4, 64 * 8192, 3, &r));
     assert_int_equal(g_fail, 0);
 }
 

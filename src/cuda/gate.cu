@@ -11,6 +11,9 @@
 #include <vector>
 
 #define CLL_CU_WANT_IQ 1 /* the decoders' host pass (cll_cuda_gate_decoders) reads the C codebooks */
+#include <pthread.h>
+
+#include "cuda/comm.cuh"
 #include "cuda/formats.cuh"
 #include "cuda/matmul/matmul.cuh"
 #include "cuda/matmul/matmul_internal.cuh"
@@ -1631,6 +1634,100 @@ extern "C" cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t s
     ref[0].qs[5] ^= 1;
     rep->control_failed = memcmp(&ref[0], &got[0], sizeof(cll_block_q8_1)) != 0;
     return verdict(rep, "quantize");
+}
+
+/* The one-GPU split's all-reduce (cuda/comm.cu, every rank on GPU 0): n ranks, each a host thread with its
+ * own stream and rows, all-reduce `rounds` times (fresh rows each round: the events are reused); every
+ * rank's rows must equal the host's sum in rank order ((r0 + r1) + r2 ...) bit for bit, on every rank.
+ * Control: one flipped bit of the expectation must be counted. Report: rows = n ranks, cols = count. */
+namespace {
+struct comm_rank {
+    cll_driver_comm *c;
+    int32_t r, rounds;
+    int64_t count;
+    float *d;                   /* (rounds x count) this rank's rows, one slab a round */
+    cudaStream_t st;
+    cll_status status;
+    char err[160];
+};
+void *comm_rank_main(void *p) {
+    comm_rank *a = (comm_rank *)p;
+    a->status = CLL_OK;
+    if (cudaSetDevice(0) != cudaSuccess) a->status = CLL_ERR_DEVICE;
+    for (int32_t k = 0; k < a->rounds && a->status == CLL_OK; k++)
+        a->status = cll_cu_comm_allreduce(a->c, a->r, a->d + (size_t)k * (size_t)a->count, a->count, a->st);
+    if (a->status == CLL_OK && cudaStreamSynchronize(a->st) != cudaSuccess) a->status = CLL_ERR_DEVICE;
+    if (a->status != CLL_OK) snprintf(a->err, sizeof a->err, "%s", cll_last_error());
+    return NULL;
+}
+} // namespace
+
+extern "C" cll_status cll_cuda_gate_comm_local(int32_t n, int64_t count, uint64_t seed, cll_cuda_gate_report *rep) {
+    init_report(rep, "allreduce_local", 0, CLL_TYPE_F32, n, count, n);
+    const int32_t rounds = 3;
+    if (n < 2 || n > 8 || count < 1) return cll_err(CLL_ERR_ARG, "gate comm: bad shape");
+    Rng rng{seed * 0x9E3779B97F4A7C15ull + 31};
+    std::vector<std::vector<float>> h((size_t)n, std::vector<float>((size_t)(rounds * count)));
+    for (auto &v : h)
+        for (auto &x : v) x = 8.0f * rng.uni() * (rng.next() % 13 == 0 ? 64.0f : 1.0f);
+    int32_t devs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    GATE_CU(cudaSetDevice(0));
+    cll_driver_comm *c = NULL;
+    cll_status st = cll_cu_comm_create(n, devs, &c);
+    if (st != CLL_OK) return st;
+    Dev dev;
+    comm_rank ranks[8];
+    for (int32_t r = 0; r < n && st == CLL_OK; r++) {
+        ranks[r] = comm_rank{c, r, rounds, count, NULL, NULL, CLL_OK, ""};
+        if (dev.alloc((void **)&ranks[r].d, h[(size_t)r].size() * sizeof(float)) != cudaSuccess ||
+            cudaMemcpy(ranks[r].d, h[(size_t)r].data(), h[(size_t)r].size() * sizeof(float), cudaMemcpyHostToDevice) !=
+                cudaSuccess ||
+            cudaStreamCreateWithFlags(&ranks[r].st, cudaStreamNonBlocking) != cudaSuccess)
+            st = cll_err(CLL_ERR_DEVICE, "gate comm: device buffers or streams");
+    }
+    pthread_t th[8];
+    int32_t started = 0;
+    for (int32_t r = 0; r < n && st == CLL_OK; r++) {
+        if (pthread_create(&th[r], NULL, comm_rank_main, &ranks[r])) {
+            st = cll_err(CLL_ERR_INTERNAL, "gate comm: thread");
+            cll_cu_comm_abort(c, true);
+            break;
+        }
+        started++;
+    }
+    for (int32_t r = 0; r < started; r++) pthread_join(th[r], NULL);
+    for (int32_t r = 0; r < started && st == CLL_OK; r++)
+        if (ranks[r].status != CLL_OK) st = cll_err(ranks[r].status, "gate comm: rank %d: %s", r, ranks[r].err);
+    std::vector<float> got((size_t)(n * rounds * count));
+    for (int32_t r = 0; r < n && st == CLL_OK; r++)
+        if (cudaMemcpy(got.data() + (size_t)r * (size_t)(rounds * count), ranks[r].d,
+                       (size_t)(rounds * count) * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess)
+            st = cll_err(CLL_ERR_DEVICE, "gate comm: copy back");
+    for (int32_t r = 0; r < n; r++)
+        if (ranks[r].st) cudaStreamDestroy(ranks[r].st);
+    cll_cu_comm_free(c);
+    if (st != CLL_OK) return st;
+    /* the expectation: the rank-order sum, on every rank */
+    std::vector<float> want((size_t)(rounds * count));
+    for (size_t j = 0; j < want.size(); j++) {
+        float v = h[0][j];
+        for (int32_t r = 1; r < n; r++) v += h[(size_t)r][j];
+        want[j] = v;
+    }
+    int64_t bad = 0;
+    for (int32_t r = 0; r < n; r++)
+        bad += memcmp(got.data() + (size_t)r * want.size(), want.data(), want.size() * sizeof(float)) != 0;
+    std::vector<float> moved(want);
+    uint32_t u;
+    memcpy(&u, &moved[want.size() / 2], 4);
+    u ^= 1u;
+    memcpy(&moved[want.size() / 2], &u, 4);
+    rep->control_failed = memcmp(got.data(), moved.data(), moved.size() * sizeof(float)) != 0;
+    rep->n_out = (int64_t)got.size();
+    rep->n_bad = bad;
+    rep->tol = 0.0;
+    snprintf(rep->ref, sizeof rep->ref, "host f32 sum in rank order, bit for bit on every rank");
+    return verdict(rep, "all-reduce, every rank on one GPU");
 }
 
 /* The activation kernel's two forms (cuda/ops/norm.cu): n rows at once (four values a thread, the prompt's

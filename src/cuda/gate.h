@@ -100,6 +100,10 @@ cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, int len, int 
  * launch each (the decode step's form): y, q8_1 and f16 rows (both orders) bit for bit; SiLU within 1e-6 of
  * the host's. Report: rows = n, cols = f. */
 cll_status cll_cuda_gate_act(int64_t n, int64_t f, bool gelu, uint64_t seed, cll_cuda_gate_report *rep);
+/* The one-GPU split's all-reduce (cuda/comm.cu with every rank on GPU 0): n host threads, each a stream and
+ * rows of count floats, three rounds: every rank's rows equal the host's rank-order f32 sum bit for bit.
+ * Report: rows = n, cols = count. */
+cll_status cll_cuda_gate_comm_local(int32_t n, int64_t count, uint64_t seed, cll_cuda_gate_report *rep);
 /* cll_cu_quantize_q8_1 on n rows x cols (strided input): byte-exact with cll_quantize_q8_1 */
 cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cuda_gate_report *rep);
 /* The device decoders of every block format (cuda/formats.cuh, __host__ __device__) run on the
