@@ -47,18 +47,35 @@ static void test_valid_counts(void **state) {
     hp.n_head = hp.n_head_kv = 32, hp.n_ff = 11008, hp.n_vocab = 32000;
     cll_plan *p = fake_plan(2, CLL_TYPE_Q4_0, 4096, CLL_TYPE_Q4_0, 11008);
     int n = cll_shard_valid(p, &hp, 16, v, 64);
-    assert_int_equal(n, 4); /* 1 2 4 8: 11008 / 32 = 344 = 8 x 43 */
-    assert_int_equal(v[3], 8);
+    assert_int_equal(n, 5); /* 1 2 4 8 16: the KV heads' divisors; O 4096 / 16 = 256 columns, whole blocks */
+    assert_int_equal(v[4], 16);
     free_plan(p);
+    /* K-quants: down's 11008 columns are 43 blocks of 256: the ranks take them as evenly as they go */
     p = fake_plan(2, CLL_TYPE_Q4_K, 4096, CLL_TYPE_Q6_K, 11008);
     n = cll_shard_valid(p, &hp, 16, v, 64);
-    assert_int_equal(n, 1); /* 11008 / 256 = 43 blocks: only one rank */
+    assert_int_equal(n, 5);
     cll_shard s;
-    assert_int_equal(cll_shard_plan(p, &hp, 2, 0, &s), CLL_ERR_UNSUPPORTED);
-    assert_non_null(strstr(cll_last_error(), "ffn_down"));
-    assert_non_null(strstr(cll_last_error(), "256-element blocks"));
-    assert_non_null(strstr(cll_last_error(), "(valid: 1)"));
+    assert_int_equal(cll_shard_plan(p, &hp, 2, 0, &s), CLL_OK);
+    assert_int_equal(s.f0, 0);
+    assert_int_equal(s.f1, 22 * 256);
+    assert_int_equal(cll_shard_plan(p, &hp, 2, 1, &s), CLL_OK);
+    assert_int_equal(s.f0, 22 * 256);
+    assert_int_equal(s.f1, 11008);
+    assert_int_equal(cll_shard_plan(p, &hp, 8, 7, &s), CLL_OK); /* 43 = 6 x 8 + 3: the last five take 5 */
+    assert_int_equal(s.f1 - s.f0, 5 * 256);
+    assert_int_equal(s.f1, 11008);
     free_plan(p);
+    /* too few blocks of down for the ranks: 2 blocks of 256 over 4 (O's 1024 columns give 256 a rank) */
+    hp.n_head = hp.n_head_kv = 8, hp.n_ff = 512;
+    p = fake_plan(2, CLL_TYPE_Q4_K, 1024, CLL_TYPE_Q4_K, 512);
+    assert_int_equal(cll_shard_plan(p, &hp, 4, 0, &s), CLL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(cll_last_error(), "ffn_down (q4_K, 512 columns) holds 2 whole 256-element blocks, fewer than 4 ranks"));
+    assert_non_null(strstr(cll_last_error(), "(valid: 1, 2)"));
+    /* and O's columns a rank must be whole blocks: 1024 / 8 = 128 of q4_K's 256 */
+    assert_int_equal(cll_shard_plan(p, &hp, 8, 0, &s), CLL_ERR_UNSUPPORTED);
+    assert_non_null(strstr(cll_last_error(), "attn_output (q4_K, 1024 columns) splits into 128-column shards"));
+    free_plan(p);
+    hp.n_head = hp.n_head_kv = 32;
     /* llama3-8b: 32 q heads on 8 KV heads, ff 14336 = 56 x 256 */
     hp.n_head = 32, hp.n_head_kv = 8, hp.n_ff = 14336, hp.n_vocab = 128256;
     p = fake_plan(2, CLL_TYPE_Q4_K, 4096, CLL_TYPE_Q6_K, 14336);

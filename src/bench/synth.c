@@ -37,12 +37,15 @@ static const shape k_shapes[] = {
     {"tiny-gemma3", "gemma3", 256, 6, 4, 1, 64, 256, 512, 2048, 1e6f, 1e-6f, 1, 0, 1, 1, 32, 0, 0, 0},
     {"tiny-qwen3moe", "qwen3moe", 256, 2, 4, 2, 64, 512, 512, 2048, 1e6f, 1e-6f, 0, 0, 1, 0, 0, 4, 2, 256},
     {"tiny-mixtral", "llama", 256, 2, 4, 2, 64, 256, 512, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 4, 2, 256},
+    /* a tensor-parallel test shape: 128-wide heads (O's 256 columns a rank: whole K-quant blocks) and an
+     * FFN of 3 blocks of 256, which 2 ranks split unevenly (2 + 1) */
+    {"tiny-uneven", "llama", 256, 2, 4, 2, 128, 768, 512, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 #define N_SHAPES (sizeof k_shapes / sizeof k_shapes[0])
 
 const char *cll_bench_synth_shapes(void) {
     return "llama2-7b,llama3-8b,llama32-1b,llama3-70b,qwen3-moe-a3b,tiny,tiny-moe,tiny-llama,tiny-qwen2,tiny-qwen3,"
-           "tiny-gemma3,tiny-qwen3moe,tiny-mixtral";
+           "tiny-gemma3,tiny-qwen3moe,tiny-mixtral,tiny-uneven";
 }
 
 /* ---- PRNG: xoshiro256** (seeded by splitmix64): ~1 ns per 8 bytes ---------------------- */

@@ -1,6 +1,6 @@
 /* model/shard: the tensor-parallel split (shard.h).
- * Owns nothing. Rule: the checks run in a fixed order (KV heads, experts, O columns, down
- * columns), so the first failing reason is the one reported. */
+ * Owns nothing. Rule: the checks run in a fixed order (KV heads, experts, O columns, down's
+ * blocks), so the first failing reason is the one reported. */
 #include "model/shard.h"
 
 #include <stdint.h>
@@ -9,6 +9,22 @@
 #include <string.h>
 
 #include "formats/formats.h"
+
+/* the dense FFN's split unit: the largest block of any layer's down weight (its columns are cut;
+ * block sizes are powers of two, so every layer's blocks tile it), at least 32 where the width allows
+ * (float weights: a rank's rows stay whole q8_1 blocks and 16-byte vectors) */
+static int64_t ff_unit(const cll_plan *p) {
+    int64_t qk = 1;
+    bool by32 = true;
+    for (int64_t i = 0; i < p->n_sites; i++) {
+        const cll_plan_site *s = &p->sites[i];
+        if (s->kind != CLL_SITE_FFN_DOWN) continue;
+        const cll_type_traits *tr = cll_type_traits_get(s->wtype);
+        if (tr && tr->blck > qk) qk = (int64_t)tr->blck;
+        by32 &= s->cols % 32 == 0;
+    }
+    return qk < 32 && by32 ? 32 : qk;
+}
 
 /* why n does not split the model ("" when it does) */
 static void check(const cll_plan *p, const cll_hparams *hp, int32_t n, char *why, size_t cap) {
@@ -25,15 +41,27 @@ static void check(const cll_plan *p, const cll_hparams *hp, int32_t n, char *why
         snprintf(why, cap, "the %d experts do not split into %d equal sets", hp->n_expert, n);
         return;
     }
+    /* O: a rank's query heads fix its columns, which must be whole blocks */
     for (int64_t i = 0; i < p->n_sites; i++) {
         const cll_plan_site *s = &p->sites[i];
-        if (s->kind != CLL_SITE_ATTN_O && s->kind != CLL_SITE_FFN_DOWN) continue; /* the column splits */
+        if (s->kind != CLL_SITE_ATTN_O) continue;
         const cll_type_traits *tr = cll_type_traits_get(s->wtype);
         const int64_t qk = tr && tr->blck ? (int64_t)tr->blck : 1;
         if (s->cols % n || (s->cols / n) % qk) {
-            snprintf(why, cap, "layer %d %s (%s, %lld columns) splits into %s%lld-column shards, not whole %lld-element blocks",
-                     s->layer, s->kind == CLL_SITE_ATTN_O ? "attn_output" : "ffn_down", cll_type_name(s->wtype),
-                     (long long)s->cols, s->cols % n ? "uneven " : "", (long long)(s->cols / n), (long long)qk);
+            snprintf(why, cap, "layer %d attn_output (%s, %lld columns) splits into %lld-column shards, not whole %lld-element blocks",
+                     s->layer, cll_type_name(s->wtype), (long long)s->cols, (long long)(s->cols / n), (long long)qk);
+            return;
+        }
+    }
+    /* the dense FFN splits by whole blocks of down's columns, as evenly as they go (a rank may hold one
+     * block more): it needs a block a rank */
+    const int64_t qk = ff_unit(p);
+    for (int64_t i = 0; i < p->n_sites; i++) {
+        const cll_plan_site *s = &p->sites[i];
+        if (s->kind != CLL_SITE_FFN_DOWN) continue;
+        if (s->cols % qk || s->cols / qk < n) {
+            snprintf(why, cap, "layer %d ffn_down (%s, %lld columns) holds %lld whole %lld-element blocks, fewer than %d ranks",
+                     s->layer, cll_type_name(s->wtype), (long long)s->cols, (long long)(s->cols / qk), (long long)qk, n);
             return;
         }
     }
@@ -69,9 +97,11 @@ cll_status cll_shard_plan(const cll_plan *p, const cll_hparams *hp, int32_t n, i
     out->kv1 = out->kv0 + kvn;
     out->q0 = out->kv0 * g;
     out->q1 = out->kv1 * g;
-    const int64_t ff = hp->n_expert > 0 ? 0 : hp->n_ff;
-    out->f0 = ff / n * rank;
-    out->f1 = out->f0 + ff / n;
+    if (hp->n_expert == 0) { /* whole blocks of down's columns, the first ff_blocks % n ranks one more */
+        const int64_t qk = ff_unit(p), nb = hp->n_ff / qk, per = nb / n, rem = nb % n;
+        out->f0 = qk * (rank * per + (rank < rem ? rank : rem));
+        out->f1 = out->f0 + qk * (per + (rank < rem ? 1 : 0));
+    }
     if (hp->n_expert > 0) {
         out->e0 = hp->n_expert / n * rank;
         out->e1 = out->e0 + hp->n_expert / n;

@@ -4,16 +4,17 @@
  *   attention: KV heads [kv0, kv1) (n_head_kv / n each) and their query heads [q0, q1); the rows of
  *              Q, K, V of those heads (column-parallel), the columns of O for those q heads
  *              (row-parallel: partial outputs, one all-reduce after O);
- *   dense FFN: rows [f0, f1) of gate and up (ff / n each), the same columns of down (partial
- *              outputs, one all-reduce after down);
+ *   dense FFN: rows [f0, f1) of gate and up, the same columns of down (partial outputs, one
+ *              all-reduce after down): whole blocks of down's format, as evenly as they go (Llama-2-7B's
+ *              11008 = 43 blocks of 256 gives 22 and 21 over 2 ranks);
  *   MoE:       experts [e0, e1) (expert parallel: every rank routes, computes its experts' slots,
  *              one all-reduce of the weighted slot sum);
  *   output:    vocab rows [v0, v1) (a final gather, or an all-reduce of (max, argmax) for greedy).
  * A column split cuts every row of a quantized weight, so it must fall on the format's block
- * boundaries: O's columns per rank (query heads x head_dim_v) and down's (ff / n) must be whole
- * blocks. cll_shard_plan says which n work and why the others do not.
- * Owns nothing. Rule: a plan either splits every site evenly on block boundaries or is an error
- * naming the site, the numbers and the valid n. */
+ * boundaries: O's columns per rank (query heads x head_dim_v) must be whole blocks, and down needs a
+ * whole block a rank. cll_shard_plan says which n work and why the others do not.
+ * Owns nothing. Rule: a plan either splits every site on block boundaries (the heads and experts
+ * evenly) or is an error naming the site, the numbers and the valid n. */
 #ifndef CLL_MODEL_SHARD_H
 #define CLL_MODEL_SHARD_H
 
