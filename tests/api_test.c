@@ -257,6 +257,9 @@ static void test_backend_select(void **st) {
     snprintf(path, sizeof path, "%s", tu_shared("models/stories260K.gguf"));
     assert_int_equal(cllama_model_backend(g_model), CLLAMA_BACKEND_CPU);
     assert_string_equal(cllama_backend_name(CLLAMA_BACKEND_CUDA), "cuda");
+    assert_int_equal(cllama_model_tp(g_model), 1); /* no split unless asked (tensor parallel: tp_test) */
+    assert_int_equal(cllama_model_default_params().tp, 0);
+    assert_null(cllama_model_default_params().devices);
     cllama_model *m = (cllama_model *)1;
     setenv("CLLAMA_BACKEND", "tpu", 1);
     assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_ERR_ARG);
