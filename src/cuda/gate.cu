@@ -829,14 +829,13 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
     for (int64_t r = 0; r < rows * E; r++) tr->to_f32(W.data() + rb * (size_t)r, wf.data() + r * cols, cols);
     std::vector<float> got((size_t)(2 * nk * rows));
     std::vector<double> want(got.size()), scale(got.size());
-    int64_t clobbered = 0;
-    for (int form = 0; form < 2; form++) { /* 0: gate/up (x_div K), 1: down (x_div 1) */
-        GATE_CU(poisoned(dev, &dy, (size_t)(nk * ldy)));
+    /* the row over the sorted slots: x_div K reads the token's row (gate/up), 1 the slot's (down) */
+    auto launch = [&](const float *x, int x_div) {
         cll_cu_moe_args a;
         memset(&a, 0, sizeof a);
-        a.x = form ? dxs : dxt;
+        a.x = x;
         a.ldx = ldx;
-        a.x_div = form ? 1 : K;
+        a.x_div = x_div;
         a.ids = dids;
         a.off = doff;
         a.toff = dtoff;
@@ -847,7 +846,22 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
         a.n_slots = nk;
         a.xh = dxh;
         a.xh_bytes = (size_t)(nk * cols) * 2;
-        cudaError_t e = impl->moe(&w, &a, 0);
+        return impl->moe(&w, &a, 0);
+    };
+    /* f64 w_e . x of every row of expert e's matrix (and sum |w x|, the bar's scale) */
+    auto expect = [&](int32_t e, const float *xr, int64_t r, double *sm, double *m) {
+        const float *we = wf.data() + (size_t)e * (size_t)(rows * cols) + r * cols;
+        *sm = 0.0, *m = 0.0;
+        for (int64_t k = 0; k < cols; k++) {
+            const double p = (double)we[k] * (double)xr[k];
+            *sm += p;
+            *m += fabs(p);
+        }
+    };
+    int64_t clobbered = 0;
+    for (int form = 0; form < 2; form++) { /* 0: gate/up (x_div K), 1: down (x_div 1) */
+        GATE_CU(poisoned(dev, &dy, (size_t)(nk * ldy)));
+        cudaError_t e = launch(form ? dxs : dxt, form ? 1 : K);
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
         GATE_CU(e);
         std::vector<float> y((size_t)(nk * ldy));
@@ -855,17 +869,9 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
         clobbered += count_clobbered(y, nk, rows, ldy);
         for (int64_t j = 0; j < nk; j++) {
             const float *xr = form ? xs.data() + j * ldx : xt.data() + (j / K) * ldx;
-            const float *we = wf.data() + (size_t)sel[(size_t)j] * (size_t)(rows * cols);
             for (int64_t r = 0; r < rows; r++) {
-                double s = 0.0, m = 0.0;
-                for (int64_t k = 0; k < cols; k++) {
-                    const double p = (double)we[r * cols + k] * (double)xr[k];
-                    s += p;
-                    m += fabs(p);
-                }
                 const size_t o = (size_t)((form * nk + j) * rows + r);
-                want[o] = s;
-                scale[o] = m;
+                expect(sel[(size_t)j], xr, r, &want[o], &scale[o]);
                 got[o] = y[(size_t)(j * ldy + r)];
             }
         }
@@ -904,22 +910,7 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
             return cll_err(CLL_ERR_INTERNAL, "gate %s: moe sort with foreign slots: %d placed, this rank's are %d", row->name,
                            placed, mine);
         GATE_CU(poisoned(dev, &dy, (size_t)(nk * ldy)));
-        cll_cu_moe_args a;
-        memset(&a, 0, sizeof a);
-        a.x = dxs;
-        a.ldx = ldx;
-        a.x_div = 1;
-        a.ids = dids;
-        a.off = doff;
-        a.toff = dtoff;
-        a.n_expert = E;
-        a.max_tiles = cll_cu_moe_max_tiles(nk, E);
-        a.y = dy;
-        a.ldy = ldy;
-        a.n_slots = nk;
-        a.xh = dxh;
-        a.xh_bytes = (size_t)(nk * cols) * 2;
-        cudaError_t e = impl->moe(&w, &a, 0);
+        cudaError_t e = launch(dxs, 1);
         if (e == cudaSuccess) e = cll_cu_moe_zero_foreign(dgsel, nk, e0, E, dy, ldy, 0);
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
         GATE_CU(e);
@@ -934,15 +925,9 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
                                        (long long)j, (long long)r, (double)y[(size_t)(j * ldy + r)]);
                 continue;
             }
-            const float *xr = xs.data() + j * ldx;
-            const float *we = wf.data() + (size_t)l * (size_t)(rows * cols);
             for (int64_t r = 0; r < rows; r++) {
-                double sm = 0.0, m = 0.0;
-                for (int64_t k = 0; k < cols; k++) {
-                    const double p = (double)we[r * cols + k] * (double)xr[k];
-                    sm += p;
-                    m += fabs(p);
-                }
+                double sm, m;
+                expect(l, xs.data() + j * ldx, r, &sm, &m);
                 want.push_back(sm);
                 scale.push_back(m);
                 got.push_back(y[(size_t)(j * ldy + r)]);
