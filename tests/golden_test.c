@@ -378,7 +378,10 @@ static void test_synthetic(void **state) {
     printf("synthetic goldens: %d/%d files pass", ran - failed, ran);
     if (g_tp) printf(" split over %d ranks (%d files not splittable)", g_tp, refused);
     printf("\n");
-    if (g_tp) assert_true(ran >= 10); /* most files split: the check had something to check */
+    /* the 18 files that split over 2 (the 17 others: O columns that cut K/i-quant blocks, gemma3s 1 KV head):
+     * a split that starts refusing one of them is a regression (llama-2-tiny-random once was, by the FFN unit) */
+    if (g_tp == 2) assert_true(ran >= 18);
+    if (g_tp) assert_true(ran >= 10);
     assert_true(ran > 0);
     assert_int_equal(failed, 0);
 }

@@ -75,6 +75,22 @@ static void test_valid_counts(void **state) {
     assert_int_equal(cll_shard_plan(p, &hp, 8, 0, &s), CLL_ERR_UNSUPPORTED);
     assert_non_null(strstr(cll_last_error(), "attn_output (q4_K, 1024 columns) splits into 128-column shards"));
     free_plan(p);
+    /* float weights: the unit is 32 columns where every rank gets one (64 over 2: 32 + 32), else a column
+     * (32 over 2: 16 + 16, llama-2-tiny-random's FFN; a regression of the 32-unit once refused it) */
+    hp.n_head = hp.n_head_kv = 4, hp.n_ff = 64;
+    p = fake_plan(2, CLL_TYPE_F16, 256, CLL_TYPE_F16, 64);
+    assert_int_equal(cll_shard_plan(p, &hp, 2, 1, &s), CLL_OK);
+    assert_int_equal(s.f0, 32);
+    assert_int_equal(s.f1, 64);
+    free_plan(p);
+    hp.n_ff = 32;
+    p = fake_plan(2, CLL_TYPE_F16, 256, CLL_TYPE_F16, 32);
+    assert_int_equal(cll_shard_plan(p, &hp, 2, 1, &s), CLL_OK);
+    assert_int_equal(s.f0, 16);
+    assert_int_equal(s.f1, 32);
+    assert_int_equal(cll_shard_plan(p, &hp, 4, 3, &s), CLL_OK); /* 8 columns a rank */
+    assert_int_equal(s.f1 - s.f0, 8);
+    free_plan(p);
     hp.n_head = hp.n_head_kv = 32;
     /* llama3-8b: 32 q heads on 8 KV heads, ff 14336 = 56 x 256 */
     hp.n_head = 32, hp.n_head_kv = 8, hp.n_ff = 14336, hp.n_vocab = 128256;

@@ -10,10 +10,11 @@
 
 #include "formats/formats.h"
 
-/* the dense FFN's split unit: the largest block of any layer's down weight (its columns are cut;
- * block sizes are powers of two, so every layer's blocks tile it), at least 32 where the width allows
- * (float weights: a rank's rows stay whole q8_1 blocks and 16-byte vectors) */
-static int64_t ff_unit(const cll_plan *p) {
+/* the dense FFN's split unit over n ranks: the largest block of any layer's down weight (its columns
+ * are cut; block sizes are powers of two, so every layer's blocks tile it), at least 32 where the width
+ * allows it and still gives every rank a unit (float weights: a rank's rows stay whole q8_1 blocks and
+ * 16-byte vectors) */
+static int64_t ff_unit(const cll_plan *p, int32_t n) {
     int64_t qk = 1;
     bool by32 = true;
     for (int64_t i = 0; i < p->n_sites; i++) {
@@ -21,7 +22,7 @@ static int64_t ff_unit(const cll_plan *p) {
         if (s->kind != CLL_SITE_FFN_DOWN) continue;
         const cll_type_traits *tr = cll_type_traits_get(s->wtype);
         if (tr && tr->blck > qk) qk = (int64_t)tr->blck;
-        by32 &= s->cols % 32 == 0;
+        by32 &= s->cols % 32 == 0 && s->cols / 32 >= n;
     }
     return qk < 32 && by32 ? 32 : qk;
 }
@@ -55,7 +56,7 @@ static void check(const cll_plan *p, const cll_hparams *hp, int32_t n, char *why
     }
     /* the dense FFN splits by whole blocks of down's columns, as evenly as they go (a rank may hold one
      * block more): it needs a block a rank */
-    const int64_t qk = ff_unit(p);
+    const int64_t qk = ff_unit(p, n);
     for (int64_t i = 0; i < p->n_sites; i++) {
         const cll_plan_site *s = &p->sites[i];
         if (s->kind != CLL_SITE_FFN_DOWN) continue;
@@ -98,7 +99,7 @@ cll_status cll_shard_plan(const cll_plan *p, const cll_hparams *hp, int32_t n, i
     out->q0 = out->kv0 * g;
     out->q1 = out->kv1 * g;
     if (hp->n_expert == 0) { /* whole blocks of down's columns, the first ff_blocks % n ranks one more */
-        const int64_t qk = ff_unit(p), nb = hp->n_ff / qk, per = nb / n, rem = nb % n;
+        const int64_t qk = ff_unit(p, n), nb = hp->n_ff / qk, per = nb / n, rem = nb % n;
         out->f0 = qk * (rank * per + (rank < rem ? rank : rem));
         out->f1 = out->f0 + qk * (per + (rank < rem ? 1 : 0));
     }
