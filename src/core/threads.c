@@ -280,6 +280,11 @@ bool cll_barrier_wait(cll_barrier *b) {
     return ok;
 }
 
+cll_status cll_barrier_meet(cll_barrier *b, int32_t rank) {
+    if (cll_barrier_wait(b)) return CLL_OK;
+    return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+}
+
 void cll_barrier_abort(cll_barrier *b, bool on) {
     if (!b) return;
     pthread_mutex_lock(&b->mu);

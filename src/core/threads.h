@@ -30,6 +30,9 @@ typedef struct cll_barrier cll_barrier;
 cll_status cll_barrier_create(int n, cll_barrier **out);
 void cll_barrier_free(cll_barrier *b);
 bool cll_barrier_wait(cll_barrier *b);
+/* the same for rank `rank` of a tensor-parallel group: CLL_OK, or CLL_ERR_INTERNAL saying its
+ * all-reduce was abandoned (another rank failed) */
+cll_status cll_barrier_meet(cll_barrier *b, int32_t rank);
 void cll_barrier_abort(cll_barrier *b, bool on);
 
 int cll_physical_cores(void);

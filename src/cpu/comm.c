@@ -52,8 +52,8 @@ cll_status cll_cpu_comm_allreduce(cll_cpu_comm *c, int32_t rank, float *buf, int
     }
     c->slot[rank] = buf;
     c->count[rank] = count;
-    if (!cll_barrier_wait(c->bar))
-        return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    cll_status st;
+    if ((st = cll_barrier_meet(c->bar, rank)) != CLL_OK) return st;
     for (int32_t r = 1; r < c->n; r++)
         if (c->count[r] != c->count[0]) {
             cll_cpu_comm_abort(c, true);
@@ -71,8 +71,7 @@ cll_status cll_cpu_comm_allreduce(cll_cpu_comm *c, int32_t rank, float *buf, int
         c->calls++;
         c->floats += (uint64_t)count;
     }
-    if (!cll_barrier_wait(c->bar))
-        return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    if ((st = cll_barrier_meet(c->bar, rank)) != CLL_OK) return st;
     return CLL_OK;
 }
 

@@ -79,8 +79,9 @@ __global__ static void local_sum_kernel(ptrs_t bufs, int32_t n, int64_t b, int64
 static cll_status local_allreduce(cll_driver_comm *c, int32_t rank, float *buf, int64_t count, cudaStream_t st) {
     c->buf[rank] = buf;
     c->cnt[rank] = count;
+    cll_status st_;
     LTRY(cudaEventRecord(c->ev_a[rank], st));
-    if (!cll_barrier_wait(c->bar)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    if ((st_ = cll_barrier_meet(c->bar, rank)) != CLL_OK) return st_;
     for (int32_t q = 0; q < c->n; q++) {
         if (c->cnt[q] != count) {
             cll_cu_comm_abort(c, true);
@@ -100,7 +101,7 @@ static cll_status local_allreduce(cll_driver_comm *c, int32_t rank, float *buf, 
         LTRY(cudaGetLastError());
     }
     LTRY(cudaEventRecord(c->ev_b[rank], st));
-    if (!cll_barrier_wait(c->bar)) return cll_err(CLL_ERR_INTERNAL, "tensor parallel: rank %d's all-reduce was abandoned (another rank failed)", rank);
+    if ((st_ = cll_barrier_meet(c->bar, rank)) != CLL_OK) return st_;
     for (int32_t q = 0; q < c->n; q++)
         if (q != rank) LTRY(cudaStreamWaitEvent(st, c->ev_b[q], 0));
     return CLL_OK;

@@ -31,6 +31,7 @@ typedef struct {
     void *out[CLL_TP_MAX];
     cll_status st[CLL_TP_MAX];
     char err[CLL_TP_MAX][256];
+    int32_t failed; /* the first rank that failed (-1: none): the others were woken by its abort */
 } job;
 
 struct cll_driver_state {
@@ -147,6 +148,9 @@ static void run_rank(cll_driver_state *s, job *j, int32_t r) {
     j->st[r] = j->prepare ? in->prepare_batches(s->st[r], j->prepare) : in->forward(s->st[r], j->b[r], j->kind, j->out[r]);
     if (j->st[r] != CLL_OK) {
         snprintf(j->err[r], sizeof j->err[r], "%s", cll_last_error());
+        pthread_mutex_lock(&s->mu);
+        if (j->failed < 0) j->failed = r;
+        pthread_mutex_unlock(&s->mu);
         /* the other ranks may wait for this one inside an all-reduce: wake them */
         if (s->comm && in->comm_abort) in->comm_abort(s->comm, true);
     }
@@ -171,8 +175,11 @@ static void *rank_main(void *p) {
     return NULL;
 }
 
-/* every rank's forward of j, rank 0 on this thread; returns when all have */
-static void run_all(cll_driver_state *s, job *j) {
+/* every rank's forward (or preparation) of j, rank 0 on this thread; when all have returned: CLL_OK, or the
+ * failure of the rank that failed on its own (the others' say they were abandoned), the communicator
+ * readied again (a device one may stay failed, and says so on the next call) */
+static cll_status run_all(cll_driver_state *s, job *j) {
+    j->failed = -1;
     if (s->n_th) {
         pthread_mutex_lock(&s->mu);
         s->cur = j;
@@ -187,6 +194,11 @@ static void run_all(cll_driver_state *s, job *j) {
         while (s->pending) pthread_cond_wait(&s->cv_done, &s->mu);
         pthread_mutex_unlock(&s->mu);
     }
+    if (j->failed < 0) return CLL_OK;
+    const cll_driver *in = s->tm->inner;
+    if (s->comm && in->comm_abort) in->comm_abort(s->comm, false);
+    if (s->tm->n == 1) return cll_err(j->st[0], "%s", j->err[0]);
+    return cll_err(j->st[j->failed], "tensor parallel rank %d: %s", j->failed, j->err[j->failed]);
 }
 
 /* ---- state ------------------------------------------------------------------------------------ */
@@ -287,7 +299,6 @@ static bool better(float a, int32_t ia, float b, int32_t ib) {
 
 static cll_status tp_forward(cll_driver_state *s, const cll_driver_batch *b, cll_driver_out kind, void *out) {
     cll_driver_model *tm = s->tm;
-    const cll_driver *in = tm->inner;
     /* the checks every rank would make, made once here: a batch no rank can run fails before any
      * rank starts (so none waits in an all-reduce for one that refused it) */
     if (b->n <= 0 || b->n > s->n_batch)
@@ -323,22 +334,8 @@ static cll_status tp_forward(cll_driver_state *s, const cll_driver_batch *b, cll
         /* one rank: its rows are the whole answer, written where the caller wants them */
         j.out[r] = tm->n == 1 && rk == kind ? out : s->buf[r];
     }
-    if (tm->n == 1 && rk != kind) j.out[0] = s->buf[0];
-    run_all(s, &j);
-    for (int32_t r = 0; r < tm->n; r++)
-        if (j.st[r] != CLL_OK) {
-            /* every rank has returned: ready the communicator again (a device one may stay failed,
-             * and says so on the next forward) */
-            if (s->comm && in->comm_abort) in->comm_abort(s->comm, false);
-            /* the rank that failed on its own, not one woken by another's failure, says why */
-            int32_t w = r;
-            for (int32_t q = r; q < tm->n; q++)
-                if (j.st[q] != CLL_OK && !strstr(j.err[q], "abandoned")) {
-                    w = q;
-                    break;
-                }
-            return cll_err(j.st[w], "%s", j.err[w]);
-        }
+    const cll_status st = run_all(s, &j);
+    if (st != CLL_OK) return st;
     s->forwards++;
     s->tokens += (uint64_t)b->n;
     if (tm->n == 1 && rk == kind) return CLL_OK;
@@ -401,18 +398,11 @@ static int32_t tp_model_topk_max(const cll_driver_model *tm) { return tm ? tm->i
 
 /* every rank at once: what a rank prepares may run passes that wait for the others */
 static cll_status tp_prepare_batches(cll_driver_state *s, int32_t n_max) {
-    const cll_driver *in = s->tm->inner;
-    if (!in->prepare_batches || n_max < 1) return CLL_OK;
+    if (!s->tm->inner->prepare_batches || n_max < 1) return CLL_OK;
     job j;
     memset(&j, 0, sizeof j);
     j.prepare = n_max;
-    run_all(s, &j);
-    for (int32_t r = 0; r < s->tm->n; r++)
-        if (j.st[r] != CLL_OK) {
-            if (s->comm && in->comm_abort) in->comm_abort(s->comm, false);
-            return cll_err(j.st[r], "tensor parallel rank %d: %s", r, j.err[r]);
-        }
-    return CLL_OK;
+    return run_all(s, &j);
 }
 
 const cll_driver cll_tp_driver = {
