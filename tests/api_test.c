@@ -346,11 +346,20 @@ static void test_bad_path(void **st) {
     assert_non_null(strstr(cllama_last_error(), "/nonexistent/dir/model.gguf"));
 }
 
-/* write a GGUF with the given architecture and one token_embd tensor of the given type */
-static void craft(const char *path, const char *arch, uint32_t type) {
+/* write a GGUF with the given architecture and one token_embd tensor of the given type; rope_type (NULL:
+ * none) and rope_factor (0: none) become its rope.scaling keys */
+static void craft_rope(const char *path, const char *arch, uint32_t type, const char *rope_type, float rope_factor) {
     cll_gw *w = cll_bench_gw_new();
     cll_bench_gw_str(w, "general.architecture", arch);
     char key[64];
+    if (rope_type) {
+        snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+        cll_bench_gw_str(w, key, rope_type);
+    }
+    if (rope_factor != 0.0f) {
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+        cll_bench_gw_f32(w, key, rope_factor);
+    }
     snprintf(key, sizeof key, "%s.block_count", arch);
     cll_bench_gw_u32(w, key, 1);
     snprintf(key, sizeof key, "%s.embedding_length", arch);
@@ -370,6 +379,28 @@ static void craft(const char *path, const char *arch, uint32_t type) {
     assert_int_equal(cll_bench_gw_pad(w, f, nbytes), CLL_OK);
     fclose(f);
     cll_bench_gw_free(w);
+}
+
+static void craft(const char *path, const char *arch, uint32_t type) { craft_rope(path, arch, type, NULL, 0.0f); }
+
+/* rope.scaling: a type cllama does not compute is refused by name (it once warned and ran plain rope, which
+ * gives other logits than llama.cpp from the first token: tests/golden_test.c test_yarn), as is a factor
+ * that is not a positive number */
+static void test_rope_scaling_refused(void **st) {
+    (void)st;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/cllama_api_rope_%d.gguf", (int)getpid());
+    cllama_model *m = NULL;
+    craft_rope(path, "qwen2", 1, "longrope", 4.0f);
+    assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_ERR_UNSUPPORTED);
+    print_message("longrope: %s\n", cllama_last_error());
+    assert_non_null(strstr(cllama_last_error(), "'longrope'"));
+    assert_non_null(strstr(cllama_last_error(), "yarn")); /* lists what is supported */
+    craft_rope(path, "qwen2", 1, "yarn", -2.0f);
+    assert_int_equal(cllama_model_load(path, NULL, &m), CLLAMA_ERR_FORMAT);
+    assert_non_null(strstr(cllama_last_error(), "rope.scaling.factor"));
+    assert_null(m);
+    unlink(path);
 }
 
 static void test_unknown_arch_and_bad_type(void **st) {
@@ -520,6 +551,7 @@ int main(void) {
         cmocka_unit_test(test_kv_read_bytes),
         cmocka_unit_test(test_bad_path),
         cmocka_unit_test(test_unknown_arch_and_bad_type),
+        cmocka_unit_test(test_rope_scaling_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

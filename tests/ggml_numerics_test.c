@@ -290,7 +290,8 @@ static void test_rope(void **state) {
         float *want = hex_floats(json_string_value(json_object_get(R, "y")), n);
         float cs[512];
         assert_true(hd <= 512);
-        cll_ops_rope_cs(cs, pos, hd, base[0], 1.0f, NULL);
+        const cll_rope rp = cll_rope_make(base[0], 1.0f, 0.0f, 1.0f, hd, 0, 32.0f, 1.0f);
+        cll_ops_rope_cs(cs, pos, hd, &rp, NULL);
         cll_ops_rope_apply_fma(x, nh, hd, hd, cs, CLL_ROPE_NORM);
         char what[64];
         snprintf(what, sizeof what, "rope pos %d", pos);

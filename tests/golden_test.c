@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "cllama.h"
 #include "cuda/cuda.h"
@@ -384,6 +385,70 @@ static void test_synthetic(void **state) {
     if (g_tp) assert_true(ran >= 10);
     assert_true(ran > 0);
     assert_int_equal(failed, 0);
+}
+
+/* ---- YaRN rope scaling: llama.cpp's outputs on a file whose metadata stretches it --------------------- */
+
+/* tests/golden/tiny-qwen3-yarn.json: llama.cpp (shared/tools/oracle.c, one token a decode, f32 cache) on the
+ * file `cllama synth --shape tiny-qwen3-yarn --type F16 --seed 1` writes (tiny-qwen3's dims, rope.scaling
+ * yarn, factor 4 over 2048 tokens: every rope pair is extrapolated, mixed or interpolated). Teacher-forced
+ * logits within 0.005 at every step (0.03 on the GPU; the CPU driver's worst was 3.6e-4; YaRN moves them by
+ * 0.18-0.29 on the first step, so ignoring it, or a wrong ramp or magnitude, fails), top-1 and free-running greedy ids where the golden margin clears 0.1.
+ * Control: the same weights without the YaRN keys (shape tiny-qwen3) must miss the golden. The file's
+ * sha256 is checked first, so a change of the synthesizer names itself rather than failing the numbers. */
+static const tol_class k_yarn = {"synthetic F16, YaRN (tight)", 0.005, 0, 0.1, false};
+/* on the GPU: its f16 prefill products round X (the synthetic F16 class allows 0.1 there) */
+static const tol_class k_yarn_gpu = {"synthetic F16, YaRN, GPU", 0.03, 0, 0.1, false};
+
+static void synth_file(const char *shape, const char *path) {
+    const cll_synth_opts o = {.shape = shape, .type = "F16", .out = path, .seed = 1, .quiet = true};
+    assert_int_equal(cll_bench_synth(&o), CLL_OK);
+}
+
+static void test_yarn(void **state) {
+    (void)state;
+    char golden[4096], path[256], plain[256];
+    const char *src = getenv("CLLAMA_SRC");
+    snprintf(golden, sizeof golden, "%s/tests/golden/tiny-qwen3-yarn.json", src && *src ? src : CLLAMA_SOURCE_DIR);
+    json_t *G = json_load_file(golden, 0, NULL);
+    assert_non_null(G);
+    snprintf(path, sizeof path, "/tmp/golden_test_yarn_%d.gguf", (int)getpid());
+    snprintf(plain, sizeof plain, "/tmp/golden_test_plain_%d.gguf", (int)getpid());
+    synth_file("tiny-qwen3-yarn", path);
+    size_t len = 0;
+    char *bytes = tu_read_file(path, &len);
+    assert_non_null(bytes);
+    cll_sha256 h;
+    char hex[65];
+    cll_bench_sha256_init(&h);
+    cll_bench_sha256_update(&h, bytes, len);
+    cll_bench_sha256_hex(&h, hex);
+    free(bytes);
+    const char *want = json_string_value(json_object_get(json_object_get(G, "model"), "sha256"));
+    if (!want || strcmp(hex, want) != 0)
+        fail_msg("synth tiny-qwen3-yarn wrote %s, the golden was made on %s: regenerate the golden (see its "
+                 "generated_by) or restore the synthesizer", hex, want ? want : "(none)");
+    json_decref(G);
+    const tol_class *tc = g_gpu ? &k_yarn_gpu : &k_yarn;
+    result r;
+    const bool ran = run_golden(golden, path, tc, &r);
+    if (!ran && r.refused) {
+        printf("  tiny-qwen3-yarn not splittable over %d ranks\n", g_tp);
+        unlink(path);
+        return;
+    }
+    const bool pass = ran && verdict(tc, &r);
+    print_result("tiny-qwen3-yarn-F16", tc, &r, pass);
+    /* control: the same weights with plain rope miss it */
+    synth_file("tiny-qwen3", plain);
+    result rc;
+    const bool ran_c = run_golden(golden, plain, tc, &rc);
+    printf("  control, the same weights without YaRN: max|d| %.4f, steps>tol %d/%d (must miss)\n", rc.max_abs,
+           rc.n_bad_steps, rc.n_steps);
+    unlink(path);
+    unlink(plain);
+    assert_true(pass);
+    assert_true(ran_c && rc.n_steps > 0 && !verdict(tc, &rc) && rc.max_abs > 5 * tc->tol);
 }
 
 /* an oracle model (shared/oracle/models/FILE.gguf), NULL with a message when it does not load */
@@ -1159,7 +1224,8 @@ int main(void) {
     const char *tp = getenv("CLLAMA_TEST_TP");
     g_tp = tp ? atoi(tp) : 0;
     if (g_tp > 0 && !g_gpu) { /* the split on the CPU driver's ranks: the goldens' bars */
-        const struct CMUnitTest tests[] = {cmocka_unit_test(test_stories), cmocka_unit_test(test_synthetic)};
+        const struct CMUnitTest tests[] = {cmocka_unit_test(test_stories), cmocka_unit_test(test_synthetic),
+                                           cmocka_unit_test(test_yarn)};
         return cmocka_run_group_tests_name("golden_tp", tests, NULL, NULL);
     }
     if (g_gpu) {
@@ -1172,6 +1238,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_stories),
             cmocka_unit_test(test_synthetic),
+            cmocka_unit_test(test_yarn),
             cmocka_unit_test(test_batched_parity),
             cmocka_unit_test(test_producer_x),
             cmocka_unit_test(test_paged_kv),
@@ -1182,6 +1249,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stories),
         cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_yarn),
         cmocka_unit_test(test_batched_parity),
         cmocka_unit_test(test_paged_kv),
         cmocka_unit_test(test_gemma270m),

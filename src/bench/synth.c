@@ -19,33 +19,39 @@ typedef struct {
     float rope, eps;
     bool tied, qkv_bias, qk_norm, post_norms;
     int swa, E, EU, ffe;
+    float yarn;   /* YaRN rope scaling: this factor over a training context of yarn_orig tokens (0: none) */
+    int yarn_orig;
 } shape;
 
 /* dims and rope bases as in synth_gguf.py's SHAPES (benchmark) and TINY (oracle) tables */
 static const shape k_shapes[] = {
-    {"llama2-7b", "llama", 4096, 32, 32, 32, 128, 11008, 32000, 4096, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"llama3-8b", "llama", 4096, 32, 32, 8, 128, 14336, 128256, 8192, 500000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"llama32-1b", "llama", 2048, 16, 32, 8, 64, 8192, 128256, 8192, 500000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"llama2-7b", "llama", 4096, 32, 32, 32, 128, 11008, 32000, 4096, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"llama3-8b", "llama", 4096, 32, 32, 8, 128, 14336, 128256, 8192, 500000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"llama32-1b", "llama", 2048, 16, 32, 8, 64, 8192, 128256, 8192, 500000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     /* Llama-3-70B's dims: more than one GPU's memory budget when limited (issue 13's tensor-parallel bar) */
-    {"llama3-70b", "llama", 8192, 80, 64, 8, 128, 28672, 128256, 8192, 500000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"qwen3-moe-a3b", "qwen3moe", 2048, 48, 32, 4, 64, 6144, 151936, 40960, 1e6f, 1e-5f, 0, 0, 1, 0, 0, 128, 8, 768},
-    {"tiny", "llama", 256, 4, 8, 4, 32, 768, 32000, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"tiny-moe", "qwen3moe", 256, 4, 8, 4, 32, 768, 32000, 2048, 10000.f, 1e-5f, 0, 0, 1, 0, 0, 8, 2, 128},
-    {"tiny-llama", "llama", 256, 2, 4, 2, 64, 512, 512, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"tiny-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 512, 2048, 1e6f, 1e-6f, 0, 1, 0, 0, 0, 0, 0, 0},
-    {"tiny-qwen3", "qwen3", 256, 2, 8, 2, 64, 512, 512, 2048, 1e6f, 1e-6f, 1, 0, 1, 0, 0, 0, 0, 0},
-    {"tiny-gemma3", "gemma3", 256, 6, 4, 1, 64, 256, 512, 2048, 1e6f, 1e-6f, 1, 0, 1, 1, 32, 0, 0, 0},
-    {"tiny-qwen3moe", "qwen3moe", 256, 2, 4, 2, 64, 512, 512, 2048, 1e6f, 1e-6f, 0, 0, 1, 0, 0, 4, 2, 256},
-    {"tiny-mixtral", "llama", 256, 2, 4, 2, 64, 256, 512, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 4, 2, 256},
+    {"llama3-70b", "llama", 8192, 80, 64, 8, 128, 28672, 128256, 8192, 500000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"qwen3-moe-a3b", "qwen3moe", 2048, 48, 32, 4, 64, 6144, 151936, 40960, 1e6f, 1e-5f, 0, 0, 1, 0, 0, 128, 8, 768, 0, 0},
+    {"tiny", "llama", 256, 4, 8, 4, 32, 768, 32000, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-moe", "qwen3moe", 256, 4, 8, 4, 32, 768, 32000, 2048, 10000.f, 1e-5f, 0, 0, 1, 0, 0, 8, 2, 128, 0, 0},
+    {"tiny-llama", "llama", 256, 2, 4, 2, 64, 512, 512, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-qwen2", "qwen2", 256, 2, 4, 2, 64, 512, 512, 2048, 1e6f, 1e-6f, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-qwen3", "qwen3", 256, 2, 8, 2, 64, 512, 512, 2048, 1e6f, 1e-6f, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-gemma3", "gemma3", 256, 6, 4, 1, 64, 256, 512, 2048, 1e6f, 1e-6f, 1, 0, 1, 1, 32, 0, 0, 0, 0, 0},
+    {"tiny-qwen3moe", "qwen3moe", 256, 2, 4, 2, 64, 512, 512, 2048, 1e6f, 1e-6f, 0, 0, 1, 0, 0, 4, 2, 256, 0, 0},
+    {"tiny-mixtral", "llama", 256, 2, 4, 2, 64, 256, 512, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 4, 2, 256, 0, 0},
     /* a tensor-parallel test shape: 128-wide heads (O's 256 columns a rank: whole K-quant blocks) and an
      * FFN of 3 blocks of 256, which 2 ranks split unevenly (2 + 1) */
-    {"tiny-uneven", "llama", 256, 2, 4, 2, 128, 768, 512, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"tiny-uneven", "llama", 256, 2, 4, 2, 128, 768, 512, 2048, 10000.f, 1e-5f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    /* tiny-qwen3 stretched by YaRN 4x from 2048 tokens (a Qwen3 128K file's metadata, scaled down): the
+     * ramp runs over pairs 5..14 of 32, so extrapolated, mixed and interpolated pairs all occur
+     * (tests/golden/tiny-qwen3-yarn.json) */
+    {"tiny-qwen3-yarn", "qwen3", 256, 2, 8, 2, 64, 512, 512, 8192, 1e6f, 1e-6f, 1, 0, 1, 0, 0, 0, 0, 0, 4.0f, 2048},
 };
 #define N_SHAPES (sizeof k_shapes / sizeof k_shapes[0])
 
 const char *cll_bench_synth_shapes(void) {
     return "llama2-7b,llama3-8b,llama32-1b,llama3-70b,qwen3-moe-a3b,tiny,tiny-moe,tiny-llama,tiny-qwen2,tiny-qwen3,"
-           "tiny-gemma3,tiny-qwen3moe,tiny-mixtral,tiny-uneven";
+           "tiny-gemma3,tiny-qwen3moe,tiny-mixtral,tiny-uneven,tiny-qwen3-yarn";
 }
 
 /* ---- PRNG: xoshiro256** (seeded by splitmix64): ~1 ns per 8 bytes ---------------------- */
@@ -261,6 +267,11 @@ static void put_meta(cll_gw *g, const shape *s, int L, const cll_synth_opts *o, 
         if (!strcmp(a, "qwen3moe")) cll_bench_gw_u32(g, KEY("expert_feed_forward_length"), (uint32_t)s->ffe);
     }
     if (s->swa) cll_bench_gw_u32(g, KEY("attention.sliding_window"), (uint32_t)s->swa);
+    if (s->yarn > 0) {
+        cll_bench_gw_str(g, KEY("rope.scaling.type"), "yarn");
+        cll_bench_gw_f32(g, KEY("rope.scaling.factor"), s->yarn);
+        cll_bench_gw_u32(g, KEY("rope.scaling.original_context_length"), (uint32_t)s->yarn_orig);
+    }
 #undef KEY
     /* SPM vocab of synthetic pieces, as synth_gguf.py's synth_vocab: <unk> <s> </s>, the 256
      * byte tokens (so any text encodes), then "▁t<i>" pieces with falling scores */

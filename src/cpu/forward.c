@@ -106,7 +106,7 @@ static void task_qkv(void *arg, int ith, int nth) {
                 cll_ops_rmsnorm(k + h * hp->head_dim_k, k + h * hp->head_dim_k, C->k_norm, hp->head_dim_k, hp->eps);
         }
         const int32_t pos = s->b->pos[i];
-        cll_ops_rope_cs(cs, pos, hp->n_rot, L->rope_base, L->rope_freq_scale, cm->rope_ff);
+        cll_ops_rope_cs(cs, pos, hp->n_rot, &L->rope, cm->rope_ff);
         if (s->p.ggml_numerics) {
             cll_ops_rope_apply_fma(q, hp->n_head, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);
             cll_ops_rope_apply_fma(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, cs, m->recipe.rope);

@@ -26,14 +26,12 @@ void cll_ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, float 
         for (int64_t i = 0; i < n; i++) y[i] = x[i] * scale;
 }
 
-void cll_ops_rope_cs(float *cs, int32_t pos, int32_t n_rot, float base, float freq_scale, const float *ff) {
-    /* theta_i = pos * base^(-2i/n_rot), iterated in float as ggml does */
-    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+void cll_ops_rope_cs(float *cs, int32_t pos, int32_t n_rot, const cll_rope *r, const float *ff) {
+    /* theta_i = pos * base^(-2i/n_rot), iterated in float as ggml does; the scaling in cll_rope_angle */
+    const float theta_scale = powf(r->base, -2.0f / (float)n_rot);
     float theta = (float)pos;
     for (int32_t i = 0; i < n_rot / 2; i++) {
-        const float t = freq_scale * (ff ? theta / ff[i] : theta);
-        cs[2 * i] = cosf(t);
-        cs[2 * i + 1] = sinf(t);
+        cll_rope_angle(*r, theta, i, ff ? ff[i] : 1.0f, &cs[2 * i], &cs[2 * i + 1]);
         theta *= theta_scale;
     }
 }

@@ -14,7 +14,7 @@ void cll_ops_rmsnorm(float *y, const float *x, const float *w, int64_t n, float 
 
 /* rope cos/sin for one position: cs (n_rot/2, 2) = {cos, sin} per pair; ff = frequency
  * factors (n_rot/2) or NULL */
-void cll_ops_rope_cs(float *cs, int32_t pos, int32_t n_rot, float base, float freq_scale, const float *ff);
+void cll_ops_rope_cs(float *cs, int32_t pos, int32_t n_rot, const cll_rope *r, const float *ff);
 /* rotate the first n_rot dims of each of n_heads heads (x is (n_heads, hd)) */
 void cll_ops_rope_apply(float *x, int32_t n_heads, int32_t hd, int32_t n_rot, const float *cs, cll_rope_kind kind);
 /* the same, rounded as ggml-cpu's rope (compiled with FP contraction): x0*c - x1*s is

@@ -560,8 +560,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         ra.n_ctx = s->p.n_ctx;
         ra.map = s->kvmap;
         ra.neox = m->recipe.rope == CLL_ROPE_NEOX;
-        ra.rope_base = L->rope_base;
-        ra.freq_scale = L->rope_freq_scale;
+        ra.rp = L->rope;
         ra.q_scale = m->recipe.q_prescale ? hp->attn_scale : 1.0f;
         ra.eps = hp->eps;
         cll_cu_attn_args aa;

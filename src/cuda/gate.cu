@@ -1057,8 +1057,7 @@ static void decode_attn_args(float *qkv, int64_t ldq, void *kc, void *vc, const 
     R->n_rot = hd;
     R->n_ctx = n_ctx;
     R->map = map;
-    R->rope_base = 10000.0f;
-    R->freq_scale = 1.0f;
+    R->rp = cll_rope_make(10000.0f, 1.0f, 0.0f, 1.0f, hd, 0, 32.0f, 1.0f);
     R->q_scale = 1.0f;
     R->eps = 1e-6f;
     memset(a, 0, sizeof *a);

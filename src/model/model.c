@@ -109,6 +109,40 @@ static bool layer_is_swa(const meta *mt, int32_t il, int32_t n_swa) {
     return il % p < p - 1;
 }
 
+/* rope.scaling.*: the type ("linear" when only a factor is given, as llama.cpp reads it), the factor,
+ * YaRN's original context and llama.cpp's magnitude factor (its cparams.yarn_attn_factor: the YaRN
+ * term 1 + 0.1 ln(factor) that rope_yarn multiplies in is cancelled there and applied once) */
+static cll_status read_rope_scaling(cll_model *m, const meta *mt) {
+    cll_hparams *hp = &m->hp;
+    char key[160], type[32] = "linear";
+    cll_gguf_get_cstr(m->g, mkey(mt, "rope.scaling.type", key, sizeof key), type, sizeof type);
+    float factor = meta_f32(mt, "rope.scaling.factor", meta_f32(mt, "rope.scale_linear", 0.0f));
+    if (!isfinite(factor) || factor < 0.0f)
+        return cll_err(CLL_ERR_FORMAT, "%s: rope.scaling.factor %g is not a positive number", m->arch, (double)factor);
+    hp->rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+    hp->rope_ext_factor = 0.0f;
+    hp->rope_attn_factor = meta_f32(mt, "rope.scaling.attn_factor", 1.0f);
+    hp->n_ctx_orig = meta_i32(mt, "rope.scaling.original_context_length", hp->n_ctx_train);
+    if (!strcmp(type, "none")) {
+        hp->rope_freq_scale = 1.0f;
+    } else if (!strcmp(type, "yarn")) {
+        if (hp->n_ctx_orig <= 0)
+            return cll_err(CLL_ERR_FORMAT, "%s: YaRN rope scaling needs rope.scaling.original_context_length > 0",
+                           m->arch);
+        hp->rope_ext_factor = 1.0f;
+        const float f = 1.0f / hp->rope_freq_scale;
+        const float yaf = f <= 1.0f ? 1.0f : 0.1f * logf(f) + 1.0f;
+        hp->rope_attn_factor *= yaf * (1.0f / (1.0f + 0.1f * logf(f)));
+    } else if (strcmp(type, "linear") != 0) {
+        return cll_err(CLL_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (supported: none, linear, yarn)",
+                       m->arch, type);
+    }
+    if (!isfinite(hp->rope_attn_factor) || hp->rope_attn_factor <= 0.0f)
+        return cll_err(CLL_ERR_FORMAT, "%s: rope.scaling.attn_factor %g is not a positive number", m->arch,
+                       (double)hp->rope_attn_factor);
+    return CLL_OK;
+}
+
 static cll_status read_hparams(cll_model *m, const meta *mt) {
     cll_hparams *hp = &m->hp;
     const cll_gguf *g = m->g;
@@ -146,14 +180,8 @@ static cll_status read_hparams(cll_model *m, const meta *mt) {
     hp->eps = meta_f32(mt, "attention.layer_norm_rms_epsilon", 1e-5f);
     hp->rope_base = meta_f32(mt, "rope.freq_base", 10000.0f);
     hp->rope_base_swa = meta_f32(mt, "rope.freq_base_swa", 10000.0f);
-    hp->rope_freq_scale = 1.0f;
-    char key[160], st[32];
-    if (cll_gguf_get_cstr(g, mkey(mt, "rope.scaling.type", key, sizeof key), st, sizeof st) && !strcmp(st, "linear")) {
-        float f = meta_f32(mt, "rope.scaling.factor", 1.0f);
-        if (f > 0) hp->rope_freq_scale = 1.0f / f;
-    } else if (cll_gguf_get_cstr(g, key, st, sizeof st) && strcmp(st, "none") != 0) {
-        cll_log(CLL_LOG_WARN, "%s: rope scaling '%s' is not implemented; using none", m->arch, st);
-    }
+    const cll_status st = read_rope_scaling(m, mt);
+    if (st != CLL_OK) return st;
     hp->n_swa = m->recipe.sliding_window ? meta_i32(mt, "attention.sliding_window", 0) : 0;
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim_k);
     hp->logit_softcap = meta_f32(mt, "final_logit_softcapping", 0.0f);
@@ -227,8 +255,9 @@ cll_status cll_model_load(const cll_gguf *g, cll_model **out) {
             BIND(L->ffn_down, true, 2, hp->n_ff, d, 1, true, "blk.%d.ffn_down.weight", il);
         }
         L->swa = layer_is_swa(&mt, il, hp->n_swa);
-        L->rope_base = L->swa ? hp->rope_base_swa : hp->rope_base;
-        L->rope_freq_scale = L->swa ? 1.0f : hp->rope_freq_scale;
+        /* gemma3's local layers: their own base, never scaled (llama.cpp's rope_freq_scale_train_swa) */
+        L->rope = cll_rope_make(L->swa ? hp->rope_base_swa : hp->rope_base, L->swa ? 1.0f : hp->rope_freq_scale,
+                                hp->rope_ext_factor, hp->rope_attn_factor, hp->n_rot, hp->n_ctx_orig, 32.0f, 1.0f);
     }
     for (uint64_t i = 0; i < cll_gguf_n_tensors(g); i++) {
         const cll_gguf_tensor *t = cll_gguf_tensor_at(g, i);

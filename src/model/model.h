@@ -7,6 +7,7 @@
 #define CLL_MODEL_H
 
 #include "gguf/gguf.h"
+#include "model/rope.h"
 
 typedef enum { CLL_ROPE_NORM = 0, CLL_ROPE_NEOX = 1 } cll_rope_kind;
 typedef enum { CLL_ACT_SILU = 0, CLL_ACT_GELU_TANH = 1 } cll_act_kind;
@@ -37,6 +38,11 @@ typedef struct {
     bool moe_norm_topk;      /* renormalize the k selected router weights to sum 1 */
     float eps;               /* RMSNorm epsilon */
     float rope_base, rope_base_swa, rope_freq_scale;
+    /* YaRN (rope.scaling.type "yarn"): ext_factor 1, the original training context the ramp is
+     * measured against (rope.scaling.original_context_length, else context_length); attn_factor:
+     * llama.cpp's yarn_attn_factor (rope.scaling.attn_factor times YaRN's cancelled magnitude term) */
+    float rope_ext_factor, rope_attn_factor;
+    int32_t n_ctx_orig;
     int32_t n_swa;           /* sliding window in tokens (0 = none) */
     float attn_scale;        /* applied to q·k (or to q when q_prescale) */
     float logit_softcap;     /* 0 = off */
@@ -58,7 +64,7 @@ typedef struct {
     const cll_gguf_tensor *ffn_gate_inp;                 /* router (n_embd -> n_expert) */
     const cll_gguf_tensor *gate_exps, *up_exps, *down_exps; /* (n_expert, ...) 3-D */
     bool swa;                /* sliding-window (local) layer */
-    float rope_base, rope_freq_scale;
+    cll_rope rope;           /* this layer's rotary embedding (model/rope.h) */
 } cll_layer;
 
 typedef struct {

@@ -286,14 +286,14 @@ static __device__ void fa_rope(const cll_cu_rope_args &R, float *buf, int hd, in
         }
     __syncthreads();
     const int half = R.n_rot / 2;
-    const float theta_scale = powf(R.rope_base, -2.0f / (float)R.n_rot);
+    const float theta_scale = powf(R.rp.base, -2.0f / (float)R.n_rot);
     const int nrope = hg + (store ? 1 : 0); /* q heads and k */
     for (int idx = threadIdx.x; idx < nrope * half; idx += blockDim.x) {
         const int row = idx / half, i = idx % half;
         float theta = (float)pos;
         for (int k = 0; k < i; k++) theta *= theta_scale; /* iterated as ggml does */
-        const float t = R.freq_scale * (R.rope_ff ? theta / R.rope_ff[i] : theta);
-        const float c = cosf(t), sn = sinf(t);
+        float c, sn;
+        cll_rope_angle(R.rp, theta, i, R.rope_ff ? R.rope_ff[i] : 1.0f, &c, &sn);
         const int i0 = R.neox ? i : 2 * i, i1 = R.neox ? i + half : 2 * i + 1;
         float *b = buf + row * hd;
         const float x0 = b[i0], x1 = b[i1];

@@ -9,6 +9,7 @@
 #define CLL_CUDA_OPS_CUH
 
 #include "cuda/common.cuh"
+#include "model/rope.h"
 
 
 /* q8_1 blocks per row of cols floats (a partial last block is zero-padded) */
@@ -152,7 +153,8 @@ typedef struct {
     int32_t n_head, n_kv, hd_k, hd_v, n_rot, n_ctx;
     cll_cu_kvmap map;                   /* paged KV: the block tables (blk NULL: seq * n_ctx + pos) */
     bool neox;
-    float rope_base, freq_scale, q_scale, eps;
+    cll_rope rp;                        /* base, linear / YaRN scaling (model/rope.h) */
+    float q_scale, eps;
 } cll_cu_rope_args;
 cudaError_t cll_cu_qkv_rope_store(const cll_cu_rope_args *a, int64_t n, cudaStream_t s);
 

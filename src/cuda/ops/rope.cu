@@ -43,13 +43,11 @@ template <bool V4> __global__ static void __launch_bounds__(ROPE_THREADS) qkv_ro
     const int32_t pos = a.pos[r];
     const int half = a.n_rot / 2;
     if (h_lo < H + KV) { /* the block ropes a q or k head: this token's angles */
-        const float theta_scale = powf(a.rope_base, -2.0f / (float)a.n_rot);
+        const float theta_scale = powf(a.rp.base, -2.0f / (float)a.n_rot);
         for (int i = threadIdx.x; i < half; i += blockDim.x) {
             float theta = (float)pos;
             for (int k = 0; k < i; k++) theta *= theta_scale; /* iterated as ggml does */
-            const float t = a.freq_scale * (a.rope_ff ? theta / a.rope_ff[i] : theta);
-            cs[i] = cosf(t);
-            sn[i] = sinf(t);
+            cll_rope_angle(a.rp, theta, i, a.rope_ff ? a.rope_ff[i] : 1.0f, &cs[i], &sn[i]);
         }
     }
     __syncthreads();
