@@ -11,12 +11,25 @@
  * from touching its rows before every chunk is written. The barrier is on the host, so these ranks
  * run their steps eagerly (cll_cu_comm_capturable: false), slower; it is a proof of the split's math
  * with the real kernels on the one-GPU machine, not a way to run a model.
- * Owns: the communicators and the library handle. Rule: NVLink multicast stays off: NCCL_NVLS_ENABLE
- * is set to 0 before the communicators exist (it can take a host's shared GPUs out of service), and
- * nothing here calls cuMulticastCreate. */
+ * Lifetime (NCCL's rules for one thread driving several ranks): the communicators are finalized together
+ * inside one NCCL group, then destroyed (ncclCommDestroy of one rank alone is a collective that would wait
+ * for the others); an abort (a rank failed while others may wait for it in a collective) aborts them all
+ * in one group. First it marks the communicator failed, so no rank starts enqueuing again; then it takes
+ * the write side of a lock whose read side each rank holds while it enqueues (so no rank is inside NCCL,
+ * or launching a graph that holds a collective, while the communicators are freed), but for at most
+ * CLL_CU_COMM_ABORT_WAIT_S: a rank still inside an NCCL call then is one blocked waiting for the failed
+ * peer on the host, which only the abort (NCCL's abort flag) releases.
+ * NCCL_RUNTIME_CONNECT=0 (unless set): every connection is made inside ncclCommInitAll, none lazily at
+ * a collective's first enqueue, where it would be a handshake with peers in the middle of a capture.
+ * Owns: the communicators. The library stays loaded for the process (NCCL's own threads outlive a
+ * communicator). Rule: NVLink multicast stays off: NCCL_NVLS_ENABLE is set to 0 before the
+ * communicators exist (it can take a host's shared GPUs out of service), and nothing here calls
+ * cuMulticastCreate. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda/comm.cuh"
 
@@ -28,23 +41,64 @@ extern "C" {
 typedef struct nccl_comm *nccl_comm_t;
 typedef int nccl_result_t; /* ncclSuccess = 0 */
 enum { NCCL_FLOAT32 = 7, NCCL_SUM = 0 };
+#define CLL_CU_COMM_ABORT_WAIT_S 2 /* how long an abort waits for the ranks still enqueuing */
 typedef nccl_result_t (*fn_init_all)(nccl_comm_t *comms, int ndev, const int *devlist);
 typedef nccl_result_t (*fn_all_reduce)(const void *send, void *recv, size_t count, int dtype, int op, nccl_comm_t comm,
                                        cudaStream_t stream);
 typedef nccl_result_t (*fn_comm)(nccl_comm_t comm);
 typedef const char *(*fn_err)(nccl_result_t r);
 typedef nccl_result_t (*fn_version)(int *v);
+typedef nccl_result_t (*fn_void)(void);
+
+/* libnccl.so.2's entry points, loaded once for the process (never unloaded) */
+static pthread_once_t g_nccl_once = PTHREAD_ONCE_INIT;
+static struct {
+    void *lib;
+    char why[256];
+    fn_init_all init_all;
+    fn_all_reduce all_reduce;
+    fn_comm destroy, abort_, finalize; /* finalize: NCCL >= 2.14 */
+    fn_void group_start, group_end;
+    fn_err err;
+    int version;
+} g_nccl; /* zero until nccl_load */
+
+static void nccl_load(void) {
+    g_nccl.lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!g_nccl.lib) {
+        const char *why = dlerror();
+        snprintf(g_nccl.why, sizeof g_nccl.why, "%s", why ? why : "not found");
+        return;
+    }
+    void *l = g_nccl.lib;
+    g_nccl.init_all = (fn_init_all)dlsym(l, "ncclCommInitAll");
+    g_nccl.all_reduce = (fn_all_reduce)dlsym(l, "ncclAllReduce");
+    g_nccl.destroy = (fn_comm)dlsym(l, "ncclCommDestroy");
+    g_nccl.abort_ = (fn_comm)dlsym(l, "ncclCommAbort");
+    g_nccl.finalize = (fn_comm)dlsym(l, "ncclCommFinalize");
+    g_nccl.group_start = (fn_void)dlsym(l, "ncclGroupStart");
+    g_nccl.group_end = (fn_void)dlsym(l, "ncclGroupEnd");
+    g_nccl.err = (fn_err)dlsym(l, "ncclGetErrorString");
+    fn_version ver = (fn_version)dlsym(l, "ncclGetVersion");
+    if (ver) ver(&g_nccl.version);
+    if (!g_nccl.init_all || !g_nccl.all_reduce || !g_nccl.destroy || !g_nccl.abort_ || !g_nccl.group_start ||
+        !g_nccl.group_end) {
+        snprintf(g_nccl.why, sizeof g_nccl.why,
+                 "libnccl.so.2 lacks ncclCommInitAll / ncclAllReduce / ncclCommDestroy / ncclCommAbort / ncclGroupStart / "
+                 "ncclGroupEnd");
+        g_nccl.init_all = NULL;
+    }
+}
 
 struct cll_driver_comm {
     int32_t n;
     int32_t devices[CLL_CU_COMM_MAX];
     nccl_comm_t comm[CLL_CU_COMM_MAX];
-    void *lib;
-    fn_all_reduce all_reduce;
-    fn_comm destroy, abort_;
-    fn_err err;
-    int version;
-    bool failed; /* aborted after a rank failed: the communicators are gone */
+    bool nccl;                 /* the communicators exist (several GPUs) */
+    pthread_rwlock_t lock;     /* read: a rank enqueuing; write: the abort */
+    pthread_mutex_t abort_mu;  /* one abort, however many ranks fail */
+    int failed;  /* (atomic) a rank failed: nothing enqueues from now on */
+    bool aborted; /* the communicators are gone (under abort_mu) */
     /* every rank on one GPU: the simulated split (no NCCL) */
     bool local;
     cll_barrier *bar;
@@ -115,9 +169,7 @@ static void local_free(cll_driver_comm *c) {
     cll_barrier_free(c->bar);
 }
 
-static const char *nccl_err(const cll_driver_comm *c, nccl_result_t r) {
-    return c->err ? c->err(r) : "unknown NCCL error";
-}
+static const char *nccl_err(nccl_result_t r) { return g_nccl.err ? g_nccl.err(r) : "unknown NCCL error"; }
 
 extern "C" cll_status cll_cu_comm_create(int32_t n, const int32_t *devices, cll_driver_comm **out) {
     *out = NULL;
@@ -170,37 +222,30 @@ extern "C" cll_status cll_cu_comm_create(int32_t n, const int32_t *devices, cll_
         return cll_err(CLL_ERR_ARG, "cuda comm: a GPU is listed twice (one rank a GPU, or every rank on one GPU to simulate "
                                     "the split)");
     }
-    c->lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!c->lib) {
-        const char *why = dlerror();
+    pthread_once(&g_nccl_once, nccl_load);
+    if (!g_nccl.init_all) {
         free(c);
-        return cll_err(CLL_ERR_UNSUPPORTED, "tensor parallel over %d GPUs needs NCCL (libnccl.so.2): %s", n,
-                       why ? why : "not found");
+        return cll_err(CLL_ERR_UNSUPPORTED, "tensor parallel over %d GPUs needs NCCL (libnccl.so.2): %s", n, g_nccl.why);
     }
-    fn_init_all init = (fn_init_all)dlsym(c->lib, "ncclCommInitAll");
-    c->all_reduce = (fn_all_reduce)dlsym(c->lib, "ncclAllReduce");
-    c->destroy = (fn_comm)dlsym(c->lib, "ncclCommDestroy");
-    c->abort_ = (fn_comm)dlsym(c->lib, "ncclCommAbort");
-    c->err = (fn_err)dlsym(c->lib, "ncclGetErrorString");
-    fn_version ver = (fn_version)dlsym(c->lib, "ncclGetVersion");
-    if (!init || !c->all_reduce || !c->destroy || !c->abort_) {
-        dlclose(c->lib);
-        free(c);
-        return cll_err(CLL_ERR_UNSUPPORTED, "libnccl.so.2 lacks ncclCommInitAll / ncclAllReduce / ncclCommDestroy / ncclCommAbort");
-    }
-    if (ver) ver(&c->version);
     /* multicast off, whatever the environment says (see the file comment) */
     const char *nv = getenv("NCCL_NVLS_ENABLE");
     if (nv && strcmp(nv, "0")) cll_log_loud("NCCL_NVLS_ENABLE=%s overridden to 0: cllama never uses NVLink multicast", nv);
     setenv("NCCL_NVLS_ENABLE", "0", 1);
-    const nccl_result_t r = init(c->comm, n, devices);
-    if (r != 0) {
-        const char *why = nccl_err(c, r);
-        dlclose(c->lib);
+    setenv("NCCL_RUNTIME_CONNECT", "0", 0); /* every connection made at init (see the file comment) */
+    if (pthread_rwlock_init(&c->lock, NULL)) {
         free(c);
-        return cll_err(CLL_ERR_DEVICE, "ncclCommInitAll over %d GPUs: %s", n, why);
+        return cll_err(CLL_ERR_NOMEM, "cuda comm: cannot make its lock");
     }
-    cll_log(CLL_LOG_INFO, "tensor parallel: NCCL %d over %d GPUs", c->version, n);
+    pthread_mutex_init(&c->abort_mu, NULL);
+    const nccl_result_t r = g_nccl.init_all(c->comm, n, devices);
+    if (r != 0) {
+        pthread_rwlock_destroy(&c->lock);
+        pthread_mutex_destroy(&c->abort_mu);
+        free(c);
+        return cll_err(CLL_ERR_DEVICE, "ncclCommInitAll over %d GPUs: %s", n, nccl_err(r));
+    }
+    c->nccl = true;
+    cll_log(CLL_LOG_INFO, "tensor parallel: NCCL %d over %d GPUs", g_nccl.version, n);
     *out = c;
     return CLL_OK;
 }
@@ -208,9 +253,19 @@ extern "C" cll_status cll_cu_comm_create(int32_t n, const int32_t *devices, cll_
 extern "C" void cll_cu_comm_free(cll_driver_comm *c) {
     if (!c) return;
     if (c->local) local_free(c);
-    for (int32_t r = 0; c->lib && !c->failed && r < c->n; r++)
-        if (c->comm[r]) c->destroy(c->comm[r]);
-    if (c->lib) dlclose(c->lib);
+    if (c->nccl && !c->aborted) {
+        /* one thread, several ranks: finalize them together (each is collective), then free each locally */
+        if (g_nccl.finalize) {
+            g_nccl.group_start();
+            for (int32_t r = 0; r < c->n; r++) g_nccl.finalize(c->comm[r]);
+            g_nccl.group_end();
+        }
+        for (int32_t r = 0; r < c->n; r++) g_nccl.destroy(c->comm[r]);
+    }
+    if (c->nccl) {
+        pthread_rwlock_destroy(&c->lock);
+        pthread_mutex_destroy(&c->abort_mu);
+    }
     free(c);
 }
 
@@ -219,22 +274,52 @@ extern "C" void cll_cu_comm_abort(cll_driver_comm *c, bool on) {
         cll_barrier_abort(c->bar, on);
         return;
     }
-    if (!c || !on || c->failed || !c->lib) return;
+    if (!c || !on || !c->nccl) return;
     /* a rank failed while the others may wait in a collective: abort frees them (and the communicators,
-     * which cannot be made whole again: the context answers with an error from now on) */
-    for (int32_t r = 0; r < c->n; r++)
-        if (c->comm[r]) c->abort_(c->comm[r]);
-    c->failed = true;
+     * which cannot be made whole again: the context answers with an error from now on). No rank starts
+     * enqueuing after the mark; the write lock waits for those still at it (see the file comment). */
+    __atomic_store_n(&c->failed, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&c->abort_mu);
+    if (!c->aborted) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += CLL_CU_COMM_ABORT_WAIT_S;
+        const bool locked = pthread_rwlock_timedwrlock(&c->lock, &until) == 0;
+        if (!locked) cll_log_loud("tensor parallel: a rank is still inside NCCL after %d s; aborting the communicators under it",
+                                  CLL_CU_COMM_ABORT_WAIT_S);
+        g_nccl.group_start();
+        for (int32_t r = 0; r < c->n; r++) g_nccl.abort_(c->comm[r]);
+        g_nccl.group_end();
+        c->aborted = true;
+        if (locked) pthread_rwlock_unlock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->abort_mu);
 }
 
+bool cll_cu_comm_enter(cll_driver_comm *c) {
+    if (!c || !c->nccl) return true;
+    pthread_rwlock_rdlock(&c->lock);
+    if (!__atomic_load_n(&c->failed, __ATOMIC_SEQ_CST)) return true;
+    pthread_rwlock_unlock(&c->lock);
+    cll_err(CLL_ERR_DEVICE, "tensor parallel: the GPUs' communicator was aborted after a rank failed; make a new context");
+    return false;
+}
+
+void cll_cu_comm_leave(cll_driver_comm *c) {
+    if (c && c->nccl) pthread_rwlock_unlock(&c->lock);
+}
+
+bool cll_cu_comm_failed(const cll_driver_comm *c) {
+    return c && c->nccl && __atomic_load_n(&c->failed, __ATOMIC_SEQ_CST);
+}
+
+/* on NCCL the caller is between cll_cu_comm_enter and leave (so the communicator is whole) */
 cll_status cll_cu_comm_allreduce(cll_driver_comm *c, int32_t rank, float *buf, int64_t count, cudaStream_t st) {
     if (!c || c->n == 1 || count == 0) return CLL_OK;
     if (c->local) return local_allreduce(c, rank, buf, count, st);
-    if (c->failed)
-        return cll_err(CLL_ERR_DEVICE, "tensor parallel: the GPUs' communicator was aborted after a rank failed; make a new context");
     if (rank < 0 || rank >= c->n) return cll_err(CLL_ERR_ARG, "cuda comm: rank %d of %d", rank, c->n);
-    const nccl_result_t r = c->all_reduce(buf, buf, (size_t)count, NCCL_FLOAT32, NCCL_SUM, c->comm[rank], st);
-    if (r != 0) return cll_err(CLL_ERR_DEVICE, "ncclAllReduce of %lld floats on rank %d: %s", (long long)count, rank, nccl_err(c, r));
+    const nccl_result_t r = g_nccl.all_reduce(buf, buf, (size_t)count, NCCL_FLOAT32, NCCL_SUM, c->comm[rank], st);
+    if (r != 0) return cll_err(CLL_ERR_DEVICE, "ncclAllReduce of %lld floats on rank %d: %s", (long long)count, rank, nccl_err(r));
     return CLL_OK;
 }
 

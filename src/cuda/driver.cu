@@ -809,17 +809,19 @@ static cll_status cu_prepare_batches(cll_driver_state *s, int32_t n_max) {
     if (n_max > s->p.n_out_max) n_max = s->p.n_out_max;
     if (n_max > s->p.n_batch) n_max = s->p.n_batch;
     TRY(cudaSetDevice(s->dm->device));
-    for (int32_t n = 2; n <= n_max; n++) {
+    if (!cll_cu_comm_enter(s->p.comm)) return CLL_ERR_DEVICE; /* its captures enqueue the all-reduces */
+    cll_status st = CLL_OK;
+    for (int32_t n = 2; n <= n_max && st == CLL_OK; n++) {
         auto *fg = &s->batch_graph[n];
         const int32_t key = 2 * n + 1; /* n output rows, rows in distinct sequences */
         if (fg->failed || (fg->exec && fg->key == key)) continue;
         s->pf_contig = false;
         s->n_seg = 0;
         s->rows_distinct = true;
-        const cll_status st = batch_graph_capture(s, n, n, key);
-        if (st != CLL_OK) return st;
+        st = batch_graph_capture(s, n, n, key);
     }
-    return CLL_OK;
+    cll_cu_comm_leave(s->p.comm);
+    return st;
 }
 
 /* capture the decode step (n = 1, one output row) into s->exec */
@@ -854,6 +856,42 @@ static cll_status capture(cll_driver_state *s) {
             free(ed);
         }
         cudaGetLastError();
+    }
+    return CLL_OK;
+}
+
+/* the step's launches: its graph, or its kernels one by one (cu_forward; the inputs are on the stream) */
+static cll_status launch_step(cll_driver_state *s, int64_t n, int64_t n_want, bool argmax) {
+    /* a rank of the one-GPU simulated split meets the others at a host barrier inside each all-reduce: its
+     * steps run eagerly (cuda/comm.cu) */
+    const bool eager = !cll_cu_comm_capturable(s->p.comm);
+    if (eager && s->prof.mode != 1) {
+        cll_status st = run_pass(s, n, n_want, argmax);
+        if (st != CLL_OK) return st;
+    } else if (s->prof.mode == 1) { /* profiled: eager launches, timed per kind */
+        s->prof.on = true;
+        s->prof.which = n > 1;
+        s->prof.steps[n > 1]++;
+        s->prof.tokens[n > 1] += (uint64_t)n;
+        s->prof.last_n = (uint64_t)n;
+        cll_status st = run_pass(s, n, n_want, argmax);
+        s->prof.on = false;
+        if (st != CLL_OK) return st;
+    } else if (n == 1) {
+        if (!s->exec) {
+            cll_status st = capture(s);
+            if (st != CLL_OK) return st;
+        }
+        TRY(cudaGraphLaunch(s->exec, s->st));
+        s->c.graph_replays++;
+    } else {
+        cll_status st = CLL_OK;
+        /* a few sequences' decode step (not one contiguous prompt: its attention reads host-side
+         * positions): the graph of its token count, which runs the argmax too */
+        /* (a step with prompt runs, whose attention launches depend on where they lie, runs eagerly) */
+        if (!(!s->pf_contig && !s->n_seg && n_want > 0 && batch_graph_run(s, n, n_want, &st)))
+            st = run_pass(s, n, n_want, argmax);
+        if (st != CLL_OK) return st;
     }
     return CLL_OK;
 }
@@ -934,37 +972,12 @@ static cll_status cu_forward(cll_driver_state *s, const cll_driver_batch *b, cll
     if (kind == CLL_OUT_TOPK && (b->top_k < 1 || b->top_k > CLL_CU_TOPK_MAX || b->top_k > V))
         return cll_err(CLL_ERR_ARG, "cuda forward: top_k %d outside [1, %d]", b->top_k,
                        (int)(V < CLL_CU_TOPK_MAX ? V : CLL_CU_TOPK_MAX));
-    /* a rank of the one-GPU simulated split meets the others at a host barrier inside each all-reduce: its
-     * steps run eagerly (cuda/comm.cu) */
-    const bool eager = !cll_cu_comm_capturable(s->p.comm);
-    if (eager && s->prof.mode != 1) {
-        cll_status st = run_pass(s, n, n_want, argmax);
-        if (st != CLL_OK) return st;
-    } else if (s->prof.mode == 1) { /* profiled: eager launches, timed per kind */
-        s->prof.on = true;
-        s->prof.which = n > 1;
-        s->prof.steps[n > 1]++;
-        s->prof.tokens[n > 1] += (uint64_t)n;
-        s->prof.last_n = (uint64_t)n;
-        cll_status st = run_pass(s, n, n_want, argmax);
-        s->prof.on = false;
-        if (st != CLL_OK) return st;
-    } else if (n == 1) {
-        if (!s->exec) {
-            cll_status st = capture(s);
-            if (st != CLL_OK) return st;
-        }
-        TRY(cudaGraphLaunch(s->exec, s->st));
-        s->c.graph_replays++;
-    } else {
-        cll_status st = CLL_OK;
-        /* a few sequences' decode step (not one contiguous prompt: its attention reads host-side
-         * positions): the graph of its token count, which runs the argmax too */
-        /* (a step with prompt runs, whose attention launches depend on where they lie, runs eagerly) */
-        if (!(!s->pf_contig && !s->n_seg && n_want > 0 && batch_graph_run(s, n, n_want, &st)))
-            st = run_pass(s, n, n_want, argmax);
-        if (st != CLL_OK) return st;
-    }
+    /* a rank of a split enqueues its all-reduces (or the graph holding them) while its communicator is
+     * whole: an abort by a failed rank waits for it (cuda/comm.cu) */
+    if (!cll_cu_comm_enter(s->p.comm)) return CLL_ERR_DEVICE;
+    const cll_status lst = launch_step(s, n, n_want, argmax);
+    cll_cu_comm_leave(s->p.comm);
+    if (lst != CLL_OK) return lst;
     if (n_want > 0) {
         if (kind == CLL_OUT_TOPK) { /* the candidates of each row, not its n_vocab logits */
             const int k = b->top_k;
@@ -1207,7 +1220,13 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         s->pf_seq = 0;
         s->n_seg = 0;
         s->rows_distinct = false;
-        if ((st = capture(s)) != CLL_OK) goto fail;
+        if (!cll_cu_comm_enter(s->p.comm)) {
+            st = CLL_ERR_DEVICE;
+            goto fail;
+        }
+        st = capture(s);
+        cll_cu_comm_leave(s->p.comm);
+        if (st != CLL_OK) goto fail;
     }
     *out = s;
     return CLL_OK;
@@ -1243,10 +1262,14 @@ static void cu_state_free(cll_driver_state *s) {
     free(s->prof.kind);
     for (int i = 0; i < 2; i++)
         if (s->fwd_ev[i]) cudaEventDestroy(s->fwd_ev[i]);
-    if (s->exec) cudaGraphExecDestroy(s->exec);
-    for (int i = 0; i <= CLL_CU_GRAPH_MAX_TOKENS; i++)
-        if (s->batch_graph[i].exec) cudaGraphExecDestroy(s->batch_graph[i].exec);
-    if (s->graph) cudaGraphDestroy(s->graph);
+    /* a split whose communicators were aborted leaks its graphs: destroying one that captured a collective
+     * runs NCCL's clean-up against the freed communicator (cuda/comm.cuh) */
+    if (!cll_cu_comm_failed(s->p.comm)) {
+        if (s->exec) cudaGraphExecDestroy(s->exec);
+        for (int i = 0; i <= CLL_CU_GRAPH_MAX_TOKENS; i++)
+            if (s->batch_graph[i].exec) cudaGraphExecDestroy(s->batch_graph[i].exec);
+        if (s->graph) cudaGraphDestroy(s->graph);
+    }
     if (s->blas) cublasDestroy(s->blas);
     if (s->st) cudaStreamDestroy(s->st);
     if (s->arena) cudaFree(s->arena);

@@ -1660,7 +1660,7 @@ extern "C" cll_status cll_cuda_gate_comm_local(int32_t n, int64_t count, uint64_
     cll_status st = cll_cu_comm_create(n, devs, &c);
     if (st != CLL_OK) return st;
     Dev dev;
-    comm_rank ranks[8];
+    comm_rank ranks[8] = {}; /* a rank never set up has no stream to destroy */
     for (int32_t r = 0; r < n && st == CLL_OK; r++) {
         ranks[r] = comm_rank{c, r, rounds, count, NULL, NULL, CLL_OK, ""};
         if (dev.alloc((void **)&ranks[r].d, h[(size_t)r].size() * sizeof(float)) != cudaSuccess ||
@@ -1669,6 +1669,8 @@ extern "C" cll_status cll_cuda_gate_comm_local(int32_t n, int64_t count, uint64_
             cudaStreamCreateWithFlags(&ranks[r].st, cudaStreamNonBlocking) != cudaSuccess)
             st = cll_err(CLL_ERR_DEVICE, "gate comm: device buffers or streams");
     }
+    /* the copies above may return before they land; the rank streams do not wait for the default stream */
+    if (st == CLL_OK && cudaDeviceSynchronize() != cudaSuccess) st = cll_err(CLL_ERR_DEVICE, "gate comm: setup copies");
     pthread_t th[8];
     int32_t started = 0;
     for (int32_t r = 0; r < n && st == CLL_OK; r++) {

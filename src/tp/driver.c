@@ -25,6 +25,7 @@ struct cll_driver_model {
 
 /* one forward's (or one preparation's) work for every rank */
 typedef struct {
+    const cll_driver_state_params *create; /* non-NULL: create each rank's state (its rank and comm set) */
     int32_t prepare; /* > 0: prepare_batches(prepare) instead of a forward */
     const cll_driver_batch *b[CLL_TP_MAX];
     cll_driver_out kind;
@@ -143,9 +144,26 @@ static const char *tp_model_desc(const cll_driver_model *tm) {
 
 /* ---- the rank threads ----------------------------------------------------------------------- */
 
+/* a rank's state: on its own thread, as all ranks' at once, so a device driver may run collectives while it
+ * makes one (NCCL's first use of a communicator, a step graph captured with its all-reduce in it) without
+ * waiting for a rank that this thread has not reached yet */
+static cll_status create_rank(cll_driver_state *s, const cll_driver_state_params *p, int32_t r) {
+    const cll_driver *in = s->tm->inner;
+    cll_driver_state_params rp = *p;
+    rp.comm = s->comm;
+    rp.rank = r;
+    if (in == &cll_cpu_driver) { /* the ranks share the cores */
+        const int32_t nth = p->n_threads > 0 ? p->n_threads : cll_physical_cores();
+        rp.n_threads = nth / s->tm->n > 0 ? nth / s->tm->n : 1;
+    }
+    return in->state_create(s->tm->dm[r], &rp, &s->st[r]); /* run_all names the rank */
+}
+
 static void run_rank(cll_driver_state *s, job *j, int32_t r) {
     const cll_driver *in = s->tm->inner;
-    j->st[r] = j->prepare ? in->prepare_batches(s->st[r], j->prepare) : in->forward(s->st[r], j->b[r], j->kind, j->out[r]);
+    j->st[r] = j->create    ? create_rank(s, j->create, r)
+               : j->prepare ? in->prepare_batches(s->st[r], j->prepare)
+                            : in->forward(s->st[r], j->b[r], j->kind, j->out[r]);
     if (j->st[r] != CLL_OK) {
         snprintf(j->err[r], sizeof j->err[r], "%s", cll_last_error());
         pthread_mutex_lock(&s->mu);
@@ -245,17 +263,7 @@ static cll_status tp_state_create(cll_driver_model *tm, const cll_driver_state_p
         st = in->comm_create(tm->n, tm->devices, &s->comm);
         if (st != CLL_OK) cll_err_prefix(st, "tensor parallel over %d %s", tm->n, in == &cll_cpu_driver ? "ranks" : "GPUs");
     }
-    const int32_t nth = p->n_threads > 0 ? p->n_threads : cll_physical_cores();
     for (int32_t r = 0; r < tm->n && st == CLL_OK; r++) {
-        cll_driver_state_params rp = *p;
-        rp.comm = s->comm;
-        rp.rank = r;
-        if (in == &cll_cpu_driver) rp.n_threads = nth / tm->n > 0 ? nth / tm->n : 1; /* the ranks share the cores */
-        st = in->state_create(tm->dm[r], &rp, &s->st[r]);
-        if (st != CLL_OK) {
-            cll_err_prefix(st, "tensor parallel rank %d of %d", r, tm->n);
-            break;
-        }
         /* what a rank hands back: its logits columns, or its candidates (ids and logits) */
         const int64_t vr = tm->v1[r] - tm->v0[r];
         const int64_t per = vr > 2 * (int64_t)s->topk_max ? vr : 2 * (int64_t)s->topk_max;
@@ -273,6 +281,14 @@ static cll_status tp_state_create(cll_driver_model *tm, const cll_driver_state_p
             st = cll_err(CLL_ERR_INTERNAL, "tensor parallel: cannot start the thread of rank %d", r);
         else
             s->n_th++;
+    }
+    if (st == CLL_OK) { /* every rank's state at once, each on its thread */
+        job j;
+        memset(&j, 0, sizeof j);
+        j.create = p;
+        st = run_all(s, &j);
+        if (st != CLL_OK && tm->n > 1)
+            cll_err_prefix(st, "tensor parallel over %d %s", tm->n, in == &cll_cpu_driver ? "ranks" : "GPUs");
     }
     if (st != CLL_OK) {
         tp_state_free(s);
