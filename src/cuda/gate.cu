@@ -933,9 +933,33 @@ cll_status gate_moe(const cll_kernel_row *row, int64_t rows, int64_t cols, int n
                 got.push_back(y[(size_t)(j * ldy + r)]);
             }
         }
+        /* the rank's weighted sum of its slots (cll_cu_moe_combine, what it all-reduces) over these rows: the
+         * f64 sum of the device's own rows, each token's K slots (foreign ones zero) */
+        std::vector<float> w((size_t)nk);
+        for (auto &v : w) v = 0.25f + 0.5f * std::fabs(rng.uni());
+        float *dw = NULL, *dt = NULL;
+        GATE_CU(dev.alloc((void **)&dw, w.size() * sizeof(float)));
+        GATE_CU(poisoned(dev, &dt, (size_t)(n * rows)));
+        GATE_CU(cudaMemcpy(dw, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+        GATE_CU(cll_cu_moe_combine(dy, ldy, dw, n, K, rows, dt, 0));
+        GATE_CU(cudaDeviceSynchronize());
+        std::vector<float> t((size_t)(n * rows));
+        GATE_CU(cudaMemcpy(t.data(), dt, t.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t r = 0; r < rows; r++) {
+                double sm = 0.0, m = 0.0;
+                for (int k = 0; k < K; k++) {
+                    const double v = (double)y[(size_t)((i * K + k) * ldy + r)] * (double)w[(size_t)(i * K + k)];
+                    sm += v;
+                    m += std::fabs(v);
+                }
+                want.push_back(sm);
+                scale.push_back(m);
+                got.push_back(t[(size_t)(i * rows + r)]);
+            }
     }
     const double tol = 2e-3;
-    snprintf(rep->ref, sizeof rep->ref, "f64 to_f32(w_e) . x, gate/up, down, a rank's experts (bar: f16 w + f16 x rounding)");
+    snprintf(rep->ref, sizeof rep->ref, "f64 to_f32(w_e) . x: gate/up, down, a rank's experts, its slot sum (bar: f16 w, x rounding)");
     const Cmp c = compare(got.data(), want.data(), scale.data(), (int64_t)got.size(), tol);
     fill_report(rep, c, tol);
     rep->n_clobbered = clobbered;

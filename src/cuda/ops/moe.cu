@@ -122,3 +122,25 @@ cudaError_t cll_cu_moe_zero_foreign(const int32_t *sel, int64_t n_slots, int32_t
     moe_zero_foreign_kernel<<<(unsigned)n_slots, 256, 0, s>>>(sel, e0, here, y, d);
     return cudaGetLastError();
 }
+
+/* expert parallel: a rank's weighted sum of its token's slots (the foreign ones are zero rows), the rows the
+ * ranks then all-reduce; the residual kernel's slot order and rounding (scale each slot, add in order) */
+__global__ static void moe_combine_kernel(const float *y, int64_t ld, const float *w, int32_t k, int64_t d, float *t) {
+    cll_pdl_wait();
+    cll_pdl_trigger();
+    const int64_t r = blockIdx.y, j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= d) return;
+    const float *yr = y + r * k * ld, *wr = w + r * k;
+    float v = __fmul_rn(yr[j], wr[0]);
+    for (int32_t u = 1; u < k; u++) v = __fadd_rn(v, __fmul_rn(yr[(int64_t)u * ld + j], wr[u]));
+    t[r * d + j] = v;
+}
+
+cudaError_t cll_cu_moe_combine(const float *y, int64_t ld, const float *w, int64_t n, int32_t k, int64_t d, float *t,
+                               cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (k < 1 || ld < d || n > 65535) return cudaErrorInvalidValue;
+    CLL_CU_RET(cll_cu_launch(moe_combine_kernel, dim3((unsigned)cll_cdiv(d, 256), (unsigned)n), dim3(256), 0, s, y, ld, w, k,
+                             d, t));
+    return cudaGetLastError();
+}

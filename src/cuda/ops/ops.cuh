@@ -257,6 +257,11 @@ cudaError_t cll_cu_moe_localize(const int32_t *sel, int64_t n_slots, int32_t e0,
 /* zero the rows (d floats at y + slot * d) of the slots whose routed expert is outside [e0, e0 + here) */
 cudaError_t cll_cu_moe_zero_foreign(const int32_t *sel, int64_t n_slots, int32_t e0, int32_t here, float *y, int64_t d,
                                     cudaStream_t s);
+/* expert parallel: t (n, d) = per token, the sum over its k slots (rows of y at stride ld, slot = token * k + u)
+ * of y * w, scaled then added in slot order as the residual kernel's MoE sum; the rows a rank all-reduces
+ * (k times fewer than the slots') */
+cudaError_t cll_cu_moe_combine(const float *y, int64_t ld, const float *w, int64_t n, int32_t k, int64_t d, float *t,
+                               cudaStream_t s);
 
 /* dst row r = src row rows[r] (n rows of d floats) */
 cudaError_t cll_cu_gather_rows(const float *src, int64_t ld_src, const int32_t *rows, int64_t n, int64_t d,
