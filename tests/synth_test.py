@@ -151,7 +151,7 @@ CASES = [("tiny", "Q4_K_M"), ("tiny", "Q4_0"), ("tiny", "Q8_0"), ("tiny", "F16")
          ("tiny-llama", "Q6_K"), ("tiny-llama", "IQ4_XS"), ("tiny-qwen2", "Q8_0"), ("tiny-qwen3", "Q4_K_M"),
          ("tiny-gemma3", "Q4_0"), ("tiny-qwen3moe", "Q4_K_M"), ("tiny-mixtral", "Q5_1"), ("tiny-moe", "Q4_K_M"),
          ("tiny", "Q4_1"), ("tiny", "Q5_0"), ("tiny", "Q2_K"), ("tiny", "Q3_K_M"), ("tiny", "Q5_K_M"), ("tiny", "IQ3_S"),
-         ("tiny-uneven", "Q4_K_M")]
+         ("tiny-uneven", "Q4_K_M"), ("tiny-qwen3-yarn", "Q8_0")]
 with tempfile.TemporaryDirectory() as tmp:
     files = []
     for shape, ftype in CASES:
