@@ -5,7 +5,8 @@
  *    rows against 8 activation rows, as one 8-token GEMM and as 8 single-token GEMVs, on the
  *    whole 1024-value rows and on their first n_short values (one block less); the types of
  *    the golden without a row are listed, and must fall back loudly;
- *  - the ops on the llama path under ggml numerics: swiglu (SiLU(g) * u), rms_norm, rope.
+ *  - the ops on the llama path under ggml numerics: swiglu (SiLU(g) * u), rms_norm, rope, and YaRN's rope
+ *    (tests/golden/rope_yarn.json, scripts/gen_rope_yarn.py).
  * A mismatch prints the first differing element with both bit patterns. */
 #include <math.h>
 #include <stdio.h>
@@ -306,10 +307,67 @@ static void test_rope(void **state) {
     assert_int_equal(bad, 0);
 }
 
+/* YaRN rope (tests/golden/rope_yarn.json, scripts/gen_rope_yarn.py: ggml_rope_ext of a llama.cpp CPU build):
+ * cll_rope_make's ramp and magnitude, cll_rope_angle and the reference apply, modes 0 and 2, factors 4 and 8,
+ * positions past the original context, frequency factors; and the attn_factor llama.cpp passes for such a
+ * file (cll_rope_yarn_attn_factor) equal to the one the golden was made with */
+static void test_rope_yarn(void **state) {
+    (void)state;
+    const char *src = getenv("CLLAMA_SRC");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/golden/rope_yarn.json", src && *src ? src : CLLAMA_SOURCE_DIR);
+    json_error_t e;
+    json_t *G = json_load_file(path, 0, &e);
+    if (!G) fail_msg("%s: %s", path, e.text);
+    size_t i;
+    json_t *R;
+    int tot = 0, bad = 0, cases = 0;
+    json_array_foreach(json_object_get(G, "rope"), i, R) {
+        const int32_t hd = (int32_t)json_integer_value(json_object_get(R, "head_dim")),
+                      nh = (int32_t)json_integer_value(json_object_get(R, "n_head")),
+                      pos = (int32_t)json_integer_value(json_object_get(R, "pos")),
+                      mode = (int32_t)json_integer_value(json_object_get(R, "mode")),
+                      orig = (int32_t)json_integer_value(json_object_get(R, "n_ctx_orig"));
+        float p[6];
+        const char *keys[6] = {"base", "freq_scale", "ext_factor", "attn_factor", "beta_fast", "beta_slow"};
+        for (int k = 0; k < 6; k++) {
+            float *v = hex_floats(json_string_value(json_object_get(R, keys[k])), 1);
+            p[k] = v[0];
+            free(v);
+        }
+        const float af = cll_rope_yarn_attn_factor(1.0f / p[1], 1.0f);
+        if (memcmp(&af, &p[3], 4) != 0)
+            fail_msg("yarn attn_factor for factor %g: %a, the golden's %a", (double)(1.0f / p[1]), (double)af, (double)p[3]);
+        const size_t n = (size_t)hd * (size_t)nh;
+        float *x = hex_floats(json_string_value(json_object_get(R, "x")), n);
+        float *want = hex_floats(json_string_value(json_object_get(R, "y")), n);
+        const json_t *jff = json_object_get(R, "freq_factors");
+        float *ff = json_is_string(jff) ? hex_floats(json_string_value(jff), (size_t)hd / 2) : NULL;
+        float cs[512];
+        assert_true(hd <= 512);
+        const cll_rope rp = cll_rope_make(p[0], p[1], p[2], p[3], hd, orig, p[4], p[5]);
+        cll_ops_rope_cs(cs, pos, hd, &rp, ff);
+        cll_ops_rope_apply_fma(x, nh, hd, hd, cs, mode == 2 ? CLL_ROPE_NEOX : CLL_ROPE_NORM);
+        char what[96];
+        snprintf(what, sizeof what, "yarn rope mode %d factor %g pos %d%s", mode, (double)(1.0f / p[1]), pos,
+                 ff ? " (freq factors)" : "");
+        bad += count_diff(what, x, want, n);
+        tot += (int)n;
+        cases++;
+        free(x);
+        free(want);
+        free(ff);
+    }
+    json_decref(G);
+    printf("rope (YaRN): %d cases, %d/%d bit-exact\n", cases, tot - bad, tot);
+    assert_true(cases >= 10);
+    assert_int_equal(bad, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vec_dot_rows), cmocka_unit_test(test_fallback_is_loud), cmocka_unit_test(test_swiglu),
-        cmocka_unit_test(test_rms_norm),     cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_rms_norm),     cmocka_unit_test(test_rope),     cmocka_unit_test(test_rope_yarn),
     };
     const int r = cmocka_run_group_tests(tests, NULL, NULL);
     json_decref(g_doc);

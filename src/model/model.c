@@ -130,9 +130,7 @@ static cll_status read_rope_scaling(cll_model *m, const meta *mt) {
             return cll_err(CLL_ERR_FORMAT, "%s: YaRN rope scaling needs rope.scaling.original_context_length > 0",
                            m->arch);
         hp->rope_ext_factor = 1.0f;
-        const float f = 1.0f / hp->rope_freq_scale;
-        const float yaf = f <= 1.0f ? 1.0f : 0.1f * logf(f) + 1.0f;
-        hp->rope_attn_factor *= yaf * (1.0f / (1.0f + 0.1f * logf(f)));
+        hp->rope_attn_factor = cll_rope_yarn_attn_factor(1.0f / hp->rope_freq_scale, hp->rope_attn_factor);
     } else if (strcmp(type, "linear") != 0) {
         return cll_err(CLL_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (supported: none, linear, yarn)",
                        m->arch, type);

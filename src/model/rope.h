@@ -7,7 +7,9 @@
  *   YaRN (ext_factor != 0): the angle mixes the interpolated and the original angle with a ramp
  *   that is 1 below pair corr0 (high frequencies: extrapolated) and 0 above pair corr1 (low
  *   frequencies: interpolated), and cos and sin are scaled by mscale.
- * Owns nothing. */
+ * The float operations are ggml-cpu's as its x86 builds compile them (a * b + c contracted to one fma where
+ * the source writes it so): the reference numerics (CLLAMA_NUMERICS=ggml) match its rope bit for bit
+ * (tests/ggml_numerics_test.c, tests/golden/rope_yarn.json). Owns nothing. */
 #ifndef CLL_MODEL_ROPE_H
 #define CLL_MODEL_ROPE_H
 
@@ -37,10 +39,19 @@ CLL_ROPE_FN void cll_rope_angle(const cll_rope r, float theta, int32_t i, float 
     if (r.ext_factor != 0.0f) {
         const float y = ((float)i - r.corr0) / fmaxf(0.001f, r.corr1 - r.corr0);
         const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * r.ext_factor;
-        t = interp * (1.0f - mix) + extrap * mix;
+        t = fmaf(interp, 1.0f - mix, extrap * mix); /* ggml-cpu's contraction of i * (1 - m) + e * m */
     }
     *c = cosf(t) * r.mscale;
     *s = sinf(t) * r.mscale;
+}
+
+/* llama.cpp's yarn_attn_factor for a YaRN file of this factor (rope.scaling.factor) and rope.scaling.attn_factor:
+ * its magnitude 1 + 0.1 ln(factor) cancelled by the same term that rope_yarn multiplies in, as llama.cpp
+ * computes it (its x86 builds contract a * b + c into one fma; so do these) */
+static inline float cll_rope_yarn_attn_factor(float factor, float attn_factor) {
+    const float lf = logf(factor);
+    const float m = factor <= 1.0f ? 1.0f : fmaf(0.1f, lf, 1.0f);
+    return m * (1.0f / fmaf(0.1f, lf, 1.0f)) * attn_factor;
 }
 
 /* cll_rope for a layer: YaRN's ramp from the original training context (n_ctx_orig) and the
@@ -56,7 +67,7 @@ static inline cll_rope cll_rope_make(float base, float freq_scale, float ext_fac
         const float end = ceilf((float)n_rot * logf((float)n_ctx_orig / (beta_slow * 2 * pi)) / (2 * logf(base)));
         r.corr0 = fmaxf(0.0f, start);
         r.corr1 = fminf((float)(n_rot - 1), end);
-        r.mscale = attn_factor * (1.0f + 0.1f * logf(1.0f / freq_scale));
+        r.mscale = attn_factor * fmaf(0.1f, logf(1.0f / freq_scale), 1.0f);
     }
     return r;
 }
