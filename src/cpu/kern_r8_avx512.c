@@ -281,56 +281,123 @@ INLINE void tile2_q4_0(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
     }
 }
 
-/* the r8 driver with group pairs on tile2_q4_0 for 5..8-token runs of a chunk (the ymm tiles elsewhere) */
-void cll_kern_run_r8_q4_0_avx512(const kern_args *a, int64_t r0, int64_t r1) {
-    const int64_t nb = a->cols / 32;
-    const size_t gbytes = (size_t)nb * 144;
-    const int64_t chunk = a->n == 1 ? 1 : kern_token_chunk(a->act_stride);
-    for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
-        const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
-        int64_t g = r0 / 8;
-        for (; g < r1 / 8; g++) {
-            const uint8_t *wg = a->w + (size_t)g * gbytes;
-            int64_t t = t0;
-            const bool pair = g + 1 < r1 / 8;
-            for (; pair && t + 8 <= t1; t += 8)
-                tile2_q4_0(wg, gbytes, nb, a->act + t * a->act_stride, a->act_stride, a->y + t * a->ldy + g * 8, a->ldy, 8);
-            if (pair && t1 - t > 4) {
-                const int T = (int)(t1 - t);
-                const uint8_t *at = a->act + t * a->act_stride;
-                float *yt = a->y + t * a->ldy + g * 8;
-                if (T == 5) tile2_q4_0(wg, gbytes, nb, at, a->act_stride, yt, a->ldy, 5);
-                else if (T == 6) tile2_q4_0(wg, gbytes, nb, at, a->act_stride, yt, a->ldy, 6);
-                else tile2_q4_0(wg, gbytes, nb, at, a->act_stride, yt, a->ldy, 7);
-                t = t1;
+/* Q4_K on two adjacent 8-row groups (tile_q45_K's sums and float ops per row, 16 rows a zmm: the same bits) */
+INLINE __m512i pair256(const void *lo, const void *hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)lo)),
+                              _mm256_loadu_si256((const __m256i *)hi), 1);
+}
+INLINE __m512 pair_fp16x8(const uint8_t *lo, const uint8_t *hi) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(load_fp16x8((const uint16_t *)lo)), load_fp16x8((const uint16_t *)hi), 1);
+}
+
+INLINE void tile2_q4_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8_t *act, size_t stride, float *y,
+                       int64_t ldy, const int T) {
+    const __m512i m4 = _mm512_set1_epi8(15);
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *r0 = wg + b * 1184, *r1 = r0 + gbytes;
+        __m512i isum[8];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; s++) {
+            const uint8_t *q0 = r0 + 160 + 256 * (s >> 1), *q1 = r1 + 160 + 256 * (s >> 1);
+            __m512i w[8];
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; c++) {
+                const __m512i v = pair256(q0 + 32 * c, q1 + 32 * c);
+                w[c] = (s & 1) ? _mm512_and_si512(_mm512_srli_epi16(v, 4), m4) : _mm512_and_si512(v, m4);
             }
-            if (pair && t == t1) { /* both groups done */
-                g++;
-                continue;
-            }
-            for (int64_t gg = g; gg <= (pair ? g + 1 : g); gg++) { /* the rest of this chunk on the ymm tiles */
-                const uint8_t *wq = a->w + (size_t)gg * gbytes;
-                int64_t u = t;
-                for (; u + 8 <= t1; u += 8)
-                    tile_q4_0(wq, nb, a->act + u * a->act_stride, a->act_stride, a->y + u * a->ldy + gg * 8, a->ldy, 8);
-                for (; u + 4 <= t1; u += 4)
-                    tile_q4_0(wq, nb, a->act + u * a->act_stride, a->act_stride, a->y + u * a->ldy + gg * 8, a->ldy, 4);
-                const uint8_t *at = a->act + u * a->act_stride;
-                float *yt = a->y + u * a->ldy + gg * 8;
-                switch (t1 - u) {
-                case 3: tile_q4_0(wq, nb, at, a->act_stride, yt, a->ldy, 3); break;
-                case 2: tile_q4_0(wq, nb, at, a->act_stride, yt, a->ldy, 2); break;
-                case 1: tile_q4_0(wq, nb, at, a->act_stride, yt, a->ldy, 1); break;
-                default: break;
+            const __m512i scv = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(r0 + 32 + 8 * s)),
+                                                                        _mm_loadl_epi64((const __m128i *)(r1 + 32 + 8 * s))));
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) {
+                const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
+                const int8_t *aq = ab->qs + 32 * s;
+                __m512i p = _mm512_setzero_si512(), q = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; c++) {
+                    int32_t a0, a1;
+                    memcpy(&a0, aq + 4 * c, 4);
+                    memcpy(&a1, aq + 16 + 4 * c, 4);
+                    p = _mm512_dpbusd_epi32(p, w[c], _mm512_set1_epi32(a0));
+                    q = _mm512_dpbusd_epi32(q, w[c + 4], _mm512_set1_epi32(a1));
                 }
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(p, q), scv));
             }
-            if (pair) g++;
+        }
+        const __m512 dw = pair_fp16x8(r0, r1), dmw = pair_fp16x8(r0 + 16, r1 + 16);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
+            __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
+            int32_t bsp[4];
+            _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
+            __m512i msum = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                const __m256i mb = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(r0 + 96 + 16 * j))),
+                                                           _mm_loadu_si128((const __m128i *)(r1 + 96 + 16 * j)), 1);
+                msum = _mm512_add_epi32(msum, _mm512_madd_epi16(_mm512_cvtepu8_epi16(mb), _mm512_set1_epi32(bsp[j])));
+            }
+            const __m512 da = _mm512_set1_ps(ab->d);
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmw, da), _mm512_cvtepi32_ps(msum), acc[t]);
         }
     }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; t++) {
+        _mm256_storeu_ps(y + t * ldy, _mm512_castps512_ps256(acc[t]));
+        _mm256_storeu_ps(y + t * ldy + 8, _mm512_extractf32x8_ps(acc[t], 1));
+    }
 }
+
+/* the r8 driver with adjacent group pairs on TILE2 (16 rows a zmm) for a chunk's 5-8 token runs, the ymm TILE
+ * for the rest (fewer tokens, an odd last group) */
+#define DEFINE_R8_RUN2(NAME, TILE, TILE2, BLK, REC)                                                              \
+    void NAME(const kern_args *a, int64_t r0, int64_t r1) {                                                     \
+        const int64_t nb = a->cols / (BLK);                                                                     \
+        const size_t gbytes = (size_t)nb * (REC), st = a->act_stride;                                           \
+        const int64_t chunk = a->n == 1 ? 1 : kern_token_chunk(st);                                             \
+        for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {                                                          \
+            const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;                                           \
+            for (int64_t g = r0 / 8; g < r1 / 8; g++) {                                                         \
+                const uint8_t *wg = a->w + (size_t)g * gbytes;                                                  \
+                const bool pair = g + 1 < r1 / 8;                                                               \
+                int64_t t = t0;                                                                                 \
+                for (; pair && t + 8 <= t1; t += 8) TILE2(wg, gbytes, nb, a->act + t * st, st, a->y + t * a->ldy + g * 8, a->ldy, 8); \
+                if (pair && t1 - t > 4) {                                                                       \
+                    const uint8_t *at = a->act + t * st;                                                        \
+                    float *yt = a->y + t * a->ldy + g * 8;                                                      \
+                    if (t1 - t == 5) TILE2(wg, gbytes, nb, at, st, yt, a->ldy, 5);                              \
+                    else if (t1 - t == 6) TILE2(wg, gbytes, nb, at, st, yt, a->ldy, 6);                         \
+                    else TILE2(wg, gbytes, nb, at, st, yt, a->ldy, 7);                                          \
+                    t = t1;                                                                                     \
+                }                                                                                               \
+                for (int64_t gg = g; gg <= g + (pair ? 1 : 0) && t < t1; gg++) {                                \
+                    const uint8_t *wq = a->w + (size_t)gg * gbytes;                                             \
+                    int64_t u = t;                                                                              \
+                    for (; u + 8 <= t1; u += 8) TILE(wq, nb, a->act + u * st, st, a->y + u * a->ldy + gg * 8, a->ldy, 8); \
+                    for (; u + 4 <= t1; u += 4) TILE(wq, nb, a->act + u * st, st, a->y + u * a->ldy + gg * 8, a->ldy, 4); \
+                    const uint8_t *at = a->act + u * st;                                                        \
+                    float *yt = a->y + u * a->ldy + gg * 8;                                                     \
+                    switch (t1 - u) {                                                                           \
+                    case 3: TILE(wq, nb, at, st, yt, a->ldy, 3); break;                                         \
+                    case 2: TILE(wq, nb, at, st, yt, a->ldy, 2); break;                                         \
+                    case 1: TILE(wq, nb, at, st, yt, a->ldy, 1); break;                                         \
+                    default: break;                                                                             \
+                    }                                                                                           \
+                }                                                                                               \
+                if (pair) g++;                                                                                  \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
+DEFINE_R8_RUN2(cll_kern_run_r8_q4_0_avx512, tile_q4_0, tile2_q4_0, 32, 144)
 DEFINE_R8_RUN(cll_kern_run_r8_q8_0_avx512, tile_q8_0, 32, 272)
 #define tile_q4_K(wg, nb, act, st, y, ldy, T) tile_q45_K(wg, nb, act, st, y, ldy, T, 0)
 #define tile_q5_K(wg, nb, act, st, y, ldy, T) tile_q45_K(wg, nb, act, st, y, ldy, T, 1)
-DEFINE_R8_RUN(cll_kern_run_r8_q4_K_avx512, tile_q4_K, 256, 1184)
+DEFINE_R8_RUN2(cll_kern_run_r8_q4_K_avx512, tile_q4_K, tile2_q4_K, 256, 1184)
 DEFINE_R8_RUN(cll_kern_run_r8_q5_K_avx512, tile_q5_K, 256, 1440)
 DEFINE_R8_RUN(cll_kern_run_r8_q6_K_avx512, tile_q6_K, 256, 1680)
