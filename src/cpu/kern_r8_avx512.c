@@ -82,6 +82,12 @@ INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
 
 /* ---- Q4_K / Q5_K x Q8_K (q5: the 5th bits follow the q4_K record) ------------------ */
 
+/* sums of a Q8_K block's activations per 32-element sub-block, as int16 pairs (subs 2j, 2j+1) in bsp[j] */
+INLINE void q8k_sub_sums(const cll_block_q8_K *ab, int32_t bsp[4]) {
+    const __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
+    _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
+}
+
 INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t stride, float *y, int64_t ldy,
                        const int T, const int q5) {
     const size_t recsz = q5 ? 1440 : 1184;
@@ -132,10 +138,8 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
-            /* sums of the activations per 32-element sub-block, as int16 pairs (subs 2j, 2j+1) */
-            __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
             int32_t bsp[4];
-            _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
+            q8k_sub_sums(ab, bsp);
             __m256i msum = _mm256_setzero_si256();
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
@@ -237,6 +241,23 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
         }                                                                                                       \
     }
 
+/* the pair tiles' pieces: 32 bytes of each group's record in the two halves of a zmm, their 8 fp16 scales
+ * as 16 floats, and a tile's 16-row results stored */
+INLINE __m512i pair256(const void *lo, const void *hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)lo)),
+                              _mm256_loadu_si256((const __m256i *)hi), 1);
+}
+INLINE __m512 pair_fp16x8(const uint8_t *lo, const uint8_t *hi) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(load_fp16x8((const uint16_t *)lo)), load_fp16x8((const uint16_t *)hi), 1);
+}
+INLINE void pair_store(const __m512 *acc, const int T, float *y, int64_t ldy) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; t++) {
+        _mm256_storeu_ps(y + t * ldy, _mm512_castps512_ps256(acc[t]));
+        _mm256_storeu_ps(y + t * ldy + 8, _mm512_extractf32x8_ps(acc[t], 1));
+    }
+}
+
 /* Q4_0 on two adjacent 8-row groups at once (16 rows a zmm: the first group's records in the low half, the
  * second's in the high half), decoded in registers per tile: twice the int8 width of tile_q4_0 a dpbusd,
  * with every row's integer sum and float ops those of tile_q4_0 (each lane one row), so the same bits.
@@ -250,13 +271,11 @@ INLINE void tile2_q4_0(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *r0 = wg + b * 144, *r1 = r0 + gbytes;
-        const __m512 dw = _mm512_insertf32x8(_mm512_castps256_ps512(load_fp16x8((const uint16_t *)r0)),
-                                             load_fp16x8((const uint16_t *)r1), 1);
+        const __m512 dw = pair_fp16x8(r0, r1);
         __m512i w[8];
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
-            const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(r0 + 16 + 32 * c))),
-                                                 _mm256_loadu_si256((const __m256i *)(r1 + 16 + 32 * c)), 1);
+            const __m512i v = pair256(r0 + 16 + 32 * c, r1 + 16 + 32 * c);
             w[2 * c] = _mm512_and_si512(v, m4);
             w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         }
@@ -274,22 +293,10 @@ INLINE void tile2_q4_0(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32), _mm512_mul_ps(dw, _mm512_set1_ps(ab->d)), acc[t]);
         }
     }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; t++) {
-        _mm256_storeu_ps(y + t * ldy, _mm512_castps512_ps256(acc[t]));
-        _mm256_storeu_ps(y + t * ldy + 8, _mm512_extractf32x8_ps(acc[t], 1));
-    }
+    pair_store(acc, T, y, ldy);
 }
 
 /* Q4_K on two adjacent 8-row groups (tile_q45_K's sums and float ops per row, 16 rows a zmm: the same bits) */
-INLINE __m512i pair256(const void *lo, const void *hi) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)lo)),
-                              _mm256_loadu_si256((const __m256i *)hi), 1);
-}
-INLINE __m512 pair_fp16x8(const uint8_t *lo, const uint8_t *hi) {
-    return _mm512_insertf32x8(_mm512_castps256_ps512(load_fp16x8((const uint16_t *)lo)), load_fp16x8((const uint16_t *)hi), 1);
-}
-
 INLINE void tile2_q4_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8_t *act, size_t stride, float *y,
                        int64_t ldy, const int T) {
     const __m512i m4 = _mm512_set1_epi8(15);
@@ -331,9 +338,8 @@ INLINE void tile2_q4_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
             const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
-            __m128i b0 = _mm_loadu_si128((const __m128i *)ab->bsums), b1 = _mm_loadu_si128((const __m128i *)ab->bsums + 1);
             int32_t bsp[4];
-            _mm_storeu_si128((__m128i *)bsp, _mm_hadd_epi16(b0, b1));
+            q8k_sub_sums(ab, bsp);
             __m512i msum = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
@@ -346,11 +352,7 @@ INLINE void tile2_q4_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
             acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmw, da), _mm512_cvtepi32_ps(msum), acc[t]);
         }
     }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; t++) {
-        _mm256_storeu_ps(y + t * ldy, _mm512_castps512_ps256(acc[t]));
-        _mm256_storeu_ps(y + t * ldy + 8, _mm512_extractf32x8_ps(acc[t], 1));
-    }
+    pair_store(acc, T, y, ldy);
 }
 
 /* the r8 driver with adjacent group pairs on TILE2 (16 rows a zmm) for a chunk's 5-8 token runs, the ymm TILE
