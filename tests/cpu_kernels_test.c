@@ -307,7 +307,7 @@ static bool same_bits(const float *a, const float *b, int64_t rows, int64_t ldy,
 
 static void test_bit_exact_claims(void **state) {
     (void)state;
-    const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_1, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K};
+    const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_1, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K};
     const cll_kernel_table *t = cll_cpu_kernel_table();
     const uint32_t feat = cll_kernels_cpu_features();
     assert_int_equal(cll_pool_create(2, &g_pool2), CLL_OK);

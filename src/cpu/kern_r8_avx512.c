@@ -355,6 +355,65 @@ INLINE void tile2_q4_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
     pair_store(acc, T, y, ldy);
 }
 
+/* Q6_K on two adjacent 8-row groups (tile_q6_K's sums, scales, offset and float ops per row: the same bits) */
+INLINE void tile2_q6_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8_t *act, size_t stride, float *y,
+                       int64_t ldy, const int T) {
+    const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *r0 = wg + b * 1680, *r1 = r0 + gbytes;
+        __m512i isum[8];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k++) {
+            const size_t lo_off = 144 + 256 * (size_t)(k >> 1), hi_off = 1168 + 256 * (size_t)(k >> 2);
+            const int hs = 2 * (k & 3);
+            __m512i w[8];
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; c++) {
+                __m512i lo = pair256(r0 + lo_off + 32 * c, r1 + lo_off + 32 * c);
+                lo = (k & 1) ? _mm512_and_si512(_mm512_srli_epi16(lo, 4), m4) : _mm512_and_si512(lo, m4);
+                __m512i hi = pair256(r0 + hi_off + 32 * c, r1 + hi_off + 32 * c);
+                hi = hs <= 4 ? _mm512_slli_epi16(hi, 4 - hs) : _mm512_srli_epi16(hi, hs - 4);
+                w[c] = _mm512_or_si512(lo, _mm512_and_si512(hi, m30));
+            }
+            const __m256i sc8 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(r0 + 16 + 16 * k))),
+                                                        _mm_loadu_si128((const __m128i *)(r1 + 16 + 16 * k)), 1);
+            const __m512i sck = _mm512_cvtepi8_epi16(sc8);
+            const __m512i s0 = _mm512_srai_epi32(_mm512_slli_epi32(sck, 16), 16), s1 = _mm512_srai_epi32(sck, 16);
+            const __m512i sck32 = _mm512_slli_epi16(sck, 5); /* 32 * sc: the -32 offset of the quants */
+#pragma GCC unroll 8
+            for (int t = 0; t < T; t++) {
+                const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
+                const int8_t *aq = ab->qs + 32 * k;
+                __m512i p0 = _mm512_setzero_si512(), p1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; c++) {
+                    int32_t a0, a1;
+                    memcpy(&a0, aq + 4 * c, 4);
+                    memcpy(&a1, aq + 16 + 4 * c, 4);
+                    p0 = _mm512_dpbusd_epi32(p0, w[c], _mm512_set1_epi32(a0));
+                    p1 = _mm512_dpbusd_epi32(p1, w[c + 4], _mm512_set1_epi32(a1));
+                }
+                int32_t bs;
+                memcpy(&bs, ab->bsums + 2 * k, 4);
+                __m512i v = _mm512_add_epi32(_mm512_mullo_epi32(p0, s0), _mm512_mullo_epi32(p1, s1));
+                v = _mm512_sub_epi32(v, _mm512_madd_epi16(sck32, _mm512_set1_epi32(bs)));
+                isum[t] = _mm512_add_epi32(isum[t], v);
+            }
+        }
+        const __m512 dw = pair_fp16x8(r0, r1);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; t++) {
+            const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
+            acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(ab->d)), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        }
+    }
+    pair_store(acc, T, y, ldy);
+}
+
 /* the r8 driver with adjacent group pairs on TILE2 (16 rows a zmm) for a chunk's 5-8 token runs, the ymm TILE
  * for the rest (fewer tokens, an odd last group) */
 #define DEFINE_R8_RUN2(NAME, TILE, TILE2, BLK, REC)                                                              \
@@ -402,4 +461,4 @@ DEFINE_R8_RUN(cll_kern_run_r8_q8_0_avx512, tile_q8_0, 32, 272)
 #define tile_q5_K(wg, nb, act, st, y, ldy, T) tile_q45_K(wg, nb, act, st, y, ldy, T, 1)
 DEFINE_R8_RUN2(cll_kern_run_r8_q4_K_avx512, tile_q4_K, tile2_q4_K, 256, 1184)
 DEFINE_R8_RUN(cll_kern_run_r8_q5_K_avx512, tile_q5_K, 256, 1440)
-DEFINE_R8_RUN(cll_kern_run_r8_q6_K_avx512, tile_q6_K, 256, 1680)
+DEFINE_R8_RUN2(cll_kern_run_r8_q6_K_avx512, tile_q6_K, tile2_q6_K, 256, 1680)

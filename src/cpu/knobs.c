@@ -11,7 +11,9 @@
         .pf_gemv = 2048,        /* kbench -c, 1 core: 2048 beat 4096 and 8192 for the 4-bit types */        \
         .small_n_max = 8,       /* kbench -t 2, 8192x2048, r8x4 vs r8z16x8 ms (Q4_0, Q4_K, Q6_K): n 2       \
                                    0.23/0.53, 0.21/0.69, 0.38/1.55; n 4 0.27/0.47, 0.26/0.69, 0.50/2.12;     \
-                                   n 6 0.65/0.57, 0.63/0.80, 1.06/1.82; n 8 0.68/0.77, 0.84/0.85, 1.38/1.78 */ \
+                                   n 6 0.65/0.57, 0.63/0.80, 1.06/1.82; n 8 0.68/0.77, 0.84/0.85, 1.38/1.78; \
+                                   r8x4 with the zmm pair tiles (session 23): n 6 0.51, 0.56, 0.97; n 8 0.59,  \
+                                   0.66, 1.10 */                                                               \
     }
 static const cll_cpu_knobs k_defaults = KNOB_DEFAULTS;
 
