@@ -250,6 +250,21 @@ INLINE __m512i pair256(const void *lo, const void *hi) {
 INLINE __m512 pair_fp16x8(const uint8_t *lo, const uint8_t *hi) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(load_fp16x8((const uint16_t *)lo)), load_fp16x8((const uint16_t *)hi), 1);
 }
+/* a K-quant sub-block of 32 against the 16 rows of w[8]: the first 16 values (w[0..3]) into *p, the last 16
+ * (w[4..7]) into *q, as the ymm tiles' two dpbusd chains */
+INLINE void dot32_pair(const __m512i *w, const int8_t *aq, __m512i *p, __m512i *q) {
+    __m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        int32_t a0, a1;
+        memcpy(&a0, aq + 4 * c, 4);
+        memcpy(&a1, aq + 16 + 4 * c, 4);
+        a = _mm512_dpbusd_epi32(a, w[c], _mm512_set1_epi32(a0));
+        b = _mm512_dpbusd_epi32(b, w[c + 4], _mm512_set1_epi32(a1));
+    }
+    *p = a;
+    *q = b;
+}
 INLINE void pair_store(const __m512 *acc, const int T, float *y, int64_t ldy) {
 #pragma GCC unroll 8
     for (int t = 0; t < T; t++) {
@@ -322,15 +337,8 @@ INLINE void tile2_q4_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
             for (int t = 0; t < T; t++) {
                 const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
                 const int8_t *aq = ab->qs + 32 * s;
-                __m512i p = _mm512_setzero_si512(), q = _mm512_setzero_si512();
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; c++) {
-                    int32_t a0, a1;
-                    memcpy(&a0, aq + 4 * c, 4);
-                    memcpy(&a1, aq + 16 + 4 * c, 4);
-                    p = _mm512_dpbusd_epi32(p, w[c], _mm512_set1_epi32(a0));
-                    q = _mm512_dpbusd_epi32(q, w[c + 4], _mm512_set1_epi32(a1));
-                }
+                __m512i p, q;
+                dot32_pair(w, aq, &p, &q);
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(p, q), scv));
             }
         }
@@ -388,15 +396,8 @@ INLINE void tile2_q6_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
             for (int t = 0; t < T; t++) {
                 const cll_block_q8_K *ab = (const cll_block_q8_K *)(act + t * stride) + b;
                 const int8_t *aq = ab->qs + 32 * k;
-                __m512i p0 = _mm512_setzero_si512(), p1 = _mm512_setzero_si512();
-#pragma GCC unroll 4
-                for (int c = 0; c < 4; c++) {
-                    int32_t a0, a1;
-                    memcpy(&a0, aq + 4 * c, 4);
-                    memcpy(&a1, aq + 16 + 4 * c, 4);
-                    p0 = _mm512_dpbusd_epi32(p0, w[c], _mm512_set1_epi32(a0));
-                    p1 = _mm512_dpbusd_epi32(p1, w[c + 4], _mm512_set1_epi32(a1));
-                }
+                __m512i p0, p1;
+                dot32_pair(w, aq, &p0, &p1);
                 int32_t bs;
                 memcpy(&bs, ab->bsums + 2 * k, 4);
                 __m512i v = _mm512_add_epi32(_mm512_mullo_epi32(p0, s0), _mm512_mullo_epi32(p1, s1));
