@@ -215,6 +215,23 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
 
 /* ---- drivers: token chunks stay in L2 while each 8-row group sweeps them ---------- */
 
+/* one 8-row group gg (records at wq) over tokens [u0, t1): 8-token tiles, then 4, then the rest */
+#define R8_GROUP_SWEEP(TILE, a, nb, wq, gg, u0, t1)                                                             \
+    do {                                                                                                        \
+        const size_t st_ = (a)->act_stride;                                                                     \
+        int64_t u = (u0);                                                                                       \
+        for (; u + 8 <= (t1); u += 8) TILE(wq, nb, (a)->act + u * st_, st_, (a)->y + u * (a)->ldy + (gg) * 8, (a)->ldy, 8); \
+        for (; u + 4 <= (t1); u += 4) TILE(wq, nb, (a)->act + u * st_, st_, (a)->y + u * (a)->ldy + (gg) * 8, (a)->ldy, 4); \
+        const uint8_t *at_ = (a)->act + u * st_;                                                                \
+        float *yt_ = (a)->y + u * (a)->ldy + (gg) * 8;                                                          \
+        switch ((t1) - u) {                                                                                     \
+        case 3: TILE(wq, nb, at_, st_, yt_, (a)->ldy, 3); break;                                                \
+        case 2: TILE(wq, nb, at_, st_, yt_, (a)->ldy, 2); break;                                                \
+        case 1: TILE(wq, nb, at_, st_, yt_, (a)->ldy, 1); break;                                                \
+        default: break;                                                                                         \
+        }                                                                                                       \
+    } while (0)
+
 #define DEFINE_R8_RUN(NAME, TILE, BLK, REC)                                                                     \
     void NAME(const kern_args *a, int64_t r0, int64_t r1) {                                                     \
         const int64_t nb = a->cols / (BLK);                                                                     \
@@ -222,22 +239,7 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
         const int64_t chunk = a->n == 1 ? 1 : kern_token_chunk(a->act_stride);                                  \
         for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {                                                          \
             const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;                                           \
-            for (int64_t g = r0 / 8; g < r1 / 8; g++) {                                                         \
-                const uint8_t *wg = a->w + (size_t)g * gbytes;                                                  \
-                int64_t t = t0;                                                                                 \
-                for (; t + 8 <= t1; t += 8)                                                                     \
-                    TILE(wg, nb, a->act + t * a->act_stride, a->act_stride, a->y + t * a->ldy + g * 8, a->ldy, 8); \
-                for (; t + 4 <= t1; t += 4)                                                                     \
-                    TILE(wg, nb, a->act + t * a->act_stride, a->act_stride, a->y + t * a->ldy + g * 8, a->ldy, 4); \
-                const uint8_t *at = a->act + t * a->act_stride;                                                 \
-                float *yt = a->y + t * a->ldy + g * 8;                                                          \
-                switch (t1 - t) {                                                                               \
-                case 3: TILE(wg, nb, at, a->act_stride, yt, a->ldy, 3); break;                                 \
-                case 2: TILE(wg, nb, at, a->act_stride, yt, a->ldy, 2); break;                                 \
-                case 1: TILE(wg, nb, at, a->act_stride, yt, a->ldy, 1); break;                                 \
-                default: break;                                                                                 \
-                }                                                                                               \
-            }                                                                                                   \
+            for (int64_t g = r0 / 8; g < r1 / 8; g++) R8_GROUP_SWEEP(TILE, a, nb, a->w + (size_t)g * gbytes, g, t0, t1); \
         }                                                                                                       \
     }
 
@@ -437,20 +439,8 @@ INLINE void tile2_q6_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
                     else TILE2(wg, gbytes, nb, at, st, yt, a->ldy, 7);                                          \
                     t = t1;                                                                                     \
                 }                                                                                               \
-                for (int64_t gg = g; gg <= g + (pair ? 1 : 0) && t < t1; gg++) {                                \
-                    const uint8_t *wq = a->w + (size_t)gg * gbytes;                                             \
-                    int64_t u = t;                                                                              \
-                    for (; u + 8 <= t1; u += 8) TILE(wq, nb, a->act + u * st, st, a->y + u * a->ldy + gg * 8, a->ldy, 8); \
-                    for (; u + 4 <= t1; u += 4) TILE(wq, nb, a->act + u * st, st, a->y + u * a->ldy + gg * 8, a->ldy, 4); \
-                    const uint8_t *at = a->act + u * st;                                                        \
-                    float *yt = a->y + u * a->ldy + gg * 8;                                                     \
-                    switch (t1 - u) {                                                                           \
-                    case 3: TILE(wq, nb, at, st, yt, a->ldy, 3); break;                                         \
-                    case 2: TILE(wq, nb, at, st, yt, a->ldy, 2); break;                                         \
-                    case 1: TILE(wq, nb, at, st, yt, a->ldy, 1); break;                                         \
-                    default: break;                                                                             \
-                    }                                                                                           \
-                }                                                                                               \
+                for (int64_t gg = g; gg <= g + (pair ? 1 : 0) && t < t1; gg++)                                  \
+                    R8_GROUP_SWEEP(TILE, a, nb, a->w + (size_t)gg * gbytes, gg, t, t1);                         \
                 if (pair) g++;                                                                                  \
             }                                                                                                   \
         }                                                                                                       \
