@@ -4,7 +4,7 @@
 #   here (no GPU):  bash scripts/h200.sh pack [--models SET]
 #       builds the CUDA build (build-h200/, sm_90a only: the device is an H200) and stages what a
 #       run needs into .gpu/ (git-ignored; name it in the call's carry): the cllama binary and the
-#       GPU test programs (gzipped in .gpu/binz: the device's scripts unpack them into .gpu/bin),
+#       GPU test programs (xz-compressed in .gpu/binz: the device's scripts unpack them into .gpu/bin),
 #       libcmocka, the oracle models of SET (all|core|none), and the openai package's wheels for the
 #       server tests. Carry [".gpu/binz", ".gpu/lib", ".gpu/shared"] (+ ".gpu/wheels" for serve/gate).
 #   there (the device's repo root):  bash scripts/h200.sh gate|kbench|bench|ref [args]
@@ -71,9 +71,10 @@ pack() {
   local sha; sha=$(git rev-parse HEAD)
   [ -n "$(git status --porcelain -uno -- . ':(exclude)bench' | head -1)" ] && sha="$sha+dirty"
   echo "$sha" >.gpu/bin/GIT_SHA
-  # the binaries again gzipped (~4 MB each instead of ~13): carry .gpu/binz, dev_env unpacks it there
+  # the binaries again xz-compressed (~4.6 MB each instead of ~20; gzip left ~7 and the carry over its
+  # 64 MiB with the oracle models): carry .gpu/binz, dev_env unpacks it there
   rm -rf .gpu/binz && mkdir -p .gpu/binz && cp .gpu/bin/GIT_SHA .gpu/binz/
-  for b in .gpu/bin/*; do [ "$(basename "$b")" = GIT_SHA ] || gzip -9c "$b" >".gpu/binz/$(basename "$b").gz"; done
+  for b in .gpu/bin/*; do [ "$(basename "$b")" = GIT_SHA ] || xz -9 -T "$(nproc)" -c "$b" >".gpu/binz/$(basename "$b").xz"; done
   local sh=../shared
   cp "$sh/models/stories260K.gguf" "$sh/models/llama-2-tiny-random.gguf" .gpu/shared/models/
   cp "$sh/oracle/golden/stories260K.json" "$sh/oracle/golden/llama-2-tiny-random.json" .gpu/shared/oracle/golden/
@@ -122,7 +123,13 @@ unpack_bins() {
   [ -d .gpu/binz ] || return 0
   cmp -s .gpu/binz/GIT_SHA .gpu/bin/GIT_SHA 2>/dev/null && [ -x .gpu/bin/cllama ] && return 0
   mkdir -p .gpu/bin
-  for z in .gpu/binz/*.gz; do gunzip -c "$z" >".gpu/bin/$(basename "$z" .gz)" && chmod +x ".gpu/bin/$(basename "$z" .gz)"; done
+  local z b
+  for z in .gpu/binz/*.xz .gpu/binz/*.gz; do
+    [ -f "$z" ] || continue
+    b=.gpu/bin/$(basename "${z%.*}")
+    case $z in *.xz) xz -dc "$z" >"$b" ;; *) gunzip -c "$z" >"$b" ;; esac || { echo "unpack: $z failed" >&2; return 1; }
+    chmod +x "$b"
+  done
   cp .gpu/binz/GIT_SHA .gpu/bin/GIT_SHA
 }
 

@@ -1216,8 +1216,10 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
      * first decode step of a context ~50 ms (H200, l2-7b: a 128-step batched-bench run at one
      * sequence 495 -> 566 tok/s). A profiled state (CLLAMA_CUDA_PROFILE=1) runs eagerly. The graph
      * reads token, position and sequence from s->io at replay; a one-token batch is contiguous,
-     * as cu_forward sets it */
-    if (s->prof.mode != 1) {
+     * as cu_forward sets it. A rank of the one-GPU simulated split captures nothing: its all-reduce
+     * meets the other ranks at a host barrier and waits on their streams' events, which a capture
+     * cannot hold (launch_step runs its steps eagerly) */
+    if (s->prof.mode != 1 && cll_cu_comm_capturable(s->p.comm)) {
         s->pf_contig = true;
         s->pf_p0 = 0;
         s->pf_seq = 0;
