@@ -653,11 +653,8 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
  * TC (CLL_CU_ATTN_STREAM_TC, head dims <= 128): the WI scheme on tensor cores, 8 keys a warp: S = Q K^T
  * by mma m16n8k16 (K by ldmatrix from XOR-swizzled rows), the softmax in quads of lanes, O += P V by
  * mma m16n8k8 (p as f16 hi + lo, V by ldmatrix .trans); docs/cuda.md "The tensor-core tile body".
- * EI (CLLAMA_CUDA_ATTN_EARLY=1, the TC body of head dim 128; an arm, off by default): each tile's copies
- * go out before the block waits for the oldest, behind a barrier that frees its stage, so NS tiles are in
- * flight while one lands instead of NS - 1 (a second barrier a tile). A copy probe of this geometry
- * (8 live chunks, 3 stages of 64-key tiles, 2 blocks an SM, l2-7b's MHA cache at 8192 keys) moved 4.12
- * TB/s issuing this way, where the kernel's own pipeline with its arithmetic left out moved ~3.2. */
+ * Issuing each tile's copies before the wait for the oldest (NS tiles in flight instead of NS - 1, a
+ * second barrier a tile) was measured and left out: no gain in the step (docs/cuda.md). */
 #define FS_TK 64
 #define FS_PHASED 0 /* the tile bodies (TC: cll_cu_attn_form; WI / PHASED: cll_cu_attn_stream_wi) */
 #define FS_WI 1
@@ -742,10 +739,9 @@ template <int NV> static __device__ __forceinline__ void fs_v(const unsigned cha
     }
 }
 
-template <int HD, int HG, bool PG, int BODY, int NSX = 0, bool EI = false>
+template <int HD, int HG, bool PG, int BODY, int NSX = 0>
 __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 0 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
     constexpr bool WI = BODY == FS_WI, TC = BODY == FS_TC;
-    static_assert(!EI || TC, "early issue: the tensor-core body only");
     static_assert(!TC || HD <= 128, "the tensor-core body keeps HD / 8 accumulators and HD / 8 q fragments a lane");
     constexpr int W = FS_WARPS, LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, TK = FS_TK;
     constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = NSX ? NSX : FsGeo<HD>::NS, CPR = ROWB / 16;
@@ -842,16 +838,9 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
         for (int n = 0; n < TNT; n++) tacc[n][0] = tacc[n][1] = 0.0f;
     }
     for (int t = 0; t < nt; t++) {
-        if constexpr (EI) {
-            __syncthreads();   /* tile t - 1 is consumed: its stage takes tile t + NS - 1, in flight now */
-            issue(t + NS - 1);
-            fs_wait<NS - 1>(); /* this thread's copies of tile t landed (NS - 1 younger tiles may not) */
-            __syncthreads();   /* everyone's */
-        } else {
-            fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
-            __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
-            issue(t + NS - 1);
-        }
+        fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
+        __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
+        issue(t + NS - 1);
         const unsigned char *st = fs_smem + (t % NS) * STAGE;
         const int32_t k0 = g.c0 + t * TK;
         const int cs = min(TK, g.c1 - k0);
@@ -1097,28 +1086,23 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     fa_tail<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, &last);
 }
 
-template <int D, int HGV, int BODY, int NSX = 0, bool EI = false>
+template <int D, int HGV, int BODY, int NSX = 0>
 static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
     constexpr int SMEM = (NSX ? NSX : FsGeo<D>::NS) * FsGeo<D>::STAGE;
     static int opened[2][64]; /* the dynamic shared memory, per instantiation and device */
-    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX, EI> : attn_stream_kernel<D, HGV, false, BODY, NSX, EI>;
+    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX> : attn_stream_kernel<D, HGV, false, BODY, NSX>;
     /* and the largest shared-memory carveout (two blocks an SM at FsGeo's depth) */
     CLL_CU_RET(cll_cu_open_smem(opened[a->map.blk ? 1 : 0], k, SMEM, true));
     return cll_cu_launch(k, g, dim3(32 * FS_WARPS), (size_t)SMEM, s, *a);
 }
 /* tc: the tensor-core body (head dims up to 128; 256 keeps the CUDA-core ones); ns: its stages
- * (cll_cu_attn_stream_ns: 0 FsGeo's, CLL_CU_ATTN_NS_DEEP for head dim 128); ei: its copies issued before
- * the wait (head dim 128, CLLAMA_CUDA_ATTN_EARLY=1) */
+ * (cll_cu_attn_stream_ns: 0 FsGeo's, CLL_CU_ATTN_NS_DEEP for head dim 128) */
 template <int D, int HGV>
-static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns, bool ei, cudaStream_t s) {
+static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns, cudaStream_t s) {
     if constexpr (D <= 128)
         if (tc) {
-            if constexpr (D == 128) {
-                if (ns == CLL_CU_ATTN_NS_DEEP)
-                    return ei ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, true>(a, g, s)
-                              : fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
-                if (ei) return fs_launch_body<D, HGV, FS_TC, 0, true>(a, g, s);
-            }
+            if constexpr (D == 128)
+                if (ns == CLL_CU_ATTN_NS_DEEP) return fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
             return fs_launch_body<D, HGV, FS_TC>(a, g, s);
         }
     static int c_wi = -2; /* CLLAMA_CUDA_ATTN_STREAM_WI=0|1 forces the CUDA-core tile body (A/B) */
@@ -1127,11 +1111,11 @@ static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns,
                : fs_launch_body<D, HGV, FS_PHASED>(a, g, s);
 }
 template <int D>
-static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, int ns, bool ei, cudaStream_t s) {
-    return HG == 1   ? fs_launch<D, 1>(a, g, tc, ns, ei, s)
-           : HG == 2 ? fs_launch<D, 2>(a, g, tc, ns, ei, s)
-           : HG == 4 ? fs_launch<D, 4>(a, g, tc, ns, ei, s)
-                     : fs_launch<D, 8>(a, g, tc, ns, ei, s);
+static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, int ns, cudaStream_t s) {
+    return HG == 1   ? fs_launch<D, 1>(a, g, tc, ns, s)
+           : HG == 2 ? fs_launch<D, 2>(a, g, tc, ns, s)
+           : HG == 4 ? fs_launch<D, 4>(a, g, tc, ns, s)
+                     : fs_launch<D, 8>(a, g, tc, ns, s);
 }
 
 /* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
@@ -1223,11 +1207,9 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
                                                       : stream      ? (ns ? 1 : FS_PER_SM)
                                                                     : FA_PER_SM);
         if (stream) {
-            static int c_ei = -2; /* CLLAMA_CUDA_ATTN_EARLY=1: the tensor-core body issues before it waits (an arm) */
-            const bool ei = tc && cll_cu_env_nonneg(&c_ei, "CLLAMA_CUDA_ATTN_EARLY") == 1;
-            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, ei, s));
-            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, ei, s));
-            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, ei, s));
+            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, s));
+            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, s));
+            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, s));
             return cudaGetLastError();
         }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
