@@ -117,6 +117,25 @@ CU_HD float cu_h2f(const uint8_t *p) {
 }
 /* 4 bits -> bit 0 of each byte (bit i -> byte i); the shifted copies never overlap */
 CU_HD uint32_t cu_spread4(uint32_t bits) { return ((bits & 0xFu) * 0x00204081u) & 0x01010101u; }
+/* PTX prmt in its default mode, the selector unmasked: byte n of the result is byte (s >> 4n) & 7 of
+ * {x, y}, or, where bit 3 of that nibble is set, that byte's sign spread over all 8 bits (0x00 or
+ * 0xFF). __byte_perm masks the selector to 3-bit nibbles first (an extra and a call); cu_prmt uses
+ * the sign mode as part of a lookup (cu_kv8d) */
+CU_HD uint32_t cu_prmt(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(s));
+    return r;
+#else
+    const uint64_t v = (uint64_t)x | ((uint64_t)y << 32);
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++) {
+        const uint32_t n = (s >> 4 * i) & 15, b = (uint32_t)(v >> (8 * (n & 7))) & 0xFFu;
+        r |= ((n & 8) ? ((b & 0x80u) ? 0xFFu : 0u) : b) << 8 * i;
+    }
+    return r;
+#endif
+}
 /* apply 4 sign bits (1 = negative) to 4 unsigned bytes < 128 */
 CU_HD int cu_sign4(uint32_t mag, uint32_t signbits) {
     const uint32_t m = cu_spread4(signbits) * 0xFFu;
@@ -237,17 +256,24 @@ template <> struct CuFmt<CLL_TYPE_IQ4_NL> {
 #define CLL_CU_KV_W2 0x26190d01u
 #define CLL_CU_KV_W3 0x71594535u
 CU_HD int cu_kv4(uint32_t idx) { return cu_lut16(idx, CLL_CU_KV_W0, CLL_CU_KV_W1, CLL_CU_KV_W2, CLL_CU_KV_W3); }
-/* the 8 nibble indices of q -> 8 table values, for a word whose low 16 bits hold 4 consecutive
- * elements and whose high 16 bits the 4 elements 16 further on (the split layout's IQ4_XS order,
- * cuda/matmul/split.cuh): *lo = the values of nibbles 0..3, *hi of 4..7; two byte permutes per 4
- * values (a lookup in each half of the table) and one to pick by the index's bit 3, 6 for 8
- * (ggml's get_int_from_table_16 does 8: its nibbles come interleaved) */
-CU_HD void cu_kv8s(uint32_t q, int *lo, int *hi) {
-    const uint32_t sel = 0x32103210u | ((q & 0x88888888u) >> 1); /* byte n of the low or high pair */
-    const uint32_t a0 = cu_perm(CLL_CU_KV_W0, CLL_CU_KV_W1, q & 0xFFFFu), b0 = cu_perm(CLL_CU_KV_W2, CLL_CU_KV_W3, q & 0xFFFFu);
-    const uint32_t a1 = cu_perm(CLL_CU_KV_W0, CLL_CU_KV_W1, q >> 16), b1 = cu_perm(CLL_CU_KV_W2, CLL_CU_KV_W3, q >> 16);
-    *lo = (int)cu_perm(a0, b0, sel & 0xFFFFu);
-    *hi = (int)cu_perm(a1, b1, sel >> 16);
+/* s + the 8 table values of the nibbles of q . the activation words y_lo (nibbles 0..3) and y_hi
+ * (4..7), for a word whose low 16 bits hold 4 consecutive elements and whose high 16 bits the 4
+ * elements 16 further on (the split layout's IQ4_XS order, cuda/matmul/split.cuh). A nibble
+ * n = l + 8h splits the table in halves: cu_prmt of the negative half (kv[0..7], all < 0) by n gives
+ * kv[l] where h = 0 and -1 where h = 1 (the sign mode); cu_prmt of kv[8..15] + 1 (all in 2..114) by
+ * n ^ 8 gives 0 where h = 0 and kv[l + 8] + 1 where h = 1. The two sum to kv[n] either way, and dp4a
+ * is linear, so two dp4a over the halves give the lookup's exact integer sum: 11 integer instructions
+ * a word (an xor, two shifts, 4 permutes, 4 dp4a), where a lookup by __byte_perm (two permutes in the
+ * halves and one to pick, each selector masked to 3-bit nibbles) and 2 dp4a took ~15 (ggml's
+ * get_int_from_table_16 takes 8 permutes). cll_cu_iq_tables_check runs it for every nibble pattern */
+#define CLL_CU_KV_P0 0x271a0e02u /* kv[8..11] + 1 */
+#define CLL_CU_KV_P1 0x725a4636u /* kv[12..15] + 1 */
+CU_HD int cu_kv8d(uint32_t q, int y_lo, int y_hi, int s) {
+    const uint32_t qx = q ^ 0x88888888u;
+    s = cu_dp4a((int)cu_prmt(CLL_CU_KV_W0, CLL_CU_KV_W1, q), y_lo, s);
+    s = cu_dp4a((int)cu_prmt(CLL_CU_KV_P0, CLL_CU_KV_P1, qx), y_lo, s);
+    s = cu_dp4a((int)cu_prmt(CLL_CU_KV_W0, CLL_CU_KV_W1, q >> 16), y_hi, s);
+    return cu_dp4a((int)cu_prmt(CLL_CU_KV_P0, CLL_CU_KV_P1, qx >> 16), y_hi, s);
 }
 CU_HD int cu_kv1(int n) { return (int8_t)(cu_kv4((uint32_t)n) & 0xFF); }
 

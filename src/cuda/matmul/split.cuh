@@ -491,7 +491,8 @@ template <> struct CuSp<CLL_TYPE_Q4_K> {
 
 /* IQ4_XS: a group's 16 quant bytes in word order: word k = elements 4k..4k+3 (bits 0..15, two per
  * byte, low nibble first) then 16+4k..19+4k (bits 16..31), so one word's table lookups give the
- * two activation words k and 4+k directly (cu_kv8s: 6 byte permutes per 8 values, not 8) */
+ * two activation words k and 4+k directly (cu_kv8d: the table split in halves by the sign mode of
+ * prmt, 4 permutes and 4 dp4a per 8 values) */
 template <> struct CuSp<CLL_TYPE_IQ4_XS> {
     static constexpr int QK = 256, BB = 136;
     static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
@@ -532,12 +533,7 @@ template <> struct CuSp<CLL_TYPE_IQ4_XS> {
     CU_HD float dot(const Wv &w, int64_t g, const CuX &x) {
         int s = 0;
 SP_UNROLL
-        for (int k = 0; k < 4; k++) {
-            int lo, hi;
-            cu_kv8s(sp_w(w.q, k), &lo, &hi);
-            s = cu_dp4a(lo, x.y[k], s);
-            s = cu_dp4a(hi, x.y[4 + k], s);
-        }
+        for (int k = 0; k < 4; k++) s = cu_kv8d(sp_w(w.q, k), x.y[k], x.y[4 + k], s);
         const int isum = (ls(w.h.y, w.h.x >> 16, (int)(g & 7)) - 32) * s;
         return (x.d * sp_h2f(w.h.x & 0xFFFF)) * (float)isum;
     }
