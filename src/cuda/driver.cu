@@ -1,8 +1,9 @@
 /* cuda/driver: the CUDA driver (model/driver.h): per-context state (F16/F32 KV cache and every
  * activation, allocated once), and the forward: one-token steps replay a CUDA graph captured when
  * the state is created (everything that changes per step, token / pos / seq, sits in a small device
- * buffer that one copy refreshes); batches of n > 1 tokens launch the same kernels eagerly with
- * cuBLAS products (cll_cu_gemm).
+ * buffer that one copy refreshes); a few sequences' decode steps replay a graph per token count
+ * (captured when a count repeats); prompt batches launch the same kernels eagerly with cuBLAS or the
+ * fused tile products. A profiled state and a rank of the one-GPU simulated split capture nothing.
  * Owns the state's device arena, stream, cuBLAS handle and graph. Rule: glue only: kernels live
  * in cuda/ops and cuda/matmul; every CUDA error becomes a cll_status with file:line. */
 #include <math.h>

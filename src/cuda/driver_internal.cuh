@@ -160,7 +160,8 @@ struct cll_driver_state {
     int32_t *hio;         /* pinned staging of io */
     unsigned long long *hkeys; /* pinned (n_out_max) */
     cudaGraph_t graph;
-    cudaGraphExec_t exec; /* the decode step, captured when the state is created */
+    cudaGraphExec_t exec; /* the decode step, captured when the state is created (not for a profiled state
+                           * or a simulated-split rank: they run eagerly) */
     /* batched decode steps (2..CLL_CU_GRAPH_MAX_TOKENS tokens of several sequences, no contiguous prefill):
      * one graph per token count, captured when a (count, n_want, rows_distinct) repeats; failed: run eagerly */
     struct {

@@ -1817,7 +1817,8 @@ extern "C" cll_status cll_cuda_gate_act(int64_t n, int64_t f, bool gelu, uint64_
 extern "C" cll_status cll_cuda_gate_tables(void) {
     bool same = false;
     GATE_CU(cll_cu_iq_tables_check(&same));
-    return same ? CLL_OK : cll_err(CLL_ERR_INTERNAL, "gate: device i-quant codebooks differ from formats/iq_tables.c");
+    return same ? CLL_OK : cll_err(CLL_ERR_INTERNAL, "gate: device i-quant codebooks (or the IQ4_XS sign-mode lookup, cu_kv8d) differ "
+                                                  "from formats/iq_tables.c");
 }
 
 extern "C" cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps,
