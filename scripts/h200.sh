@@ -21,8 +21,9 @@
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
-#       owed    what the tree owes the H200: gate --quick, then the board cells recorded before
-#               the last decode changes (recorded, ~7 min)
+#       owed    what the tree owes the H200: gate --quick (tp_test's GPU bars are unrun), the board
+#               cells recorded before the last decode changes (Q6_K, IQ3_S), then the long cells
+#               (recorded; ~10 min: split it over two calls with a short budget)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
 #               mixed prompts, a 4096-token prompt mid-run, --check)
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
@@ -516,7 +517,8 @@ for l in sys.stdin:
 
 owed() {
   gate --quick
-  bench 'l2-7b-f16|l2-7b-Q5_1|l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
+  bench 'l3-8b-Q6_K|l3-8b-IQ3_S'
+  long
 }
 
 cmd=${1:-}; shift || true
