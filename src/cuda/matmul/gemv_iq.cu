@@ -39,15 +39,18 @@ __global__ void k_iq_inline_tables(uint8_t *ksigns, int8_t *kv) {
     if (i < 16) kv[i] = (int8_t)cu_kv1(i);
 }
 
-/* cu_kv8d (IQ4_XS's split dot: the table lookup by prmt's sign mode) for every 16-bit half-word of
- * nibbles, in both halves of the word: one-hot activation bytes read each nibble's value back out of
- * the integer sum; out[8p + j] the low half's nibble j, out[8p + 4 + j] the high half's */
+/* the table lookups by prmt's sign mode, for every 16-bit pattern p: one-hot activation bytes read each
+ * nibble's value back out of the integer sum. out[16p + j]: cu_kv8d's (the split IQ4_XS order) nibble j
+ * of p in the word's low half, out[16p + 4 + j] in its high half; out[16p + 8 + j] / [16p + 12 + j]:
+ * cu_kv8i's (ggml's IQ4_NL / IQ4_XS order) low / high nibble of byte j of p | p << 16 */
 __global__ void k_iq4_kv8d(int8_t *out) {
     const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= 65536) return;
     for (int j = 0; j < 4; j++) {
-        out[8 * p + j] = (int8_t)cu_kv8d(p, 1 << 8 * j, 0, 0);
-        out[8 * p + 4 + j] = (int8_t)cu_kv8d(p << 16, 0, 1 << 8 * j, 0);
+        out[16 * p + j] = (int8_t)cu_kv8d(p, 1 << 8 * j, 0, 0);
+        out[16 * p + 4 + j] = (int8_t)cu_kv8d(p << 16, 0, 1 << 8 * j, 0);
+        out[16 * p + 8 + j] = (int8_t)cu_kv8i(p | p << 16, 1 << 8 * j, 0, 0);
+        out[16 * p + 12 + j] = (int8_t)cu_kv8i(p | p << 16, 0, 1 << 8 * j, 0);
     }
 }
 
@@ -99,19 +102,25 @@ cudaError_t cll_cu_iq_tables_check(bool *same) {
     cudaFree(d);
     if (e != cudaSuccess) return e;
     if (memcmp(h, cll_ksigns_iq2xs, 128) || memcmp(h + 128, cll_kvalues_iq4nl, 16)) *same = false;
-    /* the sign-mode lookup of the IQ4_XS split dot, every nibble pattern */
+    /* the sign-mode lookups of the IQ4_XS / IQ4_NL dots, every nibble pattern in every place */
     {
         int8_t *dk = NULL;
-        CLL_CU_RET(cudaMalloc(&dk, 8 * 65536));
+        CLL_CU_RET(cudaMalloc(&dk, 16 * 65536));
         k_iq4_kv8d<<<256, 256>>>(dk);
-        std::vector<int8_t> hk(8 * 65536);
+        std::vector<int8_t> hk(16 * 65536);
         e = cudaGetLastError();
         if (e == cudaSuccess) e = cudaMemcpy(hk.data(), dk, hk.size(), cudaMemcpyDeviceToHost);
         cudaFree(dk);
         if (e != cudaSuccess) return e;
-        for (uint32_t p = 0; p < 65536 && *same; p++)
+        for (uint32_t p = 0; p < 65536 && *same; p++) {
+            const uint32_t w = p | p << 16;
             for (int j = 0; j < 8; j++)
-                if (hk[8 * p + j] != cll_kvalues_iq4nl[(p >> 4 * (j & 3)) & 15]) *same = false;
+                if (hk[16 * p + j] != cll_kvalues_iq4nl[(p >> 4 * (j & 3)) & 15]) *same = false;
+            for (int j = 0; j < 4; j++)
+                if (hk[16 * p + 8 + j] != cll_kvalues_iq4nl[(w >> 8 * j) & 15] ||
+                    hk[16 * p + 12 + j] != cll_kvalues_iq4nl[(w >> (8 * j + 4)) & 15])
+                    *same = false;
+        }
     }
     /* the decoders' load path */
     uint32_t *dp = NULL;
