@@ -125,10 +125,9 @@ unpack_bins() {
   cmp -s .gpu/binz/GIT_SHA .gpu/bin/GIT_SHA 2>/dev/null && [ -x .gpu/bin/cllama ] && return 0
   mkdir -p .gpu/bin
   local z b
-  for z in .gpu/binz/*.xz .gpu/binz/*.gz; do
-    [ -f "$z" ] || continue
-    b=.gpu/bin/$(basename "${z%.*}")
-    case $z in *.xz) xz -dc "$z" >"$b" ;; *) gunzip -c "$z" >"$b" ;; esac || { echo "unpack: $z failed" >&2; return 1; }
+  for z in .gpu/binz/*.xz; do
+    b=.gpu/bin/$(basename "$z" .xz)
+    xz -dc "$z" >"$b" || { echo "unpack: $z failed" >&2; return 1; }
     chmod +x "$b"
   done
   cp .gpu/binz/GIT_SHA .gpu/bin/GIT_SHA
