@@ -82,10 +82,13 @@ void cll_bench_cpu_model(char *buf, size_t cap);
 /* the read-bandwidth roofline of the GPU in GB/s for "% of roofline": $CLLAMA_ROOFLINE_GBS, else
  * the measured value for a known device (H200: 4300, shared/anchors/h200/ceilings.json), else 0 */
 double cll_bench_roofline_gbs(const char *gpu_name);
-/* This box's read bandwidth in GB/s as n_threads threads see it: the best of three sums over a
- * buffer of `bytes` (>= 64 MiB; use several times the last-level cache) after a warm-up pass.
- * The CPU decode roofline: weight bytes per token / this. 0 when the buffer cannot be had. */
+/* This box's read bandwidth in GB/s as n_threads threads see it: the best of six sums over a
+ * buffer of `bytes` (>= 64 MiB; use several times the last-level cache) after a warm-up pass, the
+ * plain sum (scalar loads) and the streamed one (16-byte loads, every line prefetched 4 KB ahead)
+ * alternating. The CPU decode roofline: weight bytes per token / this. 0 when the buffer cannot be
+ * had. cll_bench_read_bandwidth_form: one form only (0 plain, 1 streamed, -1 both). */
 double cll_bench_read_bandwidth(int n_threads, size_t bytes);
+double cll_bench_read_bandwidth_form(int n_threads, size_t bytes, int form);
 void cll_bench_gpu_name(char *buf, size_t cap);  /* "" when there is no nvidia-smi */
 /* JSON text of the hardware probe object (malloc'd) */
 char *cll_bench_hw_probe_json(void);
