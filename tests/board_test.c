@@ -153,6 +153,43 @@ static void test_depth_roofline(void **state) {
     free(html);
 }
 
+/* the weight bytes of a decode roofline are the bytes a token reads (the cllama row's
+ * decode_weight_bytes, for both engines' cells), not the file's size, which counts the whole
+ * embedding table; a cell whose cllama row lacks the figure falls back to the file size */
+static void test_weight_bytes_roofline(void **state) {
+    (void)state;
+    char dir[512], cmd[600], out[600];
+    snprintf(dir, sizeof dir, "%s/wbytes", g_tmp);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    json_t *doc = json_object(), *rows = json_array();
+    json_object_set_new(doc, "box", json_string("wbytes"));
+    json_object_set_new(doc, "bandwidth_GBps", json_real(4000.0));
+    const char *files[2] = {"w-Q4_0.gguf", "x-Q4_0.gguf"};
+    for (int i = 0; i < 2; i++) {
+        json_t *c = depth_row("cllama", files[i], 500.0, 0), *r = depth_row("llama.cpp", files[i], 250.0, 0);
+        json_object_set_new(c, "test", json_string("tg128"));
+        json_object_set_new(r, "test", json_string("tg128"));
+        json_object_set_new(c, "n_depth", json_integer(0));
+        json_object_set_new(r, "n_depth", json_integer(0));
+        if (i == 0) json_object_set_new(c, "decode_weight_bytes", json_integer(3200000000LL));
+        json_array_append_new(rows, c);
+        json_array_append_new(rows, r);
+    }
+    json_object_set_new(doc, "rows", rows);
+    snprintf(out, sizeof out, "%s/wbytes.json", dir);
+    assert_int_equal(cll_bench_records_save(out, doc), CLL_OK);
+    json_decref(doc);
+    char *md, *html;
+    render(dir, &md, &html);
+    /* 500 t/s x 3.2 GB / 4000 GB/s = 40%, llama.cpp 250 t/s: 20%; the file's 4 GB would say 50% / 25% */
+    assert_non_null(strstr(md, "| w-Q4_0 | 4.00 | 500.0 ± 1.0 ·u | 250.0 ± 1.0 | 2.00× | 40% / 20% |"));
+    assert_non_null(strstr(md, "| x-Q4_0 | 4.00 | 500.0 ± 1.0 ·u | 250.0 ± 1.0 | 2.00× | 50% / 25% |"));
+    assert_non_null(strstr(html, "<td>40% / 20%</td>"));
+    free(md);
+    free(html);
+}
+
 static void test_import_ref(void **state) {
     (void)state;
     char rec[512];
@@ -295,7 +332,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_md_cells),   cmocka_unit_test(test_html),    cmocka_unit_test(test_poisoned_reference),
         cmocka_unit_test(test_import_ref), cmocka_unit_test(test_bad_input),  cmocka_unit_test(test_import_batched),
-        cmocka_unit_test(test_depth_roofline),
+        cmocka_unit_test(test_depth_roofline), cmocka_unit_test(test_weight_bytes_roofline),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[300];

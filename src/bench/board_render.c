@@ -159,15 +159,20 @@ static void ratio_text(json_t *c, json_t *r, char *buf, size_t cap) {
     else snprintf(buf, cap, "%.2f×", nget(c, "avg_ts") / rv);
 }
 
-/* fraction of the decode roofline: tok/s x bytes per token / bandwidth. A test at depth also reads
- * the K/V cache: its bytes come from the cllama row of the cell (decode_kv_bytes, the same cache
- * traffic for both engines: F16 K/V over the same cells); without one the cell is n/a */
+/* fraction of the decode roofline: tok/s x bytes per token / bandwidth. The weight bytes a token
+ * reads are the cllama row's decode_weight_bytes (the plan's matmul weights: the token embedding is
+ * one row a token, not the whole table), the same for both engines' cells; a cell without that
+ * figure falls back to the file's size (which counts the embedding table too: on a 1B-shaped file
+ * ~17% more, so the cell reads high). A test at depth also reads the K/V cache: its bytes come from
+ * the cllama row too (decode_kv_bytes, the same cache traffic for both engines: F16 K/V over the
+ * same cells); without one the cell is n/a */
 static void roof_text(const table_t *t, int j, int q, json_t *row, json_t *crow, char *buf, size_t cap) {
     const double kv = t->t[q].nd > 0 ? (crow ? nget(crow, "decode_kv_bytes") : 0) : 0;
+    const double wb = crow && nget(crow, "decode_weight_bytes") > 0 ? nget(crow, "decode_weight_bytes") : t->m[j].size;
     if (!row) snprintf(buf, cap, "—");
     else if (t->m[j].moe) snprintf(buf, cap, "n/a (MoE)");
-    else if (t->bw <= 0 || t->m[j].size <= 0 || (t->t[q].nd > 0 && kv <= 0)) snprintf(buf, cap, "n/a");
-    else snprintf(buf, cap, "%.0f%%", 100.0 * nget(row, "avg_ts") * (t->m[j].size + kv) / (t->bw * 1e9));
+    else if (t->bw <= 0 || wb <= 0 || (t->t[q].nd > 0 && kv <= 0)) snprintf(buf, cap, "n/a");
+    else snprintf(buf, cap, "%.0f%%", 100.0 * nget(row, "avg_ts") * (wb + kv) / (t->bw * 1e9));
 }
 
 static const char *first_str(const table_t *t, const char *engine, const char *key) {
@@ -190,7 +195,7 @@ static void md_table(FILE *f, const table_t *t) {
     if (!gpu) gpu = first_str(t, "llama.cpp", "gpu_info");
     fprintf(f, "- hardware: %s%s%s\n", cpu ? cpu : "?", gpu && *gpu ? "; " : "", gpu ? gpu : "");
     if (t->bw > 0)
-        fprintf(f, "- read bandwidth: %.0f GB/s%s (decode roofline = bandwidth / bytes of weights; at depth, of weights and the K/V cache a token reads)\n", t->bw,
+        fprintf(f, "- read bandwidth: %.0f GB/s%s (decode roofline = bandwidth / bytes of weights a token reads; at depth, of weights and the K/V cache)\n", t->bw,
                 strchr(t->label, ',') ? ", the devices together" : "");
     const char *sha = first_prov(t, "cllama", "engine_git_sha"), *bc = first_str(t, "llama.cpp", "build_commit");
     const char *note = first_prov(t, "llama.cpp", "note");
@@ -290,7 +295,7 @@ static void html_table(FILE *f, const table_t *t) {
         html_esc(f, gpu);
     }
     if (t->bw > 0)
-        fprintf(f, "<br>read bandwidth %.0f GB/s; decode roofline = bandwidth / bytes of weights (at depth, of weights and the K/V cache a token reads)", t->bw);
+        fprintf(f, "<br>read bandwidth %.0f GB/s; decode roofline = bandwidth / bytes of weights a token reads (at depth, of weights and the K/V cache)", t->bw);
     fprintf(f, "<br>cllama: git ");
     html_esc(f, sha ? sha : "—");
     fprintf(f, "; llama.cpp: build ");
