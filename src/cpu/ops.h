@@ -69,6 +69,9 @@ void cll_ops_attn_tile8(const float *const *q, float *const *out, const int32_t 
                         const void *k, const void *v, int64_t ks, int64_t vs, bool kv_f16, int32_t hd_k, int32_t hd_v,
                         float scale, float *scr, const cll_kv_rows *rows);
 size_t cll_ops_attn_tile_scratch(int32_t hd_k, int32_t hd_v);
+/* y[0..15] = the attention tiles' e^x (cpu/ops_exp512.h), for the tests: ~2 ulp of expf on [-87, 88],
+ * 0 below, never a denormal */
+void cll_ops_exp16_attn_avx512(const float *x, float *y);
 
 /* g = SiLU(g) * u with AVX-512 (ops_act_avx512.c): bit for bit cll_ops_silu_mul (glibc's
  * expf algorithm vectorised); y[0..7] = expf(x[0..7]) the same way (for the tests) */

@@ -93,3 +93,5 @@ void cll_ops_attn_tile16(const float *const *q, float *const *out, const int32_t
                                               _mm512_set1_ps(1.0f), lsum));
     cll_attn_tile_end(AT_L, out, nl, hd_v, OT, inv);
 }
+
+void cll_ops_exp16_attn_avx512(const float *x, float *y) { _mm512_storeu_ps(y, exp512(_mm512_loadu_ps(x))); }
