@@ -500,6 +500,26 @@ tp() {
   # the budget one GPU cannot meet: TP=1 must refuse it with the sizes, TP=N must run in it
   .gpu/bin/cllama run --backend cuda -m "$f" -p "Hello" -n 4 --temp 0 --gpu-mem-limit 32G 2>&1 | tail -2
   .gpu/bin/cllama run --backend cuda --tp "$n" -m "$f" -p "Hello" -n 16 --temp 0 --gpu-mem-limit 32G 2>&1 | tail -2
+  # greedy TP=1 vs TP=N with each step's margin: where they part, TP=1's margin there says whether the
+  # parting is numeric noise (random weights make near-ties common)
+  for tpn in 1 "$n"; do
+    .gpu/bin/cllama run --backend cuda --tp "$tpn" -m "$f" -p "Hello" -n 24 --temp 0 --print-margins 2>/dev/null \
+      >"$OUT/tp_margins_$tpn.txt"
+  done
+  python3 - "$OUT/tp_margins_1.txt" "$OUT/tp_margins_$n.txt" <<'PY'
+import sys
+def rd(p):
+    d = {}
+    for l in open(p):
+        k, _, v = l.partition(":")
+        d[k] = v.split()
+    return d
+a, b = rd(sys.argv[1]), rd(sys.argv[2])
+ga, gb, ma = a.get("generated", []), b.get("generated", []), a.get("margins", [])
+k = next((i for i, (x, y) in enumerate(zip(ga, gb)) if x != y), None)
+if k is None: print("tp greedy: %d of %d ids equal" % (min(len(ga), len(gb)), max(len(ga), len(gb))))
+else: print("tp greedy: first %d ids equal; at step %d TP=1's margin is %s" % (k, k, ma[k] if k < len(ma) else "?"))
+PY
   for tpn in 0 "$n"; do
     local a=()
     [ "$tpn" = 0 ] || a=(--tp "$tpn")

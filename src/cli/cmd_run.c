@@ -14,6 +14,7 @@ static void usage(FILE *f) {
             "usage: cllama run [-m MODEL] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
             "                  [--repeat-penalty R] [--repeat-last-n N] [--seed S] [-t THREADS] [-c CTX]\n"
             "                  [--kv f16|f32] [--numerics default|ggml] [--backend cpu|cuda] [--print-ids]\n"
+            "                  [--print-margins]\n"
             "                  [--tune SIDECAR] [--pin SITE=VARIANT[,...]]\n"
             "  -p PROMPT   text to continue (default: read stdin)\n"
             "  -n N        tokens to generate (default 128; -1 = until end of generation / context)\n"
@@ -24,6 +25,9 @@ static void usage(FILE *f) {
             "  --backend cuda  run the whole model on the GPU (default: env CLLAMA_BACKEND, else cpu)\n"
             CLL_CLI_SPLIT_USAGE
             "  --print-ids print 'prompt: <ids>' and 'generated: <ids>' instead of text\n"
+            "  --print-margins  with --temp 0: --print-ids plus 'margins: <m>', each step's best logit minus\n"
+            "              its second best (where two runs, TP=1 and TP=2 or CPU and GPU, part, the margin at\n"
+            "              that step says whether numeric noise explains it)\n"
             "  --tune F    apply the tune sidecar F (default: env CLLAMA_TUNE, else this box's sidecar, else its\n"
             "              class defaults; 'none': the built-ins); see `cllama tune doctor`\n"
             "  --pin S=V   run kernel variant V at site S (e.g. cpu/gemv/q4_K=<row of `cllama kernels`>;\n"
@@ -108,13 +112,75 @@ static char *read_all(FILE *f) {
     return b;
 }
 
+/* --print-margins: the greedy continuation with each step's margin (best logit minus the second best,
+ * from cllama_decode_topk's two candidates: on a GPU only those cross the bus). The prompt goes in
+ * chunks of the context's batch, the last token asking for output; then one token a step. Prints
+ * 'prompt:', 'generated:' (the ids --print-ids prints) and 'margins:' lines. */
+static int run_margins(cllama_context *c, const cllama_model *m, const cllama_token *ids, int32_t n, int32_t n_predict,
+                       uint32_t n_ctx) {
+    const int32_t nb = (int32_t)cllama_n_batch(c);
+    const int32_t room = (int32_t)n_ctx - n + 1; /* the last token sampled needs no cell */
+    const int32_t want = n_predict < 0 || n_predict > room ? room : n_predict;
+    int32_t *pos = malloc(sizeof *pos * (size_t)(nb > 0 ? nb : 1)), *seq = calloc((size_t)(nb > 0 ? nb : 1), sizeof *seq);
+    int8_t *lg = calloc((size_t)(nb > 0 ? nb : 1), 1);
+    cllama_token *gen = malloc(sizeof *gen * (size_t)(want > 0 ? want : 1));
+    float *mg = malloc(sizeof *mg * (size_t)(want > 0 ? want : 1));
+    int rc = 1, ng = 0;
+    if (!pos || !seq || !lg || !gen || !mg) {
+        fprintf(stderr, "cllama run: out of memory\n");
+        goto out;
+    }
+    cllama_token top[2], cur = 0;
+    float tl[2];
+    for (int32_t i0 = 0; i0 < n; i0 += nb) {
+        const int32_t k = n - i0 < nb ? n - i0 : nb;
+        for (int32_t j = 0; j < k; j++) pos[j] = i0 + j, lg[j] = 0;
+        const bool last = i0 + k == n;
+        lg[k - 1] = last;
+        const cllama_batch b = {.n_tokens = k, .tokens = ids + i0, .pos = pos, .seq_id = seq, .logits = lg};
+        if ((last ? cllama_decode_topk(c, &b, 2, top, tl) : cllama_decode(c, &b)) != CLLAMA_OK) {
+            fprintf(stderr, "cllama run: %s\n", cllama_last_error());
+            goto out;
+        }
+        lg[k - 1] = 0;
+    }
+    /* the same stops as cllama_generate_tokens: an end-of-generation token ends it unprinted, and a full
+     * context after its last token */
+    for (ng = 0; ng < want;) {
+        cur = top[0];
+        if (cllama_token_is_eog(m, cur)) break;
+        gen[ng] = cur;
+        mg[ng++] = tl[0] - tl[1];
+        if (ng == want || (uint32_t)(n + ng - 1) >= n_ctx) break;
+        const int32_t p = n + ng - 1;
+        const int8_t one = 1;
+        const cllama_batch b = {.n_tokens = 1, .tokens = &cur, .pos = &p, .seq_id = seq, .logits = &one};
+        if (cllama_decode_topk(c, &b, 2, top, tl) != CLLAMA_OK) {
+            fprintf(stderr, "cllama run: %s\n", cllama_last_error());
+            goto out;
+        }
+    }
+    printf("prompt:");
+    for (int32_t i = 0; i < n; i++) printf(" %d", ids[i]);
+    printf("\ngenerated:");
+    for (int32_t i = 0; i < ng; i++) printf(" %d", gen[i]);
+    printf("\nmargins:");
+    for (int32_t i = 0; i < ng; i++) printf(" %.4f", (double)mg[i]);
+    printf("\n");
+    fflush(stdout);
+    rc = 0;
+out:
+    free(pos), free(seq), free(lg), free(gen), free(mg);
+    return rc;
+}
+
 int cll_cmd_run(int argc, char **argv) {
     const char *model_arg = NULL, *prompt = NULL, *tune = NULL, *pin = NULL;
     int32_t n_predict = 128;
     cllama_sampler_params sp = cllama_sampler_default_params();
     cllama_context_params cp = cllama_context_default_params();
     cllama_model_params mp = cllama_model_default_params();
-    bool print_ids = false, seed_given = false;
+    bool print_ids = false, print_margins = false, seed_given = false;
     cll_cli_split split = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -181,6 +247,8 @@ int cll_cmd_run(int argc, char **argv) {
             if (cll_cli_parse_split("run", a, v, &split) < 0) return 2;
         } else if (!strcmp(a, "--print-ids")) {
             print_ids = true;
+        } else if (!strcmp(a, "--print-margins")) {
+            print_margins = true;
         } else if (!strcmp(a, "--tune")) {
             NEED_VALUE();
             tune = v;
@@ -193,6 +261,10 @@ int cll_cmd_run(int argc, char **argv) {
             return 2;
         }
 #undef NEED_VALUE
+    }
+    if (print_margins && sp.temperature > 0) {
+        fprintf(stderr, "cllama run: --print-margins prints a greedy run's margins: add --temp 0\n");
+        return 2;
     }
     if (!seed_given) sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     char defpath[4096];
@@ -246,6 +318,10 @@ int cll_cmd_run(int argc, char **argv) {
     }
     if (cllama_context_create(m, &cp, &c) != CLLAMA_OK || cllama_sampler_create(&sp, cllama_model_n_vocab(m), &s) != CLLAMA_OK) {
         fprintf(stderr, "cllama run: %s\n", cllama_last_error());
+        goto done;
+    }
+    if (print_margins) {
+        rc = run_margins(c, m, ids, n, n_predict, cllama_n_ctx(c));
         goto done;
     }
     cllama_generate_stats st;
