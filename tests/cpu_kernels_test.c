@@ -922,6 +922,16 @@ static void test_attn_no_denormals(void **state) {
     /* the keys past 70 (scores below -87.33) carry no weight: dropping them changes no bit */
     cll_ops_attn_head(q, k, v, HD, HD, false, 0, 70, HD, HD, 1.0f, scores, out2, NULL);
     assert_memory_equal(out, out2, sizeof out);
+    /* a flat top (60 keys at the best score: the sum ~60) over keys just above the cut (e^-86.x
+     * ~3e-38, normal): their weights e / sum would be denormals */
+    static float k2[NK * HD];
+    memcpy(k2, k, sizeof k2);
+    for (int j = 0; j < NK; j++) k2[j * HD] = j < 60 ? 0.0f : -86.0f - 0.0625f * (float)(j - 60);
+    clear_flags();
+    cll_ops_attn_head(q, k2, v, HD, HD, false, 0, NK, HD, HD, 1.0f, scores, out2, NULL);
+    const unsigned f3 = denorm_flags();
+    if (f3) printf("FAIL cll_ops_attn_head, flat top: MXCSR flags 0x%x\n", f3);
+    assert_int_equal(f3, 0);
     if (cll_kernels_cpu_features() & CLL_ISA_AVX512) {
         const float *qs[1] = {q};
         float *os[1] = {out2};

@@ -1,6 +1,7 @@
 /* cpu/ops: scalar reference versions of the non-matmul ops (see ops.h). */
 #include "cpu/ops.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -150,10 +151,13 @@ void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks,
         sum += (double)e;
     }
     const float inv = (float)(1.0 / sum);
+    /* a key whose weight would be under 2 FLT_MIN is skipped: e * inv would be (or round to) a
+     * denormal, and out += 0 * v leaves out (never -0, v finite) unchanged */
+    const double tiny = 2.0 * (double)FLT_MIN * sum;
     for (int32_t d = 0; d < hd_v; d++) out[d] = 0.0f;
     for (int32_t j = 0; j < nk; j++) {
+        if ((double)scores[j] < tiny) continue;
         const float w = scores[j] * inv;
-        if (w == 0.0f) continue; /* out += 0 * v leaves out (never -0, v finite) unchanged */
         if (kv_f16) {
             const uint16_t *vr = (const uint16_t *)v + cll_kv_row(rows, lo + j) * vs;
             if (simd)
