@@ -126,25 +126,31 @@ static json_t *depth_row(const char *engine, const char *file, double ts, double
     return r;
 }
 
-static void test_depth_roofline(void **state) {
-    (void)state;
+/* rows (taken) as the records of box NAME (bandwidth 4000 GB/s) in a directory of their own, rendered */
+static void render_box(const char *name, json_t *rows, char **md, char **html) {
     char dir[512], cmd[600], out[600];
-    snprintf(dir, sizeof dir, "%s/deep", g_tmp);
+    snprintf(dir, sizeof dir, "%s/%s", g_tmp, name);
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
     assert_int_equal(system(cmd), 0);
-    json_t *doc = json_object(), *rows = json_array();
-    json_object_set_new(doc, "box", json_string("deep"));
+    json_t *doc = json_object();
+    json_object_set_new(doc, "box", json_string(name));
     json_object_set_new(doc, "bandwidth_GBps", json_real(4000.0));
+    json_object_set_new(doc, "rows", rows);
+    snprintf(out, sizeof out, "%s/%s.json", dir, name);
+    assert_int_equal(cll_bench_records_save(out, doc), CLL_OK);
+    json_decref(doc);
+    render(dir, md, html);
+}
+
+static void test_depth_roofline(void **state) {
+    (void)state;
+    json_t *rows = json_array();
     json_array_append_new(rows, depth_row("cllama", "d-Q4_0.gguf", 300.0, 4e9));
     json_array_append_new(rows, depth_row("llama.cpp", "d-Q4_0.gguf", 250.0, 0));
     json_array_append_new(rows, depth_row("cllama", "e-Q4_0.gguf", 300.0, 0)); /* no K/V figure */
     json_array_append_new(rows, depth_row("llama.cpp", "e-Q4_0.gguf", 250.0, 0));
-    json_object_set_new(doc, "rows", rows);
-    snprintf(out, sizeof out, "%s/deep.json", dir);
-    assert_int_equal(cll_bench_records_save(out, doc), CLL_OK);
-    json_decref(doc);
     char *md, *html;
-    render(dir, &md, &html);
+    render_box("deep", rows, &md, &html);
     /* 300 t/s x (4 GB weights + 4 GB K/V) / 4000 GB/s = 60%; llama.cpp 250 t/s: 50% (weights only: 30% / 25%) */
     assert_non_null(strstr(md, "| d-Q4_0 | 4.00 | 300.0 ± 1.0 ·u | 250.0 ± 1.0 | 1.20× | 60% / 50% |"));
     assert_non_null(strstr(md, "| e-Q4_0 | 4.00 | 300.0 ± 1.0 ·u | 250.0 ± 1.0 | 1.20× | n/a / n/a |"));
@@ -158,13 +164,7 @@ static void test_depth_roofline(void **state) {
  * embedding table; a cell whose cllama row lacks the figure falls back to the file size */
 static void test_weight_bytes_roofline(void **state) {
     (void)state;
-    char dir[512], cmd[600], out[600];
-    snprintf(dir, sizeof dir, "%s/wbytes", g_tmp);
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    assert_int_equal(system(cmd), 0);
-    json_t *doc = json_object(), *rows = json_array();
-    json_object_set_new(doc, "box", json_string("wbytes"));
-    json_object_set_new(doc, "bandwidth_GBps", json_real(4000.0));
+    json_t *rows = json_array();
     const char *files[2] = {"w-Q4_0.gguf", "x-Q4_0.gguf"};
     for (int i = 0; i < 2; i++) {
         json_t *c = depth_row("cllama", files[i], 500.0, 0), *r = depth_row("llama.cpp", files[i], 250.0, 0);
@@ -176,12 +176,8 @@ static void test_weight_bytes_roofline(void **state) {
         json_array_append_new(rows, c);
         json_array_append_new(rows, r);
     }
-    json_object_set_new(doc, "rows", rows);
-    snprintf(out, sizeof out, "%s/wbytes.json", dir);
-    assert_int_equal(cll_bench_records_save(out, doc), CLL_OK);
-    json_decref(doc);
     char *md, *html;
-    render(dir, &md, &html);
+    render_box("wbytes", rows, &md, &html);
     /* 500 t/s x 3.2 GB / 4000 GB/s = 40%, llama.cpp 250 t/s: 20%; the file's 4 GB would say 50% / 25% */
     assert_non_null(strstr(md, "| w-Q4_0 | 4.00 | 500.0 ± 1.0 ·u | 250.0 ± 1.0 | 2.00× | 40% / 20% |"));
     assert_non_null(strstr(md, "| x-Q4_0 | 4.00 | 500.0 ± 1.0 ·u | 250.0 ± 1.0 | 2.00× | 50% / 25% |"));
