@@ -36,7 +36,7 @@ INLINE void tile_q4_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 144;
-        if (T == 1) pf_gemv(rec, 144);
+        pf_gemv(rec, 144);
         __m256i s[8];
         /* two halves of 16 elements: 4 weight registers live at a time, so the 4 int16
          * sums, 4 float accumulators and the weights fit the 16 ymm without spills */
@@ -78,7 +78,7 @@ INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 272;
-        if (T == 1) pf_gemv(rec, 272);
+        pf_gemv(rec, 272);
         const __m256i *wq = (const __m256i *)(rec + 16);
         __m256i s32[8];
         /* halves of 16 elements, token order pinned (see tile_q4_0) */
@@ -140,7 +140,7 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * recsz;
-        if (T == 1) pf_gemv(rec, (int)recsz);
+        pf_gemv(rec, (int)recsz);
         const uint8_t *sc = rec + 32, *mm = rec + 96, *qs = rec + 160;
         __m256i isum[4];
 #pragma GCC unroll 4
@@ -206,7 +206,7 @@ INLINE void tile_q4_K_h(const uint8_t *wg, int64_t nb, const uint8_t *act, size_
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 1184;
-        if (T == 1) pf_gemv(rec, 1184);
+        pf_gemv(rec, 1184);
         const uint8_t *sc = rec + 32, *mm = rec + 96, *qs = rec + 160;
         __m256i isum[4];
 #pragma GCC unroll 4
@@ -269,7 +269,7 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
         __m256i isum[4];
 #pragma GCC unroll 4
         for (int t = 0; t < T; t++) isum[t] = _mm256_setzero_si256();
-        if (T == 1) pf_gemv(rec, 1680);
+        pf_gemv(rec, 1680);
         /* unrolled: the nibble and high-bit shifts become constants, not branches */
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {

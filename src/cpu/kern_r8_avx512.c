@@ -26,7 +26,7 @@ INLINE void tile_q4_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 144;
-        if (T == 1) pf_gemv(rec, 144);
+        pf_gemv(rec, 144);
         const __m256 dw = load_fp16x8((const uint16_t *)rec);
         __m256i w[8];
 #pragma GCC unroll 4
@@ -58,7 +58,7 @@ INLINE void tile_q8_0(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 272;
-        if (T == 1) pf_gemv(rec, 272);
+        pf_gemv(rec, 272);
         const __m256 dw = load_fp16x8((const uint16_t *)rec);
         const __m256i *wq = (const __m256i *)(rec + 16);
         __m256i aw[8];
@@ -97,6 +97,7 @@ INLINE void tile_q45_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * recsz;
+        pf_gemv(rec, (int)recsz);
         const uint8_t *sc = rec + 32, *mm = rec + 96, *qs = rec + 160;
         __m256i isum[8];
 #pragma GCC unroll 8
@@ -165,6 +166,7 @@ INLINE void tile_q6_K(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t 
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * 1680;
+        pf_gemv(rec, 1680);
         const int8_t *sc = (const int8_t *)(rec + 16);
         const uint8_t *ql = rec + 144, *qh = rec + 1168;
         __m256i isum[8];
@@ -288,6 +290,8 @@ INLINE void tile2_q4_0(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *r0 = wg + b * 144, *r1 = r0 + gbytes;
+        pf_gemv(r0, 144);
+        pf_gemv(r1, 144);
         const __m512 dw = pair_fp16x8(r0, r1);
         __m512i w[8];
 #pragma GCC unroll 4
@@ -322,6 +326,8 @@ INLINE void tile2_q4_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *r0 = wg + b * 1184, *r1 = r0 + gbytes;
+        pf_gemv(r0, 1184);
+        pf_gemv(r1, 1184);
         __m512i isum[8];
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();
@@ -374,6 +380,8 @@ INLINE void tile2_q6_K(const uint8_t *wg, size_t gbytes, int64_t nb, const uint8
     for (int t = 0; t < T; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *r0 = wg + b * 1680, *r1 = r0 + gbytes;
+        pf_gemv(r0, 1680);
+        pf_gemv(r1, 1680);
         __m512i isum[8];
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) isum[t] = _mm512_setzero_si512();

@@ -49,7 +49,7 @@ INLINE void tile_q1(const uint8_t *wg, int64_t nb, const uint8_t *act, size_t st
     for (int t = 0; t < T; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *rec = wg + b * recsz;
-        if (T == 1) pf_gemv(rec, (int)recsz);
+        pf_gemv(rec, (int)recsz);
         const __m256 dw = load_fp16x8((const uint16_t *)rec), mw = load_fp16x8((const uint16_t *)rec + 8);
         __m256i w[8];
         q1_weights(rec, w, q5);
