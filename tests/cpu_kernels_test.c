@@ -660,12 +660,14 @@ static void test_matmul_many(void **state) {
 }
 
 /* ---- the small-n row: 2..cpu.small_n_max tokens run a direct tile beside a chunk-decoding GEMM
- * row; bit for bit the GEMM row's results (both claim bit-exactness), and cpu.small_n_max = 0 turns
- * it off ---- */
+ * row, bit for bit the GEMM row's results (both claim bit-exactness), or up to K tokens a one-token
+ * row ("small-n<=K"), bit for bit n lone steps; cpu.small_n_max = 0 turns it off ---- */
 
 static void test_small_n_row(void **state) {
     (void)state;
-    const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_Q8_0, CLL_TYPE_Q4_1, CLL_TYPE_Q5_1};
+    /* the first six have direct tiles; the last four a one-token row for a few tokens ("small-n<=K") */
+    const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_Q8_0,  CLL_TYPE_Q4_1,
+                              CLL_TYPE_Q5_1, CLL_TYPE_IQ4_XS, CLL_TYPE_Q2_K, CLL_TYPE_Q3_K, CLL_TYPE_IQ3_S};
     const int64_t rows = 64, cols = 512;
     cll_pool *pool = NULL;
     assert_int_equal(cll_pool_create(2, &pool), CLL_OK);
@@ -675,10 +677,12 @@ static void test_small_n_row(void **state) {
         cll_cpu_weight *cw = NULL;
         assert_int_equal(cll_cpu_weight_create(types[ti], rows, cols, w, &cw), CLL_OK);
         const char *gm = cll_cpu_weight_kernel(cw), *sm = cll_cpu_weight_small_kernel(cw);
-        printf("  %-5s gemm %s, 2..%d tokens %s\n", cll_type_name(types[ti]), gm, cll_cpu_knob.small_n_max, sm ? sm : "(gemm)");
+        int upto = 1;
+        while (sm && upto < cll_cpu_knob.small_n_max && !strcmp(cll_cpu_weight_kernel_for(cw, upto + 1), sm)) upto++;
+        printf("  %-5s gemm %s, 2..%d tokens %s\n", cll_type_name(types[ti]), gm, upto, sm ? sm : "(gemm)");
         if (strstr(gm, "z16") == NULL) assert_null(sm); /* no chunk-decoding GEMM (z16) here: no small-n row */
         if (sm) {
-            with_small++;
+            with_small += ti < 6;
             assert_null(strstr(sm, "z16"));
         }
         for (int64_t n = 2; n <= 9; n++) { /* 9: past cpu.small_n_max, the GEMM row both times */
@@ -687,10 +691,16 @@ static void test_small_n_row(void **state) {
             for (int64_t i = 0; i < n * cols; i++) x[i] = rnd_normal();
             void *scr = malloc(cll_cpu_matmul_scratch(cw, n));
             cll_cpu_matmul(pool, cw, x, cols, n, y1, rows, scr);
-            const int keep = cll_cpu_knob.small_n_max;
-            cll_cpu_knob.small_n_max = 0; /* the GEMM row for every n > 1 */
-            cll_cpu_matmul(pool, cw, x, cols, n, y2, rows, scr);
-            cll_cpu_knob.small_n_max = keep;
+            const bool one_token_row = sm && strcmp(cll_cpu_weight_kernel_for(cw, n), sm) == 0 && !strstr(sm, "tile=");
+            if (one_token_row) {
+                /* a one-token row a token at a time: every token's row is what a lone step gives */
+                for (int64_t t = 0; t < n; t++) cll_cpu_matmul(pool, cw, x + t * cols, cols, 1, y2 + t * rows, rows, scr);
+            } else {
+                const int keep = cll_cpu_knob.small_n_max;
+                cll_cpu_knob.small_n_max = 0; /* the GEMM row for every n > 1 */
+                cll_cpu_matmul(pool, cw, x, cols, n, y2, rows, scr);
+                cll_cpu_knob.small_n_max = keep;
+            }
             assert_memory_equal(y1, y2, sizeof(float) * (size_t)(n * rows));
             /* poison control: a flipped bit is seen by the same comparison */
             y2[rows + 3] = nextafterf(y2[rows + 3], INFINITY);
@@ -702,6 +712,19 @@ static void test_small_n_row(void **state) {
     }
     /* on AVX-512 the K-quant and Q4_0/Q8_0/Q4_1/Q5_1 GEMMs decode chunks (z16), so every type here has one */
     if (cll_kernels_cpu_features() & CLL_ISA_AVX512) assert_int_equal(with_small, 6);
+    /* the one-token rows take up to K tokens, and past K the GEMM row runs: seen by the row each count
+     * dispatches to (IQ4_XS's row says small-n<=4) */
+    if (cll_kernels_cpu_features() & CLL_ISA_AVX512) {
+        uint8_t *w = make_weights(CLL_TYPE_IQ4_XS, rows, cols);
+        cll_cpu_weight *cw = NULL;
+        assert_int_equal(cll_cpu_weight_create(CLL_TYPE_IQ4_XS, rows, cols, w, &cw), CLL_OK);
+        assert_string_equal(cll_cpu_weight_small_kernel(cw), "matmul_iq4_xs_avx512vnni_rowz");
+        assert_string_equal(cll_cpu_weight_kernel_for(cw, 4), "matmul_iq4_xs_avx512vnni_rowz");
+        assert_string_equal(cll_cpu_weight_kernel_for(cw, 5), cll_cpu_weight_kernel(cw));
+        assert_string_equal(cll_cpu_weight_kernel_for(cw, 1), cll_cpu_weight_gemv_kernel(cw));
+        cll_cpu_weight_free(cw);
+        free(w);
+    }
     cll_pool_free(pool);
 }
 

@@ -174,16 +174,21 @@ static const cll_kernel_row k_rows[] = {
      NULL, true, true, &k_r8z_q6_K_avx512},
     RZ16_ROW(q6_K),
     R8_ROWS(q6_K),
+    /* "small-n<=K": the one-token row runs batches of 2..K tokens a token at a time beside a GEMM that
+     * decodes 16 rows per chunk (cpu/matmul.c small_n_row): that decode costs as much as 4-6 tokens of
+     * the row (Xeon box, kbench -t 2 8192x2048, ms: IQ4_XS row 0.31 a token vs z16 1.84 / 1.98 / 2.27
+     * at 2 / 4 / 8 tokens; Q2_K 0.35 vs 1.62 / 1.68 / 1.96; Q3_K 0.42 vs 1.80 / 1.84 / 2.14; IQ3_S 1.00
+     * vs 2.36 / 2.44 / 2.69); K stays below the crossover, which moves with the machine */
     Z16_ROW(q2_K, CLL_TYPE_Q2_K),
     D8_ROW_512(q2_K, CLL_TYPE_Q2_K, false),
     D8_ROW_AVX2(q2_K, CLL_TYPE_Q2_K, true),
-    {"matmul_q2_K_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_Q2_K, V512, "layout=plain rows=1 zmm 64 qs bytes/vector dpbusd",
+    {"matmul_q2_K_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_Q2_K, V512, "layout=plain rows=1 zmm 64 qs bytes/vector dpbusd small-n<=4",
      KLAYOUT_PLAIN, 1, NULL, true, true, &k_q2_K_gemv_z},
     DEC_GEMV_ROW(q2_K, CLL_TYPE_Q2_K, true),
     Z16_ROW(q3_K, CLL_TYPE_Q3_K),
     D8_ROW_512(q3_K, CLL_TYPE_Q3_K, false),
     D8_ROW_AVX2(q3_K, CLL_TYPE_Q3_K, true),
-    {"matmul_q3_K_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_Q3_K, V512, "layout=plain rows=1 zmm 64 qs bytes/vector dpbusd",
+    {"matmul_q3_K_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_Q3_K, V512, "layout=plain rows=1 zmm 64 qs bytes/vector dpbusd small-n<=3",
      KLAYOUT_PLAIN, 1, NULL, true, true, &k_q3_K_gemv_z},
     DEC_GEMV_ROW(q3_K, CLL_TYPE_Q3_K, true),
     Z16_ROW(iq3_s, CLL_TYPE_IQ3_S),
@@ -194,7 +199,7 @@ static const cll_kernel_row k_rows[] = {
      "layout=x3 (grid+signs as nibbles) decode=8 rows/chunk tile=8x4 maddubs", KLAYOUT_IQ3X, 8, NULL, true, true,
      &k_iq3x_d8_avx2},
     D8_ROW_AVX2(iq3_s, CLL_TYPE_IQ3_S, true),
-    {"matmul_iq3_s_avx512vbmi_decrow", CLL_KOP_MATMUL, CLL_TYPE_IQ3_S, V512, "layout=plain rows=1 vpermi2b-grid+dpbusd zmm",
+    {"matmul_iq3_s_avx512vbmi_decrow", CLL_KOP_MATMUL, CLL_TYPE_IQ3_S, V512, "layout=plain rows=1 vpermi2b-grid+dpbusd zmm small-n<=2",
      KLAYOUT_PLAIN, 1, iq3s_vbmi_ok, true, true, &k_iq3s_gemv_vbmi},
     DEC_GEMV_ROW_512(iq3_s, CLL_TYPE_IQ3_S, false),
     {"matmul_iq3_s_avx2_x3row", CLL_KOP_MATMUL, CLL_TYPE_IQ3_S, CLL_ISA_AVX2,
@@ -219,7 +224,7 @@ static const cll_kernel_row k_rows[] = {
     Z16_ROW(iq4_xs, CLL_TYPE_IQ4_XS),
     D8_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, false),
     D8_ROW_AVX2(iq4_xs, CLL_TYPE_IQ4_XS, true),
-    {"matmul_iq4_xs_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_IQ4_XS, V512, "layout=plain rows=1 zmm 4 subs/vector dpbusd",
+    {"matmul_iq4_xs_avx512vnni_rowz", CLL_KOP_MATMUL, CLL_TYPE_IQ4_XS, V512, "layout=plain rows=1 zmm 4 subs/vector dpbusd small-n<=4",
      KLAYOUT_PLAIN, 1, NULL, true, true, &k_iq4_xs_gemv_z},
     DEC_GEMV_ROW_512(iq4_xs, CLL_TYPE_IQ4_XS, false),
     DEC_GEMV_ROW(iq4_xs, CLL_TYPE_IQ4_XS, true), /* after the AVX-512 rows: first choice only under an AVX2 cap */

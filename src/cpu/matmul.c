@@ -14,7 +14,8 @@ struct cll_cpu_weight {
     uint32_t type;
     int64_t rows, cols;
     const cll_kernel_row *gemv, *gemm; /* same layout */
-    const cll_kernel_row *gemm_small;  /* same layout, 2..cpu.small_n_max tokens; NULL: gemm */
+    const cll_kernel_row *gemm_small;  /* same layout, 2..small_n tokens; NULL: gemm */
+    int small_n;                       /* the most tokens gemm_small takes (also capped by cpu.small_n_max) */
     const uint8_t *w;                  /* the map, or packed */
     void *packed;                      /* owned repacked copy (NULL for plain layouts) */
     size_t row_bytes;
@@ -25,7 +26,7 @@ static const kern_impl *impl_of(const cll_kernel_row *r) { return (const kern_im
 /* the row serving n tokens */
 static const cll_kernel_row *row_for(const cll_cpu_weight *w, int64_t n) {
     if (n == 1) return w->gemv;
-    if (w->gemm_small && n <= cll_cpu_knob.small_n_max) return w->gemm_small;
+    if (w->gemm_small && n <= cll_cpu_knob.small_n_max && n <= w->small_n) return w->gemm_small;
     return w->gemm;
 }
 
@@ -33,17 +34,25 @@ static const cll_kernel_row *row_for(const cll_cpu_weight *w, int64_t n) {
  * costs that decode however few tokens come: at 2..4 tokens (batched decode of a few sequences)
  * a direct tile of the same layout reads the weights once and is 2-3x faster (the numbers at
  * cpu.small_n_max in knobs.c). Such a weight also keeps the first supported direct-tile row
- * ("tile=", no decode) of its layout that serves the GEMM, or none. */
-static const cll_kernel_row *small_n_row(const cll_kernel_row *gm, const cll_kernel_shape *sm) {
+ * ("tile=", no decode) of its layout that serves the GEMM; else the first one-token row of its layout
+ * that says "small-n<=K" (a batch of up to K tokens run a token at a time costs less than the decode:
+ * kern_table.c), for up to K tokens; else none. *lim: the most tokens the row takes. */
+static const cll_kernel_row *small_n_row(const cll_kernel_row *gm, const cll_kernel_shape *sm, int *lim) {
+    *lim = 0;
     if (!gm->params || !strstr(gm->params, "decode=")) return NULL;
     const cll_kernel_table *t = cll_cpu_kernel_table_get();
-    for (size_t i = 0; i < t->n; i++) {
-        const cll_kernel_row *r = &t->rows[i];
-        if (r->wtype != gm->wtype || r->layout != gm->layout || !(r->op & CLL_KOP_GEMM) || !r->params ||
-            !strstr(r->params, "tile=") || strstr(r->params, "decode=") || r->bit_exact != gm->bit_exact)
-            continue;
-        if (cll_kernel_row_supported(r, sm) && impl_of(r)->pack == impl_of(gm)->pack) return r;
-    }
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < t->n; i++) {
+            const cll_kernel_row *r = &t->rows[i];
+            if (r->wtype != gm->wtype || r->layout != gm->layout || !(r->op & CLL_KOP_GEMM) || !r->params ||
+                strstr(r->params, "decode=") || r->bit_exact != gm->bit_exact)
+                continue;
+            const char *k = strstr(r->params, "small-n<=");
+            if (pass == 0 ? !strstr(r->params, "tile=") : !k) continue;
+            if (!cll_kernel_row_supported(r, sm) || impl_of(r)->pack != impl_of(gm)->pack) continue;
+            *lim = pass == 0 ? INT32_MAX : atoi(k + 9);
+            return *lim >= 2 ? r : NULL;
+        }
     return NULL;
 }
 
@@ -99,7 +108,7 @@ static cll_status weight_make(uint32_t type, int64_t rows, int64_t cols, const v
     w->gemv = gv;
     w->gemm = gm;
     const cll_kernel_shape sm = cpu_shape(type, rows, cols, 0);
-    w->gemm_small = small_n_row(gm, &sm);
+    w->gemm_small = small_n_row(gm, &sm, &w->small_n);
     w->row_bytes = cll_row_bytes(type, (uint64_t)cols);
     w->w = data;
     const kern_impl *im = impl_of(gm);
@@ -190,6 +199,7 @@ size_t cll_cpu_matmul_scratch(const cll_cpu_weight *w, int64_t n) {
 }
 
 const char *cll_cpu_weight_small_kernel(const cll_cpu_weight *w) { return w->gemm_small ? w->gemm_small->name : NULL; }
+const char *cll_cpu_weight_kernel_for(const cll_cpu_weight *w, int64_t n) { return row_for(w, n)->name; }
 
 typedef struct {
     const kern_impl *k;

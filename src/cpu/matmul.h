@@ -29,6 +29,8 @@ const char *cll_cpu_weight_kernel(const cll_cpu_weight *w); /* name of the chose
 const char *cll_cpu_weight_gemv_kernel(const cll_cpu_weight *w); /* ... and for n == 1 */
 /* the row of 2..cpu.small_n_max tokens (a direct tile beside a chunk-decoding GEMM row), or NULL */
 const char *cll_cpu_weight_small_kernel(const cll_cpu_weight *w);
+/* the row a matmul of n tokens runs (the GEMV row, the small-n row up to its limit, else the GEMM row) */
+const char *cll_cpu_weight_kernel_for(const cll_cpu_weight *w, int64_t n);
 /* true when the weight runs from its own repacked copy: the kernels never read `data`
  * again, so the owner of the map may release those pages (madvise MADV_DONTNEED on a
  * file mapping) to keep RSS at one copy of the model */
