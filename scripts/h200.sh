@@ -503,8 +503,9 @@ tp() {
   # greedy TP=1 vs TP=N with each step's margin: where they part, TP=1's margin there says whether the
   # parting is numeric noise (random weights make near-ties common)
   for tpn in 1 "$n"; do
-    .gpu/bin/cllama run --backend cuda --tp "$tpn" -m "$f" -p "Hello" -n 24 --temp 0 --print-margins 2>/dev/null \
-      >"$OUT/tp_margins_$tpn.txt"
+    .gpu/bin/cllama run --backend cuda --tp "$tpn" -m "$f" -p "Hello" -n 24 --temp 0 --print-margins \
+      >"$OUT/tp_margins_$tpn.txt" 2>"$OUT/tp_margins_$tpn.err" ||
+      { echo "tp greedy: TP=$tpn failed: $(tail -1 "$OUT/tp_margins_$tpn.err")"; return 1; }
   done
   python3 - "$OUT/tp_margins_1.txt" "$OUT/tp_margins_$n.txt" <<'PY'
 import sys

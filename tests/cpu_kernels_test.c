@@ -691,7 +691,7 @@ static void test_small_n_row(void **state) {
             for (int64_t i = 0; i < n * cols; i++) x[i] = rnd_normal();
             void *scr = malloc(cll_cpu_matmul_scratch(cw, n));
             cll_cpu_matmul(pool, cw, x, cols, n, y1, rows, scr);
-            const bool one_token_row = sm && strcmp(cll_cpu_weight_kernel_for(cw, n), sm) == 0 && !strstr(sm, "tile=");
+            const bool one_token_row = ti >= 6 && sm && strcmp(cll_cpu_weight_kernel_for(cw, n), sm) == 0;
             if (one_token_row) {
                 /* a one-token row a token at a time: every token's row is what a lone step gives */
                 for (int64_t t = 0; t < n; t++) cll_cpu_matmul(pool, cw, x + t * cols, cols, 1, y2 + t * rows, rows, scr);
@@ -710,11 +710,12 @@ static void test_small_n_row(void **state) {
         cll_cpu_weight_free(cw);
         free(w);
     }
-    /* on AVX-512 the K-quant and Q4_0/Q8_0/Q4_1/Q5_1 GEMMs decode chunks (z16), so every type here has one */
-    if (cll_kernels_cpu_features() & CLL_ISA_AVX512) assert_int_equal(with_small, 6);
+    /* on AVX-512 the K-quant and Q4_0/Q8_0/Q4_1/Q5_1 GEMMs decode chunks (z16), so each of the first six has one */
+    if ((cll_kernels_cpu_features() & (CLL_ISA_AVX512 | CLL_ISA_VNNI)) == (CLL_ISA_AVX512 | CLL_ISA_VNNI))
+        assert_int_equal(with_small, 6);
     /* the one-token rows take up to K tokens, and past K the GEMM row runs: seen by the row each count
      * dispatches to (IQ4_XS's row says small-n<=4) */
-    if (cll_kernels_cpu_features() & CLL_ISA_AVX512) {
+    if ((cll_kernels_cpu_features() & (CLL_ISA_AVX512 | CLL_ISA_VNNI)) == (CLL_ISA_AVX512 | CLL_ISA_VNNI)) {
         uint8_t *w = make_weights(CLL_TYPE_IQ4_XS, rows, cols);
         cll_cpu_weight *cw = NULL;
         assert_int_equal(cll_cpu_weight_create(CLL_TYPE_IQ4_XS, rows, cols, w, &cw), CLL_OK);
@@ -876,10 +877,11 @@ static void test_silu_simd(void **state) {
 
 /* ---- the AVX-512 attention tiles' exp: close to expf, and never a denormal ---- */
 
-/* A softmax's far tail (x = s - max below -87) must come out 0, not as a denormal: vscalefps makes
- * 2^-127..2^-149 of it, and every use of one costs a microcode assist on Intel cores (the prefill
- * attention of a 1B-shaped Q5_K_M file ran 2.7x slower on the Xeon box: pp512 199-219 -> 241-250 tok/s
- * with the flush). Above -87 within 4 ulp of expf. */
+/* A softmax's far tail (x = s - max below -69, a weight under ~2^-100) must come out 0, not as a
+ * denormal or a weight whose products with values below 1 are: vscalefps made 2^-127..2^-149 of it, and
+ * every use of one costs a microcode assist on Intel cores (the prefill attention of a 1B-shaped Q5_K_M
+ * file ran 2.7x slower on the Xeon box: pp512 199-219 -> 241-250 tok/s with the flush). Above -69 within
+ * 4 ulp of expf. */
 static void test_attn_exp_avx512(void **state) {
     (void)state;
     if (!(cll_kernels_cpu_features() & CLL_ISA_AVX512)) {
@@ -890,14 +892,14 @@ static void test_attn_exp_avx512(void **state) {
     for (int i = 0; i < 208 * 1024; i += 16) {
         float x[16], y[16];
         for (int l = 0; l < 16; l++) x[l] = -120.0f + (float)(i + l) / 1024.0f; /* [-120, 88): its domain is x <= 88 */
-        if (i == 0) x[0] = -INFINITY, x[1] = NAN, x[2] = -87.0f, x[3] = -87.33f, x[4] = -1e30f;
+        if (i == 0) x[0] = -INFINITY, x[1] = NAN, x[2] = -69.0f, x[3] = -69.01f, x[4] = -1e30f;
         cll_ops_exp16_attn_avx512(x, y);
         for (int l = 0; l < 16; l++) {
             if (fpclassify(y[l]) == FP_SUBNORMAL) {
                 if (!sub++) printf("FAIL exp(%a) = %a: a denormal\n", x[l], y[l]);
                 continue;
             }
-            if (!(x[l] >= -87.0f)) { /* below the cut (and NaN): exactly 0 */
+            if (!(x[l] >= -69.0f)) { /* below the cut (and NaN): exactly 0 */
                 if (y[l] != 0.0f && !tail++) printf("FAIL exp(%a) = %a below the cut, want 0\n", x[l], y[l]);
                 continue;
             }
@@ -913,12 +915,13 @@ static void test_attn_exp_avx512(void **state) {
 
 /* ---- attention over a sharp softmax: no denormal arithmetic ---- */
 
-/* Keys whose score sits 87-104 below the best one make e^x a denormal, and every operation on one
+/* Keys whose score sits far below the best one make e^x a denormal, or a weight whose product with a
+ * value below 1 is one where the accumulator is still 0 (the best key last), and every operation on one
  * costs a microcode assist on Intel cores (prefill 2.7x slower in the AVX-512 tiles, decode ~10% at
- * depth 2048 on a 1B-shaped Q5_K_M file on the Xeon box). Such a key's weight is below 2^-126 of the
- * best one's: 0 leaves the sum and the output as they were. MXCSR's denormal-operand (DE) and
- * underflow (UE) flags say whether any SSE/AVX operation met one; the control: a denormal product
- * sets them. */
+ * depth 2048 on a 1B-shaped Q5_K_M file on the Xeon box). Weights under 2^-100 of the best are 0: the
+ * sum and the output stay as they were. MXCSR's denormal-operand (DE) and underflow (UE) flags say
+ * whether any SSE/AVX operation met one; the control: a denormal product sets them. Scenarios: the best
+ * key first, the best key last (empty accumulators meet the tail first), a flat top of 60 keys. */
 #include <xmmintrin.h>
 static unsigned denorm_flags(void) { return _mm_getcsr() & 0x12u; } /* DE | UE */
 static void clear_flags(void) { _mm_setcsr(_mm_getcsr() & ~0x3Fu); }
@@ -928,48 +931,51 @@ static void test_attn_no_denormals(void **state) {
     static float q[HD], k[NK * HD], v[NK * HD], scores[NK], out[HD], out2[HD];
     for (int d = 0; d < HD; d++) q[d] = d == 0 ? 1.0f : 0.0f;
     for (int j = 0; j < NK; j++)
-        for (int d = 0; d < HD; d++) {
-            k[j * HD + d] = d == 0 ? -1.25f * (float)j : 0.1f; /* scores 0, -1.25, ..., -98.75 */
-            v[j * HD + d] = 0.01f * (float)((j * 7 + d) % 13) - 0.05f;
-        }
+        for (int d = 0; d < HD; d++) /* values an F16 cache holds exactly (>= 2^-24 unless 0) */
+            v[j * HD + d] = (float)((j * 7 + d) % 13 - 5) / 128.0f;
     volatile float tiny = 1e-30f, sink;
     clear_flags();
     sink = tiny * tiny; /* the control: 1e-60 underflows */
     (void)sink;
     assert_true(denorm_flags() != 0);
-    clear_flags();
-    cll_ops_attn_head(q, k, v, HD, HD, false, 0, NK, HD, HD, 1.0f, scores, out, NULL);
-    const unsigned f1 = denorm_flags();
-    if (f1) printf("FAIL cll_ops_attn_head: MXCSR flags 0x%x\n", f1);
-    assert_int_equal(f1, 0);
-    /* the keys past 70 (scores below -87.33) carry no weight: dropping them changes no bit */
-    cll_ops_attn_head(q, k, v, HD, HD, false, 0, 70, HD, HD, 1.0f, scores, out2, NULL);
-    assert_memory_equal(out, out2, sizeof out);
-    /* a flat top (60 keys at the best score: the sum ~60) over keys just above the cut (e^-86.x
-     * ~3e-38, normal): their weights e / sum would be denormals */
-    static float k2[NK * HD];
-    memcpy(k2, k, sizeof k2);
-    for (int j = 0; j < NK; j++) k2[j * HD] = j < 60 ? 0.0f : -86.0f - 0.0625f * (float)(j - 60);
-    clear_flags();
-    cll_ops_attn_head(q, k2, v, HD, HD, false, 0, NK, HD, HD, 1.0f, scores, out2, NULL);
-    const unsigned f3 = denorm_flags();
-    if (f3) printf("FAIL cll_ops_attn_head, flat top: MXCSR flags 0x%x\n", f3);
-    assert_int_equal(f3, 0);
-    if (cll_kernels_cpu_features() & CLL_ISA_AVX512) {
+    const uint32_t f = cll_kernels_cpu_features();
+    float *scr = malloc(sizeof(float) * cll_ops_attn_tile_scratch(HD, HD) + 64);
+    float *al = (float *)(((uintptr_t)scr + 63) & ~(uintptr_t)63);
+    for (int sc = 0; sc < 3; sc++) {
+        for (int j = 0; j < NK; j++) { /* scores: 0 .. -98.75 down, the same up, or a flat top of 60 */
+            const float s0 = sc == 0 ? -1.25f * (float)j : sc == 1 ? -1.25f * (float)(NK - 1 - j)
+                                                            : j < 60 ? 0.0f : -60.0f - 0.5f * (float)(j - 60);
+            for (int d = 0; d < HD; d++) k[j * HD + d] = d == 0 ? s0 : 0.1f;
+        }
+        clear_flags();
+        cll_ops_attn_head(q, k, v, HD, HD, false, 0, NK, HD, HD, 1.0f, scores, out, NULL);
+        const unsigned f1 = denorm_flags();
+        if (f1) printf("FAIL cll_ops_attn_head, scenario %d: MXCSR flags 0x%x\n", sc, f1);
+        assert_int_equal(f1, 0);
         const float *qs[1] = {q};
         float *os[1] = {out2};
         const int32_t lo[1] = {0}, hi[1] = {NK};
-        float *scr = malloc(sizeof(float) * cll_ops_attn_tile_scratch(HD, HD) + 64);
-        float *al = (float *)(((uintptr_t)scr + 63) & ~(uintptr_t)63);
-        clear_flags();
-        cll_ops_attn_tile16(qs, os, lo, hi, 1, k, v, HD, HD, false, HD, HD, 1.0f, al, NULL);
-        const unsigned f2 = denorm_flags();
-        if (f2) printf("FAIL cll_ops_attn_tile16: MXCSR flags 0x%x\n", f2);
-        assert_int_equal(f2, 0);
-        for (int d = 0; d < HD; d++) assert_true(fabsf(out2[d] - out[d]) <= 1e-6f);
-        free(scr);
-    } else
-        printf("SKIP attention tile avx512: this CPU lacks avx512\n");
+        for (int tile = 0; tile < 2; tile++) {
+            if (tile == 0 ? !(f & CLL_ISA_AVX512) : !(f & CLL_ISA_AVX2)) {
+                printf("SKIP attention tile %s: this CPU lacks it\n", tile == 0 ? "avx512" : "avx2");
+                continue;
+            }
+            clear_flags();
+            if (tile == 0) cll_ops_attn_tile16(qs, os, lo, hi, 1, k, v, HD, HD, false, HD, HD, 1.0f, al, NULL);
+            else cll_ops_attn_tile8(qs, os, lo, hi, 1, k, v, HD, HD, false, HD, HD, 1.0f, al, NULL);
+            const unsigned f2 = denorm_flags();
+            if (f2) printf("FAIL attention tile %d, scenario %d: MXCSR flags 0x%x\n", tile == 0 ? 16 : 8, sc, f2);
+            assert_int_equal(f2, 0);
+            for (int d = 0; d < HD; d++) assert_true(fabsf(out2[d] - out[d]) <= 1e-6f);
+        }
+    }
+    /* the keys whose weight is under 2^-100 (scores below -69; 56 on in the first scenario) carry none:
+     * dropping them changes no bit */
+    for (int j = 0; j < NK; j++) k[j * HD] = -1.25f * (float)j;
+    cll_ops_attn_head(q, k, v, HD, HD, false, 0, NK, HD, HD, 1.0f, scores, out, NULL);
+    cll_ops_attn_head(q, k, v, HD, HD, false, 0, 56, HD, HD, 1.0f, scores, out2, NULL);
+    assert_memory_equal(out, out2, sizeof out);
+    free(scr);
 }
 
 int main(void) {

@@ -5,7 +5,8 @@ stories260K oracle (shared/oracle/golden/stories260K.json: the top 8 of every st
 the oracle's, and each margin within 0.02 of the oracle's top[0] - top[1] (the CPU engine meets the
 oracle's logits to ~3e-3 on this model). The same run split over two ranks (--tp 2, the simulated
 split on the CPU) must give the same ids and margins within 5e-3 (its sums run in another order: 1.2e-3 seen): what the margins are for is judging
-where two such runs part. A sampling run (no --temp 0) is refused with exit 2.
+where two such runs part. A full context stops it where generate stops (the ids --print-ids prints);
+a sampling run (no --temp 0) and a penalized one are refused with exit 2.
 """
 import json, os, subprocess, sys
 
@@ -71,6 +72,16 @@ for pr in gold["prompts"][:3]:
             fails.append("prompt %d: --tp 2 ids or margins differ" % pr["index"])
     print("prompt %d: %d ids, margins within %.4f of llama.cpp's" % (pr["index"], len(ids), worst))
 
+# the stops of a generate: a full context (n_ctx = prompt + 3 gives 4 tokens) and -n -1
+rc, m, err = run("Once upon a time", -1, "--print-margins", "-c", "8")
+rc2, plain, _ = run("Once upon a time", -1, "--print-ids", "-c", "8")
+if rc != 0 or rc2 != 0 or m.get("generated") != plain.get("generated") or len(m.get("generated", [])) != 4 or \
+        len(m.get("margins", [])) != 4:
+    fails.append("-c 8 -n -1: --print-margins %s, --print-ids %s (want the same 4 ids)" %
+                 (m.get("generated"), plain.get("generated")))
+rc, _, err = run("Once upon a time", 4, "--print-margins", "--repeat-penalty", "1.1")
+if rc != 2 or "penalties" not in err:
+    fails.append("--print-margins with a repeat penalty: exit %d (%s), want 2" % (rc, err.strip()))
 rc, _, err = run("Once upon a time", 4, "--print-margins", "--temp", "0.8")
 if rc != 2 or "--temp 0" not in err:
     fails.append("a sampling run with --print-margins: exit %d (%s), want 2 naming --temp 0" % (rc, err.strip()))

@@ -190,7 +190,7 @@ static void *bw_sum(void *arg) {
     const char *end = base + s->n * sizeof(uint64_t);
     for (size_t i = 0; i + 16 <= s->n; i += 16) { /* 128 bytes: two lines */
         const char *q = (const char *)(s->p + i);
-        if (q + BW_PREFETCH_BYTES + 64 < end) {
+        if ((size_t)(end - q) > BW_PREFETCH_BYTES + 64) {
             __builtin_prefetch(q + BW_PREFETCH_BYTES, 0, 3);
             __builtin_prefetch(q + BW_PREFETCH_BYTES + 64, 0, 3);
         }

@@ -321,6 +321,11 @@ int cll_cmd_run(int argc, char **argv) {
         goto done;
     }
     if (print_margins) {
+        if (cllama_sampler_topk_need(s) != 1) { /* penalties move the choice off the raw logits' best */
+            fprintf(stderr, "cllama run: --print-margins prints a plain greedy run's margins: drop the penalties\n");
+            rc = 2;
+            goto done;
+        }
         rc = run_margins(c, m, ids, n, n_predict, cllama_n_ctx(c));
         goto done;
     }

@@ -9,8 +9,8 @@
 #include "cpu/kern_common.h"
 #include "cpu/kern_avx2_util.h"
 
-/* The one-token tile (GEMV) streams the weights from DRAM: prefetch ~6 KiB ahead in the
- * linear stream of records (kern_r8z_avx512.c's prefetch_ahead measures the distance) */
+/* A tile of 1-8 tokens streams the weights from DRAM once: prefetch ~6 KiB ahead in the linear
+ * stream of records (kern_r8z_avx512.c's prefetch_ahead measures the distance) */
 INLINE void pf_gemv(const uint8_t *rec, const int recsz) {
     const char *p = (const char *)rec + 6144;
     for (int i = 0; i < recsz; i += 64) _mm_prefetch(p + i, _MM_HINT_T0);

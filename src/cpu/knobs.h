@@ -13,7 +13,7 @@
 typedef struct {
     int chunks_per_thread; /* row chunks per thread of a matmul (matmul.c) */
     int64_t par_min_work;  /* elementwise work below this runs on the calling thread (forward.c) */
-    int pf_gemv;           /* software prefetch distance of the AVX2 GEMV rows, bytes (kern_r8_avx2.c) */
+    int pf_gemv;           /* software prefetch distance of the AVX2 r8 tiles (every token count), bytes (kern_r8_avx2.c) */
     int small_n_max;       /* 2..this many tokens run a weight's small-n row, when it has one (matmul.c) */
 } cll_cpu_knobs;
 

@@ -50,8 +50,9 @@ static const cll_kernel_row *small_n_row(const cll_kernel_row *gm, const cll_ker
             const char *k = strstr(r->params, "small-n<=");
             if (pass == 0 ? !strstr(r->params, "tile=") : !k) continue;
             if (!cll_kernel_row_supported(r, sm) || impl_of(r)->pack != impl_of(gm)->pack) continue;
+            if (pass == 1 && atoi(k + 9) < 2) continue;
             *lim = pass == 0 ? INT32_MAX : atoi(k + 9);
-            return *lim >= 2 ? r : NULL;
+            return r;
         }
     return NULL;
 }

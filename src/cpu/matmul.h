@@ -27,7 +27,8 @@ int64_t cll_cpu_weight_rows(const cll_cpu_weight *w);
 int64_t cll_cpu_weight_cols(const cll_cpu_weight *w);
 const char *cll_cpu_weight_kernel(const cll_cpu_weight *w); /* name of the chosen kernel row (n > 1) */
 const char *cll_cpu_weight_gemv_kernel(const cll_cpu_weight *w); /* ... and for n == 1 */
-/* the row of 2..cpu.small_n_max tokens (a direct tile beside a chunk-decoding GEMM row), or NULL */
+/* the row of 2..cpu.small_n_max tokens beside a chunk-decoding GEMM row (a direct tile, or a one-token row
+ * up to its "small-n<=K"), or NULL */
 const char *cll_cpu_weight_small_kernel(const cll_cpu_weight *w);
 /* the row a matmul of n tokens runs (the GEMV row, the small-n row up to its limit, else the GEMM row) */
 const char *cll_cpu_weight_kernel_for(const cll_cpu_weight *w, int64_t n);

@@ -1,7 +1,6 @@
 /* cpu/ops: scalar reference versions of the non-matmul ops (see ops.h). */
 #include "cpu/ops.h"
 
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -143,17 +142,18 @@ void cll_ops_attn_head(const float *q, const void *k, const void *v, int64_t ks,
     }
     double sum = 0.0;
     for (int32_t j = 0; j < nk; j++) {
-        /* below -87.33 e^x is under FLT_MIN: 0, not expf's denormal (each use of one costs a microcode
-         * assist on Intel cores; the weight of such a key is below 2^-126 of the best one's, so the sum
-         * and the output are the same) */
-        const float e = scores[j] - mx < -87.33f ? 0.0f : expf(scores[j] - mx);
+        /* below -69 (e^-69 ~ 2^-100 of the best key's weight) 0: expf's denormals, and products of tiny
+         * weights with values below 1, cost a microcode assist per use on Intel cores (cpu/ops_exp512.h),
+         * and weights that small change no sum */
+        const float e = scores[j] - mx < -69.0f ? 0.0f : expf(scores[j] - mx);
         scores[j] = e;
         sum += (double)e;
     }
     const float inv = (float)(1.0 / sum);
-    /* a key whose weight would be under 2 FLT_MIN is skipped: e * inv would be (or round to) a
-     * denormal, and out += 0 * v leaves out (never -0, v finite) unchanged */
-    const double tiny = 2.0 * (double)FLT_MIN * sum;
+    /* a key whose weight would be under 2^-100 is skipped: w * v of an f16 value (>= 2^-24 unless 0) then
+     * stays a normal float even where out is still 0, and out += 0 * v leaves out (never -0, v finite)
+     * unchanged */
+    const double tiny = 0x1p-100 * sum;
     for (int32_t d = 0; d < hd_v; d++) out[d] = 0.0f;
     for (int32_t j = 0; j < nk; j++) {
         if ((double)scores[j] < tiny) continue;

@@ -18,10 +18,11 @@
 #define AT_L 8 /* lanes: query rows per tile */
 #define AT_K 8 /* keys per step */
 
-/* e^x on 8 floats within ~2 ulp of expf for x in [-87, 88]; below -87 it gives ~1e-38 (callers
- * mask the lanes that must be exactly 0) */
+/* e^x on 8 floats within ~2 ulp of expf for x in [-69, 88]; below -69 (and NaN) it gives 0, as the
+ * AVX-512 tiles' exp (cpu/ops_exp512.h says why: no denormal reaches the accumulators) */
 static inline __m256 exp256(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-69.0f), _CMP_GE_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-69.0f)), _mm256_set1_ps(88.0f));
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -35,7 +36,7 @@ static inline __m256 exp256(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     /* n in [-126, 127]: 2^n is the float with biased exponent n + 127 */
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_and_ps(live, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
 }
 
 /* rows [j, j + AT_K) of a cache region widened to f32 (rows past nk zero) */
