@@ -125,6 +125,7 @@ void cll_kern_run_lowq_gemv_avx512(const kern_args *a, int64_t r0, int64_t r1);
 bool cll_kern_lowq_gemv_avx512_has(uint32_t wtype);
 void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1);
 void cll_kern_run_lowq_z16_avx512(const kern_args *a, int64_t r0, int64_t r1); /* 16-row zmm tiles */
+void cll_kern_run_iq3x_z16_avx512(const kern_args *a, int64_t r0, int64_t r1); /* the same on IQ3_S x3 */
 
 /* r8 GEMM on the 16-row zmm tile (kern_r8z16_avx512.c) */
 void cll_kern_run_r8z16_q4_0_avx512(const kern_args *a, int64_t r0, int64_t r1);

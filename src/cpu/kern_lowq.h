@@ -351,4 +351,29 @@ INLINE __m256i lq_corr8(const uint8_t *rec, const cll_block_q8_K *ab) {
  * wider rows run in segments that add into y) */
 #define LQ_SEG 64
 
+/* ---- IQ3_S in the x3 layout (kern_lowq_avx2.c packs it): d | 4-bit scales | 128 bytes of nibbles
+ * w = (u - 1) / 2, the same u, scales and corrections as dec_iq3_s ---- */
+#define X3_BYTES 136
+#define X3_NIB 8 /* d (fp16) | scales[4] | 2 pad | nibbles[128] */
+
+INLINE void dec_iq3_x(const uint8_t *blk, kdec256 *o) {
+    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+#pragma GCC unroll 8
+    for (int ib = 0; ib < 8; ib++) {
+        const __m256i v = lq_ld(blk + X3_NIB + 32 * (ib >> 1));
+        const __m256i w = (ib & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+        lq_st(o->u + 32 * ib, _mm256_or_si256(_mm256_add_epi8(w, w), one)); /* u = 2w + 1 */
+    }
+    uint32_t s4;
+    memcpy(&s4, blk + 2, 4);
+    for (int ib = 0; ib < 8; ib++) {
+        const int16_t s = (int16_t)(1 + 2 * ((s4 >> (4 * ib)) & 15));
+        o->sc[2 * ib] = o->sc[2 * ib + 1] = s;
+        o->mc[2 * ib] = o->mc[2 * ib + 1] = (int16_t)(16 * s);
+    }
+    uint16_t d;
+    memcpy(&d, blk, 2);
+    o->d = o->fm = h2f(d);
+}
+
 #endif

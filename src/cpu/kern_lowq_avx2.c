@@ -20,8 +20,7 @@ INLINE int lq_hsum_epi32(__m256i v) {
  * 2q+1 share 32 bytes, low and high nibble), keeping d and the 4-bit scales: 136 bytes per
  * super-block instead of 110. The decoder then yields the same u, scales and corrections as
  * dec_iq3_s, so the rows below are bit for bit the plain-layout AVX2 rows. */
-#define X3_BYTES 136
-#define X3_NIB 8 /* d (fp16) | scales[4] | 2 pad | nibbles[128] */
+/* X3_BYTES, X3_NIB and dec_iq3_x are in cpu/kern_lowq.h (the AVX-512 z16 GEMM decodes x3 too) */
 
 size_t cll_kern_iq3x_size(int64_t rows, int64_t cols) { return (size_t)rows * (size_t)(cols / 256) * X3_BYTES; }
 
@@ -44,26 +43,6 @@ void cll_kern_iq3x_pack(const void *src, void *dst, int64_t rows, int64_t cols) 
                 }
             }
     }
-}
-
-INLINE void dec_iq3_x(const uint8_t *blk, kdec256 *o) {
-    const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-#pragma GCC unroll 8
-    for (int ib = 0; ib < 8; ib++) {
-        const __m256i v = lq_ld(blk + X3_NIB + 32 * (ib >> 1));
-        const __m256i w = (ib & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
-        lq_st(o->u + 32 * ib, _mm256_or_si256(_mm256_add_epi8(w, w), one)); /* u = 2w + 1 */
-    }
-    uint32_t s4;
-    memcpy(&s4, blk + 2, 4);
-    for (int ib = 0; ib < 8; ib++) {
-        const int16_t s = (int16_t)(1 + 2 * ((s4 >> (4 * ib)) & 15));
-        o->sc[2 * ib] = o->sc[2 * ib + 1] = s;
-        o->mc[2 * ib] = o->mc[2 * ib + 1] = (int16_t)(16 * s);
-    }
-    uint16_t d;
-    memcpy(&d, blk, 2);
-    o->d = o->fm = h2f(d);
 }
 
 /* ---- GEMV: decode one super-block, dot it with one token ----------------------------- */

@@ -184,27 +184,32 @@ void cll_kern_run_lowq_d8_avx512(const kern_args *a, int64_t r0, int64_t r1) {
 
 static _Thread_local uint8_t g_z16[KZ_SEG * KZ_REC] __attribute__((aligned(64)));
 
-void cll_kern_run_lowq_z16_avx512(const kern_args *a, int64_t r0, int64_t r1) {
+/* x3: IQ3_S in the x3 layout (rows of nb * X3_BYTES; its nibbles decode without the grid) */
+static void run_z16(const kern_args *a, int64_t r0, int64_t r1, const int x3) {
     const int64_t nb = a->cols / 256;
-    const size_t bsz = cll_type_traits_get(a->wtype)->type_size, st = a->act_stride;
+    const size_t bsz = x3 ? X3_BYTES : cll_type_traits_get(a->wtype)->type_size, st = a->act_stride;
+    const size_t rb = x3 ? (size_t)nb * X3_BYTES : a->w_row_bytes;
     const int64_t chunk = kz_chunk(st);
     const uint32_t wt = a->wtype;
-    const int vbmi = wt == CLL_TYPE_IQ3_S && __builtin_cpu_supports("avx512vbmi");
+    const int vbmi = !x3 && wt == CLL_TYPE_IQ3_S && __builtin_cpu_supports("avx512vbmi");
     const int s32 = wt == CLL_TYPE_IQ3_S || wt == CLL_TYPE_IQ4_XS || wt == CLL_TYPE_IQ2_XXS || wt == CLL_TYPE_IQ3_XXS;
     const int fold = lq_off(wt) > 0; /* d == fm: the offset correction joins the integer sum */
     const int64_t r16 = r0 + (r1 - r0) / 16 * 16;
     for (int64_t t0 = 0; t0 < a->n; t0 += chunk) {
         const int64_t t1 = t0 + chunk < a->n ? t0 + chunk : a->n;
         for (int64_t r = r0; r < r16; r += 16) {
-            const uint8_t *wg = a->w + (size_t)r * a->w_row_bytes;
+            const uint8_t *wg = a->w + (size_t)r * rb;
             for (int64_t b0 = 0; b0 < nb; b0 += KZ_SEG) {
                 const int64_t nbs = nb - b0 < KZ_SEG ? nb - b0 : KZ_SEG;
                 for (int64_t b = 0; b < nbs; b++) {
                     uint8_t *rec = g_z16 + b * KZ_REC;
-                    if (vbmi) build_z16_iq3_s_vbmi(wg, a->w_row_bytes, b0 + b, rec);
+                    if (vbmi) build_z16_iq3_s_vbmi(wg, rb, b0 + b, rec);
                     else {
                         kdec256 k[16];
-                        for (int i = 0; i < 16; i++) lq_decode(wt, wg + (size_t)i * a->w_row_bytes, b0 + b, bsz, &k[i]);
+                        if (x3)
+                            for (int i = 0; i < 16; i++) dec_iq3_x(wg + (size_t)i * rb + (size_t)(b0 + b) * X3_BYTES, &k[i]);
+                        else
+                            for (int i = 0; i < 16; i++) lq_decode(wt, wg + (size_t)i * rb, b0 + b, bsz, &k[i]);
                         kz_interleave(k, rec, fold);
                     }
                 }
@@ -213,8 +218,14 @@ void cll_kern_run_lowq_z16_avx512(const kern_args *a, int64_t r0, int64_t r1) {
             }
         }
     }
-    if (r16 < r1) cll_kern_run_lowq_d8_avx512(a, r16, r1);
+    if (r16 < r1) {
+        if (x3) cll_kern_run_iq3x_d8_avx2(a, r16, r1);
+        else cll_kern_run_lowq_d8_avx512(a, r16, r1);
+    }
 }
+
+void cll_kern_run_lowq_z16_avx512(const kern_args *a, int64_t r0, int64_t r1) { run_z16(a, r0, r1, 0); }
+void cll_kern_run_iq3x_z16_avx512(const kern_args *a, int64_t r0, int64_t r1) { run_z16(a, r0, r1, 1); }
 
 /* ---- IQ3_S GEMV with AVX512-VBMI: the 64 grid lookups of a super-block as vpermi2b over the
  * byte planes of the grid (4 planes x 4 x 128-entry tables, bit 7 and the qh bit pick by
