@@ -176,7 +176,7 @@ static const cll_kernel_row k_rows[] = {
     RZ16_ROW(q6_K),
     R8_ROWS(q6_K),
     /* "small-n<=K": the one-token row runs batches of 2..K tokens a token at a time beside a GEMM that
-     * decodes 16 rows per chunk (cpu/matmul.c small_n_row): that decode costs as much as 4-6 tokens of
+     * decodes rows per chunk (cpu/matmul.c small_n_row): that decode costs as much as 4-6 tokens of
      * the row (Xeon box, kbench -t 2 8192x2048, ms: IQ4_XS row 0.31 a token vs z16 1.84 / 1.98 / 2.27
      * at 2 / 4 / 8 tokens; Q2_K 0.35 vs 1.62 / 1.68 / 1.96; Q3_K 0.42 vs 1.80 / 1.84 / 2.14; IQ3_S 1.00
      * vs 2.36 / 2.44 / 2.69); K stays below the crossover, which moves with the machine */
@@ -206,8 +206,9 @@ static const cll_kernel_row k_rows[] = {
      "layout=x3 (grid+signs as nibbles) decode=8 rows/chunk tile=8x4 maddubs", KLAYOUT_IQ3X, 8, NULL, true, true,
      &k_iq3x_d8_avx2},
     D8_ROW_AVX2(iq3_s, CLL_TYPE_IQ3_S, true),
+    /* not a default since 4c3c40a: the x3 row beats it (the tuner races against the default) */
     {"matmul_iq3_s_avx512vbmi_decrow", CLL_KOP_MATMUL, CLL_TYPE_IQ3_S, V512, "layout=plain rows=1 vpermi2b-grid+dpbusd zmm small-n<=2",
-     KLAYOUT_PLAIN, 1, iq3s_vbmi_ok, true, true, &k_iq3s_gemv_vbmi},
+     KLAYOUT_PLAIN, 1, iq3s_vbmi_ok, true, false, &k_iq3s_gemv_vbmi},
     DEC_GEMV_ROW_512(iq3_s, CLL_TYPE_IQ3_S, false),
     {"matmul_iq3_s_avx2_x3row", CLL_KOP_MATMUL, CLL_TYPE_IQ3_S, CLL_ISA_AVX2,
      "layout=x3 (grid+signs as nibbles) rows=1 simd-decode+maddubs small-n<=2", KLAYOUT_IQ3X, 1, NULL, true, true, &k_iq3x_gemv_avx2},
