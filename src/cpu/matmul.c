@@ -48,10 +48,10 @@ static const cll_kernel_row *small_n_row(const cll_kernel_row *gm, const cll_ker
                 strstr(r->params, "decode=") || r->bit_exact != gm->bit_exact)
                 continue;
             const char *k = strstr(r->params, "small-n<=");
-            if (pass == 0 ? !strstr(r->params, "tile=") : !k) continue;
+            const int upto = pass == 0 ? INT32_MAX : k ? atoi(k + 9) : 0;
+            if (pass == 0 ? !strstr(r->params, "tile=") : upto < 2) continue;
             if (!cll_kernel_row_supported(r, sm) || impl_of(r)->pack != impl_of(gm)->pack) continue;
-            if (pass == 1 && atoi(k + 9) < 2) continue;
-            *lim = pass == 0 ? INT32_MAX : atoi(k + 9);
+            *lim = upto;
             return r;
         }
     return NULL;
