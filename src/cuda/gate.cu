@@ -166,10 +166,13 @@ void fill_report(cll_cuda_gate_report *rep, const Cmp &c, double tol) {
 
 cll_status verdict(cll_cuda_gate_report *rep, const char *what) {
     rep->passed = rep->n_bad == 0 && rep->n_clobbered == 0 && rep->q8_exact && rep->tables_exact &&
-                  (!rep->tail_checked || rep->tail_ok);
+                  (!rep->tail_checked || rep->tail_ok) && (!rep->fold_checked || rep->fold_ok);
     if (rep->tail_checked && !rep->tail_ok)
         return cll_err(CLL_ERR_INTERNAL, "gate %s (%s, %lldx%lld): fused residual tail: %s", rep->row, what,
                        (long long)rep->rows, (long long)rep->cols, rep->tail_why);
+    if (rep->fold_checked && !rep->fold_ok)
+        return cll_err(CLL_ERR_INTERNAL, "gate %s (%s, %lldx%lld): folded norm: %s", rep->row, what,
+                       (long long)rep->rows, (long long)rep->cols, rep->fold_why);
     if (rep->passed && rep->control_failed) return CLL_OK;
     if (rep->passed)
         return cll_err(CLL_ERR_INTERNAL, "gate %s: the poison control passed (the bar cannot fail)", rep->row);
@@ -236,12 +239,163 @@ cll_status gate_tables_into(cll_cuda_gate_report *rep) {
     return CLL_OK;
 }
 
-/* ---- the fused residual tail of a one-product gemv (cll_cu_resid_epi) ---- */
+/* got within ulps f32 ulps of want */
 static bool ulp_close(float got, double want, int ulps) {
     if (isnan(got)) return false;
     const double u = ldexp(1.0, ilogb(want == 0.0 ? 1e-30 : want) - 23); /* one f32 ulp at want */
     return fabs((double)got - want) <= ulps * u;
 }
+
+/* ---- the folded norm (cll_cu_norm_in, cll_cu_resid_epi on = CLL_CU_EPI_FOLD) ---- */
+
+/* the double sum over 32 lanes' values as a warp's xor butterfly (16, 8, 4, 2, 1) adds them */
+static double butterfly_sum(double v[32]) {
+    for (int o = 16; o > 0; o >>= 1) {
+        double t[32];
+        for (int l = 0; l < 32; l++) t[l] = v[l] + v[l ^ o];
+        memcpy(v, t, sizeof t);
+    }
+    return v[0];
+}
+
+cll_status gate_fold(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_cu_gemv_args a,
+                     const std::vector<float> &y1, int64_t rows, int64_t cols, Rng &rng, Dev &dev,
+                     cll_cuda_gate_report *rep) {
+    char *why = rep->fold_why;
+    const size_t cap = sizeof rep->fold_why;
+    const float eps = 1e-5f;
+    const int32_t np = (int32_t)(cols / 32);
+    if (!impl->nin || cols % 32 || np > CLL_CU_NIN_MAX_PART) return CLL_OK;
+    rep->fold_checked = true;
+    rep->fold_ok = false;
+    /* the input side: random partials (a row's squares, cut in 32-row blocks) */
+    std::vector<double> part((size_t)np);
+    for (int32_t i = 0; i < np; i++) part[(size_t)i] = 32.0 * (0.25 + 0.75 * (double)(rng.uni() + 1.0f)) + 1e-3 * rng.uni();
+    double *dpart = NULL;
+    float *dy = NULL;
+    GATE_CU(dev.alloc((void **)&dpart, (size_t)np * sizeof(double)));
+    GATE_CU(cudaMemcpy(dpart, part.data(), (size_t)np * sizeof(double), cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &dy, (size_t)rows));
+    cll_cu_gemv_args an = a;
+    an.y = dy;
+    an.y_stride = 0;
+    memset(&an.epi, 0, sizeof an.epi);
+    an.nin.part = dpart;
+    an.nin.n_part = np;
+    an.nin.d = (int32_t)cols;
+    an.nin.eps = eps;
+    GATE_CU(impl->gemv(w, &an, 0));
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> yn((size_t)rows);
+    GATE_CU(cudaMemcpy(yn.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    double lane[32];
+    for (int l = 0; l < 32; l++) {
+        double t = 0.0;
+        for (int k = 0; k < 4; k++) t += l + 32 * k < np ? part[(size_t)(l + 32 * k)] : 0.0;
+        lane[l] = t;
+    }
+    const double sum = butterfly_sum(lane);
+    const float sc = 1.0f / sqrtf((float)(sum / (double)cols) + eps);
+    for (int64_t i = 0; i < rows; i++) {
+        const double want = (double)(y1[(size_t)i] * sc);
+        if (!ulp_close(yn[(size_t)i], want, 2)) {
+            snprintf(why, cap, "y[%lld] = %.9g, want plain y x 1/rms = %.9g", (long long)i, yn[(size_t)i], want);
+            return CLL_OK;
+        }
+    }
+    { /* poison control: one expectation moved by 8 ulp must fail the same bar */
+        const int64_t k = rows / 2;
+        const double want = (double)(y1[(size_t)k] * sc);
+        if (ulp_close(yn[(size_t)k], want + 8.0 * ldexp(1.0, ilogb(want == 0.0 ? 1e-30 : want) - 23), 2)) {
+            snprintf(why, cap, "poison control passed (the scaled-y bar cannot fail)");
+            return CLL_OK;
+        }
+    }
+    /* the producer side: the fold row, for the row whose sums it shares (the type's w4u4 row) */
+    const cll_cu_sp_ops *sp = w->layout == CLL_CU_LAYOUT_SPLIT ? cll_cu_sp_ops_get(w->type) : NULL;
+    const cll_cu_gemv_impl *fold = cll_cu_gemv_fold_row(w);
+    if (!fold || rows % 32 || (sp ? impl->gemv != sp->gemv : w->layout != 0)) {
+        rep->fold_ok = true;
+        return CLL_OK;
+    }
+    const int64_t nblk = rows / 32;
+    std::vector<float> x0((size_t)rows), g((size_t)rows);
+    for (int64_t i = 0; i < rows; i++) {
+        x0[(size_t)i] = 2.0f * rng.uni();
+        g[(size_t)i] = 0.5f + rng.uni();
+    }
+    float *dx = NULL, *dg = NULL, *dxn = NULL;
+    double *dbp = NULL;
+    void *dq = NULL;
+    GATE_CU(dev.alloc((void **)&dx, (size_t)rows * sizeof(float)));
+    GATE_CU(cudaMemcpy(dx, x0.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&dg, (size_t)rows * sizeof(float)));
+    GATE_CU(cudaMemcpy(dg, g.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&dbp, (size_t)nblk * sizeof(double)));
+    GATE_CU(cudaMemset(dbp, 0xFF, (size_t)nblk * sizeof(double)));
+    GATE_CU(dev.alloc(&dq, (size_t)nblk * sizeof(cll_block_q8_1)));
+    GATE_CU(cudaMemset(dq, 0xA5, (size_t)nblk * sizeof(cll_block_q8_1)));
+    GATE_CU(cudaMemset(dy, 0xFF, (size_t)rows * sizeof(float)));
+    GATE_CU(poisoned(dev, &dxn, (size_t)rows));
+    cll_cu_gemv_args af = a;
+    af.y = dy;
+    af.y_stride = 0;
+    memset(&af.epi, 0, sizeof af.epi);
+    af.epi.on = CLL_CU_EPI_FOLD;
+    af.epi.x = dx;
+    af.epi.part = dbp;
+    af.epi.norm = dg;
+    af.epi.eps = eps;
+    af.epi.xq = dq;
+    af.epi.xn = dxn;
+    GATE_CU(fold->gemv(w, &af, 0));
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> x((size_t)rows), yf((size_t)rows), xw((size_t)rows), xn((size_t)rows);
+    std::vector<double> bp((size_t)nblk);
+    std::vector<cll_block_q8_1> q((size_t)nblk), qref((size_t)nblk);
+    GATE_CU(cudaMemcpy(x.data(), dx, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(yf.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(xn.data(), dxn, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(bp.data(), dbp, (size_t)nblk * sizeof(double), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(q.data(), dq, (size_t)nblk * sizeof(cll_block_q8_1), cudaMemcpyDeviceToHost));
+    for (int64_t i = 0; i < rows; i++) {
+        const float want = x0[(size_t)i] + y1[(size_t)i];
+        if (memcmp(&want, &x[(size_t)i], sizeof want)) {
+            snprintf(why, cap, "fold: x[%lld] = %.9g, want x0 + y = %.9g", (long long)i, x[(size_t)i], want);
+            return CLL_OK;
+        }
+        if (!isnan(yf[(size_t)i])) {
+            snprintf(why, cap, "fold: y[%lld] written (%.9g)", (long long)i, yf[(size_t)i]);
+            return CLL_OK;
+        }
+        xw[(size_t)i] = x[(size_t)i] * g[(size_t)i];
+        if (memcmp(&xw[(size_t)i], &xn[(size_t)i], sizeof(float))) {
+            snprintf(why, cap, "fold: xn[%lld] = %.9g, want x * g = %.9g", (long long)i, xn[(size_t)i], xw[(size_t)i]);
+            return CLL_OK;
+        }
+    }
+    cll_quantize_q8_1(xw.data(), qref.data(), rows);
+    if (memcmp(q.data(), qref.data(), q.size() * sizeof(cll_block_q8_1))) {
+        snprintf(why, cap, "fold: xq bytes differ from cll_quantize_q8_1(x * g)");
+        return CLL_OK;
+    }
+    for (int64_t b = 0; b < nblk; b++) {
+        double sq[32];
+        for (int l = 0; l < 32; l++) {
+            const float xv = x[(size_t)(32 * b + l)];
+            sq[l] = (double)(xv * xv);
+        }
+        const double want = butterfly_sum(sq);
+        if (memcmp(&want, &bp[(size_t)b], sizeof want)) {
+            snprintf(why, cap, "fold: part[%lld] = %.17g, want %.17g", (long long)b, bp[(size_t)b], want);
+            return CLL_OK;
+        }
+    }
+    rep->fold_ok = true;
+    return CLL_OK;
+}
+
+/* ---- the fused residual tail of a one-product gemv (cll_cu_resid_epi) ---- */
 
 cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_cu_gemv_args a,
                      const std::vector<float> &y1, int64_t rows, Rng &rng, Dev &dev, cll_cuda_gate_report *rep) {
@@ -640,6 +794,8 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     if (rep->exact_checked && !rep->exact_control_failed) rep->control_failed = false;
     if (nb == 1) {
         cll_status st = gate_tail(impl, &w, a, y, rows, rng, dev, rep);
+        if (st != CLL_OK) return st;
+        st = gate_fold(impl, &w, a, y, rows, cols, rng, dev, rep);
         if (st != CLL_OK) return st;
     }
     if (moe && impl->routes) {

@@ -90,4 +90,52 @@ static __device__ __noinline__ void cll_epi_finish(const cll_cu_resid_epi e, int
     if (tid == 0) *e.ticket = 0; /* for the next launch / replay */
 }
 
+/* ---- the folded norm (on = CLL_CU_EPI_FOLD, cll_cu_norm_in) ----
+ * Why: the separate residual + norm kernel costs a launch and two PDL edges on the critical path
+ * twice a layer, and the ticket tail above serializes the norm in one block. Folded, nothing waits
+ * for the whole row: a block that owns 32 output rows quantizes them itself (the q8_1 scale of
+ * x * norm is the normed row's times rms, so the quants are the same up to rounding), and the
+ * products that read them apply 1/rms to their sums. */
+
+/* warp 0 of block blk of a fold launch, after the block's 32 row sums are known: lane j holds row
+ * 32 blk + j's value v. x += v; xq block blk = q8_1(x * norm); part[blk] = sum of x^2 (double,
+ * butterfly order) */
+static __device__ __forceinline__ void cll_epi_fold(const cll_cu_resid_epi &e, int64_t blk, float v, int lane) {
+    const int64_t row = blk * 32 + lane;
+    const float xv = __fadd_rn(e.x[row], v);
+    e.x[row] = xv;
+    const float xw = e.norm ? __fmul_rn(xv, e.norm[row]) : xv;
+    if (e.xn) e.xn[row] = xw;
+    if (e.xq) cll_warp_q8_1(xw, (cll_block_q8_1 *)e.xq + blk, lane);
+    double sq = (double)__fmul_rn(xv, xv);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    if (lane == 0) e.part[blk] = sq;
+}
+
+/* a folded norm's partials, loaded by a consumer's lane right after its PDL wait (four a lane:
+ * n_part <= CLL_CU_NIN_MAX_PART); every lane of the warp calls both halves */
+struct CllNinPart {
+    double p[4];
+};
+static __device__ __forceinline__ CllNinPart cll_nin_load(const cll_cu_norm_in &n, int lane) {
+    CllNinPart r;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const int i = lane + 32 * k;
+        r.p[k] = n.part && i < n.n_part ? __ldcg(n.part + i) : 0.0;
+    }
+    return r;
+}
+/* 1/rms from the loaded partials (1 when n.part is NULL): the same bits in every lane and warp */
+static __device__ __forceinline__ float cll_nin_scale(const cll_cu_norm_in &n, const CllNinPart &q) {
+    if (!n.part) return 1.0f;
+    double s = 0.0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) s += q.p[k];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return 1.0f / sqrtf((float)(s / (double)n.d) + n.eps);
+}
+
 #endif
