@@ -276,6 +276,8 @@ static const cll_cu_gemv_impl *fold_producer(const cll_driver_state *s, int64_t 
     e->eps = s->dm->m->hp.eps;
     e->xq = s->xq;
     e->xn = s->xn; /* x * norm for float consumers (they read the f32 rows) */
+    e->hint = s->fold_hint;
+    nin->hint = s->fold_hint;
     nin->part = part;
     nin->n_part = (int32_t)(d / 32);
     nin->d = (int32_t)d;
@@ -1166,6 +1168,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->t, nb * d * F},
         {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
         {(void **)&s->rticket, sizeof(int)},
+        {(void **)&s->fold_hint, 2 * sizeof(float)},
         {(void **)&s->sk.ws, (size_t)CLL_CU_SPLITK_FLOATS(cll_cu_sm_count()) * F},
         {(void **)&s->kvblk, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)},
         {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},
@@ -1260,6 +1263,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     STRY(cudaMemset(kv, 0, (size_t)L * cells * (size_t)(s->kv_k + s->kv_v) * esz));
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaMemset(s->rticket, 0, sizeof(int)));
+    STRY(cudaMemset(s->fold_hint, 0, 2 * sizeof(float))); /* no rms yet: the first fold scales by 1 */
     STRY(cudaMemset(s->sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
     if (s->kvblk) STRY(cudaMemset(s->kvblk, 0, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)));
     s->sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());

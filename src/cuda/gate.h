@@ -58,12 +58,14 @@ typedef struct {
  *   norm of it times g (within 2 ulp of the f64-summed host norm; the poison control moves one
  *   element by 8 ulp and must fail), xq byte-exact with cll_quantize_q8_1(xn), the ticket 0.
  *   nb = 1 and a row that honours a folded norm (cll_cu_gemv_impl.nin, cols/32 <= 128 partials):
- *   once more with random partials; each output must be the plain run's times 1/rms (the host
- *   sums the partials in the kernel's order; within 2 ulp, a control moved by 8 ulp must fail).
+ *   twice more with partials of a small and a large rms and a scale c one power of two off it; each
+ *   output must be the plain run's times 1/(c rms) (the host sums the partials in the kernel's
+ *   order; within 2 ulp; the control: the plain outputs must fail that bar), rms left in the hint.
  *   For the type's w4u4 row or a float row (the fold producer's sums) at rows % 32 == 0, the fold
- *   producer too: x bit-exact x0 + plain y, xn = x * g and xq byte-exact with
- *   cll_quantize_q8_1(x * g), each block's partial
- *   the butterfly double sum of its 32 squares, bit for bit; y untouched (poisoned).
+ *   producer too, at both block geometries (quantized types), x0 of scale 2, 1e-4 and 1e3, with a
+ *   hint near, far and missing: x bit-exact x0 + plain y, y untouched (poisoned), xn = c x g and
+ *   xq byte-exact with cll_quantize_q8_1(c x g), c = the hint's power of two, each block's partial
+ *   the butterfly double sum of its 32 squares, bit for bit.
  * GEMM rows: nb tokens, weight of 2 matrices, matrix 1 multiplied, the panel cut into ~3 slabs.
  *   Expectation: f64 to_f32(w) . x (f32). Bar relative to sum |w_k x_k|: 2e-3 (f16 panel and f16 x:
  *   two roundings of 2^-11), 8e-3 (bf16 x), 1e-5 (f32).

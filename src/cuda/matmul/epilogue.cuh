@@ -97,14 +97,25 @@ static __device__ __noinline__ void cll_epi_finish(const cll_cu_resid_epi e, int
  * x * norm is the normed row's times rms, so the quants are the same up to rounding), and the
  * products that read them apply 1/rms to their sums. */
 
+/* the power of two c a fold scales x * norm by: 2^-k for the hint's exponent k (hint * c in
+ * [0.5, 1)), 1 without a usable hint (the first fold of a context: hint 0) */
+static __device__ __forceinline__ float cll_fold_c(float hint) {
+    if (!(hint > 1e-30f && hint < 1e30f)) return 1.0f;
+    int k;
+    frexpf(hint, &k);
+    return ldexpf(1.0f, -k);
+}
+
 /* warp 0 of block blk of a fold launch, after the block's 32 row sums are known: lane j holds row
- * 32 blk + j's value v. x += v; xq block blk = q8_1(x * norm); part[blk] = sum of x^2 (double,
- * butterfly order) */
+ * 32 blk + j's value v. x += v; xq block blk = q8_1(c * x * norm); part[blk] = sum of x^2 (double,
+ * butterfly order); block 0 leaves c in hint[1] */
 static __device__ __forceinline__ void cll_epi_fold(const cll_cu_resid_epi &e, int64_t blk, float v, int lane) {
     const int64_t row = blk * 32 + lane;
+    const float c = e.hint ? cll_fold_c(e.hint[0]) : 1.0f;
+    if (e.hint && blk == 0 && lane == 0) e.hint[1] = c;
     const float xv = __fadd_rn(e.x[row], v);
     e.x[row] = xv;
-    const float xw = e.norm ? __fmul_rn(xv, e.norm[row]) : xv;
+    const float xw = __fmul_rn(e.norm ? __fmul_rn(xv, e.norm[row]) : xv, c); /* c: exact (a power of two) */
     if (e.xn) e.xn[row] = xw;
     if (e.xq) cll_warp_q8_1(xw, (cll_block_q8_1 *)e.xq + blk, lane);
     double sq = (double)__fmul_rn(xv, xv);
@@ -117,6 +128,7 @@ static __device__ __forceinline__ void cll_epi_fold(const cll_cu_resid_epi &e, i
  * n_part <= CLL_CU_NIN_MAX_PART); every lane of the warp calls both halves */
 struct CllNinPart {
     double p[4];
+    float c;
 };
 static __device__ __forceinline__ CllNinPart cll_nin_load(const cll_cu_norm_in &n, int lane) {
     CllNinPart r;
@@ -125,9 +137,11 @@ static __device__ __forceinline__ CllNinPart cll_nin_load(const cll_cu_norm_in &
         const int i = lane + 32 * k;
         r.p[k] = n.part && i < n.n_part ? __ldcg(n.part + i) : 0.0;
     }
+    r.c = n.hint ? __ldcg(n.hint + 1) : 1.0f;
     return r;
 }
-/* 1/rms from the loaded partials (1 when n.part is NULL): the same bits in every lane and warp */
+/* 1/(c rms) from the loaded partials (1 when n.part is NULL): the same bits in every lane and warp;
+ * thread 0 of block 0 leaves rms in hint[0] */
 static __device__ __forceinline__ float cll_nin_scale(const cll_cu_norm_in &n, const CllNinPart &q) {
     if (!n.part) return 1.0f;
     double s = 0.0;
@@ -135,7 +149,9 @@ static __device__ __forceinline__ float cll_nin_scale(const cll_cu_norm_in &n, c
     for (int k = 0; k < 4; k++) s += q.p[k];
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-    return 1.0f / sqrtf((float)(s / (double)n.d) + n.eps);
+    const float rms = sqrtf((float)(s / (double)n.d) + n.eps);
+    if (n.hint && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0) n.hint[0] = rms;
+    return __fmul_rn(1.0f / rms, 1.0f / q.c); /* 1/c: exact (a power of two) */
 }
 
 #endif

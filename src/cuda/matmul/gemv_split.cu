@@ -276,7 +276,7 @@ template <class S> static cudaError_t sp_fold_launch(const cll_cu_weight *w, con
         return cudaErrorInvalidValue;
     const int64_t ng = w->cols / 32;
     const dim3 grid((unsigned)(w->rows / 32), 1);
-    const int nw = sp_fold_warps();
+    const int nw = a->epi.geom == 8 || a->epi.geom == 16 ? a->epi.geom : sp_fold_warps();
     auto k = nw == 8 ? (ng <= 128 ? k_gemv_sp<S, 8, 4, CLL_CU_EPI_FOLD, false, 2, 4, true>
                                   : k_gemv_sp<S, 8, 1, CLL_CU_EPI_FOLD, false, 2, 4, false>)
              : ng <= 128 ? k_gemv_sp<S, 16, 4, CLL_CU_EPI_FOLD, false, 1, 2, true>

@@ -400,6 +400,7 @@ static void fill_impls(void) {
         k_gemv_impl[i].nin = cll_cu_gemv_f_fold(k_types[i]) != NULL; /* k_gemv_f honours a folded norm */
         k_fold_f_impl[i] = k_gemv_impl[i];
         k_fold_f_impl[i].gemv = cll_cu_gemv_f_fold(k_types[i]);
+        k_fold_f_impl[i].nin = false;
         k_moe_impl[i].moe = o ? o->moe : NULL;
         k_moe_impl[i].layout = 0;
     }
@@ -440,6 +441,7 @@ static void fill_impls(void) {
         k_fold_impl[i] = k_sp_impl[i];
         k_fold_impl[i].gemv = o ? o->gemv_fold : NULL;
         k_fold_impl[i].routes = false;
+        k_fold_impl[i].nin = false; /* a producer: it takes no folded norm in */
         k_few_impl[i] = k_tma_impl[i];
         k_few_impl[i].gemv = cll_cu_sp_few_gemv(k_sp_types[i]);
         k_few_impl[i].few = true;
