@@ -216,6 +216,12 @@ cudaError_t poisoned(Dev &dev, float **p, size_t n) {
     return cudaMemset(*p, 0xFF, n * sizeof(float));
 }
 
+/* a device copy of v */
+cudaError_t uploaded(Dev &dev, float **p, const std::vector<float> &v) {
+    CLL_CU_RET(dev.alloc((void **)p, v.size() * sizeof(float)));
+    return cudaMemcpy(*p, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice);
+}
+
 /* outputs (nrow rows of width, ld apart) whose bits differ between a and b */
 int64_t count_bit_diffs(const std::vector<float> &a, const std::vector<float> &b, int64_t nrow, int64_t width, int64_t ld) {
     int64_t n = 0;
@@ -266,6 +272,15 @@ static float fold_c_host(float hint) {
     return ldexpf(1.0f, -k);
 }
 
+/* a's launch into one output row y, no tail */
+static cll_cu_gemv_args one_output(const cll_cu_gemv_args &a, float *y) {
+    cll_cu_gemv_args r = a;
+    r.y = y;
+    r.y_stride = 0;
+    memset(&r.epi, 0, sizeof r.epi);
+    return r;
+}
+
 /* the input side: y = plain y x 1/(c rms) of partials spread over 1e-4 .. 1e4 per element (two runs:
  * a small and a large rms, c one power of two off the rms's), rms left in hint[0] */
 static cll_status gate_fold_in(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, const cll_cu_gemv_args &a,
@@ -298,10 +313,7 @@ static cll_status gate_fold_in(const cll_cu_gemv_impl *impl, const cll_cu_weight
         GATE_CU(cudaMemcpy(dpart, part.data(), (size_t)np * sizeof(double), cudaMemcpyHostToDevice));
         GATE_CU(cudaMemcpy(dh, hinit, sizeof hinit, cudaMemcpyHostToDevice));
         GATE_CU(cudaMemset(dy, 0xFF, (size_t)rows * sizeof(float)));
-        cll_cu_gemv_args an = a;
-        an.y = dy;
-        an.y_stride = 0;
-        memset(&an.epi, 0, sizeof an.epi);
+        cll_cu_gemv_args an = one_output(a, dy);
         an.nin.part = dpart;
         an.nin.n_part = np;
         an.nin.d = (int32_t)cols;
@@ -356,10 +368,8 @@ static cll_status gate_fold_out(const cll_cu_gemv_impl *fold, const cll_cu_weigh
     float *dx = NULL, *dg = NULL, *dxn = NULL, *dy = NULL, *dh = NULL;
     double *dbp = NULL;
     void *dq = NULL;
-    GATE_CU(dev.alloc((void **)&dx, (size_t)rows * sizeof(float)));
-    GATE_CU(cudaMemcpy(dx, x0.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
-    GATE_CU(dev.alloc((void **)&dg, (size_t)rows * sizeof(float)));
-    GATE_CU(cudaMemcpy(dg, g.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(uploaded(dev, &dx, x0));
+    GATE_CU(uploaded(dev, &dg, g));
     GATE_CU(dev.alloc((void **)&dbp, (size_t)nblk * sizeof(double)));
     GATE_CU(cudaMemset(dbp, 0xFF, (size_t)nblk * sizeof(double)));
     GATE_CU(dev.alloc(&dq, (size_t)nblk * sizeof(cll_block_q8_1)));
@@ -369,10 +379,7 @@ static cll_status gate_fold_out(const cll_cu_gemv_impl *fold, const cll_cu_weigh
     const float hinit[2] = {hint, -7.0f};
     GATE_CU(dev.alloc((void **)&dh, sizeof hinit));
     GATE_CU(cudaMemcpy(dh, hinit, sizeof hinit, cudaMemcpyHostToDevice));
-    cll_cu_gemv_args af = a;
-    af.y = dy;
-    af.y_stride = 0;
-    memset(&af.epi, 0, sizeof af.epi);
+    cll_cu_gemv_args af = one_output(a, dy);
     af.epi.on = CLL_CU_EPI_FOLD;
     af.epi.x = dx;
     af.epi.part = dbp;
@@ -487,10 +494,8 @@ cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_c
     double *dpart = NULL;
     int *dt = NULL;
     void *dq = NULL;
-    GATE_CU(dev.alloc((void **)&dx0, (size_t)rows * sizeof(float)));
-    GATE_CU(cudaMemcpy(dx0, x0.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
-    GATE_CU(dev.alloc((void **)&dg, (size_t)rows * sizeof(float)));
-    GATE_CU(cudaMemcpy(dg, g.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(uploaded(dev, &dx0, x0));
+    GATE_CU(uploaded(dev, &dg, g));
     GATE_CU(poisoned(dev, &dxn, (size_t)rows));
     GATE_CU(poisoned(dev, &dy, (size_t)rows));
     GATE_CU(dev.alloc((void **)&dpart, (size_t)CLL_CU_EPI_MAX_BLOCKS * sizeof(double)));
