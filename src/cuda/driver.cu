@@ -259,7 +259,7 @@ static bool fold_consumers(const cll_cu_part *parts, int np) {
  * adds its rows to the residual and leaves q8_1(x * next norm) and per-32-row sums of squares; the
  * next product (consumers, np parts) scales its sums by 1/rms (*nin). Its fold row when the step may
  * (one token, no post norm, not a rank of a split model, d a multiple of 32 and at most 4096, the
- * consumers honour it, CLLAMA_CUDA_FOLD_NORM not 0); NULL: the residual + norm kernel runs. */
+ * consumers honour it, the fold on: CLLAMA_CUDA_FOLD_NORM=1 or the default); NULL: the residual + norm kernel runs. */
 static const cll_cu_gemv_impl *fold_producer(const cll_driver_state *s, int64_t n, bool tp, const cll_cu_part *prod,
                                              const float *post, const float *next_norm, const cll_cu_part *consumers,
                                              int np, double *part, cll_cu_resid_epi *e, cll_cu_norm_in *nin) {
