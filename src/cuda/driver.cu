@@ -19,15 +19,10 @@
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
                         int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
                         const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL,
-                        const cll_cu_splitk *sk = NULL, const cll_cu_gemv_args *fused = NULL, size_t pf_cap = SIZE_MAX,
-                        const cll_cu_norm_in *nin = NULL) {
+                        const cll_cu_splitk *sk = NULL, const cll_cu_gemv_args *fused = NULL, size_t pf_cap = SIZE_MAX) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
     if (epi) a.epi = *epi;
-    if (nin && nin->part) {
-        if (!(row ? row : p->gemv)->nin) return cudaErrorNotSupported; /* fold_consumers() said it would */
-        a.nin = *nin;
-    }
     if (sk) a.sk = *sk;
     if (fused) { /* the MoE decode fusions: routing and / or the activation done by the product */
         a.route = fused->route;
@@ -172,13 +167,12 @@ static cudaError_t gemm(cll_driver_state *s, const cll_cu_part *p, const float *
  * product the step runs after this one (its weights are prefetched into L2 by the last part) */
 static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
-                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1,
-                           const cll_cu_norm_in *nin = NULL) {
+                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1) {
     int xk = xh_kind; /* the parts' X, converted once (gemm); xh_kind >= 0: by its producer (fused_x's kind) */
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
-            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi, NULL, NULL, NULL, pf_cap, nin));
+            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi, NULL, NULL, NULL, pf_cap));
         } else if (const cll_cu_gemv_impl *fr = few_form_row(p, n)) { /* a few sequences' decode step */
             CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr, &s->sk));
         } else {
@@ -233,56 +227,6 @@ static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, int64_t n, 
     e->xn = s->xn;
     e->xq = s->xq;
     return e;
-}
-
-/* CLLAMA_CUDA_FOLD_NORM=1: the folded norm (see fold_producer) instead of the residual + norm kernel
- * between the o / down product and the next one. Off until measured in the step on the H200. */
-#define CLL_CU_FOLD_NORM_DEFAULT 0
-static bool fold_norm_on(void) {
-    static int on = -1; /* process-wide setting read once; not state */
-    if (on < 0) {
-        const char *v = getenv("CLLAMA_CUDA_FOLD_NORM");
-        on = v && *v ? v[0] == '1' : CLL_CU_FOLD_NORM_DEFAULT;
-    }
-    return on != 0;
-}
-
-/* whether every part of a product over the residual's width reads a folded norm (cll_cu_norm_in):
- * one token, each part's one-token row honours it */
-static bool fold_consumers(const cll_cu_part *parts, int np) {
-    for (int i = 0; i < np; i++)
-        if (!parts[i].gemv || !parts[i].gemv->nin || parts[i].w.n_mat != 1) return false;
-    return np > 0;
-}
-
-/* The folded norm (cll_cu_resid_epi on = CLL_CU_EPI_FOLD): the o (or down) product of a one-token step
- * adds its rows to the residual and leaves q8_1(x * next norm) and per-32-row sums of squares; the
- * next product (consumers, np parts) scales its sums by 1/rms (*nin). Its fold row when the step may
- * (one token, no post norm, not a rank of a split model, d a multiple of 32 and at most 4096, the
- * consumers honour it, the fold on: CLLAMA_CUDA_FOLD_NORM=1 or the default); NULL: the residual + norm kernel runs. */
-static const cll_cu_gemv_impl *fold_producer(const cll_driver_state *s, int64_t n, bool tp, const cll_cu_part *prod,
-                                             const float *post, const float *next_norm, const cll_cu_part *consumers,
-                                             int np, double *part, cll_cu_resid_epi *e, cll_cu_norm_in *nin) {
-    const int64_t d = s->dm->m->hp.n_embd;
-    if (n != 1 || tp || post || d % 32 || d / 32 > CLL_CU_NIN_MAX_PART || !fold_norm_on()) return NULL;
-    if (!fold_consumers(consumers, np) || prod->w.rows != d) return NULL;
-    const cll_cu_gemv_impl *row = cll_cu_gemv_fold_row(&prod->w);
-    if (!row) return NULL;
-    memset(e, 0, sizeof *e);
-    e->on = CLL_CU_EPI_FOLD;
-    e->x = s->x;
-    e->part = part;
-    e->norm = next_norm;
-    e->eps = s->dm->m->hp.eps;
-    e->xq = s->xq;
-    e->xn = s->xn; /* x * norm for float consumers (they read the f32 rows) */
-    e->hint = s->fold_hint;
-    nin->hint = s->fold_hint;
-    nin->part = part;
-    nin->n_part = (int32_t)(d / 32);
-    nin->d = (int32_t)d;
-    nin->eps = s->dm->m->hp.eps;
-    return row;
 }
 
 #define TRY(call) CLL_CU_TRY(call)
@@ -586,9 +530,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
      * the partial buffer holds */
     const int32_t n_chunks = attn_chunks(s, n);
     const int32_t chunk = (int32_t)cll_cdiv(s->p.n_ctx, n_chunks);
-    /* the q|k|v (or output) product's folded norm, left by the previous layer's down product */
-    cll_cu_norm_in nin_next;
-    memset(&nin_next, 0, sizeof nin_next);
     for (int32_t il = 0; il < hp->n_layer; il++) {
         const cll_layer *L = &m->layers[il];
         const cll_cu_layer *C = &dm->layers[il];
@@ -596,7 +537,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         const cll_cu_part *after_ffn = il + 1 < hp->n_layer ? &dm->layers[il + 1].qkv[0] : &dm->output;
         /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
         PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
-                                 xk_qkv, &nin_next));
+                                 xk_qkv));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -682,19 +623,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         cll_cu_resid_epi ep;
         /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
          * the residual (no fused tail) */
-        cll_cu_resid_epi efo; /* the folded norm into gate|up (dense layers) */
-        cll_cu_norm_in nin_gu;
-        memset(&nin_gu, 0, sizeof nin_gu);
-        const cll_cu_gemv_impl *fo = moe ? NULL
-                                          : fold_producer(s, n, tp, &C->wo, C->post_attn_norm, C->ffn_norm, C->gu,
-                                                          C->n_gu, s->rpart, &efo, &nin_gu);
-        const cll_cu_resid_epi *e1 = tp || fo ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
-        if (fo)
-            PTRY(CLL_PK_O, gemv(&C->wo, 1, NULL, s->ao, 0, s->aoq, 0, s->t, 0, s->st, &C->gu[0], &efo, fo, NULL, NULL,
-                                o_next_bytes()));
-        else
-            PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
-                                   o_next_bytes(), xko));
+        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
+        PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
+                               o_next_bytes(), xko));
         if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
         cll_cu_resid_args rr;
         memset(&rr, 0, sizeof rr);
@@ -708,7 +639,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.xh = moe || e1 ? NULL : fused_x(s, C->gu, C->n_gu, n, d, &xkg);
         rr.xh_plain = xkg == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the f32 rows only where the gate|up product reads them */
-        if (!e1 && !fo) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        if (!e1) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
             if (st != CLL_OK) return st;
@@ -725,7 +656,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             }
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down, NULL, SIZE_MAX,
-                                         xkg, &nin_gu));
+                                         xkg));
             const bool apf = n == 1 && act_pf_bytes();
             void *yh = fused_x(s, &C->down, 1, n, s->ff, &xkd);
             /* the f32 rows only where the down product reads them (not when it reads yh alone) */
@@ -741,35 +672,23 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                                       : n_out == 1 || few_form_row(&dm->output, n_out))
                     ? s->xq
                     : NULL;
-        cll_cu_resid_epi efd; /* the folded norm into the next q|k|v or the output head */
-        memset(&nin_next, 0, sizeof nin_next);
-        const bool last = il + 1 == hp->n_layer;
-        const cll_cu_gemv_impl *fd =
-            moe || (last && n_out != 1)
-                ? NULL
-                : fold_producer(s, n, tp, &C->down, rr.post, rr.next, last ? &dm->output : dm->layers[il + 1].qkv,
-                                last ? 1 : dm->layers[il + 1].n_qkv, s->rpart + CLL_CU_NIN_MAX_PART, &efd, &nin_next);
-        const cll_cu_resid_epi *e2 = moe || tp || fd ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
+        const cll_cu_resid_epi *e2 = moe || tp ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
         xk_qkv = -1;
         rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d, &xk_qkv)
                                             : NULL;
         rr.xh_plain = xk_qkv == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the next q|k|v product reads xh alone; the output head reads xn */
-        if (fd) {
-            PTRY(CLL_PK_DOWN, gemv(&C->down, 1, NULL, s->act, 0, s->actq, 0, s->t, 0, s->st, after_ffn, &efd, fd, NULL,
-                                   NULL, down_next_bytes()));
-        } else if (!moe) {
+        if (!moe) {
             PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2, down_next_bytes(),
                                       xkd));
             if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
         }
-        if (!e2 && !fd) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        if (!e2) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
     }
     if (n_out == 0) return CLL_OK;
     /* xn now holds output_norm(x) for every row */
     if (n == 1) {
-        PTRY(CLL_PK_OUTPUT, gemv(&dm->output, 1, NULL, s->xn, 0, s->xq, 0, s->logits, 0, s->st, NULL, NULL, NULL, NULL,
-                                 NULL, SIZE_MAX, &nin_next));
+        PTRY(CLL_PK_OUTPUT, gemv(&dm->output, 1, NULL, s->xn, 0, s->xq, 0, s->logits, 0, s->st));
     } else {
         PTRY(CLL_PK_OUTPUT, cll_cu_gather_rows(s->xn, d, rows, n_out, d, s->xo, d, s->st));
         const cll_cu_gemv_impl *fo = n_out == 1 ? dm->output.gemv : few_form_row(&dm->output, n_out);
@@ -1168,7 +1087,6 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->t, nb * d * F},
         {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
         {(void **)&s->rticket, sizeof(int)},
-        {(void **)&s->fold_hint, 2 * sizeof(float)},
         {(void **)&s->sk.ws, (size_t)CLL_CU_SPLITK_FLOATS(cll_cu_sm_count()) * F},
         {(void **)&s->kvblk, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)},
         {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},
@@ -1263,7 +1181,6 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     STRY(cudaMemset(kv, 0, (size_t)L * cells * (size_t)(s->kv_k + s->kv_v) * esz));
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaMemset(s->rticket, 0, sizeof(int)));
-    STRY(cudaMemset(s->fold_hint, 0, 2 * sizeof(float))); /* no rms yet: the first fold scales by 1 */
     STRY(cudaMemset(s->sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
     if (s->kvblk) STRY(cudaMemset(s->kvblk, 0, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)));
     s->sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());

@@ -166,13 +166,10 @@ void fill_report(cll_cuda_gate_report *rep, const Cmp &c, double tol) {
 
 cll_status verdict(cll_cuda_gate_report *rep, const char *what) {
     rep->passed = rep->n_bad == 0 && rep->n_clobbered == 0 && rep->q8_exact && rep->tables_exact &&
-                  (!rep->tail_checked || rep->tail_ok) && (!rep->fold_checked || rep->fold_ok);
+                  (!rep->tail_checked || rep->tail_ok);
     if (rep->tail_checked && !rep->tail_ok)
         return cll_err(CLL_ERR_INTERNAL, "gate %s (%s, %lldx%lld): fused residual tail: %s", rep->row, what,
                        (long long)rep->rows, (long long)rep->cols, rep->tail_why);
-    if (rep->fold_checked && !rep->fold_ok)
-        return cll_err(CLL_ERR_INTERNAL, "gate %s (%s, %lldx%lld): folded norm: %s", rep->row, what,
-                       (long long)rep->rows, (long long)rep->cols, rep->fold_why);
     if (rep->passed && rep->control_failed) return CLL_OK;
     if (rep->passed)
         return cll_err(CLL_ERR_INTERNAL, "gate %s: the poison control passed (the bar cannot fail)", rep->row);
@@ -216,12 +213,6 @@ cudaError_t poisoned(Dev &dev, float **p, size_t n) {
     return cudaMemset(*p, 0xFF, n * sizeof(float));
 }
 
-/* a device copy of v */
-cudaError_t uploaded(Dev &dev, float **p, const std::vector<float> &v) {
-    CLL_CU_RET(dev.alloc((void **)p, v.size() * sizeof(float)));
-    return cudaMemcpy(*p, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice);
-}
-
 /* outputs (nrow rows of width, ld apart) whose bits differ between a and b */
 int64_t count_bit_diffs(const std::vector<float> &a, const std::vector<float> &b, int64_t nrow, int64_t width, int64_t ld) {
     int64_t n = 0;
@@ -245,239 +236,12 @@ cll_status gate_tables_into(cll_cuda_gate_report *rep) {
     return CLL_OK;
 }
 
-/* got within ulps f32 ulps of want */
+/* ---- the fused residual tail of a one-product gemv (cll_cu_resid_epi) ---- */
 static bool ulp_close(float got, double want, int ulps) {
     if (isnan(got)) return false;
     const double u = ldexp(1.0, ilogb(want == 0.0 ? 1e-30 : want) - 23); /* one f32 ulp at want */
     return fabs((double)got - want) <= ulps * u;
 }
-
-/* ---- the folded norm (cll_cu_norm_in, cll_cu_resid_epi on = CLL_CU_EPI_FOLD) ---- */
-
-/* the double sum over 32 lanes' values as a warp's xor butterfly (16, 8, 4, 2, 1) adds them */
-static double butterfly_sum(double v[32]) {
-    for (int o = 16; o > 0; o >>= 1) {
-        double t[32];
-        for (int l = 0; l < 32; l++) t[l] = v[l] + v[l ^ o];
-        memcpy(v, t, sizeof t);
-    }
-    return v[0];
-}
-
-/* the c a fold scales by for an rms hint (cll_fold_c's rule, on the host) */
-static float fold_c_host(float hint) {
-    if (!(hint > 1e-30f && hint < 1e30f)) return 1.0f;
-    int k;
-    frexpf(hint, &k);
-    return ldexpf(1.0f, -k);
-}
-
-/* a's launch into one output row y, no tail */
-static cll_cu_gemv_args one_output(const cll_cu_gemv_args &a, float *y) {
-    cll_cu_gemv_args r = a;
-    r.y = y;
-    r.y_stride = 0;
-    memset(&r.epi, 0, sizeof r.epi);
-    return r;
-}
-
-/* the input side: y = plain y x 1/(c rms) of partials spread over 1e-4 .. 1e4 per element (two runs:
- * a small and a large rms, c one power of two off the rms's), rms left in hint[0] */
-static cll_status gate_fold_in(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, const cll_cu_gemv_args &a,
-                               const std::vector<float> &y1, int64_t rows, int64_t cols, Rng &rng, Dev &dev,
-                               cll_cuda_gate_report *rep, bool *ok) {
-    char *why = rep->fold_why;
-    const size_t cap = sizeof rep->fold_why;
-    const float eps = 1e-5f;
-    const int32_t np = (int32_t)(cols / 32);
-    *ok = false;
-    double *dpart = NULL;
-    float *dy = NULL, *dh = NULL;
-    GATE_CU(dev.alloc((void **)&dpart, (size_t)np * sizeof(double)));
-    GATE_CU(dev.alloc((void **)&dh, 2 * sizeof(float)));
-    GATE_CU(poisoned(dev, &dy, (size_t)rows));
-    for (int run = 0; run < 2; run++) {
-        const double per = run == 0 ? 1e-4 : 1e4; /* a row's mean square */
-        std::vector<double> part((size_t)np);
-        for (int32_t i = 0; i < np; i++) part[(size_t)i] = 32.0 * per * (0.5 + 0.5 * (double)(rng.uni() + 1.0f));
-        double lane[32];
-        for (int l = 0; l < 32; l++) {
-            double t = 0.0;
-            for (int k = 0; k < 4; k++) t += l + 32 * k < np ? part[(size_t)(l + 32 * k)] : 0.0;
-            lane[l] = t;
-        }
-        const double sum = butterfly_sum(lane);
-        const float rms = sqrtf((float)(sum / (double)cols) + eps);
-        const float c = 2.0f * fold_c_host(rms); /* one power of two off: the scale must take c as given */
-        const float hinit[2] = {-1.0f, c};
-        GATE_CU(cudaMemcpy(dpart, part.data(), (size_t)np * sizeof(double), cudaMemcpyHostToDevice));
-        GATE_CU(cudaMemcpy(dh, hinit, sizeof hinit, cudaMemcpyHostToDevice));
-        GATE_CU(cudaMemset(dy, 0xFF, (size_t)rows * sizeof(float)));
-        cll_cu_gemv_args an = one_output(a, dy);
-        an.nin.part = dpart;
-        an.nin.n_part = np;
-        an.nin.d = (int32_t)cols;
-        an.nin.eps = eps;
-        an.nin.hint = dh;
-        GATE_CU(impl->gemv(w, &an, 0));
-        GATE_CU(cudaDeviceSynchronize());
-        std::vector<float> yn((size_t)rows);
-        float hout[2];
-        GATE_CU(cudaMemcpy(yn.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
-        GATE_CU(cudaMemcpy(hout, dh, sizeof hout, cudaMemcpyDeviceToHost));
-        const float sc = (1.0f / rms) * (1.0f / c);
-        int64_t unscaled_pass = 0;
-        for (int64_t i = 0; i < rows; i++) {
-            const double want = (double)(y1[(size_t)i] * sc);
-            if (!ulp_close(yn[(size_t)i], want, 2)) {
-                snprintf(why, cap, "y[%lld] = %.7g, want y / (c rms) = %.7g, rms %.2g", (long long)i, yn[(size_t)i],
-                         want, (double)rms);
-                return CLL_OK;
-            }
-            unscaled_pass += ulp_close(y1[(size_t)i], want, 2); /* the control: the plain y must fail */
-        }
-        if (unscaled_pass == rows) {
-            snprintf(why, cap, "control: the unscaled y passed the scaled bar (rms %.3g)", (double)rms);
-            return CLL_OK;
-        }
-        if (hout[0] != rms || hout[1] != c) {
-            snprintf(why, cap, "hint left %.9g / %.9g, want rms %.9g / c %.9g", (double)hout[0], (double)hout[1],
-                     (double)rms, (double)c);
-            return CLL_OK;
-        }
-    }
-    *ok = true;
-    return CLL_OK;
-}
-
-/* the producer side: the fold row at a geometry (0: the quantized rows' default; 16, 8) with x0 at
- * scale xs and the rms hint `hint`: x bit-exact x0 + plain y, y untouched, xn = c x g, xq byte-exact
- * with cll_quantize_q8_1(c x g), each block's partial bit-exact, c in hint[1] */
-static cll_status gate_fold_out(const cll_cu_gemv_impl *fold, const cll_cu_weight *w, const cll_cu_gemv_args &a,
-                                const std::vector<float> &y1, int64_t rows, int geom, float xs, float hint, Rng &rng,
-                                Dev &dev, cll_cuda_gate_report *rep, bool *ok) {
-    char *why = rep->fold_why;
-    const size_t cap = sizeof rep->fold_why;
-    *ok = false;
-    const int64_t nblk = rows / 32;
-    std::vector<float> x0((size_t)rows), g((size_t)rows);
-    for (int64_t i = 0; i < rows; i++) {
-        x0[(size_t)i] = xs * rng.uni();
-        g[(size_t)i] = 0.5f + rng.uni();
-    }
-    float *dx = NULL, *dg = NULL, *dxn = NULL, *dy = NULL, *dh = NULL;
-    double *dbp = NULL;
-    void *dq = NULL;
-    GATE_CU(uploaded(dev, &dx, x0));
-    GATE_CU(uploaded(dev, &dg, g));
-    GATE_CU(dev.alloc((void **)&dbp, (size_t)nblk * sizeof(double)));
-    GATE_CU(cudaMemset(dbp, 0xFF, (size_t)nblk * sizeof(double)));
-    GATE_CU(dev.alloc(&dq, (size_t)nblk * sizeof(cll_block_q8_1)));
-    GATE_CU(cudaMemset(dq, 0xA5, (size_t)nblk * sizeof(cll_block_q8_1)));
-    GATE_CU(poisoned(dev, &dy, (size_t)rows));
-    GATE_CU(poisoned(dev, &dxn, (size_t)rows));
-    const float hinit[2] = {hint, -7.0f};
-    GATE_CU(dev.alloc((void **)&dh, sizeof hinit));
-    GATE_CU(cudaMemcpy(dh, hinit, sizeof hinit, cudaMemcpyHostToDevice));
-    cll_cu_gemv_args af = one_output(a, dy);
-    af.epi.on = CLL_CU_EPI_FOLD;
-    af.epi.x = dx;
-    af.epi.part = dbp;
-    af.epi.norm = dg;
-    af.epi.eps = 1e-5f;
-    af.epi.xq = dq;
-    af.epi.xn = dxn;
-    af.epi.hint = dh;
-    af.epi.geom = geom;
-    GATE_CU(fold->gemv(w, &af, 0));
-    GATE_CU(cudaDeviceSynchronize());
-    std::vector<float> x((size_t)rows), yf((size_t)rows), xw((size_t)rows), xn((size_t)rows);
-    std::vector<double> bp((size_t)nblk);
-    std::vector<cll_block_q8_1> q((size_t)nblk), qref((size_t)nblk);
-    float hout[2];
-    GATE_CU(cudaMemcpy(x.data(), dx, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
-    GATE_CU(cudaMemcpy(yf.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
-    GATE_CU(cudaMemcpy(xn.data(), dxn, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
-    GATE_CU(cudaMemcpy(bp.data(), dbp, (size_t)nblk * sizeof(double), cudaMemcpyDeviceToHost));
-    GATE_CU(cudaMemcpy(q.data(), dq, (size_t)nblk * sizeof(cll_block_q8_1), cudaMemcpyDeviceToHost));
-    GATE_CU(cudaMemcpy(hout, dh, sizeof hout, cudaMemcpyDeviceToHost));
-    const float c = fold_c_host(hint);
-    const char *gn = geom == 8 ? "8x4" : geom == 16 ? "16x2" : "default";
-    if (hout[1] != c) {
-        snprintf(why, cap, "fold %s: c %.9g, want %.9g for hint %.3g", gn, (double)hout[1], (double)c, (double)hint);
-        return CLL_OK;
-    }
-    for (int64_t i = 0; i < rows; i++) {
-        const float want = x0[(size_t)i] + y1[(size_t)i];
-        if (memcmp(&want, &x[(size_t)i], sizeof want)) {
-            snprintf(why, cap, "fold %s: x[%lld] = %.9g, want x0 + y = %.9g", gn, (long long)i, x[(size_t)i], want);
-            return CLL_OK;
-        }
-        if (!isnan(yf[(size_t)i])) {
-            snprintf(why, cap, "fold %s: y[%lld] written (%.9g)", gn, (long long)i, yf[(size_t)i]);
-            return CLL_OK;
-        }
-        xw[(size_t)i] = (x[(size_t)i] * g[(size_t)i]) * c;
-        if (memcmp(&xw[(size_t)i], &xn[(size_t)i], sizeof(float))) {
-            snprintf(why, cap, "fold %s: xn[%lld] = %.9g, want c x g = %.9g", gn, (long long)i, xn[(size_t)i],
-                     xw[(size_t)i]);
-            return CLL_OK;
-        }
-    }
-    cll_quantize_q8_1(xw.data(), qref.data(), rows);
-    if (memcmp(q.data(), qref.data(), q.size() * sizeof(cll_block_q8_1))) {
-        snprintf(why, cap, "fold %s: xq bytes differ from cll_quantize_q8_1(c x g)", gn);
-        return CLL_OK;
-    }
-    for (int64_t b = 0; b < nblk; b++) {
-        double sq[32];
-        for (int l = 0; l < 32; l++) {
-            const float xv = x[(size_t)(32 * b + l)];
-            sq[l] = (double)(xv * xv);
-        }
-        const double want = butterfly_sum(sq);
-        if (memcmp(&want, &bp[(size_t)b], sizeof want)) {
-            snprintf(why, cap, "fold %s: part[%lld] = %.17g, want %.17g", gn, (long long)b, bp[(size_t)b], want);
-            return CLL_OK;
-        }
-    }
-    *ok = true;
-    return CLL_OK;
-}
-
-cll_status gate_fold(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_cu_gemv_args a,
-                     const std::vector<float> &y1, int64_t rows, int64_t cols, Rng &rng, Dev &dev,
-                     cll_cuda_gate_report *rep) {
-    bool ok = true;
-    if (impl->nin && cols % 32 == 0 && cols / 32 <= CLL_CU_NIN_MAX_PART) {
-        rep->fold_checked = true;
-        rep->fold_ok = false;
-        const cll_status st = gate_fold_in(impl, w, a, y1, rows, cols, rng, dev, rep, &ok);
-        if (st != CLL_OK) return st;
-        if (!ok) return CLL_OK;
-    }
-    /* the producer side: the fold rows, beside the row whose sums they share (the type's w4u4 row; a
-     * float type's row), at each geometry, x0 tiny and large, the hint right, off or missing */
-    const cll_cu_sp_ops *sp = w->layout == CLL_CU_LAYOUT_SPLIT ? cll_cu_sp_ops_get(w->type) : NULL;
-    const cll_cu_gemv_impl *fold = cll_cu_gemv_fold_row(w);
-    if (fold && rows % 32 == 0 && (sp ? impl->gemv == sp->gemv : w->layout == 0)) {
-        rep->fold_checked = true;
-        rep->fold_ok = false;
-        const struct { int geom; float xs, hint; } runs[] = {
-            {16, 2.0f, 0.0f}, {8, 1e-4f, 3e-5f}, {16, 1e3f, 700.0f}, {8, 1e3f, 0.01f}, {0, 2.0f, NAN},
-        };
-        for (const auto &r : runs) {
-            if (!sp && r.geom == 8) continue; /* the float fold has one geometry */
-            const cll_status st = gate_fold_out(fold, w, a, y1, rows, r.geom, r.xs, r.hint, rng, dev, rep, &ok);
-            if (st != CLL_OK) return st;
-            if (!ok) return CLL_OK;
-        }
-    }
-    if (rep->fold_checked) rep->fold_ok = true;
-    return CLL_OK;
-}
-
-/* ---- the fused residual tail of a one-product gemv (cll_cu_resid_epi) ---- */
 
 cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_cu_gemv_args a,
                      const std::vector<float> &y1, int64_t rows, Rng &rng, Dev &dev, cll_cuda_gate_report *rep) {
@@ -494,8 +258,10 @@ cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_c
     double *dpart = NULL;
     int *dt = NULL;
     void *dq = NULL;
-    GATE_CU(uploaded(dev, &dx0, x0));
-    GATE_CU(uploaded(dev, &dg, g));
+    GATE_CU(dev.alloc((void **)&dx0, (size_t)rows * sizeof(float)));
+    GATE_CU(cudaMemcpy(dx0, x0.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&dg, (size_t)rows * sizeof(float)));
+    GATE_CU(cudaMemcpy(dg, g.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
     GATE_CU(poisoned(dev, &dxn, (size_t)rows));
     GATE_CU(poisoned(dev, &dy, (size_t)rows));
     GATE_CU(dev.alloc((void **)&dpart, (size_t)CLL_CU_EPI_MAX_BLOCKS * sizeof(double)));
@@ -874,8 +640,6 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     if (rep->exact_checked && !rep->exact_control_failed) rep->control_failed = false;
     if (nb == 1) {
         cll_status st = gate_tail(impl, &w, a, y, rows, rng, dev, rep);
-        if (st != CLL_OK) return st;
-        st = gate_fold(impl, &w, a, y, rows, cols, rng, dev, rep);
         if (st != CLL_OK) return st;
     }
     if (moe && impl->routes) {

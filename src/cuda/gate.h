@@ -30,10 +30,6 @@ typedef struct {
     bool tail_checked;     /* gemv nb = 1: the row also ran with the fused residual tail (cll_cu_resid_epi) */
     bool tail_ok;          /* ... and y, x + y, the RMS norm and its q8_1 bytes matched, the ticket reset */
     char tail_why[96];     /* the first mismatch, when not */
-    bool fold_checked;     /* gemv nb = 1: the folded norm's input side ran (a row with cll_cu_gemv_impl.nin), and
-                            * for the type's w4u4 row its fold producer (cll_cu_gemv_fold_row) */
-    bool fold_ok;          /* ... and y = plain y x 1/rms of the partials, x = x0 + y, xq, part matched */
-    char fold_why[96];     /* the first mismatch, when not */
     bool exact_checked;    /* a row claiming bit_exact ran beside its type's default row (same layout) */
     bool exact_control_failed; /* ... and a one-bit flip of the default's output was counted */
     int64_t n_exact_diff;  /* outputs whose bits differ from the default's (counted in n_bad) */
@@ -57,15 +53,6 @@ typedef struct {
  *   weight g, poisoned xn / xq): y must repeat bit for bit, x must be x0 + y (f32), xn the RMS
  *   norm of it times g (within 2 ulp of the f64-summed host norm; the poison control moves one
  *   element by 8 ulp and must fail), xq byte-exact with cll_quantize_q8_1(xn), the ticket 0.
- *   nb = 1 and a row that honours a folded norm (cll_cu_gemv_impl.nin, cols/32 <= 128 partials):
- *   twice more with partials of a small and a large rms and a scale c one power of two off it; each
- *   output must be the plain run's times 1/(c rms) (the host sums the partials in the kernel's
- *   order; within 2 ulp; the control: the plain outputs must fail that bar), rms left in the hint.
- *   For the type's w4u4 row or a float row (the fold producer's sums) at rows % 32 == 0, the fold
- *   producer too, at both block geometries (quantized types), x0 of scale 2, 1e-4 and 1e3, with a
- *   hint near, far and missing: x bit-exact x0 + plain y, y untouched (poisoned), xn = c x g and
- *   xq byte-exact with cll_quantize_q8_1(c x g), c = the hint's power of two, each block's partial
- *   the butterfly double sum of its 32 squares, bit for bit.
  * GEMM rows: nb tokens, weight of 2 matrices, matrix 1 multiplied, the panel cut into ~3 slabs.
  *   Expectation: f64 to_f32(w) . x (f32). Bar relative to sum |w_k x_k|: 2e-3 (f16 panel and f16 x:
  *   two roundings of 2^-11), 8e-3 (bf16 x), 1e-5 (f32).

@@ -75,14 +75,11 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *
  * order: the two give the same bits. */
 #define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
 template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return T == CLL_TYPE_F32 ? 4 : 8; } /* elements a 16-byte vector */
-/* NIN: the folded norm's input side (cll_cu_norm_in: x holds x * norm, the sums are scaled by 1/rms);
- * FOLD: the fold producer (WARPS == 32: a block owns 32 rows; cll_cu_resid_epi on = CLL_CU_EPI_FOLD) */
-template <int T, int WARPS, bool PRE, bool DB = false, bool NIN = false, bool FOLD = false>
+template <int T, int WARPS, bool PRE, bool DB = false>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
          const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
-         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi, const cll_cu_norm_in nin) {
-    static_assert(!FOLD || (WARPS == 32 && !PRE), "a fold block owns 32 rows, one a warp");
+         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
     constexpr int EPV = gemv_f_epv<T>();
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
@@ -104,14 +101,12 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     const float *xr = x + b * x_stride;
     const int64_t nvec = cols / EPV;
     float acc = 0.0f;
-    CllNinPart np; /* NIN: the partials, loaded after the wait */
     if constexpr (PRE) {
         uint4 wb[GEMV_F_PRE_V];
 #pragma unroll
         for (int i = 0; i < GEMV_F_PRE_V; i++)
             if (live && lane + 32 * i < nvec) wb[i] = ld_stream(wv + lane + 32 * i);
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
-        if constexpr (NIN) np = cll_nin_load(nin, lane);
         if (!live) {
             if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
@@ -131,7 +126,6 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             w3 = ld_stream(wv + v + 96);
         }
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
-        if constexpr (NIN) np = cll_nin_load(nin, lane);
         if (!live) { /* past the rows: nothing but the tail */
             if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
@@ -176,22 +170,12 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     }
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
     acc = cll_warp_sum(acc);
-    if constexpr (FOLD) { /* the block's 32 sums to warp 0, which folds them */
-        __shared__ float fv[32];
-        if (lane == 0) fv[warp] = acc;
-        __syncthreads();
-        if (warp == 0) cll_epi_fold(epi, blockIdx.x, fv[lane], lane);
-        cll_l2_prefetch_next(pfn, pfb);
-    } else {
-        float ns = 1.0f;
-        if constexpr (NIN) ns = cll_nin_scale(nin, np);
-        if (lane == 0) {
-            y[b * y_stride + row] = NIN ? __fmul_rn(acc, ns) : acc;
-            if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
-        }
-        cll_l2_prefetch_next(pfn, pfb);
-        if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+    if (lane == 0) {
+        y[b * y_stride + row] = acc;
+        if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
     }
+    cll_l2_prefetch_next(pfn, pfb);
+    if (epi.on) cll_epi_finish(epi, rows, epi_acc);
 }
 
 template <int T>
@@ -203,37 +187,12 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
                                        cll_cu_gemv_f_pre_mode());
     static int db_on = -1; /* CLLAMA_CUDA_GEMV_F_DB=0: the single buffer (A/B; the same sums, the same bits) */
     const bool db = !pre && cll_cu_env_flag(&db_on, "CLLAMA_CUDA_GEMV_F_DB", true);
-    if (a->epi.on == CLL_CU_EPI_FOLD) return cudaErrorInvalidValue; /* the fold launcher's */
-    const bool nin = a->nin.part != NULL;
-    if (nin && (a->nb != 1 || a->mat_ids || a->nin.n_part > CLL_CU_NIN_MAX_PART)) return cudaErrorInvalidValue;
-    auto k = pre  ? (nin ? k_gemv_f<T, CLL_GEMV_WARPS, true, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, true>)
-             : db ? (nin ? k_gemv_f<T, CLL_GEMV_WARPS, false, true, true> : k_gemv_f<T, CLL_GEMV_WARPS, false, true>)
-                  : (nin ? k_gemv_f<T, CLL_GEMV_WARPS, false, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>);
-    CLL_CU_RET(cll_cu_launch(k, grid, dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols, (int64_t)w->row_stride,
-                             (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride, a->y, a->y_stride,
-                             cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes, a->epi, a->nin));
+    CLL_CU_RET(cll_cu_launch(pre ? k_gemv_f<T, CLL_GEMV_WARPS, true> : db ? k_gemv_f<T, CLL_GEMV_WARPS, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>, grid,
+                             dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
+                             (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
+                             a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
+                             a->epi));
     return cudaGetLastError();
-}
-
-/* the fold producer of a float weight (cll_cu_gemv_fold_row): blocks of 32 warps own 32 rows, one
- * row a warp, double-buffered as the default row (its sums, its bits) */
-template <int T>
-static cudaError_t gemv_f_fold_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
-    if (!a->x || a->nb != 1 || a->mat_ids || a->nin.part || ((uintptr_t)a->x & 15) || w->rows % 32 ||
-        a->epi.on != CLL_CU_EPI_FOLD || !a->epi.x || !a->epi.part)
-        return cudaErrorInvalidValue;
-    CLL_CU_RET(cll_cu_launch(k_gemv_f<T, 32, false, true, false, true>, dim3((unsigned)(w->rows / 32), 1), dim3(32 * 32), 0,
-                             st, w->d, w->rows, w->cols, (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat,
-                             (const int32_t *)NULL, a->x, a->x_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(),
-                             a->pf_next, a->pf_bytes, a->epi, a->nin));
-    return cudaGetLastError();
-}
-
-cll_cu_gemv_fn cll_cu_gemv_f_fold(uint32_t type) {
-    return type == CLL_TYPE_F32    ? gemv_f_fold_launch<CLL_TYPE_F32>
-           : type == CLL_TYPE_F16  ? gemv_f_fold_launch<CLL_TYPE_F16>
-           : type == CLL_TYPE_BF16 ? gemv_f_fold_launch<CLL_TYPE_BF16>
-                                   : NULL;
 }
 
 static const cll_cu_fmt_ops k_ops[] = {

@@ -40,15 +40,12 @@ static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b
 
 /* ONE: the launcher guarantees ng <= 32 U (the whole row in the first U groups a lane, loaded before
  * the PDL wait): no second buffer, so U = 4 costs the registers of U = 2 double-buffered */
-/* EPI: 0 none, 1 the ticket tail, CLL_CU_EPI_FOLD the folded norm (WARPS x R == 32: a block owns
- * 32 rows; y is not written). nin: the folded norm's input side (cll_cu_norm_in; part NULL: none) */
-template <class S, int WARPS, int U, int EPI, bool RT, int MINB = SP_MIN_BLOCKS, int R = 1, bool ONE = false, bool NIN = false>
+template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS, int R = 1, bool ONE = false>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
           float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi,
-          const cll_cu_route rt, const cll_cu_norm_in nin) {
-    static_assert(EPI != CLL_CU_EPI_FOLD || WARPS * R == 32, "a fold block owns 32 rows");
+          const cll_cu_route rt) {
     typedef typename S::Wv Wv;
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
@@ -88,8 +85,6 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
         }
     }
     if (!RT && !mat_ids) cll_pdl_wait(); /* the activation's producer */
-    CllNinPart np;
-    if constexpr (NIN) np = cll_nin_load(nin, lane); /* after the wait: the producer wrote them */
     const cll_block_q8_1 *xb = xq + b * xq_stride;
     float acc[R];
 #pragma unroll
@@ -123,30 +118,16 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
 #pragma unroll
             for (int r = 0; r < R; r++) cur[r][u] = nxt[r][u];
     }
-    float ns = 1.0f;
-    if constexpr (NIN) ns = cll_nin_scale(nin, np);
-    if constexpr (EPI == CLL_CU_EPI_FOLD) { /* the block's 32 sums to warp 0, which folds them */
-        __shared__ float fv[32];
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float v = cll_warp_sum(acc[r]);
-            if (lane == 0) fv[warp * R + r] = v;
+    for (int r = 0; r < R; r++) {
+        const float v = cll_warp_sum(acc[r]);
+        if (live && lane == 0 && row0 + r < rows) {
+            y[b * y_stride + row0 + r] = v;
+            if (EPI) epi_acc += cll_epi_row(epi, row0 + r, v);
         }
-        __syncthreads();
-        if (warp == 0) cll_epi_fold(epi, blockIdx.x, fv[lane], lane);
-        cll_l2_prefetch_next(pfn, pfb);
-    } else {
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const float v = cll_warp_sum(acc[r]);
-            if (live && lane == 0 && row0 + r < rows) {
-                y[b * y_stride + row0 + r] = NIN ? __fmul_rn(v, ns) : v;
-                if (EPI) epi_acc += cll_epi_row(epi, row0 + r, v);
-            }
-        }
-        cll_l2_prefetch_next(pfn, pfb);
-        if (EPI) cll_epi_finish(epi, rows, epi_acc);
     }
+    cll_l2_prefetch_next(pfn, pfb);
+    if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
 /* ---- k_gemv_spk<S, KS, U, MINB>: the long rows (down) split over KS warps ----
@@ -245,46 +226,13 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
     if (a->act_in.gu) return cudaErrorNotSupported; /* the staging of k_gemv_spx only */
-    if (a->epi.on == CLL_CU_EPI_FOLD) return cudaErrorInvalidValue; /* the fold launcher's */
-    if (a->nin.part && (a->nb != 1 || a->mat_ids || a->route.logits || a->nin.n_part > CLL_CU_NIN_MAX_PART))
-        return cudaErrorInvalidValue;
-    auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, 0, true, MINB, R, ONE>
-             : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, 1, false, MINB, R, ONE>
-             : a->nin.part   ? k_gemv_sp<S, SP_WARPS, U, 0, false, MINB, R, ONE, true>
-                             : k_gemv_sp<S, SP_WARPS, U, 0, false, MINB, R, ONE>;
+    auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, false, true, MINB, R, ONE>
+             : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, true, false, MINB, R, ONE>
+                             : k_gemv_sp<S, SP_WARPS, U, false, false, MINB, R, ONE>;
     return cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
                         a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
-                        a->epi, a->route, a->nin);
-}
-
-/* the fold producer (cll_cu_gemv_fold_row): blocks that own 32 rows each, 16 warps x 2 rows (one
- * block an SM's worth of registers, <= 128) or, CLLAMA_CUDA_FOLD_GEOM=8, 8 warps x 4 rows (two an SM,
- * beside an attention block); a row of <= 128 groups is whole in flight before the PDL wait (four
- * groups a lane), a longer one double-buffers two (one at 8 x 4) groups a lane. w4u4's sums. */
-static int sp_fold_warps(void) {
-    static int v = -1; /* process-wide setting read once; not state */
-    if (v < 0) {
-        const char *e = getenv("CLLAMA_CUDA_FOLD_GEOM");
-        v = e && atoi(e) == 8 ? 8 : 16;
-    }
-    return v;
-}
-template <class S> static cudaError_t sp_fold_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
-    if (!a->xq || a->nb != 1 || a->mat_ids || a->route.logits || a->act_in.gu || a->nin.part || w->cols % S::QK ||
-        w->layout != CLL_CU_LAYOUT_SPLIT || w->rows % 32 || a->epi.on != CLL_CU_EPI_FOLD || !a->epi.x || !a->epi.part)
-        return cudaErrorInvalidValue;
-    const int64_t ng = w->cols / 32;
-    const dim3 grid((unsigned)(w->rows / 32), 1);
-    const int nw = a->epi.geom == 8 || a->epi.geom == 16 ? a->epi.geom : sp_fold_warps();
-    auto k = nw == 8 ? (ng <= 128 ? k_gemv_sp<S, 8, 4, CLL_CU_EPI_FOLD, false, 2, 4, true>
-                                  : k_gemv_sp<S, 8, 1, CLL_CU_EPI_FOLD, false, 2, 4, false>)
-             : ng <= 128 ? k_gemv_sp<S, 16, 4, CLL_CU_EPI_FOLD, false, 1, 2, true>
-                         : k_gemv_sp<S, 16, 2, CLL_CU_EPI_FOLD, false, 1, 2, false>;
-    return cll_cu_launch(k, grid, dim3(nw * 32), 0, st, w->d, w->rows, ng, (int64_t)w->row_stride,
-                         (int64_t)w->mat_stride, w->n_mat, (const int32_t *)NULL, (const cll_block_q8_1 *)a->xq,
-                         a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes, a->epi,
-                         a->route, a->nin);
+                        a->epi, a->route);
 }
 
 /* the long rows split over KS warps (k_gemv_spk), everything else by F (the type's base form) */
@@ -294,7 +242,6 @@ static cudaError_t spk_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
         return cudaErrorInvalidValue;
     const int64_t ng = w->cols / 32;
     if (!cll_cu_sp_ks(ng, KS, U, a->mat_ids || a->route.logits || a->act_in.gu)) return F(w, a, st);
-    if (a->nin.part || a->epi.on == CLL_CU_EPI_FOLD) return cudaErrorNotSupported; /* the k_gemv_sp rows' */
     const dim3 grid((unsigned)cll_cdiv(w->rows, 2 * (SP_WARPS / KS)), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     auto k = a->epi.on ? k_gemv_spk<S, KS, U, MINB, true> : k_gemv_spk<S, KS, U, MINB, false>;
@@ -497,7 +444,6 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     const int64_t ng = w->cols / 32;
     const size_t smem = (size_t)ng * SP_XW * 4;
     if (act && (smem > SPX_MAX_SMEM || a->epi.on || a->route.logits)) return cudaErrorNotSupported;
-    if (a->nin.part || a->epi.on == CLL_CU_EPI_FOLD) return cudaErrorNotSupported; /* the k_gemv_sp rows' */
     if (smem > SPX_MAX_SMEM) return sp_gemv_launch<S>(w, a, st);
     const int sms = cll_cu_sm_count(), bps = spx_blocks_per_sm<S, R, U, MINB>(smem);
     const int kbps = spx_blocks_per_sm<S, KR, KU>(smem); /* the kernel whose split-K this takes, at its residency */
@@ -628,7 +574,7 @@ template <uint32_t T> static constexpr cll_cu_gemv_fn sp_base_launch() {
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
      spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G, SP_G1(T), SP_GP(T), SP_GP1(T), SP_GK(T),                                     \
      sp_get_rows_launch<CuSp<T>>, sp_panel_launch<CuSp<T>>, sp_pack_rows<CuSp<T>>, CuSp<T>::QK, NAME,                \
-     cu_moe_launch<CuMoeRowSp<CuSp<T>>>, sp_row_bytes<CuSp<T>, T>, sp_fold_launch<CuSp<T>>}
+     cu_moe_launch<CuMoeRowSp<CuSp<T>>>, sp_row_bytes<CuSp<T>, T>}
 static const cll_cu_sp_ops k_sp_ops[] = {
     SP_OPS(CLL_TYPE_Q4_0, "gemv_q4_0_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_Q4_0), SP_Y4(CLL_TYPE_Q4_0), SP_G(CLL_TYPE_Q4_0)),
     SP_OPS(CLL_TYPE_Q8_0, "gemv_q8_0_split_w4u4_dp4a", SP_NOW, NULL, SP_Y4(CLL_TYPE_Q8_0), SP_G4(CLL_TYPE_Q8_0)),

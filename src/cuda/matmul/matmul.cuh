@@ -36,16 +36,7 @@ typedef struct {
  * double sum of its rows' squares in part[block]; the grid's last block to finish (an atomic
  * ticket, reset by that block) sums the partials in a fixed order and writes the next RMS
  * norm, xn = (x * 1/rms) * norm (norm NULL: ones), and its q8_1 blocks (xq NULL: none). y is
- * still written. on = 0: no tail. Replaces the residual+norm kernel between two gemvs.
- * on = CLL_CU_EPI_FOLD (the norm folded into the next product; only the fold launchers,
- * cll_cu_gemv_fold_row): block b of the launch owns rows 32b .. 32b + 31 (rows % 32 == 0); their
- * writers add them to the residual, x[i] += y[i], and block b leaves xq's block b = q8_1(c * x *
- * norm) over its rows (NOT divided by the rms), xn (if not NULL) = c * x * norm, and part[b] = the
- * double sum of its rows' squares. c is a power of two near 1/rms from hint[0] (the rms the last
- * folded norm's products measured, this step's previous fold or the last step's: the residual's
- * scale moves slowly), so the q8_1 blocks' fp16 d and s stay in range as the normed row's would;
- * block 0 leaves c in hint[1]. y is not written, and no ticket: the products that read xq next
- * take the rms from the partials (cll_cu_norm_in) and scale their sums by 1/(c rms). */
+ * still written. on = 0: no tail. Replaces the residual+norm kernel between two gemvs. */
 #define CLL_CU_EPI_MAX_BLOCKS 65536
 typedef struct {
     int on;
@@ -56,28 +47,7 @@ typedef struct {
     float eps;
     float *xn;             /* (rows) */
     void *xq;              /* q8_1 blocks of xn, or NULL */
-    float *hint;           /* CLL_CU_EPI_FOLD: (2) [0] the last folded norm's rms (<= 0 or not finite:
-                            * none, c = 1), [1] the c this launch scaled by (out) */
-    int geom;              /* CLL_CU_EPI_FOLD: the quantized fold rows' warps a block (16: 16 x 2 rows, 8:
-                            * 8 x 4; 0: CLLAMA_CUDA_FOLD_GEOM, else 16) */
 } cll_cu_resid_epi;
-#define CLL_CU_EPI_FOLD 2
-
-/* Optional input side of a folded norm (cll_cu_resid_epi on = CLL_CU_EPI_FOLD): the product reads
- * q8_1(c * x * norm) and scales each output by 1/(c rms), c = hint[1], rms = sqrtf(sum / d + eps),
- * sum = the n_part partials summed in double (lane l of a warp takes part[l], part[l + 32], ..,
- * then a butterfly: one fixed order), so its outputs are the RMS-normed input's up to the q8_1
- * rounding of the c-scaled values. Thread 0 of block 0 leaves rms in hint[0] for the next fold.
- * part NULL: none. n_part <= CLL_CU_NIN_MAX_PART (four a lane). nb == 1, no mat_ids; only rows
- * with cll_cu_gemv_impl.nin honour it. */
-#define CLL_CU_NIN_MAX_PART 128
-typedef struct {
-    const double *part;
-    int32_t n_part;
-    int32_t d;
-    float eps;
-    float *hint;           /* (2) as cll_cu_resid_epi.hint: reads [1], thread 0 of block 0 writes [0] */
-} cll_cu_norm_in;
 
 /* Scratch of the split-K products (the int8 tensor-core tile of 9..64 tokens, gemv_mma.cu):
  * room for ws_floats float partial sums and n_tickets ints, zero between launches (each launch
@@ -124,8 +94,7 @@ typedef struct {
      * product's tail and the small kernels before the next one. NULL / 0: none. */
     const void *pf_next;
     size_t pf_bytes;
-    cll_cu_resid_epi epi;  /* nb == 1, no mat_ids; every gemv row honours on = 1 */
-    cll_cu_norm_in nin;    /* the rows with cll_cu_gemv_impl.nin only */
+    cll_cu_resid_epi epi;  /* nb == 1, no mat_ids; every gemv row honours it */
     cll_cu_splitk sk;      /* split-K scratch for the rows that split K over blocks (zeros: none) */
     cll_cu_route route;    /* nb == route.k, no mat_ids, no epi; the split rows only */
     /* optional (gu non-NULL): the product's input is the gated activation of gate|up rows, b's at
@@ -187,7 +156,6 @@ typedef struct {
     bool routes;           /* honours cll_cu_gemv_args.route (the decode MoE self-routing) */
     bool acts;             /* honours cll_cu_gemv_args.act_in (the activation computed in the staging) */
     cll_cu_fgemm_fn fgemm; /* the fused dequant-in-tile GEMM rows (CLL_KOP_GEMM); NULL otherwise */
-    bool nin;              /* honours cll_cu_gemv_args.nin (the k_gemv_sp rows, one token) */
 } cll_cu_gemv_impl;
 
 /* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),
@@ -282,8 +250,5 @@ typedef struct cll_kernel_table cll_kernel_table;
 const cll_kernel_table *cll_cu_kernel_table(void);
 /* the gemv row for a weight type: the default, or the row an override names (CLLAMA_KERNEL); NULL: not served */
 const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols);
-/* the fold producer of a one-token product (cll_cu_resid_epi on = CLL_CU_EPI_FOLD: blocks of 32 rows,
- * 16 warps of 2 rows, w4u4's sums), NULL when the weight's type or layout has none or rows % 32 */
-const cll_cu_gemv_impl *cll_cu_gemv_fold_row(const cll_cu_weight *w);
 
 #endif

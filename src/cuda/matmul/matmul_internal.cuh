@@ -60,8 +60,6 @@ typedef struct {
     cll_cu_moe_fn moe;           /* grouped MoE product over the split layout */
     size_t (*row_bytes)(int64_t cols); /* a row's device bytes in this layout (before the 16-byte
                                           rounding): the file's, or more (IQ3_S's nibble form) */
-    cll_cu_gemv_fn gemv_fold;    /* the fold producer (cll_cu_gemv_fold_row): k_gemv_sp in blocks of 32
-                                    rows with the folded norm's tail (w4u4's sums) */
 } cll_cu_sp_ops;
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type);
 /* each split type's one-token form for the rows w4r2ks4 does not split (rows.cu's form codes: 0 w4u4,
@@ -96,9 +94,6 @@ cll_cu_fgemm_fn cll_cu_sp_fused_gemm(uint32_t type);
  * false when the shape does not fit its shared memory */
 bool cll_cu_tma_geometry(int64_t rows, int64_t cols, size_t row_stride, int *rt, int *ns, uint32_t *stage_bytes,
                          size_t *smem);
-
-/* the fold producer of a float weight type (gemv_float.cu; NULL: not a float type) */
-cll_cu_gemv_fn cll_cu_gemv_f_fold(uint32_t type);
 
 /* per family: the ops of type, or NULL */
 const cll_cu_fmt_ops *cll_cu_fmt_legacy(uint32_t type);

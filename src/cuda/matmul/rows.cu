@@ -171,7 +171,7 @@ static const uint32_t k_types[CU_NTYPES] = {
 #undef CU_TYPE_ID
 };
 static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
-static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false, false, NULL, false};
+static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false, false, NULL};
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K,
                                       CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S};
@@ -182,8 +182,6 @@ static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_N
     k_spr2u1g_impl[CU_NSP], k_spr2pre_impl[CU_NSP], k_spr2pre1w_impl[CU_NSP], k_spr2ks4_impl[CU_NSP];
 /* the grouped MoE rows: layout 0 (block types, k_types order) and split */
 static cll_cu_gemv_impl k_moe_impl[CU_NTYPES], k_moe_sp_impl[CU_NSP];
-static cll_cu_gemv_impl k_fold_impl[CU_NSP]; /* the fold producers (not registry rows: the driver's tail) */
-static cll_cu_gemv_impl k_fold_f_impl[CU_NTYPES]; /* ... of the float types (layout 0) */
 /* a layout-0 row stays a default unless its type has a default split row */
 static bool has_split(uint32_t t) {
     for (int i = 0; i < CU_NSP; i++)
@@ -397,10 +395,6 @@ static void fill_impls(void) {
         k_gemv_impl[i].gemv = o ? o->gemv : NULL;
         k_gemv_impl[i].needs_q8 = o && o->qk > 1;
         k_gemv_impl[i].layout = 0;
-        k_gemv_impl[i].nin = cll_cu_gemv_f_fold(k_types[i]) != NULL; /* k_gemv_f honours a folded norm */
-        k_fold_f_impl[i] = k_gemv_impl[i];
-        k_fold_f_impl[i].gemv = cll_cu_gemv_f_fold(k_types[i]);
-        k_fold_f_impl[i].nin = false;
         k_moe_impl[i].moe = o ? o->moe : NULL;
         k_moe_impl[i].layout = 0;
     }
@@ -410,11 +404,9 @@ static void fill_impls(void) {
         k_sp_impl[i].needs_q8 = true;
         k_sp_impl[i].layout = CLL_CU_LAYOUT_SPLIT;
         k_sp_impl[i].routes = true; /* k_gemv_sp / k_gemv_spx honour cll_cu_route */
-        k_sp_impl[i].nin = true;    /* k_gemv_sp honours a folded norm's input (w4r2ks4: its short rows) */
         k_spx2_impl[i] = k_sp_impl[i];
         k_spx2_impl[i].gemv = o ? o->gemv_r2 : NULL;
         k_spx2_impl[i].acts = true; /* k_gemv_spx stages its input: it can compute it (act_in) */
-        k_spx2_impl[i].nin = false;
         /* a row of the same kind as base (its flags) with another kernel */
         auto like = [i](cll_cu_gemv_impl *dst, const cll_cu_gemv_impl &base, cll_cu_gemv_fn fn) {
             dst[i] = base;
@@ -437,11 +429,6 @@ static void fill_impls(void) {
         k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
         k_tma_impl[i].routes = false;
         k_tma_impl[i].acts = false;
-        k_tma_impl[i].nin = false;
-        k_fold_impl[i] = k_sp_impl[i];
-        k_fold_impl[i].gemv = o ? o->gemv_fold : NULL;
-        k_fold_impl[i].routes = false;
-        k_fold_impl[i].nin = false; /* a producer: it takes no folded norm in */
         k_few_impl[i] = k_tma_impl[i];
         k_few_impl[i].gemv = cll_cu_sp_few_gemv(k_sp_types[i]);
         k_few_impl[i].few = true;
@@ -473,20 +460,6 @@ static cll_kernel_shape cu_shape(uint32_t type, int64_t rows, int64_t cols, int6
     sh.cols = cols;
     sh.n_tokens = n_tokens;
     return sh;
-}
-
-const cll_cu_gemv_impl *cll_cu_gemv_fold_row(const cll_cu_weight *w) {
-    cll_cu_kernel_table(); /* the impls filled */
-    if (w->n_mat != 1 || w->rows % 32) return NULL;
-    if (w->layout == 0) {
-        for (int i = 0; i < CU_NTYPES; i++)
-            if (k_types[i] == w->type) return k_fold_f_impl[i].gemv ? &k_fold_f_impl[i] : NULL;
-        return NULL;
-    }
-    if (w->layout != CLL_CU_LAYOUT_SPLIT) return NULL;
-    for (int i = 0; i < CU_NSP; i++)
-        if (k_sp_types[i] == w->type) return k_fold_impl[i].gemv ? &k_fold_impl[i] : NULL;
-    return NULL;
 }
 
 const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols) {
