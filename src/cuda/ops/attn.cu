@@ -784,24 +784,10 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
         }
         fs_commit();
     };
-    /* tile t's K and V rows asked of L2 (128-byte lines; a hint, l2_ahead tiles past the staged ones) */
-    auto l2_tile = [&](int t) {
-        if (t >= nt) return;
-        constexpr int LINES = ROWB / 128;
-        const int32_t k0 = g.c0 + t * TK;
-        const int nk = min(TK, g.c1 - k0);
-        for (int i = threadIdx.x; i < 2 * nk * LINES; i += 32 * W) {
-            const int which = i / (nk * LINES), rem = i % (nk * LINES), j = rem / LINES, ln = rem % LINES;
-            prefetch_l2((const char *)(which ? a.vc : a.kc) + (krow(k0 + j) * ks + kvo) * 2 + ln * 128);
-        }
-    };
-    const int ahead = a.l2_ahead;
     /* cells before pos were written by earlier steps: their copies may start before the wait;
      * pos itself is patched below (fused rope) or, unfused, everything waits */
-    if (a.fuse_rope) {
+    if (a.fuse_rope)
         for (int t = 0; t < NS - 1; t++) issue(t);
-        for (int t = NS - 1; t < NS - 1 + ahead; t++) l2_tile(t);
-    }
     cll_pdl_wait();
     cll_pdl_trigger();
     fa_pf_next(a, g);
@@ -855,7 +841,6 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
         fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
         __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
         issue(t + NS - 1);
-        if (ahead) l2_tile(t + NS - 1 + ahead);
         const unsigned char *st = fs_smem + (t % NS) * STAGE;
         const int32_t k0 = g.c0 + t * TK;
         const int cs = min(TK, g.c1 - k0);
@@ -1222,9 +1207,6 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
                                                       : stream      ? (ns ? 1 : FS_PER_SM)
                                                                     : FA_PER_SM);
         if (stream) {
-            static int c_ahead = -2; /* CLLAMA_CUDA_ATTN_L2AHEAD=N: tiles asked of L2 past the stages (A/B) */
-            const int ahead = cll_cu_env_nonneg(&c_ahead, "CLLAMA_CUDA_ATTN_L2AHEAD");
-            if (ac.l2_ahead <= 0) ac.l2_ahead = ahead > 0 ? (ahead < 16 ? ahead : 16) : 0;
             if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, s));
             else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, s));
             else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, s));

@@ -175,9 +175,6 @@ typedef struct {
     float scale;
     int32_t chunk, n_chunks;
     int32_t min_chunk;     /* GQA kernel: fewest keys per chunk (0: CLLAMA_CUDA_ATTN_MIN_CHUNK, else cll_cu_attn_min_chunk) */
-    int32_t l2_ahead;      /* streaming kernel: tiles past the staged ones whose K / V rows a block asks L2 for
-                            * (more DRAM requests in flight than the stages hold; a hint; set by cll_cu_attention
-                            * from CLLAMA_CUDA_ATTN_L2AHEAD, 0 none) */
     int32_t kv_pf_keys;    /* split GQA kernel: keys of its first sub-chunk whose K / V rows a block asks L2 for
                             * first (set by cll_cu_attention: cll_cu_attn_kv_pf_keys, or CLLAMA_CUDA_ATTN_KV_PF; 0 none) */
     float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
