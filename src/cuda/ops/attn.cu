@@ -739,9 +739,10 @@ template <int NV> static __device__ __forceinline__ void fs_v(const unsigned cha
     }
 }
 
-template <int HD, int HG, bool PG, int BODY, int NSX = 0>
+template <int HD, int HG, bool PG, int BODY, int NSX = 0, bool PW = false>
 __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 0 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
     constexpr bool WI = BODY == FS_WI, TC = BODY == FS_TC;
+    static_assert(!PW || TC, "the per-warp pipeline: the tensor-core body only (a warp reads only its own keys' rows)");
     static_assert(!TC || HD <= 128, "the tensor-core body keeps HD / 8 accumulators and HD / 8 q fragments a lane");
     constexpr int W = FS_WARPS, LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, TK = FS_TK;
     constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = NSX ? NSX : FsGeo<HD>::NS, CPR = ROWB / 16;
@@ -765,7 +766,17 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
             const int32_t k0 = g.c0 + t * TK;
             const int nk = min(TK, g.c1 - k0);
             unsigned char *st = fs_smem + (t % NS) * STAGE;
-            if (TC) { /* thread: chunk q of rows j, j + RPI, ..: a K and a V copy per row; every
+            if (PW) { /* the warp's own KW rows of the tile (the only ones its body reads), a K and a V copy
+                       * per 16-byte chunk, zeros past the chunk as below */
+                constexpr int KW = TK / W;
+                for (int i = lane; i < KW * CPR; i += 32) {
+                    const int j = warp * KW + i / CPR, q = i % CPR;
+                    const bool ok = j < nk;
+                    const int64_t o = (krow(k0 + (ok ? j : 0)) * ks + kvo) * 2 + q * 16;
+                    fs_cp16z(st + fs_swz(j, q), (const char *)a.kc + o, ok);
+                    fs_cp16z(st + TK * ROWB + fs_swz(j, q), (const char *)a.vc + o, ok);
+                }
+            } else if (TC) { /* thread: chunk q of rows j, j + RPI, ..: a K and a V copy per row; every
                                  * row of the tile, zeros past the chunk (p = 0 must meet a finite V) */
                 const int q = threadIdx.x % CPR;
                 for (int j = threadIdx.x / CPR; j < TK; j += 32 * W / CPR) {
@@ -794,6 +805,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     if (g.c >= g.nc) return;
     if (!a.fuse_rope)
         for (int t = 0; t < NS - 1; t++) issue(t);
+    if (PW) issue(NS - 1); /* the last stage is free: its tile streams while the rope runs */
     const bool has_pos = g.pos >= g.c0 && g.pos < g.c1;
     if (a.fuse_rope) fa_rope(a.rope, buf, HD, g.r, g.h0, g.hg, g.kvh, g.pos, has_pos);
     const int sub = lane / LPK, l = lane % LPK;
@@ -838,13 +850,33 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
         for (int n = 0; n < TNT; n++) tacc[n][0] = tacc[n][1] = 0.0f;
     }
     for (int t = 0; t < nt; t++) {
-        fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
-        __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
-        issue(t + NS - 1);
+        if constexpr (PW) {
+            /* NS tiles of the warp's rows in flight while it waits for the oldest: tile t + NS - 1 goes to
+             * the stage of tile t - 1, which this warp alone read (tiles 0 .. NS - 1 went out before) */
+            if (t > 0) {
+                __syncwarp();
+                issue(t + NS - 1);
+            }
+            fs_wait<NS - 1>(); /* this lane's copies of tile t landed */
+            __syncwarp();      /* the warp's */
+        } else {
+            fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
+            __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
+            issue(t + NS - 1);
+        }
         const unsigned char *st = fs_smem + (t % NS) * STAGE;
         const int32_t k0 = g.c0 + t * TK;
         const int cs = min(TK, g.c1 - k0);
-        if (a.fuse_rope && has_pos && g.pos >= k0 && g.pos < k0 + cs) { /* the new cell from the rope rows */
+        if (PW && a.fuse_rope && has_pos && g.pos >= k0 && g.pos < k0 + cs && (g.pos - k0) / (TK / W) == warp) {
+            /* the new cell from the rope rows, by the warp whose keys hold it */
+            uint16_t *sb = (uint16_t *)(fs_smem + (t % NS) * STAGE);
+            for (int i = lane; i < 2 * HD; i += 32) {
+                const int which = i / HD, d = i % HD;
+                sb[which * TK * (ROWB / 2) + fs_swz(g.pos - k0, d / 8) / 2 + d % 8] = cll_f2h(buf[(g.hg + which) * HD + d]);
+            }
+            __syncwarp();
+        }
+        if (!PW && a.fuse_rope && has_pos && g.pos >= k0 && g.pos < k0 + cs) { /* the new cell from the rope rows */
             uint16_t *kr = (uint16_t *)(fs_smem + (t % NS) * STAGE + (g.pos - k0) * ROWB);
             for (int i = threadIdx.x; i < 2 * HD; i += 32 * W) {
                 const int which = i / HD, d = i % HD;
@@ -1086,11 +1118,11 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     fa_tail<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, &last);
 }
 
-template <int D, int HGV, int BODY, int NSX = 0>
+template <int D, int HGV, int BODY, int NSX = 0, bool PW = false>
 static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
     constexpr int SMEM = (NSX ? NSX : FsGeo<D>::NS) * FsGeo<D>::STAGE;
     static int opened[2][64]; /* the dynamic shared memory, per instantiation and device */
-    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX> : attn_stream_kernel<D, HGV, false, BODY, NSX>;
+    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX, PW> : attn_stream_kernel<D, HGV, false, BODY, NSX, PW>;
     /* and the largest shared-memory carveout (two blocks an SM at FsGeo's depth) */
     CLL_CU_RET(cll_cu_open_smem(opened[a->map.blk ? 1 : 0], k, SMEM, true));
     return cll_cu_launch(k, g, dim3(32 * FS_WARPS), (size_t)SMEM, s, *a);
@@ -1098,12 +1130,14 @@ static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_
 /* tc: the tensor-core body (head dims up to 128; 256 keeps the CUDA-core ones); ns: its stages
  * (cll_cu_attn_stream_ns: 0 FsGeo's, CLL_CU_ATTN_NS_DEEP for head dim 128) */
 template <int D, int HGV>
-static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns, cudaStream_t s) {
+static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns, bool pw, cudaStream_t s) {
     if constexpr (D <= 128)
         if (tc) {
             if constexpr (D == 128)
-                if (ns == CLL_CU_ATTN_NS_DEEP) return fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
-            return fs_launch_body<D, HGV, FS_TC>(a, g, s);
+                if (ns == CLL_CU_ATTN_NS_DEEP)
+                    return pw ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, true>(a, g, s)
+                              : fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
+            return pw ? fs_launch_body<D, HGV, FS_TC, 0, true>(a, g, s) : fs_launch_body<D, HGV, FS_TC>(a, g, s);
         }
     static int c_wi = -2; /* CLLAMA_CUDA_ATTN_STREAM_WI=0|1 forces the CUDA-core tile body (A/B) */
     return cll_cu_attn_stream_wi(cll_cu_env_tri(&c_wi, "CLLAMA_CUDA_ATTN_STREAM_WI"), HGV)
@@ -1111,11 +1145,11 @@ static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns,
                : fs_launch_body<D, HGV, FS_PHASED>(a, g, s);
 }
 template <int D>
-static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, int ns, cudaStream_t s) {
-    return HG == 1   ? fs_launch<D, 1>(a, g, tc, ns, s)
-           : HG == 2 ? fs_launch<D, 2>(a, g, tc, ns, s)
-           : HG == 4 ? fs_launch<D, 4>(a, g, tc, ns, s)
-                     : fs_launch<D, 8>(a, g, tc, ns, s);
+static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, int ns, bool pw, cudaStream_t s) {
+    return HG == 1   ? fs_launch<D, 1>(a, g, tc, ns, pw, s)
+           : HG == 2 ? fs_launch<D, 2>(a, g, tc, ns, pw, s)
+           : HG == 4 ? fs_launch<D, 4>(a, g, tc, ns, pw, s)
+                     : fs_launch<D, 8>(a, g, tc, ns, pw, s);
 }
 
 /* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
@@ -1207,9 +1241,11 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
                                                       : stream      ? (ns ? 1 : FS_PER_SM)
                                                                     : FA_PER_SM);
         if (stream) {
-            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, s));
-            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, s));
-            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, s));
+            static int c_pw = -2; /* CLLAMA_CUDA_ATTN_PW=1: the tensor-core body's per-warp pipeline (an arm) */
+            const bool pw = tc && cll_cu_env_nonneg(&c_pw, "CLLAMA_CUDA_ATTN_PW") == 1;
+            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, pw, s));
+            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, pw, s));
+            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, pw, s));
             return cudaGetLastError();
         }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
