@@ -452,6 +452,11 @@ static void test_attn_form(void **state) {
     assert_int_equal(cll_cu_attn_stream_ns(6, 128, 1, h200), 0); /* not a depth: the pick */
     assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 4, a100), 0);  /* 160 KB + statics do not fit */
     assert_int_equal(cll_cu_attn_stream_ns(CLL_CU_ATTN_NS_DEEP, 128, 4, a100), 0);
+    /* the tensor-core body's pipeline: forced either way, else the default */
+    assert_true(cll_cu_attn_stream_pw(1));
+    assert_false(cll_cu_attn_stream_pw(0));
+    assert_true(cll_cu_attn_stream_pw(-1) == (bool)CLL_CU_ATTN_PW_AUTO);
+    assert_true(cll_cu_attn_stream_pw(2) == (bool)CLL_CU_ATTN_PW_AUTO);
     assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 4, 0), 0);     /* unread: the default depth */
 }
 

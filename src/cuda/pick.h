@@ -160,6 +160,12 @@ int cll_cu_attn_stream_ns(int want, int hd, int group, int smem_optin);
  * stream` at 8192 keys l3-8b (4 heads) 29.6 vs 27.2 us a layer, q3moe (8) 46.5 vs 39.0. want 0 / 1
  * (CLLAMA_CUDA_ATTN_STREAM_WI) forces either; else by hg. */
 bool cll_cu_attn_stream_wi(int want, int hg);
+/* The tensor-core streaming body's pipeline (cuda/ops/attn.cu attn_stream_kernel<.., PW>): per warp (each
+ * warp copies only its own 8 K/V rows of a tile, NS tiles of them in flight while it waits for the oldest,
+ * no block barrier in the loop) where CLL_CU_ATTN_PW_AUTO, else the block's (the whole tile behind a block
+ * barrier, NS - 1 tiles in flight during a wait). want 0 / 1 (CLLAMA_CUDA_ATTN_PW) forces either. */
+#define CLL_CU_ATTN_PW_AUTO 1
+bool cll_cu_attn_stream_pw(int want);
 /* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
  * before the PDL wait, when they fit the lane's hold (nvec <= 32 * hold) and the grid is at most
  * one block per SM (blocks <= n_sm: the MoE router, 128 rows x 2048 f32 = 32 blocks), where the

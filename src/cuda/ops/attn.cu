@@ -1241,8 +1241,8 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
                                                       : stream      ? (ns ? 1 : FS_PER_SM)
                                                                     : FA_PER_SM);
         if (stream) {
-            static int c_pw = -2; /* CLLAMA_CUDA_ATTN_PW=1: the tensor-core body's per-warp pipeline (an arm) */
-            const bool pw = tc && cll_cu_env_nonneg(&c_pw, "CLLAMA_CUDA_ATTN_PW") == 1;
+            static int c_pw = -2; /* CLLAMA_CUDA_ATTN_PW=0|1 forces the tensor-core body's pipeline (A/B) */
+            const bool pw = tc && cll_cu_attn_stream_pw(cll_cu_env_nonneg(&c_pw, "CLLAMA_CUDA_ATTN_PW"));
             if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, pw, s));
             else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, pw, s));
             else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, pw, s));
