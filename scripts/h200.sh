@@ -161,9 +161,9 @@ gate() {
   for ns in 0 5; do
     CLLAMA_CUDA_ATTN_NS=$ns CLL_GATE_ONLY=none .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_ns$ns.log" |
       grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/attention at depth $ns: /" || rc=1
-    # and the block-wide pipeline (CLLAMA_CUDA_ATTN_PW=0; the per-warp one is the default) at that depth
-    CLLAMA_CUDA_ATTN_PW=0 CLLAMA_CUDA_ATTN_NS=$ns CLL_GATE_ONLY=none .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_pw$ns.log" |
-      grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/block-pipelined attention at depth $ns: /" || rc=1
+    # and the per-warp pipeline arm (CLLAMA_CUDA_ATTN_PW=1; off by default) at that depth
+    CLLAMA_CUDA_ATTN_PW=1 CLLAMA_CUDA_ATTN_NS=$ns CLL_GATE_ONLY=none .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_pw$ns.log" |
+      grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/per-warp attention at depth $ns: /" || rc=1
   done
   CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) |chat template" | tail -60 || rc=1
   # tensor parallel on GPU ranks (one GPU: TP=1 through the tp driver, bit for bit, and the load checks)

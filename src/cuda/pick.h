@@ -163,8 +163,10 @@ bool cll_cu_attn_stream_wi(int want, int hg);
 /* The tensor-core streaming body's pipeline (cuda/ops/attn.cu attn_stream_kernel<.., PW>): per warp (each
  * warp copies only its own 8 K/V rows of a tile, NS tiles of them in flight while it waits for the oldest,
  * no block barrier in the loop) where CLL_CU_ATTN_PW_AUTO, else the block's (the whole tile behind a block
- * barrier, NS - 1 tiles in flight during a wait). want 0 / 1 (CLLAMA_CUDA_ATTN_PW) forces either. */
-#define CLL_CU_ATTN_PW_AUTO 1
+ * barrier, NS - 1 tiles in flight during a wait). want 0 / 1 (CLLAMA_CUDA_ATTN_PW) forces either. Off:
+ * the per-warp pipeline (twenty-seventh session) has not run on a GPU yet, neither gated nor measured
+ * (docs/cuda.md, "The folded norm, measured and taken out") */
+#define CLL_CU_ATTN_PW_AUTO 0
 bool cll_cu_attn_stream_pw(int want);
 /* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
  * before the PDL wait, when they fit the lane's hold (nvec <= 32 * hold) and the grid is at most
