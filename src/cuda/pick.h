@@ -165,7 +165,7 @@ bool cll_cu_attn_stream_wi(int want, int hg);
  * no block barrier in the loop) where CLL_CU_ATTN_PW_AUTO, else the block's (the whole tile behind a block
  * barrier, NS - 1 tiles in flight during a wait). want 0 / 1 (CLLAMA_CUDA_ATTN_PW) forces either. Off:
  * the per-warp pipeline (twenty-seventh session) has not run on a GPU yet, neither gated nor measured
- * (docs/cuda.md, "The folded norm, measured and taken out") */
+ * (docs/cuda.md, "The folded norm taken out, and the streaming attention's pipeline") */
 #define CLL_CU_ATTN_PW_AUTO 0
 bool cll_cu_attn_stream_pw(int want);
 /* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
