@@ -867,26 +867,17 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
         const unsigned char *st = fs_smem + (t % NS) * STAGE;
         const int32_t k0 = g.c0 + t * TK;
         const int cs = min(TK, g.c1 - k0);
-        if (PW && a.fuse_rope && has_pos && g.pos >= k0 && g.pos < k0 + cs && (g.pos - k0) / (TK / W) == warp) {
-            /* the new cell from the rope rows, by the warp whose keys hold it */
+        /* the new cell from the rope rows: the block writes it, or (PW) the warp whose keys hold it */
+        if (a.fuse_rope && has_pos && g.pos >= k0 && g.pos < k0 + cs && (!PW || (g.pos - k0) / (TK / W) == warp)) {
             uint16_t *sb = (uint16_t *)(fs_smem + (t % NS) * STAGE);
-            for (int i = lane; i < 2 * HD; i += 32) {
+            for (int i = PW ? lane : threadIdx.x; i < 2 * HD; i += PW ? 32 : 32 * W) {
                 const int which = i / HD, d = i % HD;
-                sb[which * TK * (ROWB / 2) + fs_swz(g.pos - k0, d / 8) / 2 + d % 8] = cll_f2h(buf[(g.hg + which) * HD + d]);
+                /* TC: the swizzled row (16-byte chunk d / 8 moved by fs_swz) */
+                const int at = TC ? fs_swz(g.pos - k0, d / 8) / 2 + d % 8 : (g.pos - k0) * (ROWB / 2) + d;
+                sb[which * TK * (ROWB / 2) + at] = cll_f2h(buf[(g.hg + which) * HD + d]);
             }
-            __syncwarp();
-        }
-        if (!PW && a.fuse_rope && has_pos && g.pos >= k0 && g.pos < k0 + cs) { /* the new cell from the rope rows */
-            uint16_t *kr = (uint16_t *)(fs_smem + (t % NS) * STAGE + (g.pos - k0) * ROWB);
-            for (int i = threadIdx.x; i < 2 * HD; i += 32 * W) {
-                const int which = i / HD, d = i % HD;
-                if constexpr (TC) { /* the swizzled row: 16-byte chunk d / 8 moved by fs_swz */
-                    uint16_t *sb = (uint16_t *)(fs_smem + (t % NS) * STAGE + which * TK * ROWB);
-                    sb[fs_swz(g.pos - k0, d / 8) / 2 + d % 8] = cll_f2h(buf[(g.hg + which) * HD + d]);
-                } else
-                    kr[which * TK * (ROWB / 2) + d] = cll_f2h(buf[(g.hg + which) * HD + d]);
-            }
-            __syncthreads();
+            if constexpr (PW) __syncwarp();
+            else __syncthreads();
         }
         if constexpr (TC) {
             /* warp w: keys 8w .. 8w+7 of the tile on its own running (max, sum, o), by mma.sync.
