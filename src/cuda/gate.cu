@@ -1477,6 +1477,16 @@ template <int T> bool check_split(uint64_t seed, char *why, size_t cap) {
                 return false;
             }
         }
+        for (int64_t g = 0; g < ng; g++) { /* the group decoder (panels, grouped MoE tiles) gives deq's floats */
+            float v[32];
+            S::deq32(pr, ng, g, v);
+            for (int l = 0; l < 32; l++)
+                if (memcmp(&v[l], &wf[(size_t)(32 * g + l)], 4)) {
+                    snprintf(why, cap, "%s split deq32: row %d element %lld: %.9g, to_f32 %.9g", tr->name, r,
+                             (long long)(32 * g + l), (double)v[l], (double)wf[(size_t)(32 * g + l)]);
+                    return false;
+                }
+        }
         for (auto &v : x) v = rng.uni();
         cll_quantize_q8_1(x.data(), q8.data(), cols);
         double want = 0.0, mag = 0.0;

@@ -504,8 +504,7 @@ __global__ void k_sp_panel(const uint8_t *__restrict__ W, int64_t cols, int64_t 
     if (g >= cols / 32) return;
     const uint8_t *row = W + (r0 + r) * row_stride;
     float v[32];
-#pragma unroll
-    for (int j = 0; j < 32; j++) v[j] = S::deq(row, cols / 32, (g << 5) + j);
+    S::deq32(row, cols / 32, g, v);
     cll_store32_half(v, BF, panel + r * cols + (g << 5));
 }
 

@@ -312,6 +312,21 @@ static inline uint16_t sp_rd16(const uint8_t *p) {
  * Wv / load(row, ng, g): the registers of group g. dot(w, g, x): the group's dot with q8_1 block x. */
 template <int T> struct CuSp;
 
+/* a group's 16 quant bytes at p (16-byte aligned: every split region is) as four words, one load */
+CU_HD void sp_q16w(const uint8_t *p, uint32_t (&w)[4]) {
+#ifdef __CUDA_ARCH__
+    const uint4 v = *(const uint4 *)p;
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+#else
+    memcpy(w, p, 16);
+#endif
+}
+/* element l (0..31) of a group's nibbles in Q4_0 order (byte i: element i low, element 16 + i high) */
+CU_HD int sp_nib(const uint32_t (&w)[4], int l) {
+    const uint32_t b = (w[(l & 15) >> 2] >> (8 * (l & 3))) & 0xFFu;
+    return (int)(l < 16 ? (b & 0xF) : (b >> 4));
+}
+
 template <> struct CuSp<CLL_TYPE_Q4_0> {
     static constexpr int QK = 32, BB = 18;
     static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
@@ -326,6 +341,14 @@ template <> struct CuSp<CLL_TYPE_Q4_0> {
         const uint8_t q = r[16 * g + (l & 15)];
         const int x = (l < 16 ? (q & 0xF) : (q >> 4)) - 8;
         return FM((float)x, sp_h2f(cu_ld16(r + 16 * ng + 2 * g)));
+    }
+    /* group g's 32 elements, each the float deq gives (one load of the quants, the scale once) */
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const float d = sp_h2f(cu_ld16(r + 16 * ng + 2 * g));
+SP_UNROLL
+        for (int l = 0; l < 32; l++) v[l] = FM((float)(sp_nib(w, l) - 8), d);
     }
     struct Wv {
         CuQ4 q;
@@ -361,6 +384,17 @@ template <> struct CuSp<CLL_TYPE_Q8_0> {
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
         return FM((float)(int8_t)r[32 * g + (e & 31)], sp_h2f(cu_ld16(r + 32 * ng + 2 * g)));
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t a[4], b[4];
+        sp_q16w(r + 32 * g, a);
+        sp_q16w(r + 32 * g + 16, b);
+        const float d = sp_h2f(cu_ld16(r + 32 * ng + 2 * g));
+SP_UNROLL
+        for (int l = 0; l < 32; l++) {
+            const uint32_t wd = l < 16 ? a[l >> 2] : b[(l - 16) >> 2];
+            v[l] = FM((float)(int8_t)((wd >> (8 * (l & 3))) & 0xFFu), d);
+        }
     }
     struct Wv {
         CuQ4 a, b;
@@ -404,6 +438,18 @@ template <> struct CuSp<CLL_TYPE_Q5_1> {
         const uint8_t q = r[16 * g + (l & 15)];
         const int x = (l < 16 ? (q & 0xF) : (q >> 4)) | (int)(((qh >> (8 * (l & 3) + (l >> 2))) & 1) << 4);
         return FA(FM((float)x, cu_h2f(sd)), cu_h2f(sd + 2));
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const uint8_t *sd = r + 16 * ng + 8 * g;
+        const uint32_t qh = cu_ld32a4(sd + 4);
+        const float d = cu_h2f(sd), m = cu_h2f(sd + 2);
+SP_UNROLL
+        for (int l = 0; l < 32; l++) {
+            const int x = sp_nib(w, l) | (int)(((qh >> (8 * (l & 3) + (l >> 2))) & 1) << 4);
+            v[l] = FA(FM((float)x, d), m);
+        }
     }
     struct Wv {
         CuQ4 q;
@@ -466,6 +512,16 @@ template <> struct CuSp<CLL_TYPE_Q4_K> {
         const uint8_t q = r[16 * g + (l & 15)];
         return FS(FM(d1, (float)(l < 16 ? (q & 0xF) : (q >> 4))), m1);
     }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const uint8_t *h = r + 16 * ng + 16 * (g >> 3);
+        int sc, m;
+        sm(cu_ld32a4(h + 4), cu_ld32a4(h + 8), cu_ld32a4(h + 12), (int)(g & 7), &sc, &m);
+        const float d1 = FM(cu_h2f(h), (float)sc), m1 = FM(cu_h2f(h + 2), (float)m);
+SP_UNROLL
+        for (int l = 0; l < 32; l++) v[l] = FS(FM(d1, (float)sp_nib(w, l)), m1);
+    }
     struct Wv {
         CuQ4 q, h;
     };
@@ -524,6 +580,18 @@ template <> struct CuSp<CLL_TYPE_IQ4_XS> {
         const int li = l & 15; /* element 16h + 4k + j: byte 4k + 2h + j/2, nibble j&1 */
         const uint8_t q = r[16 * g + 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1)];
         return FM(dl, (float)cu_kv1((li & 1) ? (q >> 4) : (q & 0xF)));
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const uint8_t *h = r + 16 * ng + 8 * (g >> 3);
+        const float dl = FM(cu_h2f(h), (float)(ls(cu_ld32a4(h + 4), cu_ld16(h + 2), (int)(g & 7)) - 32));
+SP_UNROLL
+        for (int l = 0; l < 32; l++) { /* element 16h + 4k + j: byte 4k + 2h + j/2, nibble j&1 */
+            const int li = l & 15, byte = 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1);
+            const uint32_t q = (w[byte >> 2] >> (8 * (byte & 3))) & 0xFFu;
+            v[l] = FM(dl, (float)cu_kv1((int)((li & 1) ? (q >> 4) : (q & 0xF))));
+        }
     }
     struct Wv {
         CuQ4 q;
@@ -606,6 +674,16 @@ template <> struct CuSp<CLL_TYPE_IQ3_S> {
         const int n = l < 16 ? (q & 0xF) : (q >> 4);
         return FM(db, (float)(2 * n - 15)); /* (db * m) * (+-1) of to_f32: the same float */
     }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const uint8_t *c = r + 16 * ng + 8 * (g >> 3);
+        const int gg = (int)(g & 7);
+        const uint32_t s = (c[4 + (gg >> 1)] >> (4 * (gg & 1))) & 0xF;
+        const float db = FM(cu_h2f(c), (float)(1 + 2 * s));
+SP_UNROLL
+        for (int l = 0; l < 32; l++) v[l] = FM(db, (float)(2 * sp_nib(w, l) - 15));
+    }
     struct Wv {
         CuQ4 q;
         CuQ2 h; /* d | 0, scales[4] */
@@ -664,6 +742,20 @@ template <> struct CuSp<CLL_TYPE_Q6_K> {
         const int q = (((l < 16) ? (lq & 0xF) : (lq >> 4)) | (int)(((H >> (8 * bb + 2 * (w & 3))) & 3) << 4)) - 32;
         const float sc = (float)(int8_t)r[24 * ng + 2 * g + (l >> 4)];
         return FM(FM(cu_h2f(r + 26 * ng + 2 * (g >> 3)), sc), (float)q);
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const uint32_t H0 = cu_ld32a4(r + 16 * ng + 8 * g), H1 = cu_ld32a4(r + 16 * ng + 8 * g + 4);
+        const float d = cu_h2f(r + 26 * ng + 2 * (g >> 3));
+        const float ds0 = FM(d, (float)(int8_t)r[24 * ng + 2 * g]), ds1 = FM(d, (float)(int8_t)r[24 * ng + 2 * g + 1]);
+SP_UNROLL
+        for (int l = 0; l < 32; l++) {
+            const int wq = l >> 2, bb = l & 3;
+            const uint32_t H = (wq >> 2) ? H1 : H0;
+            const int q = (sp_nib(w, l) | (int)(((H >> (8 * bb + 2 * (wq & 3))) & 3) << 4)) - 32;
+            v[l] = FM(l < 16 ? ds0 : ds1, (float)q);
+        }
     }
     struct Wv {
         CuQ4 q;
