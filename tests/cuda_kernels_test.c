@@ -739,6 +739,23 @@ static void test_pick_form(void **state) {
     assert_false(cll_cu_panels_fit(130 * gib, 130 * gib, 2)); /* ... with 1 GiB left */
     assert_false(cll_cu_panels_fit(gib, 130 * gib, 0));       /* off */
     assert_false(cll_cu_panels_fit(0, 130 * gib, 1));         /* nothing to keep */
+    /* ... the budgets, and the weights kept when not all fit: in order, each that still fits, never over */
+    assert_true(cll_cu_panels_budget(40 * gib, 1, 0) == 10 * gib);
+    assert_true(cll_cu_panels_budget(40 * gib, 2, 0) == 39 * gib);
+    assert_true(cll_cu_panels_budget(40 * gib, 3, 5 * gib) == 5 * gib);  /* a cap */
+    assert_true(cll_cu_panels_budget(4 * gib, 3, 5 * gib) == 3 * gib);   /* ... within what on allows */
+    assert_true(cll_cu_panels_budget(gib / 2, 2, 0) == 0);
+    assert_true(cll_cu_panels_budget(40 * gib, 0, 5 * gib) == 0);        /* off */
+    const size_t b[6] = {2 * gib, 6 * gib, 6 * gib, 1 * gib, 0, 6 * gib};
+    bool keep[6];
+    assert_true(cll_cu_panels_keep(b, 6, 10 * gib, keep) == 9 * gib);
+    const bool want[6] = {true, true, false, true, false, false};
+    for (int i = 0; i < 6; i++) assert_int_equal(keep[i], want[i]);
+    assert_true(cll_cu_panels_keep(b, 6, 50 * gib, keep) == 21 * gib); /* all (the empty one never) */
+    assert_false(keep[4]);
+    assert_true(cll_cu_panels_keep(b, 6, 0, keep) == 0);
+    for (int i = 0; i < 6; i++) assert_false(keep[i]);
+    assert_true(cll_cu_panels_keep(b, 6, 7 * gib, keep) == 3 * gib); /* 2, then 1 */
 }
 
 /* the default gemv row of a type (at its token class) is the table's default and carries its impl */

@@ -687,6 +687,69 @@ static void test_producer_x(void **state) {
     assert_int_equal(failed, 0);
 }
 
+/* ---- prefill panels kept for some weights only (GPU) ------------------------------------------------------ */
+
+/* the MiB of resident f16 panels the driver's load line names ("prefill panels f16 resident (X MiB)"), or -1 */
+static double panels_mib(const cllama_model *m) {
+    const char *d = cllama_model_driver_desc(m), *p = d ? strstr(d, "prefill panels f16 resident (") : NULL;
+    return p ? atof(p + strlen("prefill panels f16 resident (")) : -1.0;
+}
+
+/* A panel budget that holds some of a model's f16 panels (CLLAMA_CUDA_PANELS=SIZE) keeps those weights' and
+ * streams the others (the driver decides per weight, layer order); the load line says so, and a prompt's
+ * logits stay within the f16 products' rounding of the all-resident and all-streamed runs (a dense file
+ * and a MoE file: the grouped expert products read panels for some experts' weights, decoding tiles for
+ * the rest). A wrong or missing panel moves logits by O(1). */
+static void test_partial_panels(void **state) {
+    (void)state;
+    const char *files[] = {"tiny-llama-Q4_K_M", "tiny-mixtral-Q4_K_M"};
+    int failed = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        float *L[3] = {NULL, NULL, NULL};
+        size_t nv = 0;
+        double full = -1.0;
+        char budget[32];
+        bool ok = true;
+        for (int k = 0; k < 3 && ok; k++) { /* all resident, half the bytes' budget, off */
+            if (k == 1) {
+                snprintf(budget, sizeof budget, "%.0fK", full * 1024.0 / 2.0);
+                setenv("CLLAMA_CUDA_PANELS", budget, 1);
+            } else if (k == 2) {
+                setenv("CLLAMA_CUDA_PANELS", "off", 1);
+            }
+            cllama_model *m = load_oracle(files[f]);
+            unsetenv("CLLAMA_CUDA_PANELS");
+            if (!m) {
+                ok = false;
+                break;
+            }
+            const char *d = cllama_model_driver_desc(m);
+            if (k == 0) full = panels_mib(m);
+            const bool said = k == 0   ? full > 0.0
+                              : k == 1 ? d && strstr(d, "resident for") != NULL
+                                       : d && strstr(d, "prefill panels streamed") != NULL;
+            if (!said) printf("%s: load line %d does not say what it kept: %s\n", files[f], k, d ? d : "(none)");
+            nv = (size_t)cllama_model_n_vocab(m);
+            uint64_t conv = 0;
+            L[k] = (float *)calloc(nv, sizeof(float));
+            ok = said && L[k] && prompt_pass(m, 48, L[k], nv, &conv);
+            cllama_model_free(m);
+        }
+        double big = 0.0, d1 = 0.0, d2 = 0.0;
+        for (size_t i = 0; ok && i < nv; i++) {
+            big = fmax(big, fabs((double)L[0][i]));
+            d1 = fmax(d1, fabs((double)L[1][i] - L[0][i]));
+            d2 = fmax(d2, fabs((double)L[2][i] - L[0][i]));
+        }
+        const bool good = ok && big > 0.0 && d1 <= 1e-3 * big && d2 <= 1e-3 * big;
+        printf("prompt of 48 on %s: panels for half the bytes (%s of %.2f MiB) max|d| %.3g, streamed %.3g (max|logit| %.3g)%s\n",
+               files[f], ok ? budget : "-", full, d1, d2, big, good ? "" : "  FAIL");
+        failed += !good;
+        for (int k = 0; k < 3; k++) free(L[k]);
+    }
+    assert_int_equal(failed, 0);
+}
+
 /* ---- paged KV == a cache of n_ctx per sequence ---------------------------------------------------------- */
 
 /* one decode of (seq, token) pairs continuing each sequence, on both contexts; every row asks for
@@ -1241,6 +1304,7 @@ int main(void) {
             cmocka_unit_test(test_yarn),
             cmocka_unit_test(test_batched_parity),
             cmocka_unit_test(test_producer_x),
+            cmocka_unit_test(test_partial_panels),
             cmocka_unit_test(test_paged_kv),
             cmocka_unit_test(test_gemma270m_gpu),
         };

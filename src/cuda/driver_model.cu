@@ -5,6 +5,8 @@
  * a tied output head sharing the embedding's bytes. One allocation, sized and checked against
  * the device's free memory before anything is copied.
  * Owns the device arena of the weights. Rule: glue only, no kernels here. */
+#include <memory>
+#include <vector>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,67 +326,86 @@ static cll_status upload(plan *pl, bool show) {
 /* CLLAMA_CUDA_PANELS=auto (default) | on | off: batch products (prefill) read the quantized
  * weights as resident f16 panels, decoded once here, so a prefill product costs what an F16
  * model's does (no decode per product, no panel written and read back per product; decode
- * steps keep reading the quantized bytes). auto keeps them when they take at most a quarter of
- * the device memory free after the weights (the rest stays for KV caches and other processes);
- * on whenever they fit with 1 GiB left; off streams a panel per product (cll_cu_gemm). */
-static cll_status make_panels(cll_driver_model *dm, size_t free_after, char *note, size_t cap) {
+ * steps keep reading the quantized bytes). auto keeps them within a quarter of the device memory
+ * free after the weights (the rest stays for KV caches and other processes); on within what is
+ * free less 1 GiB; a size (512M, 20G) within that size; off streams a panel per product (cll_cu_gemm). When not all fit, the weights
+ * that do (layer order, cll_cu_panels_keep) keep theirs and the others stream. */
+static cll_status make_panels(cll_driver_model *dm, size_t free_after, char *note, size_t ncap) {
     note[0] = 0;
     const char *e = getenv("CLLAMA_CUDA_PANELS");
     int mode = 1;
+    size_t cap = 0;
     if (e && *e) {
+        char *end = NULL;
+        const double v = strtod(e, &end);
         if (!strcmp(e, "off") || !strcmp(e, "0")) mode = 0;
         else if (!strcmp(e, "on") || !strcmp(e, "1")) mode = 2;
-        else if (strcmp(e, "auto"))
-            return cll_err(CLL_ERR_ARG, "CLLAMA_CUDA_PANELS=%s: expected auto, on or off", e);
+        else if (end != e && v > 0 && (!*end || (strchr("KkMmGg", *end) && !end[1]))) { /* a size: the cap */
+            const double unit = !*end ? 1.0 : (*end == 'K' || *end == 'k') ? 1024.0
+                                            : (*end == 'M' || *end == 'm') ? 1048576.0 : 1073741824.0;
+            mode = 3;
+            cap = (size_t)(v * unit);
+        } else if (strcmp(e, "auto"))
+            return cll_err(CLL_ERR_ARG, "CLLAMA_CUDA_PANELS=%s: expected auto, on, off or a size (512M, 20G)", e);
     }
     if (!mode) {
-        snprintf(note, cap, ", prefill panels streamed (CLLAMA_CUDA_PANELS=off)");
+        snprintf(note, ncap, ", prefill panels streamed (CLLAMA_CUDA_PANELS=off)");
         return CLL_OK;
     }
+    /* the weights that can have a panel, in layer order, with their panel bytes */
     const int32_t L = dm->m->hp.n_layer;
-    size_t total = 0;
-    for (int pass = 0; pass < 2; pass++) { /* 0: size them, 1: place and decode them */
-        uint8_t *at = (uint8_t *)dm->panels;
-        for (int32_t il = 0; il < L; il++) {
-            cll_cu_layer *C = &dm->layers[il];
-            cll_cu_part *parts[8];
-            int np = 0;
-            for (int i = 0; i < C->n_qkv; i++) parts[np++] = &C->qkv[i];
-            parts[np++] = &C->wo;
-            for (int i = 0; i < C->n_gu; i++) parts[np++] = &C->gu[i];
-            parts[np++] = &C->down;
-            for (int i = 0; i < np; i++) {
-                cll_cu_part *p = parts[i];
-                if (!p->w.d || !cll_cu_weight_has_panel(&p->w) || p->w.cols % 32) continue;
-                const size_t b = ((size_t)p->w.n_mat * (size_t)p->w.rows * (size_t)p->w.cols * 2 + 255) & ~(size_t)255;
-                if (pass == 0) {
-                    total += b;
-                    continue;
-                }
-                CLL_CU_TRY(cll_cu_panel_full(&p->w, at, 0));
-                cll_cu_weight_desc(&p->w16, CLL_TYPE_F16, 0, p->w.rows, p->w.cols, p->w.n_mat, at);
-                p->moe16 = p->w.n_mat > 1 ? cll_cu_moe_default(CLL_TYPE_F16, 0, p->w.rows, p->w.cols) : NULL;
-                at += b;
-            }
+    std::vector<cll_cu_part *> parts;
+    std::vector<size_t> bytes;
+    for (int32_t il = 0; il < L; il++) {
+        cll_cu_layer *C = &dm->layers[il];
+        cll_cu_part *lp[8];
+        int np = 0;
+        for (int i = 0; i < C->n_qkv; i++) lp[np++] = &C->qkv[i];
+        lp[np++] = &C->wo;
+        for (int i = 0; i < C->n_gu; i++) lp[np++] = &C->gu[i];
+        lp[np++] = &C->down;
+        for (int i = 0; i < np; i++) {
+            cll_cu_part *p = lp[i];
+            if (!p->w.d || !cll_cu_weight_has_panel(&p->w) || p->w.cols % 32) continue;
+            parts.push_back(p);
+            bytes.push_back(((size_t)p->w.n_mat * (size_t)p->w.rows * (size_t)p->w.cols * 2 + 255) & ~(size_t)255);
         }
-        if (pass == 1) break;
-        if (total == 0) return CLL_OK;
-        const size_t gib = (size_t)1 << 30;
-        if (!cll_cu_panels_fit(total, free_after, mode)) {
-            snprintf(note, cap, ", prefill panels streamed (%.1f GiB of f16 panels over the %s budget)", total / (double)gib,
-                     mode == 1 ? "auto" : "free-memory");
-            return CLL_OK;
-        }
-        if (cudaMalloc(&dm->panels, total) != cudaSuccess) {
-            cudaGetLastError();
-            dm->panels = NULL;
-            snprintf(note, cap, ", prefill panels streamed (cudaMalloc of %.1f GiB failed)", total / (double)gib);
-            return CLL_OK;
-        }
-        dm->panel_bytes = total;
+    }
+    size_t all = 0;
+    for (size_t b : bytes) all += b;
+    if (all == 0) return CLL_OK;
+    const double gib = (double)((size_t)1 << 30);
+    std::unique_ptr<bool[]> keep(new bool[parts.size()]);
+    const char *bname = mode == 1 ? "auto" : mode == 2 ? "free-memory" : "CLLAMA_CUDA_PANELS";
+    const size_t total =
+        cll_cu_panels_keep(bytes.data(), (int)parts.size(), cll_cu_panels_budget(free_after, mode, cap), keep.get());
+    if (total == 0) {
+        snprintf(note, ncap, ", prefill panels streamed (%.1f GiB of f16 panels over the %s budget)", all / gib, bname);
+        return CLL_OK;
+    }
+    if (cudaMalloc(&dm->panels, total) != cudaSuccess) {
+        cudaGetLastError();
+        dm->panels = NULL;
+        snprintf(note, ncap, ", prefill panels streamed (cudaMalloc of %.1f GiB failed)", total / gib);
+        return CLL_OK;
+    }
+    dm->panel_bytes = total;
+    uint8_t *at = (uint8_t *)dm->panels;
+    size_t n_kept = 0;
+    for (size_t i = 0; i < parts.size(); i++) {
+        if (!keep[i]) continue;
+        cll_cu_part *p = parts[i];
+        CLL_CU_TRY(cll_cu_panel_full(&p->w, at, 0));
+        cll_cu_weight_desc(&p->w16, CLL_TYPE_F16, 0, p->w.rows, p->w.cols, p->w.n_mat, at);
+        p->moe16 = p->w.n_mat > 1 ? cll_cu_moe_default(CLL_TYPE_F16, 0, p->w.rows, p->w.cols) : NULL;
+        at += bytes[i];
+        n_kept++;
     }
     CLL_CU_TRY(cudaDeviceSynchronize());
-    snprintf(note, cap, ", prefill panels f16 resident (%.1f MiB)", dm->panel_bytes / 1048576.0);
+    if (total == all) snprintf(note, ncap, ", prefill panels f16 resident (%.1f MiB)", dm->panel_bytes / 1048576.0);
+    else
+        snprintf(note, ncap, ", prefill panels f16 resident for %zu of %zu weights (%.1f of %.1f MiB, the %s budget; the rest streamed)",
+                 n_kept, parts.size(), total / 1048576.0, all / 1048576.0, bname);
     return CLL_OK;
 }
 

@@ -78,11 +78,26 @@ int cll_cu_product_parts(const uint32_t *types, const int64_t *cols, int nt, boo
     return np;
 }
 
+size_t cll_cu_panels_budget(size_t free_after, int mode, size_t cap) {
+    const size_t gib = (size_t)1 << 30, spare = free_after > gib ? free_after - gib : 0;
+    if (mode == 1) return free_after / 4;
+    if (mode == 2) return spare;
+    if (mode == 3) return cap < spare ? cap : spare;
+    return 0;
+}
+
 bool cll_cu_panels_fit(size_t total, size_t free_after, int mode) {
     if (mode <= 0 || total == 0) return false;
-    const size_t gib = (size_t)1 << 30;
-    const size_t limit = mode == 1 ? free_after / 4 : free_after > gib ? free_after - gib : 0;
-    return total <= limit;
+    return total <= cll_cu_panels_budget(free_after, mode, 0);
+}
+
+size_t cll_cu_panels_keep(const size_t *bytes, int n, size_t budget, bool *keep) {
+    size_t kept = 0;
+    for (int i = 0; i < n; i++) {
+        keep[i] = bytes[i] > 0 && bytes[i] <= budget - kept; /* kept <= budget throughout */
+        if (keep[i]) kept += bytes[i];
+    }
+    return kept;
 }
 
 static int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
