@@ -21,9 +21,9 @@
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
-#       owed    what the tree owes the H200: gate --quick (tp_test's GPU bars are unrun), the board
-#               cells recorded before the last decode changes (Q6_K, IQ3_S), then the long cells
-#               (recorded; ~10 min: split it over two calls with a short budget)
+#       owed    what the tree owes the device: the per-weight panels' GPU test and q3moe pp512 under
+#               four panel budgets, gate --quick, the board cells recorded before the last decode
+#               changes (Q6_K, IQ3_S), then the long cells (recorded; over 10 min: split it)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
 #               mixed prompts, a 4096-token prompt mid-run, --check)
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
@@ -580,10 +580,10 @@ join_gemma() {
     { echo "gemma parts missing or corrupt"; rm -f "$g"; }
 }
 
-# owed: what the tree owes the H200 (one call, ~7 min): the gates and the golden files on the GPU
-# (gate --quick: 97a5cb2 passes the row count to cll_cu_attn_form, host-side, tested off the GPU),
-# then the board cells whose rows predate e633934 (one attention chunk per head group over <= 128
-# keys) and the float gemv's PRE form, recorded: l2-7b F16, Q5_1, IQ4_XS, l3-8b Q6_K, IQ3_S
+# owed: what the tree owes the device (more than one call's 10 minutes: run its parts by `sh`): the
+# per-weight panels (1c16c76, written after the twenty-eighth session's last call), the gates and the
+# golden files on the GPU (gate --quick), the H200 board cells recorded before the last decode changes
+# (l3-8b Q6_K, IQ3_S), the long cells
 # tp [N]: issue 13's acceptance cells on one host's GPUs (see the header)
 tp() {
   dev_env
@@ -636,6 +636,16 @@ for l in sys.stdin:
 }
 
 owed() {
+  dev_env
+  # the twenty-eighth session's per-weight panels (1c16c76): its GPU test, then q3moe pp512 with every
+  # panel resident, half of them (by bytes), and none (the H100's auto budget keeps ~17 of 28 GiB)
+  CLLAMA_TEST_BACKEND=cuda CLL_TEST_FILTER=test_partial_panels timeout 120 .gpu/bin/golden_test 2>&1 |
+    grep -E "prompt of|FAIL|PASSED|SKIP|load line"
+  synth_anchor q3moe-L24-Q4_K_M && for p in on 14G auto off; do
+    echo "== CLLAMA_CUDA_PANELS=$p"
+    CLLAMA_CUDA_PANELS=$p timeout 90 .gpu/bin/cllama bench --backend cuda -p 512 -n 0 -r 3 \
+      -m "$MODELS/q3moe-L24-Q4_K_M.gguf" 2>&1 | grep -E "pp512|panels"
+  done
   gate --quick
   bench 'l3-8b-Q6_K|l3-8b-IQ3_S'
   long

@@ -1282,6 +1282,10 @@ static void test_gemma270m_gpu(void **state) {
 }
 
 int main(void) {
+    /* CLL_TEST_FILTER=pattern: only the tests whose names match (cmocka's * and ? wildcards), for a device
+     * call that runs what one change touched */
+    const char *filter = getenv("CLL_TEST_FILTER");
+    if (filter && *filter) cmocka_set_test_filter(filter);
     const char *be = getenv("CLLAMA_TEST_BACKEND");
     g_gpu = be && !strcmp(be, "cuda");
     const char *tp = getenv("CLLAMA_TEST_TP");
