@@ -328,8 +328,9 @@ static cll_status upload(plan *pl, bool show) {
  * model's does (no decode per product, no panel written and read back per product; decode
  * steps keep reading the quantized bytes). auto keeps them within a quarter of the device memory
  * free after the weights (the rest stays for KV caches and other processes); on within what is
- * free less 1 GiB; a size (512M, 20G) within that size; off streams a panel per product (cll_cu_gemm). When not all fit, the weights
- * that do (layer order, cll_cu_panels_keep) keep theirs and the others stream. */
+ * free less 1 GiB; a size (512M, 20G) within that size; off streams a panel per product
+ * (cll_cu_gemm). When not all fit, the weights that do (layer order, cll_cu_panels_keep) keep
+ * theirs and the others stream. */
 static cll_status make_panels(cll_driver_model *dm, size_t free_after, char *note, size_t ncap) {
     note[0] = 0;
     const char *e = getenv("CLLAMA_CUDA_PANELS");
