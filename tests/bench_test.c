@@ -209,8 +209,24 @@ static void test_bandwidth_probe(void **state) {
     assert_true(probe >= 0.9 * streamed);
 }
 
+/* the GPU rooflines the engine knows (measured copies), by the names nvidia-smi gives; an unknown
+ * card has none, and CLLAMA_ROOFLINE_GBS overrides */
+static void test_gpu_rooflines(void **state) {
+    (void)state;
+    unsetenv("CLLAMA_ROOFLINE_GBS");
+    assert_true(cll_bench_roofline_gbs("NVIDIA H200") == 4300.0);
+    assert_true(cll_bench_roofline_gbs("NVIDIA H100 80GB HBM3") == 3028.0);
+    assert_true(cll_bench_roofline_gbs("NVIDIA H100 PCIe") == 0.0); /* another memory system */
+    assert_true(cll_bench_roofline_gbs("NVIDIA A100-SXM4-80GB") == 0.0);
+    assert_true(cll_bench_roofline_gbs(NULL) == 0.0);
+    setenv("CLLAMA_ROOFLINE_GBS", "1234.5", 1);
+    assert_true(cll_bench_roofline_gbs("NVIDIA H200") == 1234.5);
+    unsetenv("CLLAMA_ROOFLINE_GBS");
+}
+
 int main(void) {
-    const struct CMUnitTest pure[] = {cmocka_unit_test(test_checker_can_fail), cmocka_unit_test(test_bandwidth_probe)};
+    const struct CMUnitTest pure[] = {cmocka_unit_test(test_checker_can_fail), cmocka_unit_test(test_bandwidth_probe),
+                                      cmocka_unit_test(test_gpu_rooflines)};
     int rc = cmocka_run_group_tests_name("bench_checker", pure, NULL, NULL);
     run_bench();
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_rows_superset), cmocka_unit_test(test_values),

@@ -150,8 +150,12 @@ char *cll_bench_hw_probe_json(void) {
 double cll_bench_roofline_gbs(const char *gpu_name) {
     const char *env = getenv("CLLAMA_ROOFLINE_GBS");
     if (env && *env) return atof(env);
-    /* device-to-device copy on the H200 of the anchors (read + write counted): 4.3 TB/s */
+    /* device-to-device copies (read + write counted): the H200 of the anchors 4.3 TB/s
+     * (shared/anchors/h200/ceilings.json); the SXM H100 ("NVIDIA H100 80GB HBM3") 3028 GB/s (2 GiB,
+     * best of 10, 2026-12-05: scripts/h200.sh measure_roofline). Other cards (an H100 PCIe or NVL reads
+     * at other rates) have no figure: 0, no roofline column, unless CLLAMA_ROOFLINE_GBS gives one. */
     if (gpu_name && strstr(gpu_name, "H200")) return 4300.0;
+    if (gpu_name && strstr(gpu_name, "H100 80GB HBM3")) return 3028.0;
     return 0.0;
 }
 
