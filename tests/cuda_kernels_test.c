@@ -733,12 +733,17 @@ static void test_pick_form(void **state) {
     }
     /* the resident-panel policy */
     const size_t gib = (size_t)1 << 30;
-    assert_true(cll_cu_panels_fit(13 * gib, 130 * gib, 1));   /* l2-7b on an H200: auto keeps them */
-    assert_false(cll_cu_panels_fit(40 * gib, 130 * gib, 1));  /* more than a quarter: streamed */
-    assert_true(cll_cu_panels_fit(40 * gib, 130 * gib, 2));   /* on: whenever they fit */
-    assert_false(cll_cu_panels_fit(130 * gib, 130 * gib, 2)); /* ... with 1 GiB left */
-    assert_false(cll_cu_panels_fit(gib, 130 * gib, 0));       /* off */
-    assert_false(cll_cu_panels_fit(0, 130 * gib, 1));         /* nothing to keep */
+    assert_true(13 * gib <= cll_cu_panels_budget(130 * gib, 1, 0));   /* l2-7b on an H200: auto keeps them */
+    assert_false(40 * gib <= cll_cu_panels_budget(130 * gib, 1, 0));  /* more than a quarter: not all */
+    assert_true(40 * gib <= cll_cu_panels_budget(130 * gib, 2, 0));   /* on: whenever they fit */
+    assert_false(130 * gib <= cll_cu_panels_budget(130 * gib, 2, 0)); /* ... with 1 GiB left */
+    assert_true(cll_cu_panels_budget(130 * gib, 0, 0) == 0);          /* off */
+    {
+        const size_t none[1] = {0};
+        bool k1[1];
+        assert_true(cll_cu_panels_keep(none, 1, 130 * gib, k1) == 0); /* nothing to keep */
+        assert_false(k1[0]);
+    }
     /* ... the budgets, and the weights kept when not all fit: in order, each that still fits, never over */
     assert_true(cll_cu_panels_budget(40 * gib, 1, 0) == 10 * gib);
     assert_true(cll_cu_panels_budget(40 * gib, 2, 0) == 39 * gib);

@@ -258,9 +258,8 @@ int cll_cu_fused_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, int64
 int cll_cu_product_parts(const uint32_t *types, const int64_t *cols, int nt, bool runs, int *starts);
 /* the resident-panel policy: mode 0 off, 1 auto (a quarter of free_after), 2 on (free_after less
  * 1 GiB), 3 a cap in bytes (CLLAMA_CUDA_PANELS=SIZE: at most cap, within what on allows): the
- * bytes of f16 panels the model may keep; fit: all of total fits (mode 3 is not asked here) */
+ * bytes of f16 panels the model may keep */
 size_t cll_cu_panels_budget(size_t free_after, int mode, size_t cap);
-bool cll_cu_panels_fit(size_t total, size_t free_after, int mode);
 /* which weights keep a panel within budget when not all fit: in the given order (the layers'),
  * each whose bytes still fit what is left (keep[i]); returns the bytes kept. Residency is per
  * weight (a kept panel serves its weight's prefill products, the others decode theirs per product),

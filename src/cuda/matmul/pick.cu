@@ -1,5 +1,5 @@
 /* cuda/matmul/pick: which form serves a product site (cll_cu_pick_form) and whether the model
- * keeps its f16 prefill panels resident (cll_cu_panels_fit): pure functions of their arguments,
+ * keeps its f16 prefill panels resident (cll_cu_panels_budget, cll_cu_panels_keep): pure functions of their arguments,
  * no device, no environment (the driver reads the knobs and passes them), so the host part of
  * tests/cuda_kernels_test.c checks them on a machine without a GPU.
  * Owns nothing. Rule: the driver dispatches on these answers, not on its own copies of the rules. */
@@ -84,11 +84,6 @@ size_t cll_cu_panels_budget(size_t free_after, int mode, size_t cap) {
     if (mode == 2) return spare;
     if (mode == 3) return cap < spare ? cap : spare;
     return 0;
-}
-
-bool cll_cu_panels_fit(size_t total, size_t free_after, int mode) {
-    if (mode <= 0 || total == 0) return false;
-    return total <= cll_cu_panels_budget(free_after, mode, 0);
 }
 
 size_t cll_cu_panels_keep(const size_t *bytes, int n, size_t budget, bool *keep) {
