@@ -734,7 +734,8 @@ static void test_pick_form(void **state) {
     /* the resident-panel policy */
     const size_t gib = (size_t)1 << 30;
     assert_true(13 * gib <= cll_cu_panels_budget(130 * gib, 1, 0));   /* l2-7b on an H200: auto keeps them */
-    assert_false(40 * gib <= cll_cu_panels_budget(130 * gib, 1, 0));  /* more than a quarter: not all */
+    assert_false(70 * gib <= cll_cu_panels_budget(130 * gib, 1, 0));  /* more than half: not all */
+    assert_true(28 * gib <= cll_cu_panels_budget(70 * gib, 1, 0));   /* q3moe-L24 Q4_K_M on an H100: all */
     assert_true(40 * gib <= cll_cu_panels_budget(130 * gib, 2, 0));   /* on: whenever they fit */
     assert_false(130 * gib <= cll_cu_panels_budget(130 * gib, 2, 0)); /* ... with 1 GiB left */
     assert_true(cll_cu_panels_budget(130 * gib, 0, 0) == 0);          /* off */
@@ -745,7 +746,7 @@ static void test_pick_form(void **state) {
         assert_false(k1[0]);
     }
     /* ... the budgets, and the weights kept when not all fit: in order, each that still fits, never over */
-    assert_true(cll_cu_panels_budget(40 * gib, 1, 0) == 10 * gib);
+    assert_true(cll_cu_panels_budget(40 * gib, 1, 0) == 20 * gib);
     assert_true(cll_cu_panels_budget(40 * gib, 2, 0) == 39 * gib);
     assert_true(cll_cu_panels_budget(40 * gib, 3, 5 * gib) == 5 * gib);  /* a cap */
     assert_true(cll_cu_panels_budget(4 * gib, 3, 5 * gib) == 3 * gib);   /* ... within what on allows */

@@ -326,7 +326,7 @@ static cll_status upload(plan *pl, bool show) {
 /* CLLAMA_CUDA_PANELS=auto (default) | on | off: batch products (prefill) read the quantized
  * weights as resident f16 panels, decoded once here, so a prefill product costs what an F16
  * model's does (no decode per product, no panel written and read back per product; decode
- * steps keep reading the quantized bytes). auto keeps them within a quarter of the device memory
+ * steps keep reading the quantized bytes). auto keeps them within half of the device memory
  * free after the weights (the rest stays for KV caches and other processes); on within what is
  * free less 1 GiB; a size (512M, 20G) within that size; off streams a panel per product
  * (cll_cu_gemm). When not all fit, the weights that do (layer order, cll_cu_panels_keep) keep

@@ -256,15 +256,15 @@ int cll_cu_fused_ks(int64_t tiles, int64_t nchunks, int64_t slots, int nt, int64
  * one weight (a Q4_K_M layer's q|k beside its Q6_K v: two launches a product instead of three); without
  * runs, one weight a tensor. */
 int cll_cu_product_parts(const uint32_t *types, const int64_t *cols, int nt, bool runs, int *starts);
-/* the resident-panel policy: mode 0 off, 1 auto (a quarter of free_after), 2 on (free_after less
+/* the resident-panel policy: mode 0 off, 1 auto (half of free_after), 2 on (free_after less
  * 1 GiB), 3 a cap in bytes (CLLAMA_CUDA_PANELS=SIZE: at most cap, within what on allows): the
  * bytes of f16 panels the model may keep */
 size_t cll_cu_panels_budget(size_t free_after, int mode, size_t cap);
 /* which weights keep a panel within budget when not all fit: in the given order (the layers'),
  * each whose bytes still fit what is left (keep[i]); returns the bytes kept. Residency is per
  * weight (a kept panel serves its weight's prefill products, the others decode theirs per product),
- * so the budget is used, not forfeited: an H100's quarter of free memory held 17 of q3moe-L24's
- * 28 GiB of panels, and its streamed experts ran 2.1x slower than resident ones */
+ * so the budget is used, not forfeited: a quarter of an H100's free memory (auto's former share) held
+ * 17 of q3moe-L24's 28 GiB of panels, and its streamed experts ran 2.1x slower than resident ones */
 size_t cll_cu_panels_keep(const size_t *bytes, int n, size_t budget, bool *keep);
 
 #ifdef __cplusplus

@@ -80,7 +80,7 @@ int cll_cu_product_parts(const uint32_t *types, const int64_t *cols, int nt, boo
 
 size_t cll_cu_panels_budget(size_t free_after, int mode, size_t cap) {
     const size_t gib = (size_t)1 << 30, spare = free_after > gib ? free_after - gib : 0;
-    if (mode == 1) return free_after / 4;
+    if (mode == 1) return free_after / 2;
     if (mode == 2) return spare;
     if (mode == 3) return cap < spare ? cap : spare;
     return 0;
