@@ -278,7 +278,12 @@ static const cll_kernel_row k_rows[] = {
  * (H200, ABBA in one call) l2-7b Q4_K_M 551.8 / 552.9 -> 559.3 / 562.3, l3-8b Q6_K 451.5 / 452.2 ->
  * 458.6 / 456.7, l3-8b IQ3_S 561.9 / 562.7 -> 568.3 / 568.0, l2-7b Q5_1 538.2 / 537.5 -> 539.6 / 540.5;
  * q4_0 (625.7 / 623.5 vs 624.2 / 625.1) and iq4_xs (472.4 / 474.9 vs 473.4 / 475.7) tied, q8_0 lost in
- * kbench: they keep their forms. */
+ * kbench: they keep their forms.
+ * Since 2026-12-05 (twenty-ninth session) iq4_xs defaults to w4r2ks4 over w4r2u2 (as q5_1): after its
+ * sign-mode lookup (cu_kv8d) the lookups no longer bound it, and on an H100 80GB HBM3 (l2-7b IQ4_XS tg128,
+ * one call) w4u4 448.6, w4r2u2 509.7, w4r2pre 504.8, w4r2ks4 over w4u4 469.0; then w4r2ks4 over w4r2u2
+ * 514.4 / 516.6 / 514.7 vs w4r2u2 510.0 / 509.7 / 506.9 (alternating, the next call). The h200 class
+ * crown (w4u2b8) was retired with it. */
 /* bit_exact: with the type's default row. Forms sum in different orders (lanes per row, split-K,
  * per-group vs per-lane); a row's sums depend only on its lanes' group order and the split-K
  * factor, so the rows of one numerics family are bit-exact with each other (the gate checks every
