@@ -1,5 +1,5 @@
 /* cuda/matmul/split: weight layout 1 ("split", CLL_CU_LAYOUT_SPLIT) and the decode gemv that
- * streams it (k_gemv_sp), for Q4_0, Q8_0, Q5_1, Q4_K, Q6_K, IQ4_XS, IQ3_S.
+ * streams it (k_gemv_sp), for Q4_0, Q8_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ3_S.
  *
  * Layout 1: a row is re-cut at upload (host repack, cll_cu_sp_pack_row) into regions, each a run
  * of fixed-size records per 32-element group or per block, quants first, 16-byte aligned:
@@ -7,6 +7,7 @@
  *   Q8_0   [qs 32 B x ng][d 2 B x ng]
  *   Q5_1   [qs 16 B x ng][d, m, qh' 8 B x ng]       qh' bit 8b+w = high bit of element 4w+b
  *   Q4_K   [qs 16 B x ng][d, dmin, scales[12] 16 B x nsb]
+ *   Q5_K   [qs 16 B x ng][qh' 4 B x ng][d, dmin, scales[12] 16 B x nsb]   qh' as Q5_1's
  *   Q6_K   [ql 16 B x ng][qh' 8 B x ng][scales int8 2 B x ng][d 2 B x nsb]
  *   IQ4_XS [qs 16 B x ng][d, scales_h, scales_l[4] 8 B x nsb]
  *   IQ3_S  [t + 8 nibbles 16 B x ng][d, 0, scales[4] 8 B x nsb]  (the grid expanded: 17 B per 32 values)
@@ -542,6 +543,75 @@ SP_UNROLL
         const float t = FFMA(w.fd, (float)sp_nibs_dot(w.n, x, 0), -FM(w.fm, (float)(x.sl + x.sh)));
         return FM(x.d, t);
     }
+    CU_HD float dot(const Wv &w, int64_t g, const CuX &x) { return dotd(dec(w, g), x); }
+};
+
+/* Q5_K: Q4_K's regions with the high bits between them, [qs 16 B x ng][qh' 4 B x ng][d, dmin,
+ * scales[12] 16 B x nsb]: qh' of a group as Q5_1's (bit 8b + w = high bit of element 4w + b), so a
+ * word's high bits reach its lanes' bit 4 by one shift and mask; 176 B per 256 values, the file's */
+template <> struct CuSp<CLL_TYPE_Q5_K> {
+    static constexpr int QK = 256, BB = 176;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *b = s + BB * (g >> 3);
+            const int gg = (int)(g & 7), c = gg >> 1, sh = 4 * (gg & 1);
+            uint8_t v[32];
+            uint32_t q2 = 0;
+            for (int l = 0; l < 32; l++) {
+                v[l] = (uint8_t)((b[48 + 32 * c + l] >> sh) & 15);
+                if ((b[16 + l] >> gg) & 1) q2 |= 1u << (8 * (l & 3) + (l >> 2));
+            }
+            sp_nibs16(v, d + 16 * g);
+            memcpy(d + 16 * ng + 4 * g, &q2, 4);
+            if (gg == 0) memcpy(d + 20 * ng + 16 * (g >> 3), b, 16);
+        }
+    }
+    /* high bit of element l (0..31) from a group's qh' word */
+    CU_HD int hb(uint32_t qh, int l) { return (int)((qh >> (8 * (l & 3) + (l >> 2))) & 1); }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31), gg = (int)(g & 7);
+        const uint8_t *h = r + 20 * ng + 16 * (g >> 3);
+        int sc, m;
+        CuSp<CLL_TYPE_Q4_K>::sm(cu_ld32a4(h + 4), cu_ld32a4(h + 8), cu_ld32a4(h + 12), gg, &sc, &m);
+        const float d1 = FM(cu_h2f(h), (float)sc), m1 = FM(cu_h2f(h + 2), (float)m);
+        const uint8_t q = r[16 * g + (l & 15)];
+        const int x = (l < 16 ? (q & 0xF) : (q >> 4)) | (hb(cu_ld32a4(r + 16 * ng + 4 * g), l) << 4);
+        return FS(FM(d1, (float)x), m1);
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const uint32_t qh = cu_ld32a4(r + 16 * ng + 4 * g);
+        const uint8_t *h = r + 20 * ng + 16 * (g >> 3);
+        int sc, m;
+        CuSp<CLL_TYPE_Q4_K>::sm(cu_ld32a4(h + 4), cu_ld32a4(h + 8), cu_ld32a4(h + 12), (int)(g & 7), &sc, &m);
+        const float d1 = FM(cu_h2f(h), (float)sc), m1 = FM(cu_h2f(h + 2), (float)m);
+SP_UNROLL
+        for (int l = 0; l < 32; l++) v[l] = FS(FM(d1, (float)(sp_nib(w, l) | (hb(qh, l) << 4))), m1);
+    }
+    struct Wv {
+        CuQ4 q, h;
+        uint32_t qh;
+    };
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
+        return Wv{sp_ld16<M>(r + 16 * g), sp_ld16<M>(r + 20 * ng + 16 * (g >> 3)), sp_ld4<M>(r + 16 * ng + 4 * g)};
+    }
+    /* Q4_K's decoded group with each lane's bit 4 from qh' (word k: elements 4k + b, bits 8b + k;
+     * word 4 + k: elements 16 + 4k + b, bits 8b + 4 + k) */
+    typedef CuSp<CLL_TYPE_Q4_K>::Dec Dec;
+    CU_HD Dec dec(const Wv &w, int64_t g) {
+        int sc, m;
+        CuSp<CLL_TYPE_Q4_K>::sm(w.h.y, w.h.z, w.h.w, (int)(g & 7), &sc, &m);
+        CuN n = sp_nibs(w.q);
+SP_UNROLL
+        for (int k = 0; k < 4; k++) {
+            n.lo[k] |= (w.qh << (4 - k)) & 0x10101010u;
+            n.hi[k] |= (w.qh >> k) & 0x10101010u;
+        }
+        return Dec{n, FM(sp_h2f(w.h.x & 0xFFFF), (float)sc), FM(sp_h2f(w.h.x >> 16), (float)m)};
+    }
+    CU_HD float dotd(const Dec &w, const CuX &x) { return CuSp<CLL_TYPE_Q4_K>::dotd(w, x); }
     CU_HD float dot(const Wv &w, int64_t g, const CuX &x) { return dotd(dec(w, g), x); }
 };
 
