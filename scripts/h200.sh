@@ -84,7 +84,7 @@ pack() {
   case $set in
     all) cp "$sh"/oracle/golden/*.json .gpu/shared/oracle/golden/; cp "$sh"/oracle/models/*.gguf .gpu/shared/oracle/models/ ;;
     core)
-      for f in tiny-llama-Q4_0 tiny-llama-Q4_K_M tiny-llama-Q5_K_M tiny-llama-F16 tiny-llama-IQ4_XS tiny-llama-IQ3_S tiny-llama-Q5_1 tiny-llama-Q6_K \
+      for f in tiny-llama-Q4_0 tiny-llama-Q4_K_M tiny-llama-Q5_K_M tiny-llama-Q3_K_M tiny-llama-F16 tiny-llama-IQ4_XS tiny-llama-IQ3_S tiny-llama-Q5_1 tiny-llama-Q6_K \
                tiny-gemma3-Q4_K_M tiny-qwen2-Q8_0 tiny-qwen3-Q4_K_M tiny-qwen3moe-Q4_K_M tiny-qwen3moe-Q8_0 tiny-mixtral-Q8_0; do
         cp "$sh/oracle/golden/$f.json" .gpu/shared/oracle/golden/; cp "$sh/oracle/models/$f.gguf" .gpu/shared/oracle/models/
       done ;;

@@ -1528,7 +1528,8 @@ extern "C" cll_status cll_cuda_gate_decoders(void) {
                     check_split<CLL_TYPE_Q8_0>(22, why, sizeof why) && check_split<CLL_TYPE_Q5_1>(23, why, sizeof why) &&
                     check_split<CLL_TYPE_Q4_K>(24, why, sizeof why) && check_split<CLL_TYPE_Q6_K>(25, why, sizeof why) &&
                     check_split<CLL_TYPE_IQ4_XS>(26, why, sizeof why) && check_split<CLL_TYPE_IQ3_S>(27, why, sizeof why) &&
-                    check_split<CLL_TYPE_Q5_K>(28, why, sizeof why);
+                    check_split<CLL_TYPE_Q5_K>(28, why, sizeof why) &&
+                    check_split<CLL_TYPE_Q3_K>(29, why, sizeof why);
     return ok ? CLL_OK : cll_err(CLL_ERR_INTERNAL, "decoder host check: %s", why);
 }
 

@@ -174,7 +174,7 @@ static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
 static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false, false, NULL};
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K,
-                                      CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S, CLL_TYPE_Q5_K};
+                                      CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S, CLL_TYPE_Q5_K, CLL_TYPE_Q3_K};
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
 static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
     k_tma_impl[CU_NSP], k_few_impl[CU_NSP], k_mma_impl[CU_NSP], k_fused_impl[CU_NSP], k_spu2_impl[CU_NSP],
@@ -182,10 +182,11 @@ static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_N
     k_spr2u1g_impl[CU_NSP], k_spr2pre_impl[CU_NSP], k_spr2pre1w_impl[CU_NSP], k_spr2ks4_impl[CU_NSP];
 /* the grouped MoE rows: layout 0 (block types, k_types order) and split */
 static cll_cu_gemv_impl k_moe_impl[CU_NTYPES], k_moe_sp_impl[CU_NSP];
-/* a layout-0 row stays a default unless its type has a default split row */
+/* a layout-0 row stays a default unless its type has a default split row (cll_cu_sp_default < 0: its
+ * split rows are not yet defaults) */
 static bool has_split(uint32_t t) {
     for (int i = 0; i < CU_NSP; i++)
-        if (k_sp_types[i] == t) return true;
+        if (k_sp_types[i] == t) return cll_cu_sp_default(t) >= 0;
     return false;
 }
 #define CU_DEF(T) (!has_split(CLL_TYPE_##T))
@@ -283,7 +284,10 @@ static const cll_kernel_row k_rows[] = {
  * sign-mode lookup (cu_kv8d) the lookups no longer bound it, and on an H100 80GB HBM3 (l2-7b IQ4_XS tg128,
  * one call) w4u4 448.6, w4r2u2 509.7, w4r2pre 504.8, w4r2ks4 over w4u4 469.0; then w4r2ks4 over w4r2u2
  * 514.4 / 516.6 / 514.7 vs w4r2u2 510.0 / 509.7 / 506.9 (alternating, the next call). The h200 class
- * crown (w4u2b8) was retired with it. */
+ * crown (w4u2b8) was retired with it. q5_K joined the split types (l2-7b Q5_K_M tg128, H100: the layout-0
+ * row 278.6, split w4u4 398.5, w4r2u2 368.1, w4r2pre 423.7, w4r2ks4 over w4r2pre 443.1 / 442.1 vs w4r2pre
+ * 425.6 / 427.1 alternating) with Q4_K's forms; q3_K's split rows are registered but not yet defaults
+ * (cll_cu_sp_default -1: no device run yet). */
 /* bit_exact: with the type's default row. Forms sum in different orders (lanes per row, split-K,
  * per-group vs per-lane); a row's sums depend only on its lanes' group order and the split-K
  * factor, so the rows of one numerics family are bit-exact with each other (the gate checks every
@@ -306,9 +310,10 @@ static const cll_kernel_row k_rows[] = {
     {"gemv_" #n "_split_tma", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_TMA, CLL_CU_LAYOUT_SPLIT, 1,      \
      cu_tma_ok, CU_SP_EXACT(CU_SPD(T), 4), (CU_SPD(T)) == 4, &k_tma_impl[i]},                                            \
     {"gemv_" #n "_split_few", CLL_KOP_GEMV, CLL_TYPE_##T, 0, CU_GEMV_PARAMS_FEW, CLL_CU_LAYOUT_SPLIT, 1,       \
-     cu_few_ok, false, true, &k_few_impl[i]},
+     cu_few_ok, false, (CU_SPD(T)) >= 0, &k_few_impl[i]}, /* the batch form of a type whose split rows serve */
     CU_SP_ROW(q4_0, Q4_0, 0) CU_SP_ROW(q8_0, Q8_0, 1) CU_SP_ROW(q5_1, Q5_1, 2) CU_SP_ROW(q4_K, Q4_K, 3)
     CU_SP_ROW(q6_K, Q6_K, 4) CU_SP_ROW(iq4_xs, IQ4_XS, 5) CU_SP_ROW(iq3_s, IQ3_S, 6) CU_SP_ROW(q5_K, Q5_K, 7)
+    CU_SP_ROW(q3_K, Q3_K, 8)
 #undef CU_SP_ROW
     /* the bit-exact variants (rows of a numerics family that only launch differently: the tuner's
      * arms, and the defaults of Q4_0 and Q8_0; cuda/matmul/gemv_split.cu says which type has which) */
@@ -340,6 +345,7 @@ static const cll_kernel_row k_rows[] = {
     CU_SPG_ROWS(q5_1, Q5_1, 2, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(q4_K, Q4_K, 3, CU_GEMV_PARAMS_SPR2G)
     CU_SPG_ROWS(q6_K, Q6_K, 4, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(iq4_xs, IQ4_XS, 5, CU_GEMV_PARAMS_SPR2G)
     CU_SPG_ROWS(iq3_s, IQ3_S, 6, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(q5_K, Q5_K, 7, CU_GEMV_PARAMS_SPR2G)
+    CU_SPG_ROWS(q3_K, Q3_K, 8, CU_GEMV_PARAMS_SPR2G)
 #undef CU_SPG_ROWS
 #undef CU_SPV_ROW
 #undef CU_SPD
@@ -390,7 +396,7 @@ static const cll_kernel_row k_rows[] = {
 #define CU_MOE_SP_ROW(n, T, i) {"moe_" #n "_split_deq_wmma_f16", CLL_KOP_MOE, CLL_TYPE_##T, 0, "layout=1(split) " CU_MOE_PARAMS, CLL_CU_LAYOUT_SPLIT, 1, cu_row_ok, true, true, &k_moe_sp_impl[i]},
     CU_MOE_SP_ROW(q4_0, Q4_0, 0) CU_MOE_SP_ROW(q8_0, Q8_0, 1) CU_MOE_SP_ROW(q5_1, Q5_1, 2) CU_MOE_SP_ROW(q4_K, Q4_K, 3)
     CU_MOE_SP_ROW(q6_K, Q6_K, 4) CU_MOE_SP_ROW(iq4_xs, IQ4_XS, 5) CU_MOE_SP_ROW(iq3_s, IQ3_S, 6)
-    CU_MOE_SP_ROW(q5_K, Q5_K, 7)
+    CU_MOE_SP_ROW(q5_K, Q5_K, 7) CU_MOE_SP_ROW(q3_K, Q3_K, 8)
 #undef CU_MOE_SP_ROW
 };
 static const cll_kernel_table k_table = {"cuda", k_rows, sizeof k_rows / sizeof k_rows[0]};

@@ -1,5 +1,5 @@
 /* cuda/matmul/split: weight layout 1 ("split", CLL_CU_LAYOUT_SPLIT) and the decode gemv that
- * streams it (k_gemv_sp), for Q4_0, Q8_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ3_S.
+ * streams it (k_gemv_sp), for Q4_0, Q8_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ3_S.
  *
  * Layout 1: a row is re-cut at upload (host repack, cll_cu_sp_pack_row) into regions, each a run
  * of fixed-size records per 32-element group or per block, quants first, 16-byte aligned:
@@ -8,6 +8,7 @@
  *   Q5_1   [qs 16 B x ng][d, m, qh' 8 B x ng]       qh' bit 8b+w = high bit of element 4w+b
  *   Q4_K   [qs 16 B x ng][d, dmin, scales[12] 16 B x nsb]
  *   Q5_K   [qs 16 B x ng][qh' 4 B x ng][d, dmin, scales[12] 16 B x nsb]   qh' as Q5_1's
+ *   Q3_K   [q2 | h << 2 nibbles 16 B x ng][sc0, sc1 int8 2 B x ng][d 2 B x nsb]  (146 B per 256: wider)
  *   Q6_K   [ql 16 B x ng][qh' 8 B x ng][scales int8 2 B x ng][d 2 B x nsb]
  *   IQ4_XS [qs 16 B x ng][d, scales_h, scales_l[4] 8 B x nsb]
  *   IQ3_S  [t + 8 nibbles 16 B x ng][d, 0, scales[4] 8 B x nsb]  (the grid expanded: 17 B per 32 values)
@@ -675,6 +676,74 @@ SP_UNROLL
         const int isum = (ls(w.h.y, w.h.x >> 16, (int)(g & 7)) - 32) * s;
         return (x.d * sp_h2f(w.h.x & 0xFFFF)) * (float)isum;
     }
+};
+
+/* Q3_K split, the nibble form: a value is (q2 | h << 2) - 4 with q2 its two low bits and h its hmask
+ * bit, so the upload stores n = q2 | h << 2 (0..7) as a nibble in Q4_0 order (the first 16 elements of
+ * a group are the low nibbles, the last 16 the high ones: the group's two 16-value sub-blocks), each
+ * group's two sub-block scales decoded to int8 (6 bits - 32) and d per super-block. The dot is Q4_0's
+ * per sub-block: sc0 (sum n y - 4 sum y) over the low nibbles + sc1 (..) over the high ones, the same
+ * integers as the file's 2-bit planes give. Per row: region A = 16 B of nibbles per group, region B =
+ * the scales (2 B per group), region C = d (2 B per super-block): 146 B per 256 values against the
+ * file's 110 (+32.7%: no plane unpacking a group; IQ3_S's nibble form measured the same trade; the
+ * roofline counts the file's) */
+template <> struct CuSp<CLL_TYPE_Q3_K> {
+    static constexpr int QK = 256, BB = 110;
+    static size_t row_bytes(int64_t cols) { return (size_t)(cols / 32) * 18 + (size_t)(cols / 256) * 2; }
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *b = s + BB * (g >> 3);
+            const int gg = (int)(g & 7), half = gg >> 2, sh = gg & 3;
+            uint8_t n[32];
+            for (int l = 0; l < 32; l++)
+                n[l] = (uint8_t)(((b[32 + 32 * half + l] >> (2 * sh)) & 3) | (((b[l] >> (4 * half + sh)) & 1) << 2));
+            sp_nibs16(n, d + 16 * g);
+            d[16 * ng + 2 * g] = (uint8_t)(int8_t)cu_q3k_scale(b + 96, 2 * gg);
+            d[16 * ng + 2 * g + 1] = (uint8_t)(int8_t)cu_q3k_scale(b + 96, 2 * gg + 1);
+            if (gg == 0) memcpy(d + 18 * ng + 2 * (g >> 3), b + 108, 2);
+        }
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31);
+        const float dl = FM(cu_h2f(r + 18 * ng + 2 * (g >> 3)), (float)(int8_t)r[16 * ng + 2 * g + (l >> 4)]);
+        const uint8_t q = r[16 * g + (l & 15)];
+        return FM(dl, (float)((l < 16 ? (q & 0xF) : (q >> 4)) - 4));
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const float d = cu_h2f(r + 18 * ng + 2 * (g >> 3));
+        const float d0 = FM(d, (float)(int8_t)r[16 * ng + 2 * g]), d1 = FM(d, (float)(int8_t)r[16 * ng + 2 * g + 1]);
+SP_UNROLL
+        for (int l = 0; l < 32; l++) v[l] = FM(l < 16 ? d0 : d1, (float)(sp_nib(w, l) - 4));
+    }
+    struct Wv {
+        CuQ4 q;
+        uint32_t sc, d; /* the group's two int8 scales (low byte first); d's f16 bits */
+    };
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
+        return Wv{sp_ld16<M>(r + 16 * g), sp_ld2<M>(r + 16 * ng + 2 * g), sp_ld2<M>(r + 18 * ng + 2 * (g >> 3))};
+    }
+    struct Dec {
+        CuN n;
+        float d;
+        int s0, s1;
+    };
+    CU_HD Dec dec(const Wv &w, int64_t) {
+        return Dec{sp_nibs(w.q), sp_h2f(w.d), (int)(int8_t)(w.sc & 0xFF), (int)(int8_t)((w.sc >> 8) & 0xFF)};
+    }
+    CU_HD float dotd(const Dec &w, const CuX &x) {
+        int lo = 0, hi = 0;
+SP_UNROLL
+        for (int k = 0; k < 4; k++) {
+            lo = cu_dp4a((int)w.n.lo[k], x.y[k], lo);
+            hi = cu_dp4a((int)w.n.hi[k], x.y[4 + k], hi);
+        }
+        const int isum = w.s0 * (lo - 4 * x.sl) + w.s1 * (hi - 4 * x.sh);
+        return (w.d * x.d) * (float)isum;
+    }
+    CU_HD float dot(const Wv &w, int64_t g, const CuX &x) { return dotd(dec(w, g), x); }
 };
 
 /* Codebooks a split dot reads, copied into shared memory per block (SpTables<S>::stage(): every
