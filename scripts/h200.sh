@@ -60,10 +60,26 @@ ANCHORS=(
 pack() {
   local set=core
   [ "${1:-}" = "--models" ] && set=$2
+  # a compiler still running in build-h200 (a pack interrupted mid-build: its make killed, not its nvcc
+  # children) may write objects compiled from the sources as they were, newer than the sources you edit
+  # since, so the next incremental build keeps them (the twenty-ninth session carried such a mix: its
+  # registry lacked a type its tests had)
+  if pgrep -f "build-h200/" >/dev/null; then
+    echo "pack: a build is still running in build-h200 ($(pgrep -f build-h200/ | head -3 | tr '\n' ' ')): let it finish or kill it, then rm -rf build-h200" >&2
+    exit 1
+  fi
   cmake -S . -B build-h200 -DCMAKE_BUILD_TYPE=Release \
     -DCLLAMA_CUDA_GENCODE="-gencode arch=compute_90a,code=sm_90a" >/dev/null || exit 1
   cmake --build build-h200 -j "$(nproc)" --target cllama_cli golden_test cuda_test cuda_kernels_test cuda_kbench tp_test \
     2>&1 | grep -E "error|warning" ; true
+  # the build's host-side checks before a device call spends time on it: the kernel table's shape and the
+  # decoders / split repacks against to_f32 (no GPU needed); a mixed build fails them here
+  if ! CLL_TEST_FILTER="test_table_shape" build-h200/tests/cuda_kernels_test >/tmp/pack-host.log 2>&1 ||
+    ! CLL_TEST_FILTER="test_decoders_host" build-h200/tests/cuda_kernels_test >>/tmp/pack-host.log 2>&1; then
+    tail -15 /tmp/pack-host.log
+    echo "pack: build-h200's host checks failed (/tmp/pack-host.log); a stale object? rm -rf build-h200 and pack again" >&2
+    exit 1
+  fi
   rm -rf .gpu/bin .gpu/lib .gpu/shared
   mkdir -p .gpu/bin .gpu/lib .gpu/shared/oracle/golden .gpu/shared/oracle/models .gpu/shared/models
   for b in bin/cllama tests/golden_test tests/cuda_test tests/cuda_kernels_test bin/cuda_kbench tests/tp_test; do
