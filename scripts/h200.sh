@@ -21,9 +21,9 @@
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
-#       owed    what the tree owes the device: the per-weight panels' GPU test and q3moe pp512 under
-#               four panel budgets, gate --quick, the board cells recorded before the last decode
-#               changes (Q6_K, IQ3_S), then the long cells (recorded; over 10 min: split it)
+#       owed    what the tree owes the device: the Q3_K split rows' gates and tg128 by row (any GPU),
+#               then on an H200 gate --quick, the board cells recorded before the last decode changes
+#               (IQ4_XS, Q6_K, IQ3_S), then the long cells (recorded; over 10 min: split it)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
 #               mixed prompts, a 4096-token prompt mid-run, --check)
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
@@ -653,18 +653,28 @@ for l in sys.stdin:
 
 owed() {
   dev_env
-  # the twenty-eighth session's per-weight panels (1c16c76): its GPU test, then q3moe pp512 with every
-  # panel resident, half of them (by bytes), and none (the H100's auto budget keeps ~17 of 28 GiB)
-  CLLAMA_TEST_BACKEND=cuda CLL_TEST_FILTER=test_partial_panels timeout 120 .gpu/bin/golden_test 2>&1 |
-    grep -E "prompt of|FAIL|PASSED|SKIP|load line"
-  synth_anchor q3moe-L24-Q4_K_M && for p in on 14G auto off; do
-    echo "== CLLAMA_CUDA_PANELS=$p"
-    CLLAMA_CUDA_PANELS=$p timeout 90 .gpu/bin/cllama bench --backend cuda -p 512 -n 0 -r 3 \
-      -m "$MODELS/q3moe-L24-Q4_K_M.gguf" 2>&1 | grep -E "pp512|panels"
-  done
-  gate --quick
-  bench 'l3-8b-Q6_K|l3-8b-IQ3_S'
-  long
+  # the twenty-ninth session's Q3_K split rows (7d96aeb; not yet a default): their gates, golden on the
+  # GPU (tiny-llama Q3_K_M), then l2-7b Q3_K_M tg128 by row (the layout-0 default first; if a split row
+  # wins, make it Q3_K's cll_cu_sp_default in src/cuda/matmul/matmul_internal.cuh)
+  CLL_TEST_FILTER=test_gemv_rows CLL_GATE_ONLY=q3_K timeout 200 .gpu/bin/cuda_kernels_test 2>&1 |
+    grep -E "FAIL|PASSED|FAILED|rows were" | tail -12
+  CLL_TEST_FILTER=test_moe_rows timeout 200 .gpu/bin/cuda_kernels_test 2>&1 | grep -E "FAILED|PASSED|q3_K_split" | tail -5
+  CLLAMA_TEST_BACKEND=cuda timeout 200 .gpu/bin/golden_test 2>&1 | grep -E "FAIL|PASSED|Q3_K" | tail -8
+  mkdir -p "$MODELS"
+  local f=$MODELS/l2-7b-Q3_K_M.gguf k=CLLAMA_KERNEL=gemv_q3_K_split_ e
+  .gpu/bin/cllama synth --shape llama2-7b --type Q3_K_M -o "$f" --quiet &&
+    for e in - ${k}w4r2ks4_dp4a ${k}w4r2pre_dp4a ${k}w4r2u2_dp4a ${k}w4u4_dp4a ${k}w4r2ks4_dp4a -; do
+      env ${e/#-/X=1} .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 -m "$f" 2>&1 | grep tg128 | sed "s/^/Q3_K_M [$e] /"
+    done
+  rm -f "$f"
+  # on an H200 (the twenty-eighth and twenty-ninth sessions got only H100s): the gates, the board cells
+  # recorded before the last decode changes (IQ4_XS's form, Q6_K, IQ3_S), then the long cells (over 10
+  # min in all: split it)
+  if [ "$BOX" = h200 ]; then
+    gate --quick
+    bench 'l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
+    long
+  fi
 }
 
 cmd=${1:-}; shift || true
