@@ -1447,7 +1447,7 @@ template <int T> bool check_split(uint64_t seed, char *why, size_t cap) {
         cll_cu_row_stride(T, 2, cols) != 0 ||
         (S::QK > 32 && cll_cu_row_stride(T, CLL_CU_LAYOUT_SPLIT, cols + 32) != 0) ||
         cll_cu_weight_bytes(T, CLL_CU_LAYOUT_SPLIT, 5, cols, 3) != rs * 15 ||
-        cll_cu_row_stride(CLL_TYPE_Q4_1, CLL_CU_LAYOUT_SPLIT, cols) != 0) {
+        cll_cu_row_stride(CLL_TYPE_IQ2_XXS, CLL_CU_LAYOUT_SPLIT, cols) != 0) {
         snprintf(why, cap, "%s split: strides: layout 0 %zu, split %zu (row bytes %zu, file %zu)", tr->name,
                  cll_cu_row_stride(T, 0, cols), rs, db, rb);
         return false;
@@ -1529,7 +1529,9 @@ extern "C" cll_status cll_cuda_gate_decoders(void) {
                     check_split<CLL_TYPE_Q4_K>(24, why, sizeof why) && check_split<CLL_TYPE_Q6_K>(25, why, sizeof why) &&
                     check_split<CLL_TYPE_IQ4_XS>(26, why, sizeof why) && check_split<CLL_TYPE_IQ3_S>(27, why, sizeof why) &&
                     check_split<CLL_TYPE_Q5_K>(28, why, sizeof why) &&
-                    check_split<CLL_TYPE_Q3_K>(29, why, sizeof why);
+                    check_split<CLL_TYPE_Q3_K>(29, why, sizeof why) &&
+                    check_split<CLL_TYPE_Q4_1>(30, why, sizeof why) && check_split<CLL_TYPE_Q5_0>(31, why, sizeof why) &&
+                    check_split<CLL_TYPE_IQ4_NL>(32, why, sizeof why);
     return ok ? CLL_OK : cll_err(CLL_ERR_INTERNAL, "decoder host check: %s", why);
 }
 

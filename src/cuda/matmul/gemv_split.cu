@@ -584,6 +584,9 @@ static const cll_cu_sp_ops k_sp_ops[] = {
     SP_OPS(CLL_TYPE_IQ3_S, "gemv_iq3_s_split_w4u4_dp4a", SP_NOW, SP_X(CLL_TYPE_IQ3_S), SP_Y4(CLL_TYPE_IQ3_S), SP_G(CLL_TYPE_IQ3_S)),
     SP_OPS(CLL_TYPE_Q5_K, "gemv_q5_K_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_G(CLL_TYPE_Q5_K)),
     SP_OPS(CLL_TYPE_Q3_K, "gemv_q3_K_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_G(CLL_TYPE_Q3_K)),
+    SP_OPS(CLL_TYPE_Q4_1, "gemv_q4_1_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_G(CLL_TYPE_Q4_1)),
+    SP_OPS(CLL_TYPE_Q5_0, "gemv_q5_0_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_G(CLL_TYPE_Q5_0)),
+    SP_OPS(CLL_TYPE_IQ4_NL, "gemv_iq4_nl_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_G(CLL_TYPE_IQ4_NL)),
 };
 
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type) {

@@ -1,11 +1,14 @@
 /* cuda/matmul/split: weight layout 1 ("split", CLL_CU_LAYOUT_SPLIT) and the decode gemv that
- * streams it (k_gemv_sp), for Q4_0, Q8_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, IQ3_S.
+ * streams it (k_gemv_sp), for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ3_S.
  *
  * Layout 1: a row is re-cut at upload (host repack, cll_cu_sp_pack_row) into regions, each a run
  * of fixed-size records per 32-element group or per block, quants first, 16-byte aligned:
  *   Q4_0   [qs 16 B x ng][d 2 B x ng]
  *   Q8_0   [qs 32 B x ng][d 2 B x ng]
  *   Q5_1   [qs 16 B x ng][d, m, qh' 8 B x ng]       qh' bit 8b+w = high bit of element 4w+b
+ *   Q4_1   [qs 16 B x ng][d, m 4 B x ng]
+ *   Q5_0   [qs 16 B x ng][qh' 4 B x ng][d 2 B x ng]   qh' as Q5_1's
+ *   IQ4_NL [qs 16 B x ng][d 2 B x ng]                 nibbles in IQ4_XS's order
  *   Q4_K   [qs 16 B x ng][d, dmin, scales[12] 16 B x nsb]
  *   Q5_K   [qs 16 B x ng][qh' 4 B x ng][d, dmin, scales[12] 16 B x nsb]   qh' as Q5_1's
  *   Q3_K   [q2 | h << 2 nibbles 16 B x ng][sc0, sc1 int8 2 B x ng][d 2 B x nsb]  (146 B per 256: wider)
@@ -473,6 +476,90 @@ SP_UNROLL
     }
 };
 
+/* Q4_1: Q4_0's quants, then d | m per group (4 B): d q + m, the dot as Q5_1's without the high bits */
+template <> struct CuSp<CLL_TYPE_Q4_1> {
+    static constexpr int QK = 32, BB = 20;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            memcpy(d + 16 * g, s + BB * g + 4, 16);
+            memcpy(d + 16 * ng + 4 * g, s + BB * g, 4);
+        }
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31);
+        const uint8_t *sd = r + 16 * ng + 4 * g, q = r[16 * g + (l & 15)];
+        return FA(FM((float)(l < 16 ? (q & 0xF) : (q >> 4)), cu_h2f(sd)), cu_h2f(sd + 2));
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const uint8_t *sd = r + 16 * ng + 4 * g;
+        const float d = cu_h2f(sd), m = cu_h2f(sd + 2);
+SP_UNROLL
+        for (int l = 0; l < 32; l++) v[l] = FA(FM((float)sp_nib(w, l), d), m);
+    }
+    struct Wv {
+        CuQ4 q;
+        uint32_t s; /* d | m */
+    };
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16<M>(r + 16 * g), sp_ld4<M>(r + 16 * ng + 4 * g)}; }
+    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
+        return (sp_h2f(w.s & 0xFFFF) * x.d) * (float)sp_nib_dot(w.q, x, 0) + sp_h2f(w.s >> 16) * x.s;
+    }
+};
+
+/* Q5_0: Q4_0's quants, Q5_1's high-bit word per group (bit 8b + w = high bit of element 4w + b), then
+ * d per group: d ((q | h << 4) - 16) */
+template <> struct CuSp<CLL_TYPE_Q5_0> {
+    static constexpr int QK = 32, BB = 22;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *b = s + BB * g;
+            memcpy(d + 16 * g, b + 6, 16);
+            uint32_t qh, q2 = 0;
+            memcpy(&qh, b + 2, 4);
+            for (int e = 0; e < 32; e++)
+                if ((qh >> e) & 1) q2 |= 1u << (8 * (e & 3) + (e >> 2));
+            memcpy(d + 16 * ng + 4 * g, &q2, 4);
+            memcpy(d + 20 * ng + 2 * g, b, 2);
+        }
+    }
+    CU_HD int hb(uint32_t qh, int l) { return (int)((qh >> (8 * (l & 3) + (l >> 2))) & 1); }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31);
+        const uint8_t q = r[16 * g + (l & 15)];
+        const int x = ((l < 16 ? (q & 0xF) : (q >> 4)) | (hb(cu_ld32a4(r + 16 * ng + 4 * g), l) << 4)) - 16;
+        return FM((float)x, cu_h2f(r + 20 * ng + 2 * g));
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const uint32_t qh = cu_ld32a4(r + 16 * ng + 4 * g);
+        const float d = cu_h2f(r + 20 * ng + 2 * g);
+SP_UNROLL
+        for (int l = 0; l < 32; l++) v[l] = FM((float)((sp_nib(w, l) | (hb(qh, l) << 4)) - 16), d);
+    }
+    struct Wv {
+        CuQ4 q;
+        uint32_t qh, d;
+    };
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
+        return Wv{sp_ld16<M>(r + 16 * g), sp_ld4<M>(r + 16 * ng + 4 * g), sp_ld2<M>(r + 20 * ng + 2 * g)};
+    }
+    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
+        int s = 0;
+SP_UNROLL
+        for (int k = 0; k < 4; k++) {
+            const uint32_t q = sp_w(w.q, k);
+            s = cu_dp4a((int)((q & 0x0F0F0F0Fu) | ((w.qh << (4 - k)) & 0x10101010u)), x.y[k], s);
+            s = cu_dp4a((int)(((q >> 4) & 0x0F0F0F0Fu) | ((w.qh >> k) & 0x10101010u)), x.y[4 + k], s);
+        }
+        return (sp_h2f(w.d) * x.d) * (float)(s - 16 * (x.sl + x.sh));
+    }
+};
+
 /* Q4_K / IQ4_XS / Q6_K: group g of a row is group g&7 of super-block g>>3 */
 template <> struct CuSp<CLL_TYPE_Q4_K> {
     static constexpr int QK = 256, BB = 144;
@@ -744,6 +831,57 @@ SP_UNROLL
         return (w.d * x.d) * (float)isum;
     }
     CU_HD float dot(const Wv &w, int64_t g, const CuX &x) { return dotd(dec(w, g), x); }
+};
+
+/* IQ4_NL: IQ4_XS's nibble order per 32-value group (cu_kv8d on each word directly), then d per group */
+template <> struct CuSp<CLL_TYPE_IQ4_NL> {
+    static constexpr int QK = 32, BB = 18;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *q = s + BB * g + 2;
+            uint8_t v[32];
+            for (int i = 0; i < 16; i++) {
+                v[i] = q[i] & 15;
+                v[i + 16] = q[i] >> 4;
+            }
+            uint8_t *o = d + 16 * g;
+            for (int k = 0; k < 4; k++)
+                for (int h = 0; h < 2; h++) {
+                    const uint8_t *e = v + 16 * h + 4 * k;
+                    o[4 * k + 2 * h] = (uint8_t)(e[0] | (e[1] << 4));
+                    o[4 * k + 2 * h + 1] = (uint8_t)(e[2] | (e[3] << 4));
+                }
+            memcpy(d + 16 * ng + 2 * g, s + BB * g, 2);
+        }
+    }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31), li = l & 15; /* element 16h + 4k + j: byte 4k + 2h + j/2, nibble j&1 */
+        const uint8_t q = r[16 * g + 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1)];
+        return FM(cu_h2f(r + 16 * ng + 2 * g), (float)cu_kv1((li & 1) ? (q >> 4) : (q & 0xF)));
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        uint32_t w[4];
+        sp_q16w(r + 16 * g, w);
+        const float d = cu_h2f(r + 16 * ng + 2 * g);
+SP_UNROLL
+        for (int l = 0; l < 32; l++) {
+            const int li = l & 15, byte = 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1);
+            const uint32_t q = (w[byte >> 2] >> (8 * (byte & 3))) & 0xFFu;
+            v[l] = FM(d, (float)cu_kv1((int)((li & 1) ? (q >> 4) : (q & 0xF))));
+        }
+    }
+    struct Wv {
+        CuQ4 q;
+        uint32_t d;
+    };
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) { return Wv{sp_ld16<M>(r + 16 * g), sp_ld2<M>(r + 16 * ng + 2 * g)}; }
+    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
+        int s = 0;
+SP_UNROLL
+        for (int k = 0; k < 4; k++) s = cu_kv8d(sp_w(w.q, k), x.y[k], x.y[4 + k], s);
+        return (sp_h2f(w.d) * x.d) * (float)s;
+    }
 };
 
 /* Codebooks a split dot reads, copied into shared memory per block (SpTables<S>::stage(): every
