@@ -100,7 +100,7 @@ pack() {
   case $set in
     all) cp "$sh"/oracle/golden/*.json .gpu/shared/oracle/golden/; cp "$sh"/oracle/models/*.gguf .gpu/shared/oracle/models/ ;;
     core)
-      for f in tiny-llama-Q4_0 tiny-llama-Q4_K_M tiny-llama-Q5_K_M tiny-llama-Q3_K_M tiny-llama-Q4_1 tiny-llama-Q5_0 tiny-llama-IQ4_NL tiny-llama-F16 tiny-llama-IQ4_XS tiny-llama-IQ3_S tiny-llama-Q5_1 tiny-llama-Q6_K \
+      for f in tiny-llama-Q4_0 tiny-llama-Q4_K_M tiny-llama-Q5_K_M tiny-llama-Q3_K_M tiny-llama-Q2_K tiny-llama-Q4_1 tiny-llama-Q5_0 tiny-llama-IQ4_NL tiny-llama-F16 tiny-llama-IQ4_XS tiny-llama-IQ3_S tiny-llama-Q5_1 tiny-llama-Q6_K \
                tiny-gemma3-Q4_K_M tiny-qwen2-Q8_0 tiny-qwen3-Q4_K_M tiny-qwen3moe-Q4_K_M tiny-qwen3moe-Q8_0 tiny-mixtral-Q8_0; do
         cp "$sh/oracle/golden/$f.json" .gpu/shared/oracle/golden/; cp "$sh/oracle/models/$f.gguf" .gpu/shared/oracle/models/
       done ;;
@@ -653,17 +653,17 @@ for l in sys.stdin:
 
 owed() {
   dev_env
-  # the twenty-ninth session's split rows for Q3_K, Q4_1, Q5_0 and IQ4_NL (not yet defaults): their gates,
+  # the twenty-ninth session's split rows for Q2_K, Q3_K, Q4_1, Q5_0 and IQ4_NL (not yet defaults): their gates,
   # golden on the GPU (tiny-llama files of each), then an l2-7b file of each tg128 by row (the layout-0
   # default first; where a split row wins, make it the type's cll_cu_sp_default in
   # src/cuda/matmul/matmul_internal.cuh)
-  CLL_TEST_FILTER=test_gemv_rows CLL_GATE_ONLY=q3_K,q4_1,q5_0,iq4_nl timeout 300 .gpu/bin/cuda_kernels_test 2>&1 |
+  CLL_TEST_FILTER=test_gemv_rows CLL_GATE_ONLY=q2_K,q3_K,q4_1,q5_0,iq4_nl timeout 300 .gpu/bin/cuda_kernels_test 2>&1 |
     grep -E "FAIL|PASSED|FAILED|rows were" | tail -12
   CLL_TEST_FILTER=test_moe_rows timeout 200 .gpu/bin/cuda_kernels_test 2>&1 | grep -E "FAILED|PASSED|_split.*FAIL" | tail -5
-  CLLAMA_TEST_BACKEND=cuda timeout 300 .gpu/bin/golden_test 2>&1 | grep -E "FAIL|PASSED|Q3_K|Q4_1|Q5_0|IQ4_NL" | tail -12
+  CLLAMA_TEST_BACKEND=cuda timeout 300 .gpu/bin/golden_test 2>&1 | grep -E "FAIL|PASSED|Q2_K|Q3_K|Q4_1|Q5_0|IQ4_NL" | tail -12
   mkdir -p "$MODELS"
   local t f k e
-  for t in Q3_K_M:q3_K Q4_1:q4_1 Q5_0:q5_0 IQ4_NL:iq4_nl; do
+  for t in Q2_K:q2_K Q3_K_M:q3_K Q4_1:q4_1 Q5_0:q5_0 IQ4_NL:iq4_nl; do
     f=$MODELS/l2-7b-${t%%:*}.gguf k=CLLAMA_KERNEL=gemv_${t##*:}_split_
     .gpu/bin/cllama synth --shape llama2-7b --type "${t%%:*}" -o "$f" --quiet || continue
     for e in - ${k}w4r2ks4_dp4a ${k}w4r2pre_dp4a ${k}w4r2u2_dp4a ${k}w4u4_dp4a ${k}w4r2ks4_dp4a -; do

@@ -1531,7 +1531,7 @@ extern "C" cll_status cll_cuda_gate_decoders(void) {
                     check_split<CLL_TYPE_Q5_K>(28, why, sizeof why) &&
                     check_split<CLL_TYPE_Q3_K>(29, why, sizeof why) &&
                     check_split<CLL_TYPE_Q4_1>(30, why, sizeof why) && check_split<CLL_TYPE_Q5_0>(31, why, sizeof why) &&
-                    check_split<CLL_TYPE_IQ4_NL>(32, why, sizeof why);
+                    check_split<CLL_TYPE_IQ4_NL>(32, why, sizeof why) && check_split<CLL_TYPE_Q2_K>(33, why, sizeof why);
     return ok ? CLL_OK : cll_err(CLL_ERR_INTERNAL, "decoder host check: %s", why);
 }
 

@@ -587,6 +587,7 @@ static const cll_cu_sp_ops k_sp_ops[] = {
     SP_OPS(CLL_TYPE_Q4_1, "gemv_q4_1_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_G(CLL_TYPE_Q4_1)),
     SP_OPS(CLL_TYPE_Q5_0, "gemv_q5_0_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_G(CLL_TYPE_Q5_0)),
     SP_OPS(CLL_TYPE_IQ4_NL, "gemv_iq4_nl_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_G(CLL_TYPE_IQ4_NL)),
+    SP_OPS(CLL_TYPE_Q2_K, "gemv_q2_K_split_w4u4_dp4a", SP_NOW, NULL, NULL, SP_G(CLL_TYPE_Q2_K)),
 };
 
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type) {

@@ -199,6 +199,7 @@ cll_cu_gemv_fn cll_cu_sp_tma_gemv(uint32_t type) {
     case CLL_TYPE_Q4_K: return tma_gemv_launch<CuSp<CLL_TYPE_Q4_K>>;
     case CLL_TYPE_Q5_K: return tma_gemv_launch<CuSp<CLL_TYPE_Q5_K>>;
     case CLL_TYPE_Q3_K: return tma_gemv_launch<CuSp<CLL_TYPE_Q3_K>>;
+    case CLL_TYPE_Q2_K: return tma_gemv_launch<CuSp<CLL_TYPE_Q2_K>>;
     case CLL_TYPE_IQ4_NL: return tma_gemv_launch<CuSp<CLL_TYPE_IQ4_NL>>;
     case CLL_TYPE_Q5_0: return tma_gemv_launch<CuSp<CLL_TYPE_Q5_0>>;
     case CLL_TYPE_Q4_1: return tma_gemv_launch<CuSp<CLL_TYPE_Q4_1>>;

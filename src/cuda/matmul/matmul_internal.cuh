@@ -67,7 +67,7 @@ const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type);
  * w4r2ks4's fallback on the short rows (gemv_split.cu) */
 static constexpr int cll_cu_sp_base(uint32_t t) {
     return t == CLL_TYPE_Q4_0 || t == CLL_TYPE_Q5_1 || t == CLL_TYPE_IQ4_XS || t == CLL_TYPE_Q3_K || t == CLL_TYPE_Q4_1 ||
-                   t == CLL_TYPE_Q5_0 || t == CLL_TYPE_IQ4_NL
+                   t == CLL_TYPE_Q5_0 || t == CLL_TYPE_IQ4_NL || t == CLL_TYPE_Q2_K
                ? 12
            : t == CLL_TYPE_Q4_K || t == CLL_TYPE_IQ3_S || t == CLL_TYPE_Q5_K ? 14
            : t == CLL_TYPE_Q8_0 || t == CLL_TYPE_Q6_K                      ? 15
@@ -76,12 +76,12 @@ static constexpr int cll_cu_sp_base(uint32_t t) {
 /* each split type's default one-token form, named once: 16 (w4r2ks4: the long down rows split over a
  * block's 4 warps, every other row by cll_cu_sp_base) for Q4_K, Q5_K, Q6_K, IQ3_S, Q5_1 and IQ4_XS, which measured
  * faster with it in the step (docs/cuda.md); the base form for the others; -1 for a split type whose rows
- * have not yet run on a device (Q3_K, Q4_1, Q5_0, IQ4_NL: written in the twenty-ninth session after its
+ * have not yet run on a device (Q2_K, Q3_K, Q4_1, Q5_0, IQ4_NL: written in the twenty-ninth session after its
  * last device call):
  * its layout-0 row stays the default and the split rows serve only where named (CLLAMA_KERNEL, a tune
  * race). The registry's default and bit-exact flags (rows.cu) read it */
 static constexpr int cll_cu_sp_default(uint32_t t) {
-    return t == CLL_TYPE_Q3_K || t == CLL_TYPE_Q4_1 || t == CLL_TYPE_Q5_0 || t == CLL_TYPE_IQ4_NL ? -1
+    return t == CLL_TYPE_Q3_K || t == CLL_TYPE_Q4_1 || t == CLL_TYPE_Q5_0 || t == CLL_TYPE_IQ4_NL || t == CLL_TYPE_Q2_K ? -1
            : t == CLL_TYPE_Q4_K || t == CLL_TYPE_Q6_K || t == CLL_TYPE_IQ3_S || t == CLL_TYPE_Q5_1 || t == CLL_TYPE_IQ4_XS ||
                    t == CLL_TYPE_Q5_K
                ? 16

@@ -175,7 +175,7 @@ static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false,
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K,
                                       CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S, CLL_TYPE_Q5_K, CLL_TYPE_Q3_K,
-                                      CLL_TYPE_Q4_1, CLL_TYPE_Q5_0, CLL_TYPE_IQ4_NL};
+                                      CLL_TYPE_Q4_1, CLL_TYPE_Q5_0, CLL_TYPE_IQ4_NL, CLL_TYPE_Q2_K};
 enum { CU_NSP = sizeof k_sp_types / sizeof k_sp_types[0] };
 static cll_cu_gemv_impl k_sp_impl[CU_NSP], k_spx2_impl[CU_NSP], k_spx4_impl[CU_NSP], k_spx4p_impl[CU_NSP],
     k_tma_impl[CU_NSP], k_few_impl[CU_NSP], k_mma_impl[CU_NSP], k_fused_impl[CU_NSP], k_spu2_impl[CU_NSP],
@@ -315,6 +315,7 @@ static const cll_kernel_row k_rows[] = {
     CU_SP_ROW(q4_0, Q4_0, 0) CU_SP_ROW(q8_0, Q8_0, 1) CU_SP_ROW(q5_1, Q5_1, 2) CU_SP_ROW(q4_K, Q4_K, 3)
     CU_SP_ROW(q6_K, Q6_K, 4) CU_SP_ROW(iq4_xs, IQ4_XS, 5) CU_SP_ROW(iq3_s, IQ3_S, 6) CU_SP_ROW(q5_K, Q5_K, 7)
     CU_SP_ROW(q3_K, Q3_K, 8) CU_SP_ROW(q4_1, Q4_1, 9) CU_SP_ROW(q5_0, Q5_0, 10) CU_SP_ROW(iq4_nl, IQ4_NL, 11)
+    CU_SP_ROW(q2_K, Q2_K, 12)
 #undef CU_SP_ROW
     /* the bit-exact variants (rows of a numerics family that only launch differently: the tuner's
      * arms, and the defaults of Q4_0 and Q8_0; cuda/matmul/gemv_split.cu says which type has which) */
@@ -348,6 +349,7 @@ static const cll_kernel_row k_rows[] = {
     CU_SPG_ROWS(iq3_s, IQ3_S, 6, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(q5_K, Q5_K, 7, CU_GEMV_PARAMS_SPR2G)
     CU_SPG_ROWS(q3_K, Q3_K, 8, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(q4_1, Q4_1, 9, CU_GEMV_PARAMS_SPR2G)
     CU_SPG_ROWS(q5_0, Q5_0, 10, CU_GEMV_PARAMS_SPR2G) CU_SPG_ROWS(iq4_nl, IQ4_NL, 11, CU_GEMV_PARAMS_SPR2G)
+    CU_SPG_ROWS(q2_K, Q2_K, 12, CU_GEMV_PARAMS_SPR2G)
 #undef CU_SPG_ROWS
 #undef CU_SPV_ROW
 #undef CU_SPD
@@ -399,7 +401,7 @@ static const cll_kernel_row k_rows[] = {
     CU_MOE_SP_ROW(q4_0, Q4_0, 0) CU_MOE_SP_ROW(q8_0, Q8_0, 1) CU_MOE_SP_ROW(q5_1, Q5_1, 2) CU_MOE_SP_ROW(q4_K, Q4_K, 3)
     CU_MOE_SP_ROW(q6_K, Q6_K, 4) CU_MOE_SP_ROW(iq4_xs, IQ4_XS, 5) CU_MOE_SP_ROW(iq3_s, IQ3_S, 6)
     CU_MOE_SP_ROW(q5_K, Q5_K, 7) CU_MOE_SP_ROW(q3_K, Q3_K, 8) CU_MOE_SP_ROW(q4_1, Q4_1, 9)
-    CU_MOE_SP_ROW(q5_0, Q5_0, 10) CU_MOE_SP_ROW(iq4_nl, IQ4_NL, 11)
+    CU_MOE_SP_ROW(q5_0, Q5_0, 10) CU_MOE_SP_ROW(iq4_nl, IQ4_NL, 11) CU_MOE_SP_ROW(q2_K, Q2_K, 12)
 #undef CU_MOE_SP_ROW
 };
 static const cll_kernel_table k_table = {"cuda", k_rows, sizeof k_rows / sizeof k_rows[0]};

@@ -1,11 +1,12 @@
 /* cuda/matmul/split: weight layout 1 ("split", CLL_CU_LAYOUT_SPLIT) and the decode gemv that
- * streams it (k_gemv_sp), for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ3_S.
+ * streams it (k_gemv_sp), for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ3_S.
  *
  * Layout 1: a row is re-cut at upload (host repack, cll_cu_sp_pack_row) into regions, each a run
  * of fixed-size records per 32-element group or per block, quants first, 16-byte aligned:
  *   Q4_0   [qs 16 B x ng][d 2 B x ng]
  *   Q8_0   [qs 32 B x ng][d 2 B x ng]
  *   Q5_1   [qs 16 B x ng][d, m, qh' 8 B x ng]       qh' bit 8b+w = high bit of element 4w+b
+ *   Q2_K   [q 8 B x ng][sc 2 B x ng][d, dmin 4 B x nsb]   two-bit values in two words per group
  *   Q4_1   [qs 16 B x ng][d, m 4 B x ng]
  *   Q5_0   [qs 16 B x ng][qh' 4 B x ng][d 2 B x ng]   qh' as Q5_1's
  *   IQ4_NL [qs 16 B x ng][d 2 B x ng]                 nibbles in IQ4_XS's order
@@ -473,6 +474,69 @@ SP_UNROLL
             s = cu_dp4a((int)(((q >> 4) & 0x0F0F0F0Fu) | h1), x.y[4 + k], s);
         }
         return (sp_h2f(w.s.x & 0xFFFF) * x.d) * (float)s + sp_h2f(w.s.x >> 16) * x.s;
+    }
+};
+
+/* Q2_K: a group's 32 two-bit values as two words, A for its first 16 elements and B for its last 16 (bits
+ * 8b + 2j of a word: element 4j + b of its half, so (A >> 2j) & 0x03030303 pairs with activation word j),
+ * then the group's two scale bytes (sub-blocks 2g, 2g + 1: scale low nibble, min high nibble), then d |
+ * dmin per super-block: [q 8 B x ng][sc 2 B x ng][d, dmin 4 B x nsb], the file's 84 B per 256 values */
+template <> struct CuSp<CLL_TYPE_Q2_K> {
+    static constexpr int QK = 256, BB = 84;
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
+        for (int64_t g = 0; g < ng; g++) {
+            const uint8_t *b = s + BB * (g >> 3);
+            const int gg = (int)(g & 7), half = gg >> 2, sh = gg & 3;
+            uint32_t w[2] = {0, 0};
+            for (int l = 0; l < 32; l++) {
+                const uint32_t v = (b[16 + 32 * half + l] >> (2 * sh)) & 3;
+                const int i = l & 15;
+                w[l >> 4] |= v << (8 * (i & 3) + 2 * (i >> 2));
+            }
+            memcpy(d + 8 * g, w, 8);
+            d[8 * ng + 2 * g] = b[2 * gg];
+            d[8 * ng + 2 * g + 1] = b[2 * gg + 1];
+            if (gg == 0) memcpy(d + 10 * ng + 4 * (g >> 3), b + 80, 4);
+        }
+    }
+    CU_HD int q2(uint32_t w, int i) { return (int)((w >> (8 * (i & 3) + 2 * (i >> 2))) & 3); }
+    CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
+        const int64_t g = e >> 5;
+        const int l = (int)(e & 31);
+        const uint8_t *c = r + 10 * ng + 4 * (g >> 3);
+        const uint32_t sc = r[8 * ng + 2 * g + (l >> 4)];
+        const float dl = FM(cu_h2f(c), (float)(sc & 0xF)), ml = FM(cu_h2f(c + 2), (float)(sc >> 4));
+        return FS(FM(dl, (float)q2(cu_ld32a4(r + 8 * g + 4 * (l >> 4)), l & 15)), ml);
+    }
+    CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
+        const uint32_t a = cu_ld32a4(r + 8 * g), bw = cu_ld32a4(r + 8 * g + 4);
+        const uint8_t *c = r + 10 * ng + 4 * (g >> 3);
+        const uint32_t s0 = r[8 * ng + 2 * g], s1 = r[8 * ng + 2 * g + 1];
+        const float d = cu_h2f(c), dm = cu_h2f(c + 2);
+        const float dl0 = FM(d, (float)(s0 & 0xF)), ml0 = FM(dm, (float)(s0 >> 4));
+        const float dl1 = FM(d, (float)(s1 & 0xF)), ml1 = FM(dm, (float)(s1 >> 4));
+SP_UNROLL
+        for (int l = 0; l < 16; l++) v[l] = FS(FM(dl0, (float)q2(a, l)), ml0);
+SP_UNROLL
+        for (int l = 0; l < 16; l++) v[16 + l] = FS(FM(dl1, (float)q2(bw, l)), ml1);
+    }
+    struct Wv {
+        CuQ2 q;
+        uint32_t sc, dm; /* the group's two scale bytes (low byte first); d | dmin */
+    };
+    template <int M = 0> CU_HD Wv load(const uint8_t *r, int64_t ng, int64_t g) {
+        return Wv{sp_ld8<M>(r + 8 * g), sp_ld2<M>(r + 8 * ng + 2 * g), sp_ld4<M>(r + 10 * ng + 4 * (g >> 3))};
+    }
+    CU_HD float dot(const Wv &w, int64_t, const CuX &x) {
+        int lo = 0, hi = 0;
+SP_UNROLL
+        for (int j = 0; j < 4; j++) {
+            lo = cu_dp4a((int)((w.q.x >> (2 * j)) & 0x03030303u), x.y[j], lo);
+            hi = cu_dp4a((int)((w.q.y >> (2 * j)) & 0x03030303u), x.y[4 + j], hi);
+        }
+        const int s0 = (int)(w.sc & 0xFF), s1 = (int)((w.sc >> 8) & 0xFF);
+        const int isum = (s0 & 0xF) * lo + (s1 & 0xF) * hi, msum = (s0 >> 4) * x.sl + (s1 >> 4) * x.sh;
+        return x.d * (sp_h2f(w.dm & 0xFFFF) * (float)isum - sp_h2f(w.dm >> 16) * (float)msum);
     }
 };
 
