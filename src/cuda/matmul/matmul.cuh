@@ -212,9 +212,9 @@ size_t cll_cu_weight_bytes(uint32_t type, int layout, int64_t rows, int64_t cols
 cudaError_t cll_cu_weight_upload(cll_cu_weight *w, const void *host, uint32_t type, int64_t rows, int64_t cols,
                                  int64_t n_mat, void *dev_dst);
 /* Weight layouts: 0 = file blocks; CLL_CU_LAYOUT_SPLIT = quants and scales re-cut into aligned
- * regions per row (cuda/matmul/split.cuh; Q4_0, Q8_0, Q5_1, Q4_K, Q6_K, IQ4_XS: the same
- * row_stride and byte count as layout 0; IQ3_S: its grid expanded to nibbles, 17 B per 32
- * values). Upload a weight in the layout of the gemv row that serves it
+ * regions per row (cuda/matmul/split.cuh; Q4_0, Q8_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_XS and the others
+ * there: the same row_stride and byte count as layout 0; IQ3_S and Q3_K: their values expanded to
+ * nibbles, 17 B per 32 values and 146 B per 256). Upload a weight in the layout of the gemv row that serves it
  * (cll_cu_gemv_impl.layout); get_rows and the gemm read either layout. The repack runs on the
  * host (slabs of <= 32 MB). cudaErrorInvalidValue for a layout the type lacks. */
 #define CLL_CU_LAYOUT_SPLIT 1
