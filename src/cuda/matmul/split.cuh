@@ -332,6 +332,54 @@ CU_HD int sp_nib(const uint32_t (&w)[4], int l) {
     const uint32_t b = (w[(l & 15) >> 2] >> (8 * (l & 3))) & 0xFFu;
     return (int)(l < 16 ? (b & 0xF) : (b >> 4));
 }
+/* the same from the group's 16 quant bytes q (one byte read: the element decoders) */
+CU_HD int sp_nib_at(const uint8_t *q, int l) {
+    const uint8_t b = q[l & 15];
+    return l < 16 ? (b & 0xF) : (b >> 4);
+}
+/* A group's high bits in Q5_1's order (qh' bit 8b + w = high bit of element 4w + b), which Q5_1, Q5_0
+ * and Q5_K store: sp_qh_word from the file's order (bit e = element e), sp_qh_bit reads element l,
+ * sp_qh_lo / sp_qh_hi move word k's bits to its lanes' bit 4 (the low nibbles: elements 4k + b; the
+ * high ones: 16 + 4k + b) */
+static inline uint32_t sp_qh_word(uint32_t qh) {
+    uint32_t q2 = 0;
+    for (int e = 0; e < 32; e++)
+        if ((qh >> e) & 1) q2 |= 1u << (8 * (e & 3) + (e >> 2));
+    return q2;
+}
+CU_HD int sp_qh_bit(uint32_t qh, int l) { return (int)((qh >> (8 * (l & 3) + (l >> 2))) & 1); }
+CU_HD uint32_t sp_qh_lo(uint32_t qh, int k) { return (qh << (4 - k)) & 0x10101010u; }
+CU_HD uint32_t sp_qh_hi(uint32_t qh, int k) { return (qh >> k) & 0x10101010u; }
+/* IQ4_XS / IQ4_NL: a group's 16 file bytes (byte i: element i low nibble, element 16 + i high) re-cut
+ * into word order (word k = elements 4k..4k+3 in bits 0..15, then 16+4k..19+4k), and where element l
+ * lands: byte sp_iq4_byte(l), the high nibble when l is odd */
+static inline void sp_iq4_pack16(const uint8_t *q, uint8_t *o) {
+    uint8_t v[32];
+    for (int i = 0; i < 16; i++) {
+        v[i] = q[i] & 15;
+        v[i + 16] = q[i] >> 4;
+    }
+    for (int k = 0; k < 4; k++)
+        for (int h = 0; h < 2; h++) { /* h: the low or the high 16 elements */
+            const uint8_t *e = v + 16 * h + 4 * k;
+            o[4 * k + 2 * h] = (uint8_t)(e[0] | (e[1] << 4));
+            o[4 * k + 2 * h + 1] = (uint8_t)(e[2] | (e[3] << 4));
+        }
+}
+CU_HD int sp_iq4_byte(int l) { /* element 16h + 4k + j: byte 4k + 2h + j/2, nibble j&1 */
+    const int li = l & 15;
+    return 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1);
+}
+/* the codebook index of element l from the group's 16 bytes (word order) or its four words */
+CU_HD int sp_iq4_at(const uint8_t *q, int l) {
+    const uint8_t b = q[sp_iq4_byte(l)];
+    return (l & 1) ? (b >> 4) : (b & 0xF);
+}
+CU_HD int sp_iq4_nib(const uint32_t (&w)[4], int l) {
+    const int byte = sp_iq4_byte(l);
+    const uint32_t b = (w[byte >> 2] >> (8 * (byte & 3))) & 0xFFu;
+    return (int)((l & 1) ? (b >> 4) : (b & 0xF));
+}
 
 template <> struct CuSp<CLL_TYPE_Q4_0> {
     static constexpr int QK = 32, BB = 18;
@@ -344,9 +392,7 @@ template <> struct CuSp<CLL_TYPE_Q4_0> {
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
         const int l = (int)(e & 31);
-        const uint8_t q = r[16 * g + (l & 15)];
-        const int x = (l < 16 ? (q & 0xF) : (q >> 4)) - 8;
-        return FM((float)x, sp_h2f(cu_ld16(r + 16 * ng + 2 * g)));
+        return FM((float)(sp_nib_at(r + 16 * g, l) - 8), sp_h2f(cu_ld16(r + 16 * ng + 2 * g)));
     }
     /* group g's 32 elements, each the float deq gives (one load of the quants, the scale once) */
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
@@ -427,10 +473,9 @@ template <> struct CuSp<CLL_TYPE_Q5_1> {
         for (int64_t g = 0; g < ng; g++) {
             const uint8_t *b = s + BB * g;
             memcpy(d + 16 * g, b + 8, 16);
-            uint32_t qh, q2 = 0;
+            uint32_t qh;
             memcpy(&qh, b + 4, 4);
-            for (int e = 0; e < 32; e++)
-                if ((qh >> e) & 1) q2 |= 1u << (8 * (e & 3) + (e >> 2));
+            const uint32_t q2 = sp_qh_word(qh);
             uint8_t *sd = d + 16 * ng + 8 * g;
             memcpy(sd, b, 4);
             memcpy(sd + 4, &q2, 4);
@@ -441,8 +486,7 @@ template <> struct CuSp<CLL_TYPE_Q5_1> {
         const int l = (int)(e & 31);
         const uint8_t *sd = r + 16 * ng + 8 * g;
         const uint32_t qh = cu_ld32a4(sd + 4);
-        const uint8_t q = r[16 * g + (l & 15)];
-        const int x = (l < 16 ? (q & 0xF) : (q >> 4)) | (int)(((qh >> (8 * (l & 3) + (l >> 2))) & 1) << 4);
+        const int x = sp_nib_at(r + 16 * g, l) | (sp_qh_bit(qh, l) << 4);
         return FA(FM((float)x, cu_h2f(sd)), cu_h2f(sd + 2));
     }
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
@@ -453,7 +497,7 @@ template <> struct CuSp<CLL_TYPE_Q5_1> {
         const float d = cu_h2f(sd), m = cu_h2f(sd + 2);
 SP_UNROLL
         for (int l = 0; l < 32; l++) {
-            const int x = sp_nib(w, l) | (int)(((qh >> (8 * (l & 3) + (l >> 2))) & 1) << 4);
+            const int x = sp_nib(w, l) | (sp_qh_bit(qh, l) << 4);
             v[l] = FA(FM((float)x, d), m);
         }
     }
@@ -468,10 +512,8 @@ SP_UNROLL
 SP_UNROLL
         for (int k = 0; k < 4; k++) {
             const uint32_t q = sp_w(w.q, k);
-            const uint32_t h0 = (k <= 4 ? qh << (4 - k) : qh >> (k - 4)) & 0x10101010u; /* word k */
-            const uint32_t h1 = (qh >> k) & 0x10101010u;                                 /* word 4+k */
-            s = cu_dp4a((int)((q & 0x0F0F0F0Fu) | h0), x.y[k], s);
-            s = cu_dp4a((int)(((q >> 4) & 0x0F0F0F0Fu) | h1), x.y[4 + k], s);
+            s = cu_dp4a((int)((q & 0x0F0F0F0Fu) | sp_qh_lo(qh, k)), x.y[k], s);
+            s = cu_dp4a((int)(((q >> 4) & 0x0F0F0F0Fu) | sp_qh_hi(qh, k)), x.y[4 + k], s);
         }
         return (sp_h2f(w.s.x & 0xFFFF) * x.d) * (float)s + sp_h2f(w.s.x >> 16) * x.s;
     }
@@ -552,8 +594,8 @@ template <> struct CuSp<CLL_TYPE_Q4_1> {
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
         const int l = (int)(e & 31);
-        const uint8_t *sd = r + 16 * ng + 4 * g, q = r[16 * g + (l & 15)];
-        return FA(FM((float)(l < 16 ? (q & 0xF) : (q >> 4)), cu_h2f(sd)), cu_h2f(sd + 2));
+        const uint8_t *sd = r + 16 * ng + 4 * g;
+        return FA(FM((float)sp_nib_at(r + 16 * g, l), cu_h2f(sd)), cu_h2f(sd + 2));
     }
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
         uint32_t w[4];
@@ -581,20 +623,17 @@ template <> struct CuSp<CLL_TYPE_Q5_0> {
         for (int64_t g = 0; g < ng; g++) {
             const uint8_t *b = s + BB * g;
             memcpy(d + 16 * g, b + 6, 16);
-            uint32_t qh, q2 = 0;
+            uint32_t qh;
             memcpy(&qh, b + 2, 4);
-            for (int e = 0; e < 32; e++)
-                if ((qh >> e) & 1) q2 |= 1u << (8 * (e & 3) + (e >> 2));
+            const uint32_t q2 = sp_qh_word(qh);
             memcpy(d + 16 * ng + 4 * g, &q2, 4);
             memcpy(d + 20 * ng + 2 * g, b, 2);
         }
     }
-    CU_HD int hb(uint32_t qh, int l) { return (int)((qh >> (8 * (l & 3) + (l >> 2))) & 1); }
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
         const int l = (int)(e & 31);
-        const uint8_t q = r[16 * g + (l & 15)];
-        const int x = ((l < 16 ? (q & 0xF) : (q >> 4)) | (hb(cu_ld32a4(r + 16 * ng + 4 * g), l) << 4)) - 16;
+        const int x = (sp_nib_at(r + 16 * g, l) | (sp_qh_bit(cu_ld32a4(r + 16 * ng + 4 * g), l) << 4)) - 16;
         return FM((float)x, cu_h2f(r + 20 * ng + 2 * g));
     }
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
@@ -603,7 +642,7 @@ template <> struct CuSp<CLL_TYPE_Q5_0> {
         const uint32_t qh = cu_ld32a4(r + 16 * ng + 4 * g);
         const float d = cu_h2f(r + 20 * ng + 2 * g);
 SP_UNROLL
-        for (int l = 0; l < 32; l++) v[l] = FM((float)((sp_nib(w, l) | (hb(qh, l) << 4)) - 16), d);
+        for (int l = 0; l < 32; l++) v[l] = FM((float)((sp_nib(w, l) | (sp_qh_bit(qh, l) << 4)) - 16), d);
     }
     struct Wv {
         CuQ4 q;
@@ -617,8 +656,8 @@ SP_UNROLL
 SP_UNROLL
         for (int k = 0; k < 4; k++) {
             const uint32_t q = sp_w(w.q, k);
-            s = cu_dp4a((int)((q & 0x0F0F0F0Fu) | ((w.qh << (4 - k)) & 0x10101010u)), x.y[k], s);
-            s = cu_dp4a((int)(((q >> 4) & 0x0F0F0F0Fu) | ((w.qh >> k) & 0x10101010u)), x.y[4 + k], s);
+            s = cu_dp4a((int)((q & 0x0F0F0F0Fu) | sp_qh_lo(w.qh, k)), x.y[k], s);
+            s = cu_dp4a((int)(((q >> 4) & 0x0F0F0F0Fu) | sp_qh_hi(w.qh, k)), x.y[4 + k], s);
         }
         return (sp_h2f(w.d) * x.d) * (float)(s - 16 * (x.sl + x.sh));
     }
@@ -662,8 +701,7 @@ template <> struct CuSp<CLL_TYPE_Q4_K> {
         int sc, m;
         sm(cu_ld32a4(h + 4), cu_ld32a4(h + 8), cu_ld32a4(h + 12), gg, &sc, &m);
         const float d1 = FM(cu_h2f(h), (float)sc), m1 = FM(cu_h2f(h + 2), (float)m);
-        const uint8_t q = r[16 * g + (l & 15)];
-        return FS(FM(d1, (float)(l < 16 ? (q & 0xF) : (q >> 4))), m1);
+        return FS(FM(d1, (float)sp_nib_at(r + 16 * g, l)), m1);
     }
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
         uint32_t w[4];
@@ -708,18 +746,17 @@ template <> struct CuSp<CLL_TYPE_Q5_K> {
             const uint8_t *b = s + BB * (g >> 3);
             const int gg = (int)(g & 7), c = gg >> 1, sh = 4 * (gg & 1);
             uint8_t v[32];
-            uint32_t q2 = 0;
+            uint32_t qh = 0; /* the group's high bits in the file's element order */
             for (int l = 0; l < 32; l++) {
                 v[l] = (uint8_t)((b[48 + 32 * c + l] >> sh) & 15);
-                if ((b[16 + l] >> gg) & 1) q2 |= 1u << (8 * (l & 3) + (l >> 2));
+                qh |= (uint32_t)((b[16 + l] >> gg) & 1) << l;
             }
             sp_nibs16(v, d + 16 * g);
+            const uint32_t q2 = sp_qh_word(qh);
             memcpy(d + 16 * ng + 4 * g, &q2, 4);
             if (gg == 0) memcpy(d + 20 * ng + 16 * (g >> 3), b, 16);
         }
     }
-    /* high bit of element l (0..31) from a group's qh' word */
-    CU_HD int hb(uint32_t qh, int l) { return (int)((qh >> (8 * (l & 3) + (l >> 2))) & 1); }
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
         const int l = (int)(e & 31), gg = (int)(g & 7);
@@ -727,8 +764,7 @@ template <> struct CuSp<CLL_TYPE_Q5_K> {
         int sc, m;
         CuSp<CLL_TYPE_Q4_K>::sm(cu_ld32a4(h + 4), cu_ld32a4(h + 8), cu_ld32a4(h + 12), gg, &sc, &m);
         const float d1 = FM(cu_h2f(h), (float)sc), m1 = FM(cu_h2f(h + 2), (float)m);
-        const uint8_t q = r[16 * g + (l & 15)];
-        const int x = (l < 16 ? (q & 0xF) : (q >> 4)) | (hb(cu_ld32a4(r + 16 * ng + 4 * g), l) << 4);
+        const int x = sp_nib_at(r + 16 * g, l) | (sp_qh_bit(cu_ld32a4(r + 16 * ng + 4 * g), l) << 4);
         return FS(FM(d1, (float)x), m1);
     }
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
@@ -740,7 +776,7 @@ template <> struct CuSp<CLL_TYPE_Q5_K> {
         CuSp<CLL_TYPE_Q4_K>::sm(cu_ld32a4(h + 4), cu_ld32a4(h + 8), cu_ld32a4(h + 12), (int)(g & 7), &sc, &m);
         const float d1 = FM(cu_h2f(h), (float)sc), m1 = FM(cu_h2f(h + 2), (float)m);
 SP_UNROLL
-        for (int l = 0; l < 32; l++) v[l] = FS(FM(d1, (float)(sp_nib(w, l) | (hb(qh, l) << 4))), m1);
+        for (int l = 0; l < 32; l++) v[l] = FS(FM(d1, (float)(sp_nib(w, l) | (sp_qh_bit(qh, l) << 4))), m1);
     }
     struct Wv {
         CuQ4 q, h;
@@ -758,8 +794,8 @@ SP_UNROLL
         CuN n = sp_nibs(w.q);
 SP_UNROLL
         for (int k = 0; k < 4; k++) {
-            n.lo[k] |= (w.qh << (4 - k)) & 0x10101010u;
-            n.hi[k] |= (w.qh >> k) & 0x10101010u;
+            n.lo[k] |= sp_qh_lo(w.qh, k);
+            n.hi[k] |= sp_qh_hi(w.qh, k);
         }
         return Dec{n, FM(sp_h2f(w.h.x & 0xFFFF), (float)sc), FM(sp_h2f(w.h.x >> 16), (float)m)};
     }
@@ -775,19 +811,8 @@ template <> struct CuSp<CLL_TYPE_IQ4_XS> {
     static constexpr int QK = 256, BB = 136;
     static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
         for (int64_t g = 0; g < ng; g++) {
-            const uint8_t *b = s + BB * (g >> 3), *q = b + 8 + 16 * (g & 7);
-            uint8_t v[32];
-            for (int i = 0; i < 16; i++) {
-                v[i] = q[i] & 15;
-                v[i + 16] = q[i] >> 4;
-            }
-            uint8_t *o = d + 16 * g;
-            for (int k = 0; k < 4; k++)
-                for (int h = 0; h < 2; h++) { /* h: the low or the high 16 elements */
-                    const uint8_t *e = v + 16 * h + 4 * k;
-                    o[4 * k + 2 * h] = (uint8_t)(e[0] | (e[1] << 4));
-                    o[4 * k + 2 * h + 1] = (uint8_t)(e[2] | (e[3] << 4));
-                }
+            const uint8_t *b = s + BB * (g >> 3);
+            sp_iq4_pack16(b + 8 + 16 * (g & 7), d + 16 * g);
             if ((g & 7) == 0) memcpy(d + 16 * ng + 8 * (g >> 3), b, 8);
         }
     }
@@ -799,9 +824,7 @@ template <> struct CuSp<CLL_TYPE_IQ4_XS> {
         const int l = (int)(e & 31), gg = (int)(g & 7);
         const uint8_t *h = r + 16 * ng + 8 * (g >> 3);
         const float dl = FM(cu_h2f(h), (float)(ls(cu_ld32a4(h + 4), cu_ld16(h + 2), gg) - 32));
-        const int li = l & 15; /* element 16h + 4k + j: byte 4k + 2h + j/2, nibble j&1 */
-        const uint8_t q = r[16 * g + 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1)];
-        return FM(dl, (float)cu_kv1((li & 1) ? (q >> 4) : (q & 0xF)));
+        return FM(dl, (float)cu_kv1(sp_iq4_at(r + 16 * g, l)));
     }
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
         uint32_t w[4];
@@ -809,11 +832,7 @@ template <> struct CuSp<CLL_TYPE_IQ4_XS> {
         const uint8_t *h = r + 16 * ng + 8 * (g >> 3);
         const float dl = FM(cu_h2f(h), (float)(ls(cu_ld32a4(h + 4), cu_ld16(h + 2), (int)(g & 7)) - 32));
 SP_UNROLL
-        for (int l = 0; l < 32; l++) { /* element 16h + 4k + j: byte 4k + 2h + j/2, nibble j&1 */
-            const int li = l & 15, byte = 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1);
-            const uint32_t q = (w[byte >> 2] >> (8 * (byte & 3))) & 0xFFu;
-            v[l] = FM(dl, (float)cu_kv1((int)((li & 1) ? (q >> 4) : (q & 0xF))));
-        }
+        for (int l = 0; l < 32; l++) v[l] = FM(dl, (float)cu_kv1(sp_iq4_nib(w, l)));
     }
     struct Wv {
         CuQ4 q;
@@ -858,8 +877,7 @@ template <> struct CuSp<CLL_TYPE_Q3_K> {
         const int64_t g = e >> 5;
         const int l = (int)(e & 31);
         const float dl = FM(cu_h2f(r + 18 * ng + 2 * (g >> 3)), (float)(int8_t)r[16 * ng + 2 * g + (l >> 4)]);
-        const uint8_t q = r[16 * g + (l & 15)];
-        return FM(dl, (float)((l < 16 ? (q & 0xF) : (q >> 4)) - 4));
+        return FM(dl, (float)(sp_nib_at(r + 16 * g, l) - 4));
     }
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
         uint32_t w[4];
@@ -902,38 +920,20 @@ template <> struct CuSp<CLL_TYPE_IQ4_NL> {
     static constexpr int QK = 32, BB = 18;
     static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
         for (int64_t g = 0; g < ng; g++) {
-            const uint8_t *q = s + BB * g + 2;
-            uint8_t v[32];
-            for (int i = 0; i < 16; i++) {
-                v[i] = q[i] & 15;
-                v[i + 16] = q[i] >> 4;
-            }
-            uint8_t *o = d + 16 * g;
-            for (int k = 0; k < 4; k++)
-                for (int h = 0; h < 2; h++) {
-                    const uint8_t *e = v + 16 * h + 4 * k;
-                    o[4 * k + 2 * h] = (uint8_t)(e[0] | (e[1] << 4));
-                    o[4 * k + 2 * h + 1] = (uint8_t)(e[2] | (e[3] << 4));
-                }
+            sp_iq4_pack16(s + BB * g + 2, d + 16 * g);
             memcpy(d + 16 * ng + 2 * g, s + BB * g, 2);
         }
     }
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
-        const int l = (int)(e & 31), li = l & 15; /* element 16h + 4k + j: byte 4k + 2h + j/2, nibble j&1 */
-        const uint8_t q = r[16 * g + 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1)];
-        return FM(cu_h2f(r + 16 * ng + 2 * g), (float)cu_kv1((li & 1) ? (q >> 4) : (q & 0xF)));
+        return FM(cu_h2f(r + 16 * ng + 2 * g), (float)cu_kv1(sp_iq4_at(r + 16 * g, (int)(e & 31))));
     }
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
         uint32_t w[4];
         sp_q16w(r + 16 * g, w);
         const float d = cu_h2f(r + 16 * ng + 2 * g);
 SP_UNROLL
-        for (int l = 0; l < 32; l++) {
-            const int li = l & 15, byte = 4 * (li >> 2) + 2 * (l >> 4) + ((li & 3) >> 1);
-            const uint32_t q = (w[byte >> 2] >> (8 * (byte & 3))) & 0xFFu;
-            v[l] = FM(d, (float)cu_kv1((int)((li & 1) ? (q >> 4) : (q & 0xF))));
-        }
+        for (int l = 0; l < 32; l++) v[l] = FM(d, (float)cu_kv1(sp_iq4_nib(w, l)));
     }
     struct Wv {
         CuQ4 q;
@@ -1011,9 +1011,7 @@ template <> struct CuSp<CLL_TYPE_IQ3_S> {
         const uint8_t *c = r + 16 * ng + 8 * (g >> 3);
         const uint32_t s = (c[4 + (gg >> 1)] >> (4 * (gg & 1))) & 0xF;
         const float db = FM(cu_h2f(c), (float)(1 + 2 * s));
-        const uint8_t q = r[16 * g + (l & 15)];
-        const int n = l < 16 ? (q & 0xF) : (q >> 4);
-        return FM(db, (float)(2 * n - 15)); /* (db * m) * (+-1) of to_f32: the same float */
+        return FM(db, (float)(2 * sp_nib_at(r + 16 * g, l) - 15)); /* (db * m) * (+-1) of to_f32: the same float */
     }
     CU_HD void deq32(const uint8_t *r, int64_t ng, int64_t g, float *v) {
         uint32_t w[4];
