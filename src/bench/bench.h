@@ -82,13 +82,17 @@ void cll_bench_cpu_model(char *buf, size_t cap);
 /* the read-bandwidth roofline of the GPU in GB/s for "% of roofline": $CLLAMA_ROOFLINE_GBS, else
  * the measured value for a known device (H200: 4300, shared/anchors/h200/ceilings.json), else 0 */
 double cll_bench_roofline_gbs(const char *gpu_name);
-/* This box's read bandwidth in GB/s as n_threads threads see it: the best of six sums over a
+/* This box's read bandwidth in GB/s as n_threads threads see it: the best of CLL_BENCH_BW_PASSES sums over a
  * buffer of `bytes` (>= 64 MiB; use several times the last-level cache) after a warm-up pass, the
  * plain sum (scalar loads) and the streamed one (16-byte loads, every line prefetched 4 KB ahead)
  * alternating. The CPU decode roofline: weight bytes per token / this. 0 when the buffer cannot be
- * had. cll_bench_read_bandwidth_form: one form only (0 plain, 1 streamed, -1 both). */
+ * had. cll_bench_read_bandwidth_passes: the forms asked (0 plain, 1 streamed, -1 both), and each
+ * timed pass's GB/s and form written out (arrays of
+ * CLL_BENCH_BW_PASSES, either may be NULL), so a test can check which forms ran and that the best
+ * pass is the answer without comparing two timings. */
+#define CLL_BENCH_BW_PASSES 6
 double cll_bench_read_bandwidth(int n_threads, size_t bytes);
-double cll_bench_read_bandwidth_form(int n_threads, size_t bytes, int form);
+double cll_bench_read_bandwidth_passes(int n_threads, size_t bytes, int form, double *gbs_out, int *form_out);
 void cll_bench_gpu_name(char *buf, size_t cap);  /* "" when there is no nvidia-smi */
 /* JSON text of the hardware probe object (malloc'd) */
 char *cll_bench_hw_probe_json(void);

@@ -232,7 +232,7 @@ static double bw_pass(const uint64_t *buf, size_t words, int n_threads, int form
     return dt > 0 ? (double)done * sizeof(uint64_t) / dt / 1e9 : 0.0;
 }
 
-double cll_bench_read_bandwidth_form(int n_threads, size_t bytes, int form) {
+double cll_bench_read_bandwidth_passes(int n_threads, size_t bytes, int form, double *gbs_out, int *form_out) {
     if (n_threads < 1) n_threads = 1;
     if (n_threads > 256) n_threads = 256;
     if (bytes < ((size_t)64 << 20)) bytes = (size_t)64 << 20;
@@ -245,13 +245,15 @@ double cll_bench_read_bandwidth_form(int n_threads, size_t bytes, int form) {
     /* the first pass warms the TLB and the pages; then the forms alternate (a slow phase of a shared
      * box lands on both), and the best pass of the asked forms is the box's read bandwidth */
     bw_pass(buf, words, n_threads, form < 0 ? 1 : form, &sink);
-    for (int pass = 0; pass < 6; pass++) {
+    for (int pass = 0; pass < CLL_BENCH_BW_PASSES; pass++) {
         const int f = form < 0 ? (pass & 1) : form;
         const double gbs = bw_pass(buf, words, n_threads, f, &sink);
+        if (gbs_out) gbs_out[pass] = gbs;
+        if (form_out) form_out[pass] = f;
         if (gbs > best) best = gbs;
     }
     free(buf);
     return sink == 0x5eedull ? best + 0.0 : best; /* uses sink */
 }
 
-double cll_bench_read_bandwidth(int n_threads, size_t bytes) { return cll_bench_read_bandwidth_form(n_threads, bytes, -1); }
+double cll_bench_read_bandwidth(int n_threads, size_t bytes) { return cll_bench_read_bandwidth_passes(n_threads, bytes, -1, NULL, NULL); }
