@@ -21,7 +21,8 @@
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
-#       owed    what the tree owes the device: the Q3_K split rows' gates and tg128 by row (any GPU),
+#       owed    what the tree owes the device: the TMA attention pipeline's gates and timings (owed_tma),
+#               the Q3_K split rows' gates and tg128 by row (any GPU),
 #               then on an H200 gate --quick, the board cells recorded before the last decode changes
 #               (IQ4_XS, Q6_K, IQ3_S), then the long cells (recorded; over 10 min: split it)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
@@ -651,8 +652,35 @@ for l in sys.stdin:
     grep -E "all-reduce|total|gemv (o|down)|attention" | head -20
 }
 
+# owed_tma: the thirtieth session's TMA pipeline of the streaming decode attention (written without a
+# device; CLL_CU_ATTN_TMA_AUTO 0 until this runs): its gates (every streaming shape, held to the cp.async
+# pipeline's bits and an f64 reference), the kernel alone (`cuda_kbench -A tc|tma`, us a layer), then
+# tg128 @ d8192 with the cp.async (2) and TMA (3) pipelines, ABBA, on the MHA and a GQA file. Where 3
+# wins on both, set CLL_CU_ATTN_TMA_AUTO 1 (src/cuda/pick.h) and record `long`.
+owed_tma() {
+  dev_env
+  CLL_TEST_FILTER="test_attn_decode*" timeout 300 .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_tma.log" |
+    grep -E "stream_tma|FAIL|PASSED|FAILED" | tail -40
+  grep -q "FAILED" "$OUT/gate_tma.log" && { echo "owed_tma: a gate failed, no timings"; return 1; }
+  local form
+  for form in tc tma tma tc; do
+    .gpu/bin/cuda_kbench -A $form -r 20 2>&1 | grep -E "8192|1024" | sed "s/^/kbench -A $form: /"
+  done
+  mkdir -p "$MODELS"
+  local name e
+  for name in l2-7b-Q4_K_M l3-8b-Q4_K_M; do
+    synth_anchor "$name" || continue
+    for e in 2 3 3 2; do
+      CLLAMA_CUDA_ATTN_STREAM=$e .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
+        grep "tg128" | sed "s/^/$name ATTN_STREAM=$e /"
+    done
+    rm -f "$MODELS/$name.gguf"
+  done
+}
+
 owed() {
   dev_env
+  owed_tma
   # the twenty-ninth session's split rows for Q2_K, Q3_K, Q4_1, Q5_0 and IQ4_NL (not yet defaults): their gates,
   # golden on the GPU (tiny-llama files of each), then an l2-7b file of each tg128 by row (the layout-0
   # default first; where a split row wins, make it the type's cll_cu_sp_default in
@@ -698,6 +726,7 @@ case $cmd in
   batched) batched "$@" ;;
   serve) serve "$@" ;;
   owed) owed ;;
+  owed_tma) owed_tma ;;
   tp) tp "$@" ;;
   tboard) tboard "$@" ;;
   sh) dev_env; eval "$*" ;; # sh 'COMMANDS': the unpacked binaries and shared files in place, then COMMANDS

@@ -122,6 +122,52 @@ static __device__ __forceinline__ void cll_l2_prefetch_next(const void *p, size_
     cll_l2_prefetch_share(p, bytes, blockIdx.x - (nb - np), np);
 }
 
+/* ---- the TMA engine and its completion barriers (sm_90): an mbarrier in shared memory counts the
+ * bytes a bulk or tensor copy lands (expect_tx, then the copy's complete_tx); waiting threads poll
+ * its phase parity. A tensor map (CUtensorMap, made on the host: cll_cu_attn_tmaps) sits in global
+ * memory and is named by its generic address. */
+static __device__ __forceinline__ uint32_t cll_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+static __device__ __forceinline__ void cll_mbar_init(uint64_t *b, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(cll_smem_u32(b)), "r"(count) : "memory");
+}
+/* after the inits, before another thread (or the TMA engine) uses the barriers; then a block barrier */
+static __device__ __forceinline__ void cll_mbar_init_fence(void) {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+static __device__ __forceinline__ void cll_mbar_expect_tx(uint64_t *b, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(cll_smem_u32(b)), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void cll_mbar_wait(uint64_t *b, uint32_t parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra WAIT_%=;\n"
+        "}\n" ::"r"(cll_smem_u32(b)),
+        "r"(parity)
+        : "memory");
+}
+/* bytes (multiple of 16) from global src to shared dst (both 16-byte aligned), counted on b */
+static __device__ __forceinline__ void cll_bulk_g2s(void *dst, const void *src, uint32_t bytes, uint64_t *b) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     cll_smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(cll_smem_u32(b))
+                 : "memory");
+}
+/* the box of a 2-D tensor map at element x (inner dimension), row y into shared dst (aligned as the
+ * map's swizzle needs: 1024 bytes for 128-byte swizzling), counted on b; rows past the tensor read 0 */
+static __device__ __forceinline__ void cll_tma_load_2d(void *dst, const void *tmap, int32_t x, int32_t y, uint64_t *b) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+                     cll_smem_u32(dst)),
+                 "l"(tmap), "r"(x), "r"(y), "r"(cll_smem_u32(b))
+                 : "memory");
+}
+/* this thread's generic writes to shared memory ordered before later TMA (async proxy) accesses */
+static __device__ __forceinline__ void cll_fence_proxy_async_smem(void) {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
 /* an on/off knob read once per process into *cache (-1: not read yet; not state): default on, off
  * only when NAME starts with '0'; default off (opt-in), on only when it starts with '1' */
 static inline bool cll_cu_env_flag(int *cache, const char *name, bool default_on) {

@@ -593,6 +593,10 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         aa.prefill_p0 = s->pf_p0;
         aa.prefill_seq = s->pf_seq;
         aa.distinct_rows = s->rows_distinct;
+        if (s->tmaps) {
+            aa.tmk = (const uint8_t *)s->tmaps + (size_t)il * 2 * CLL_CU_TMAP_BYTES;
+            aa.tmv = (const uint8_t *)aa.tmk + CLL_CU_TMAP_BYTES;
+        }
         aa.fuse_rope = cll_cu_attention_fuses_rope(&aa, n); /* decode: the attention blocks rope and store k/v */
         if (n == 1 && attn_pf_bytes() && C->wo.w.n_mat == 1) {
             aa.pf = C->wo.w.d;
@@ -1113,6 +1117,11 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->io, (3 * nb + no) * sizeof(int32_t)},
         {&s->gemm.panel, panel},
         {&s->gemm.xh, xh},
+        /* the streaming decode attention's TMA pipeline reads the unpaged F16 caches through these */
+        {&s->tmaps, !p->kv_f32 && p->n_cells <= 0 && hp->head_dim_k == hp->head_dim_v &&
+                            (hp->head_dim_k == 64 || hp->head_dim_k == 128)
+                        ? (size_t)L * 2 * CLL_CU_TMAP_BYTES
+                        : 0},
     };
     const size_t nbufs = sizeof bufs / sizeof bufs[0];
     size_t total = 0;
@@ -1179,6 +1188,14 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         }                                                                                                         \
     } while (0)
     STRY(cudaMemset(kv, 0, (size_t)L * cells * (size_t)(s->kv_k + s->kv_v) * esz));
+    for (int32_t il = 0; s->tmaps && il < L; il++) {
+        const cudaError_t e = cll_cu_attn_tmaps((uint8_t *)s->tmaps + (size_t)il * 2 * CLL_CU_TMAP_BYTES, s->kc[il],
+                                                s->vc[il], KV, hp->head_dim_k, (int64_t)cells);
+        if (e == cudaErrorNotSupported) { /* no maps (an older driver or device): STREAM_TMA runs STREAM_TC */
+            cudaGetLastError();
+            s->tmaps = NULL;
+        } else STRY(e);
+    }
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaMemset(s->rticket, 0, sizeof(int)));
     STRY(cudaMemset(s->sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));

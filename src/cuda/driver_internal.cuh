@@ -125,6 +125,7 @@ struct cll_driver_state {
     } seg[CLL_CU_MAX_SEGS];
     int64_t nq, nqkv, nao, ff, ffe;
     void **kc, **vc;      /* (n_layer) host array of device pointers: (n_seq*n_ctx, kv_k|kv_v) */
+    void *tmaps;          /* (n_layer x 2) the caches' K and V tensor maps (cll_cu_attn_tmaps), or NULL */
     float *x;             /* (n_batch, n_embd) residual stream */
     float *xn;            /* (n_batch, n_embd) normed block input */
     void *xq;             /* (n_batch, q8_blocks(n_embd)) its q8_1 form */

@@ -1263,16 +1263,31 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
     GATE_CU(cudaMemcpy(dpos, hpos.data(), (size_t)R * sizeof(int32_t), cudaMemcpyHostToDevice));
     GATE_CU(cudaMemcpy(dseq, hseq.data(), (size_t)R * sizeof(int32_t), cudaMemcpyHostToDevice));
     cll_cu_kvmap map = {paged ? dtab : NULL, nblk, shift};
+    /* the TMA pipeline (STREAM_TMA over an unpaged cache): each pass's caches get their tensor maps; a
+     * device that cannot make them fails the gate (the form would silently run STREAM_TC) */
+    const bool tma = form == CLL_CU_ATTN_STREAM_TMA && cll_cu_attn_tma_serves(paged, true, hd);
+    void *dmaps[2] = {NULL, NULL};
+    for (int k = 0; tma && k < 2; k++) {
+        GATE_CU(dev.alloc(&dmaps[k], 2 * CLL_CU_TMAP_BYTES));
+        GATE_CU(cll_cu_attn_tmaps(dmaps[k], dk[k], dv[k], n_kv, hd, (int64_t)n_seq * n_ctx));
+    }
+    auto set_args = [&](int k, float *out, cll_cu_rope_args *Ra, cll_cu_attn_args *a) {
+        decode_attn_args(dqkv[k], ldq, dk[k], dv[k], dpos, dseq, hd, n_head, n_kv, n_ctx, map, n_chunks, dpart, dcount,
+                         out, Ra, a);
+        a->warps = warps;
+        a->act_chunks = act_chunks;
+        a->form = form;
+        a->distinct_rows = R > 1;
+        a->n_swa = n_swa;
+        if (dmaps[k]) {
+            a->tmk = dmaps[k];
+            a->tmv = (const uint8_t *)dmaps[k] + CLL_CU_TMAP_BYTES;
+        }
+    };
     for (int k = 0; k < 2; k++) {
         cll_cu_rope_args Ra;
         cll_cu_attn_args a;
-        decode_attn_args(dqkv[k], ldq, dk[k], dv[k], dpos, dseq, hd, n_head, n_kv, n_ctx, map, n_chunks, dpart, dcount,
-                         dout[k], &Ra, &a);
-        a.warps = warps;
-        a.act_chunks = act_chunks;
-        a.form = form;
-        a.distinct_rows = R > 1;
-        a.n_swa = n_swa;
+        set_args(k, dout[k], &Ra, &a);
         cudaError_t e = cudaSuccess;
         if (k == 0) {
             e = cll_cu_qkv_rope_store(&Ra, R, 0);
@@ -1294,6 +1309,26 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
     for (int k = 0; k < 2; k++) {
         got[k].resize((size_t)(row * R));
         GATE_CU(cudaMemcpy(got[k].data(), dout[k], (size_t)(row * R) * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+    /* TMA: the same tile body fed by cp.async copies (STREAM_TC, fused, on pass B's buffers: its rope
+     * stores the same cells again) must give the same bits */
+    int64_t differ_tc = 0;
+    if (tma) {
+        float *dtc = NULL;
+        GATE_CU(poisoned(dev, &dtc, (size_t)(row * R)));
+        cll_cu_rope_args Ra;
+        cll_cu_attn_args a;
+        set_args(1, dtc, &Ra, &a);
+        a.form = CLL_CU_ATTN_STREAM_TC;
+        a.tmk = a.tmv = NULL;
+        a.fuse_rope = true;
+        a.rope = Ra;
+        GATE_CU(cll_cu_attention(&a, R, 0));
+        GATE_CU(cudaDeviceSynchronize());
+        std::vector<float> tc((size_t)(row * R));
+        GATE_CU(cudaMemcpy(tc.data(), dtc, tc.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int64_t i = 0; i < row * R; i++)
+            if (memcmp(&tc[(size_t)i], &got[1][(size_t)i], sizeof(float)) != 0) differ_tc++;
     }
     /* A's roped q (in place) and its cache (the new cells included) feed the reference */
     std::vector<float> q(qkv.size());
@@ -1338,7 +1373,8 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
         }
     }
     const double tol = 1e-5; /* f32 dots, softmax and sums over <= a few thousand keys (seen: <= 7.5e-8) */
-    snprintf(rep->ref, sizeof rep->ref, "f64 softmax(q.k * scale) . v on the rope kernel's q and cache; fused == unfused bitwise");
+    snprintf(rep->ref, sizeof rep->ref, "f64 softmax . v on the rope kernel's q and cache; fused == unfused bitwise%s",
+             tma ? "; TMA == cp.async" : "");
     const Cmp c = compare(got[0].data(), want.data(), sc.data(), row * R, tol);
     fill_report(rep, c, tol);
     rep->control_failed = control_fails(got[0].data(), want.data(), sc.data(), row * R, tol);
@@ -1346,6 +1382,10 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
         return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d heads %d/%d len %d chunks %d rows %d window %d: fused rope "
                        "differs from rope + attention in %lld of %lld outputs", hd, n_head, n_kv, len, n_chunks, R, n_swa,
                        (long long)differ, (long long)(row * R));
+    if (differ_tc)
+        return cll_err(CLL_ERR_INTERNAL, "gate attn decode hd %d heads %d/%d len %d chunks %d window %d: the TMA pipeline "
+                       "differs from the cp.async one in %lld of %lld outputs", hd, n_head, n_kv, len, n_chunks, n_swa,
+                       (long long)differ_tc, (long long)(row * R));
     return verdict(rep, "attention decode");
 }
 
@@ -1944,6 +1984,14 @@ extern "C" cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int l
     GATE_CU(dev.alloc((void **)&dseq, sizeof(int32_t)));
     GATE_CU(cudaMemcpy(dpos, &hpos, sizeof hpos, cudaMemcpyHostToDevice));
     GATE_CU(cudaMemcpy(dseq, &hseq, sizeof hseq, cudaMemcpyHostToDevice));
+    /* STREAM_TMA: each layer's tensor maps, as a state makes them */
+    uint8_t *dmaps = NULL;
+    if (form == CLL_CU_ATTN_STREAM_TMA && cll_cu_attn_tma_serves(false, true, hd)) {
+        GATE_CU(dev.alloc((void **)&dmaps, (size_t)layers * 2 * CLL_CU_TMAP_BYTES));
+        for (int l = 0; l < layers; l++)
+            GATE_CU(cll_cu_attn_tmaps(dmaps + (size_t)l * 2 * CLL_CU_TMAP_BYTES, dk + cache * (size_t)l,
+                                      dv + cache * (size_t)l, n_kv, hd, n_ctx));
+    }
     cudaStream_t st;
     GATE_CU(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     cudaGraph_t graph = NULL;
@@ -1959,6 +2007,10 @@ extern "C" cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int l
         a.rope = R;
         a.act_chunks = act_chunks;
         a.form = form;
+        if (dmaps) {
+            a.tmk = dmaps + (size_t)l * 2 * CLL_CU_TMAP_BYTES;
+            a.tmv = dmaps + (size_t)l * 2 * CLL_CU_TMAP_BYTES + CLL_CU_TMAP_BYTES;
+        }
         err = cll_cu_attention(&a, 1, st);
     }
     cudaError_t e2 = cudaStreamEndCapture(st, &graph);
@@ -2003,16 +2055,21 @@ extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, in
     const int G = n_kv > 0 ? n_head / n_kv : 1;
     const int hg = cll_cu_attn_heads_per_block(n_head, n_kv, n_chunks, rows, CLL_CU_ATTN_MIN_BLOCKS), n_sub = (G + hg - 1) / hg;
     const int live = act_chunks > 0 && act_chunks < n_chunks ? act_chunks : n_chunks;
-    const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC;
+    const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC || form == CLL_CU_ATTN_STREAM_TMA;
     const int w = stream ? 8 : cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * live * rows, cll_cu_sm_count(), hd, hg, true);
     char cap[16] = "", rw[32] = "";
     if (act_chunks > 0) snprintf(cap, sizeof cap, "_c%d", act_chunks);
     if (rows > 1) snprintf(rw, sizeof rw, "_r%d", rows);
     if (n_swa > 0) snprintf(rw + strlen(rw), sizeof rw - strlen(rw), "_swa%d", n_swa);
     /* the form that runs (a tensor-core request above head dim 128 runs the CUDA-core body) */
-    const int runs = stream ? cll_cu_attn_form(form, true, len, rows, hd) : form;
+    int runs = stream ? cll_cu_attn_form(form, true, len, rows, hd) : form;
+    if (runs == CLL_CU_ATTN_STREAM_TMA && !cll_cu_attn_tma_serves(paged, true, hd)) runs = CLL_CU_ATTN_STREAM_TC;
     snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s%s",
-             runs == CLL_CU_ATTN_STREAM_TC ? "_stream_tc" : stream ? "_stream" : "", hd, w, cap, rw,
+             runs == CLL_CU_ATTN_STREAM_TMA ? "_stream_tma"
+             : runs == CLL_CU_ATTN_STREAM_TC ? "_stream_tc"
+             : stream                       ? "_stream"
+                                            : "",
+             hd, w, cap, rw,
              paged ? "_paged" : "");
     init_report(rep, name, 0, CLL_TYPE_F16, len, hd, n_head);
     return gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, warps, act_chunks, form, rows, n_swa, seed, rep);

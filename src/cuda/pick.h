@@ -131,6 +131,11 @@ int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
 #define CLL_CU_ATTN_SPLIT 1
 #define CLL_CU_ATTN_STREAM 2    /* the streaming kernel, a CUDA-core tile body (cll_cu_attn_stream_wi) */
 #define CLL_CU_ATTN_STREAM_TC 3 /* the streaming kernel, the tensor-core tile body (head dims <= 128) */
+/* the tensor-core body fed by the TMA engine: one thread asks for a tile's K and V rows as 2-D boxes of
+ * a tensor map (64 keys x 64 dims, 128-byte swizzled) whose arrival an mbarrier counts, instead of
+ * every thread issuing 16-byte cp.async copies. Where it cannot serve (cll_cu_attn_tma_serves) it
+ * runs STREAM_TC. */
+#define CLL_CU_ATTN_STREAM_TMA 4
 #define CLL_CU_ATTN_STREAM_MIN_CTX 4096
 /* hd: the head dim (STREAM_TC serves <= 128; a larger one gets STREAM). AUTO's streaming choice takes
  * the tensor-core body where CLL_CU_ATTN_TC_AUTO: H200 `cuda_kbench -A stream|tc` at 8192 keys, us a
@@ -138,6 +143,14 @@ int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
  * l2-7b Q4_K_M 299.1-299.8 / 301.8, Q4_0 322.6 / 322.3 (eighteenth session, same call) */
 int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd);
 #define CLL_CU_ATTN_TC_AUTO 1
+/* AUTO's streaming choice takes STREAM_TMA (over STREAM_TC) where this is 1. 0: written in the
+ * thirtieth session without a device (gated and timed on none yet; `scripts/h200.sh owed` runs its
+ * gate, `cuda_kbench -A tc|tma` and tg128 @ d8192 with CLLAMA_CUDA_ATTN_STREAM=2|3). */
+#define CLL_CU_ATTN_TMA_AUTO 0
+/* STREAM_TMA's pipeline serves a launch whose cache is unpaged (the tile's 64 keys are 64 consecutive
+ * rows of the map) with its tensor maps made (cll_cu_attn_tmaps; a driver without the entry point
+ * has none) and a head dim of 64 or 128 (a 64-dim box is 128 bytes, the swizzle's span) */
+bool cll_cu_attn_tma_serves(bool paged, bool has_maps, int hd);
 /* The tensor-core streaming body's pipeline depth: 0 its default geometry (3 stages of 64-key K/V
  * tiles, 96 KB, two blocks an SM, registers capped at 128), or CLL_CU_ATTN_NS_DEEP stages (160 KB, one
  * block an SM, registers uncapped: no spills) for a GQA group (n_head / n_kv > 1) of head dim 128. want

@@ -5,8 +5,8 @@
  * microseconds per product, GB/s of weight bytes, % of the H200's 4300 GB/s (the target is 75%);
  * at the end one "summary" line per row: min and avg % of peak over the shapes it ran.
  * usage: cuda_kbench [-r reps] [-T type[,type..]] [-k part-of-row-name] [-s RxC] [-n nb] [-G (skip gates)]
- *        cuda_kbench -A [split|stream|tc] [-r reps]: the decode attention (in that form, tc the streaming kernel's
- *        tensor-core body; default by n_ctx) instead (cll_cuda_bench_attn_us: fused rope, F16
+ *        cuda_kbench -A [split|stream|tc|tma] [-r reps]: the decode attention (in that form, tc the streaming kernel's
+ *        tensor-core body, tma that body fed by the TMA engine; default by n_ctx) instead (cll_cuda_bench_attn_us: fused rope, F16
  *        cache, 32 layers' caches in one replayed graph) on the l2-7b / l3-8b / q3moe head shapes at
  *        128, 1024 and 8192 keys, the grid chunked as a step of that context is: us per launch and
  *        the K/V bytes it reads per second
@@ -102,6 +102,7 @@ int main(int argc, char **argv) {
             if (i + 1 < argc && !strcmp(argv[i + 1], "split")) g_attn_form = CLL_CU_ATTN_SPLIT, i++;
             else if (i + 1 < argc && !strcmp(argv[i + 1], "stream")) g_attn_form = CLL_CU_ATTN_STREAM, i++;
             else if (i + 1 < argc && !strcmp(argv[i + 1], "tc")) g_attn_form = CLL_CU_ATTN_STREAM_TC, i++;
+            else if (i + 1 < argc && !strcmp(argv[i + 1], "tma")) g_attn_form = CLL_CU_ATTN_STREAM_TMA, i++;
         }
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             long long r, c;

@@ -27,33 +27,6 @@
 #define TMA_MAX_STAGES 8
 #define TMA_SMEM_MAX (200 * 1024)
 
-static __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-static __device__ __forceinline__ void mbar_init(uint64_t *b, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(count) : "memory");
-}
-static __device__ __forceinline__ void mbar_expect_tx(uint64_t *b, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)), "r"(bytes) : "memory");
-}
-static __device__ __forceinline__ void mbar_wait(uint64_t *b, uint32_t parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra WAIT_%=;\n"
-        "}\n" ::"r"(smem_u32(b)),
-        "r"(parity)
-        : "memory");
-}
-/* bytes (multiple of 16) from global src to shared dst (both 16-byte aligned), counted on b */
-static __device__ __forceinline__ void bulk_g2s(void *dst, const void *src, uint32_t bytes, uint64_t *b) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     smem_u32(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_u32(b))
-                 : "memory");
-}
-
 template <class S, bool EPI>
 __global__ void __launch_bounds__(TMA_THREADS)
 k_gemv_tma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t row_stride, int rt, int ns, uint32_t stage_bytes,
@@ -73,12 +46,12 @@ k_gemv_tma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t row_stri
         const int slot = (int)(k % ns);
         const int64_t r0 = tile * rt, nr = rows - r0 < rt ? rows - r0 : rt;
         const uint32_t bytes = (uint32_t)(nr * row_stride);
-        mbar_expect_tx(&full[slot], bytes);
-        bulk_g2s(smem + (size_t)slot * stage_bytes, W + r0 * row_stride, bytes, &full[slot]);
+        cll_mbar_expect_tx(&full[slot], bytes);
+        cll_bulk_g2s(smem + (size_t)slot * stage_bytes, W + r0 * row_stride, bytes, &full[slot]);
     };
     if (tid == 0) {
-        for (int s = 0; s < ns; s++) mbar_init(&full[s], 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int s = 0; s < ns; s++) cll_mbar_init(&full[s], 1);
+        cll_mbar_init_fence();
         for (int k = 0; k < ns; k++) issue(k); /* weights depend on no kernel: before the wait */
     }
     SpTables<S>::stage(); /* a codebook to shared memory (no split form has one today); the barrier below orders it */
@@ -90,7 +63,7 @@ k_gemv_tma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t row_stri
         const int64_t tile = blockIdx.x + k * gridDim.x;
         if (tile >= tiles) break;
         const int slot = (int)(k % ns);
-        mbar_wait(&full[slot], (uint32_t)((k / ns) & 1));
+        cll_mbar_wait(&full[slot], (uint32_t)((k / ns) & 1));
         const uint8_t *st = smem + (size_t)slot * stage_bytes;
         const int64_t r0 = tile * rt;
         const int nr = (int)(rows - r0 < rt ? rows - r0 : rt);

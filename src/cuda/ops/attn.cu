@@ -14,6 +14,9 @@
  * holds dims j, j+32, ...); heads that are not whole q8_1 blocks get a separate quantize.
  * Registers: 56 (ptxas, q + acc 8 each per lane, no spills); smem: 4 x (2 + 256) floats.
  * Counts: (n, n_head) ints, zeroed once at state creation; the merging block re-zeroes its own. */
+#include <cuda.h> /* CUtensorMap and its enums (the encoder is reached through the runtime's entry point) */
+#include <cudaTypedefs.h>
+
 #include "cuda/ops/ops.cuh"
 #include "cuda/pick.h"
 
@@ -739,15 +742,21 @@ template <int NV> static __device__ __forceinline__ void fs_v(const unsigned cha
     }
 }
 
-template <int HD, int HG, bool PG, int BODY, int NSX = 0, bool PW = false>
+template <int HD, int HG, bool PG, int BODY, int NSX = 0, bool PW = false, bool TMA = false>
 __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 0 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
     constexpr bool WI = BODY == FS_WI, TC = BODY == FS_TC;
     static_assert(!PW || TC, "the per-warp pipeline: the tensor-core body only (a warp reads only its own keys' rows)");
+    static_assert(!TMA || (TC && !PG && !PW && (HD == 64 || HD == 128)),
+                  "the TMA pipeline: the tensor-core body over an unpaged cache, 64-dim boxes");
     static_assert(!TC || HD <= 128, "the tensor-core body keeps HD / 8 accumulators and HD / 8 q fragments a lane");
     constexpr int W = FS_WARPS, LPK = HD / 8, KPW = 32 / LPK, NV = HD / 32, TK = FS_TK;
     constexpr int ROWB = FsGeo<HD>::ROWB, STAGE = FsGeo<HD>::STAGE, NS = NSX ? NSX : FsGeo<HD>::NS, CPR = ROWB / 16;
     static_assert(W * HG * HD * 4 <= NS * STAGE, "the reduction buffer aliases the stages");
-    extern __shared__ __align__(16) unsigned char fs_smem[];
+    extern __shared__ __align__(16) unsigned char fs_smem_raw[];
+    /* TMA: the stages start on a 1024-byte boundary (the 128-byte swizzle repeats every 8 rows of 128
+     * bytes, keyed on the address; the launch adds 1 KB for the padding) */
+    unsigned char *const fs_smem = TMA ? fs_smem_raw + ((1024u - (cll_smem_u32(fs_smem_raw) & 1023u)) & 1023u) : fs_smem_raw;
+    __shared__ __align__(8) uint64_t fs_full[TMA ? NS : 1]; /* TMA: stage s's tile landed (its phase parity) */
     __shared__ float S[HG][TK];
     __shared__ float sm_m[HG], sm_l[HG], sm_c[HG], inv[HG];
     __shared__ __align__(16) float buf[(HG + 2) * HD]; /* fused rope: q rows 0..hg-1, k hg, v hg+1 */
@@ -757,11 +766,32 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     const int64_t ks = (int64_t)a.n_kv * HD, kvo = (int64_t)g.kvh * HD;
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, g.seq, p) : g.base + p; };
     /* TC: the byte offset of 16-byte chunk c of row j in a K or V tile, chunks XOR-swizzled by j % 8
-     * so the 8 rows an ldmatrix matrix reads (one chunk each) fall in distinct banks */
-    auto fs_swz = [](int j, int c) -> int { return j * ROWB + ((c ^ (j & 7)) << 4); };
+     * so the 8 rows an ldmatrix matrix reads (one chunk each) fall in distinct banks. TMA: the tile is
+     * HD / 64 boxes of TK rows x 128 bytes (dims 64b .. 64b + 63 in box b), in each the TMA engine's
+     * 128-byte swizzle: chunk c of row j at chunk c ^ (j % 8) of the row's 128 bytes */
+    auto fs_swz = [](int j, int c) -> int {
+        if constexpr (TMA) return (c >> 3) * (TK * 128) + j * 128 + (((c & 7) ^ (j & 7)) << 4);
+        else return j * ROWB + ((c ^ (j & 7)) << 4);
+    };
     const int nt = g.c < g.nc ? (g.c1 - g.c0 + TK - 1) / TK : 0;
     /* tile t's K and V rows into stage t % NS (one commit group per call, empty past the chunk) */
     auto issue = [&](int t) {
+        if constexpr (TMA) { /* one thread: the tile's K and V boxes (HD / 64 each), STAGE bytes counted on
+                              * stage t % NS's barrier; rows past the chunk come too (other cells, or zeros
+                              * past the cache), so the body zeroes a last tile's V rows past it */
+            if (t < nt && threadIdx.x == 0) {
+                const int sg = t % NS;
+                unsigned char *st = fs_smem + sg * STAGE;
+                const int32_t y = (int32_t)(g.base + g.c0 + t * TK);
+                cll_mbar_expect_tx(&fs_full[sg], (uint32_t)STAGE);
+#pragma unroll
+                for (int b = 0; b < HD / 64; b++) {
+                    cll_tma_load_2d(st + b * (TK * 128), a.tmk, g.kvh * HD + 64 * b, y, &fs_full[sg]);
+                    cll_tma_load_2d(st + TK * ROWB + b * (TK * 128), a.tmv, g.kvh * HD + 64 * b, y, &fs_full[sg]);
+                }
+            }
+            return;
+        }
         if (t < nt) {
             const int32_t k0 = g.c0 + t * TK;
             const int nk = min(TK, g.c1 - k0);
@@ -795,6 +825,13 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
         }
         fs_commit();
     };
+    if constexpr (TMA) {
+        if (threadIdx.x == 0) {
+            for (int i = 0; i < NS; i++) cll_mbar_init(&fs_full[i], 1); /* one arrival: the issuing thread's */
+            cll_mbar_init_fence();
+        }
+        __syncthreads();
+    }
     /* cells before pos were written by earlier steps: their copies may start before the wait;
      * pos itself is patched below (fused rope) or, unfused, everything waits */
     if (a.fuse_rope)
@@ -859,6 +896,10 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
             }
             fs_wait<NS - 1>(); /* this lane's copies of tile t landed */
             __syncwarp();      /* the warp's */
+        } else if constexpr (TMA) {
+            cll_mbar_wait(&fs_full[t % NS], (uint32_t)((t / NS) & 1)); /* tile t's boxes landed */
+            __syncthreads(); /* tile t - 1 is consumed: its stage takes tile t + NS - 1 */
+            issue(t + NS - 1);
         } else {
             fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
             __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
@@ -876,6 +917,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
                 const int at = TC ? fs_swz(g.pos - k0, d / 8) / 2 + d % 8 : (g.pos - k0) * (ROWB / 2) + d;
                 sb[which * TK * (ROWB / 2) + at] = cll_f2h(buf[(g.hg + which) * HD + d]);
             }
+            if constexpr (TMA) cll_fence_proxy_async_smem(); /* before the TMA engine refills the stage */
             if constexpr (PW) __syncwarp();
             else __syncthreads();
         }
@@ -887,6 +929,16 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
             constexpr int KW = TK / W;
             static_assert(KW == 8, "the tensor-core body takes 8 keys a warp");
             const int j0 = warp * KW, r = j0 + (lane & 7);
+            if constexpr (TMA)
+                if (cs < TK && j0 + KW > cs) { /* the chunk's last tile: the warp's V rows past the chunk to 0
+                                                 * (p = 0 must meet a finite V; K's scores there are masked) */
+                    unsigned char *vz = fs_smem + (t % NS) * STAGE + TK * ROWB;
+                    for (int i = lane; i < KW * CPR; i += 32) {
+                        const int j = j0 + i / CPR;
+                        if (j >= cs) *(uint4 *)(vz + fs_swz(j, i % CPR)) = make_uint4(0u, 0u, 0u, 0u);
+                    }
+                    __syncwarp();
+                }
             float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int m = 0; m < HD / 32; m++) { /* 4 chunks of 8 dims: k-steps 2m, 2m + 1 */
@@ -1109,11 +1161,13 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     fa_tail<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, &last);
 }
 
-template <int D, int HGV, int BODY, int NSX = 0, bool PW = false>
+template <int D, int HGV, int BODY, int NSX = 0, bool PW = false, bool TMA = false>
 static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
-    constexpr int SMEM = (NSX ? NSX : FsGeo<D>::NS) * FsGeo<D>::STAGE;
+    constexpr int SMEM = (NSX ? NSX : FsGeo<D>::NS) * FsGeo<D>::STAGE + (TMA ? 1024 : 0);
     static int opened[2][64]; /* the dynamic shared memory, per instantiation and device */
-    auto k = a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX, PW> : attn_stream_kernel<D, HGV, false, BODY, NSX, PW>;
+    auto k = TMA ? attn_stream_kernel<D, HGV, false, BODY, NSX, PW, TMA>
+             : a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX, PW>
+                          : attn_stream_kernel<D, HGV, false, BODY, NSX, PW>;
     /* and the largest shared-memory carveout (two blocks an SM at FsGeo's depth) */
     CLL_CU_RET(cll_cu_open_smem(opened[a->map.blk ? 1 : 0], k, SMEM, true));
     return cll_cu_launch(k, g, dim3(32 * FS_WARPS), (size_t)SMEM, s, *a);
@@ -1121,14 +1175,17 @@ static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_
 /* tc: the tensor-core body (head dims up to 128; 256 keeps the CUDA-core ones); ns: its stages
  * (cll_cu_attn_stream_ns: 0 FsGeo's, CLL_CU_ATTN_NS_DEEP for head dim 128) */
 template <int D, int HGV>
-static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns, bool pw, cudaStream_t s) {
+static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns, bool pw, bool tma, cudaStream_t s) {
     if constexpr (D <= 128)
         if (tc) {
             if constexpr (D == 128)
                 if (ns == CLL_CU_ATTN_NS_DEEP)
-                    return pw ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, true>(a, g, s)
-                              : fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
-            return pw ? fs_launch_body<D, HGV, FS_TC, 0, true>(a, g, s) : fs_launch_body<D, HGV, FS_TC>(a, g, s);
+                    return tma  ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, false, true>(a, g, s)
+                           : pw ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, true>(a, g, s)
+                                : fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
+            return tma  ? fs_launch_body<D, HGV, FS_TC, 0, false, true>(a, g, s)
+                   : pw ? fs_launch_body<D, HGV, FS_TC, 0, true>(a, g, s)
+                        : fs_launch_body<D, HGV, FS_TC>(a, g, s);
         }
     static int c_wi = -2; /* CLLAMA_CUDA_ATTN_STREAM_WI=0|1 forces the CUDA-core tile body (A/B) */
     return cll_cu_attn_stream_wi(cll_cu_env_tri(&c_wi, "CLLAMA_CUDA_ATTN_STREAM_WI"), HGV)
@@ -1136,11 +1193,11 @@ static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns,
                : fs_launch_body<D, HGV, FS_PHASED>(a, g, s);
 }
 template <int D>
-static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, int ns, bool pw, cudaStream_t s) {
-    return HG == 1   ? fs_launch<D, 1>(a, g, tc, ns, pw, s)
-           : HG == 2 ? fs_launch<D, 2>(a, g, tc, ns, pw, s)
-           : HG == 4 ? fs_launch<D, 4>(a, g, tc, ns, pw, s)
-                     : fs_launch<D, 8>(a, g, tc, ns, pw, s);
+static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, int ns, bool pw, bool tma, cudaStream_t s) {
+    return HG == 1   ? fs_launch<D, 1>(a, g, tc, ns, pw, tma, s)
+           : HG == 2 ? fs_launch<D, 2>(a, g, tc, ns, pw, tma, s)
+           : HG == 4 ? fs_launch<D, 4>(a, g, tc, ns, pw, tma, s)
+                     : fs_launch<D, 8>(a, g, tc, ns, pw, tma, s);
 }
 
 /* one GQA launch of W warps a block: wider blocks only where their reduction buffer fits (W * HG *
@@ -1176,6 +1233,48 @@ static cudaError_t fa_launch(const cll_cu_attn_args *a, dim3 g, int W, int U, bo
         if (W == 8) return fa_launch_w<F, D, HGV, 8>(a, g, U, cap, s);
     }
     return fa_launch_w<F, D, HGV, 4>(a, g, U, cap, s);
+}
+
+static_assert(sizeof(CUtensorMap) == CLL_CU_TMAP_BYTES, "a tensor map is 128 bytes");
+
+/* cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda); NULL
+ * where the driver lacks it. Looked up once (a C++ static: thread-safe for the tp ranks' threads). */
+static PFN_cuTensorMapEncodeTiled_v12000 tmap_encoder(void) {
+    static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess) {
+            (void)cudaGetLastError();
+            p = NULL;
+        }
+        return (PFN_cuTensorMapEncodeTiled_v12000)p;
+    }();
+    return fn;
+}
+
+cudaError_t cll_cu_attn_tmaps(void *dst, const void *kc, const void *vc, int32_t n_kv, int32_t hd, int64_t cells) {
+    if (!dst || !kc || !vc || n_kv <= 0 || (hd != 64 && hd != 128) || cells <= 0 || cells > INT32_MAX ||
+        (uintptr_t)dst % 64 || (uintptr_t)kc % 16 || (uintptr_t)vc % 16)
+        return cudaErrorNotSupported;
+    int dev = 0, major = 0;
+    CLL_CU_RET(cudaGetDevice(&dev));
+    CLL_CU_RET(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    const PFN_cuTensorMapEncodeTiled_v12000 enc = major >= 9 ? tmap_encoder() : NULL;
+    if (!enc) return cudaErrorNotSupported;
+    alignas(64) CUtensorMap m[2];
+    const cuuint64_t dims[2] = {(cuuint64_t)n_kv * (cuuint64_t)hd, (cuuint64_t)cells}; /* halves of a cell, cells */
+    const cuuint64_t strides[1] = {(cuuint64_t)n_kv * (cuuint64_t)hd * 2};                /* bytes of a cell */
+    const cuuint32_t box[2] = {64, FS_TK}, estr[2] = {1, 1};
+    for (int i = 0; i < 2; i++)
+        if (enc(&m[i], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)(i ? vc : kc), dims, strides, box, estr,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+            return cudaErrorNotSupported;
+    CLL_CU_RET(cudaMemcpy(dst, m, sizeof m, cudaMemcpyHostToDevice));
+    /* a copy from pageable memory may return before its DMA lands: the maps are read by kernels on
+     * other (non-blocking) streams, so wait for it here (state creation, once a layer) */
+    return cudaDeviceSynchronize();
 }
 
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
@@ -1214,16 +1313,19 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int kvpf = cll_cu_env_nonneg(&c_kvpf, "CLLAMA_CUDA_ATTN_KV_PF");
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
         /* CLLAMA_CUDA_ATTN_STREAM: 0 the split kernel, 1 the streaming one (CUDA-core body), 2 the
-         * streaming one (tensor-core body), unset: cll_cu_attn_form's choice by n_ctx */
+         * streaming one (tensor-core body), 3 that body fed by the TMA engine, unset: cll_cu_attn_form's
+         * choice by n_ctx */
         static int c_stream = -2;
         const int s_env = cll_cu_env_nonneg(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
         const int env_form = s_env < 0    ? CLL_CU_ATTN_AUTO
                              : s_env == 0 ? CLL_CU_ATTN_SPLIT
                              : s_env == 1 ? CLL_CU_ATTN_STREAM
-                                          : CLL_CU_ATTN_STREAM_TC;
+                             : s_env == 2 ? CLL_CU_ATTN_STREAM_TC
+                                          : CLL_CU_ATTN_STREAM_TMA;
         const int form = cll_cu_attn_form(a->form ? a->form : env_form, a->kv_f16, a->n_ctx, n, hd);
-        const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC;
-        const bool tc = form == CLL_CU_ATTN_STREAM_TC;
+        const bool tc = form == CLL_CU_ATTN_STREAM_TC || form == CLL_CU_ATTN_STREAM_TMA;
+        const bool stream = form == CLL_CU_ATTN_STREAM || tc;
+        const bool tma = form == CLL_CU_ATTN_STREAM_TMA && cll_cu_attn_tma_serves(a->map.blk != NULL, a->tmk && a->tmv, hd);
         static int c_ns = -2; /* CLLAMA_CUDA_ATTN_NS=0|5 forces the tensor-core body's stages (A/B) */
         const int ns = tc ? cll_cu_attn_stream_ns(cll_cu_env_nonneg(&c_ns, "CLLAMA_CUDA_ATTN_NS"), hd, G, cll_cu_smem_optin()) : 0;
         if (ac.act_chunks == 0) /* a deep-staged block has its SM to itself */
@@ -1233,10 +1335,10 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
                                                                     : FA_PER_SM);
         if (stream) {
             static int c_pw = -2; /* CLLAMA_CUDA_ATTN_PW=0|1 forces the tensor-core body's pipeline (A/B) */
-            const bool pw = tc && cll_cu_attn_stream_pw(cll_cu_env_nonneg(&c_pw, "CLLAMA_CUDA_ATTN_PW"));
-            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, pw, s));
-            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, pw, s));
-            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, pw, s));
+            const bool pw = tc && !tma && cll_cu_attn_stream_pw(cll_cu_env_nonneg(&c_pw, "CLLAMA_CUDA_ATTN_PW"));
+            if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, pw, tma, s));
+            else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, pw, tma, s));
+            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, pw, false, s));
             return cudaGetLastError();
         }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;

@@ -217,7 +217,17 @@ typedef struct {
     const void *pf;
     size_t pf_bytes;
     int64_t pf_kv_max;
+    /* this layer's K and V tensor maps in device memory (cll_cu_attn_tmaps), what the streaming form's
+     * TMA pipeline reads (CLL_CU_ATTN_STREAM_TMA); NULL: none (that form then runs STREAM_TC) */
+    const void *tmk, *tmv;
 } cll_cu_attn_args;
+/* The K and V tensor maps of one layer's unpaged F16 cache (kc, vc: cells x n_kv*hd halves) for the
+ * streaming form's TMA pipeline: 2-D, rows = cells, boxes of 64 cells x 64 halves with 128-byte
+ * swizzling; written to dst (device memory, 2 x CLL_CU_TMAP_BYTES, 64-byte aligned): K's then V's.
+ * cudaErrorNotSupported where they cannot be made (head dim not 64 / 128, a device before sm_90, a
+ * driver without cuTensorMapEncodeTiled): the caller leaves tmk / tmv NULL. */
+#define CLL_CU_TMAP_BYTES 128
+cudaError_t cll_cu_attn_tmaps(void *dst, const void *kc, const void *vc, int32_t n_kv, int32_t hd, int64_t cells);
 /* runs the tensor-core prefill kernel when cll_cu_attention_prefill_ok, else the split kernels */
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);
 /* the tensor-core prefill path serves these args: n > 1, prefill_contig, F16 cache, head dim 64
