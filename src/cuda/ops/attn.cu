@@ -1272,9 +1272,10 @@ cudaError_t cll_cu_attn_tmaps(void *dst, const void *kc, const void *vc, int32_t
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
             return cudaErrorNotSupported;
     CLL_CU_RET(cudaMemcpy(dst, m, sizeof m, cudaMemcpyHostToDevice));
-    /* a copy from pageable memory may return before its DMA lands: the maps are read by kernels on
-     * other (non-blocking) streams, so wait for it here (state creation, once a layer) */
-    return cudaDeviceSynchronize();
+    /* a copy from pageable memory may return before its DMA lands, and the maps are read by kernels on
+     * non-blocking streams: wait for the legacy stream that carried it (not the device: another rank's
+     * thread may be capturing a graph on it) */
+    return cudaStreamSynchronize(0);
 }
 
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s) {
