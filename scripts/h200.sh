@@ -662,6 +662,14 @@ owed_tma() {
   CLL_TEST_FILTER="test_attn_decode*" timeout 300 .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_tma.log" |
     grep -E "stream_tma|FAIL|PASSED|FAILED" | tail -40
   grep -q "FAILED" "$OUT/gate_tma.log" && { echo "owed_tma: a gate failed, no timings"; return 1; }
+  # end to end, every attention of the golden files forced onto the TMA form (the states' maps per
+  # layer); if it fails, the cp.async form (2) run the same way says whether the forcing or the TMA is at fault
+  local k
+  for k in 3 2; do
+    CLLAMA_CUDA_ATTN_STREAM=$k CLLAMA_TEST_BACKEND=cuda timeout 300 .gpu/bin/golden_test >"$OUT/golden_attn$k.log" 2>&1
+    echo "golden_test, CLLAMA_CUDA_ATTN_STREAM=$k: rc $? ($(grep -cE '^\[  FAILED' "$OUT/golden_attn$k.log") failed)"
+    grep -q "^\[  FAILED" "$OUT/golden_attn$k.log" || break
+  done
   local form
   for form in tc tma tma tc; do
     .gpu/bin/cuda_kbench -A $form -r 20 2>&1 | grep -E "8192|1024" | sed "s/^/kbench -A $form: /"
