@@ -1235,6 +1235,14 @@ static cudaError_t fa_launch(const cll_cu_attn_args *a, dim3 g, int W, int U, bo
     return fa_launch_w<F, D, HGV, 4>(a, g, U, cap, s);
 }
 
+/* CLLAMA_CUDA_ATTN_STREAM (-1 unset), read once */
+static int attn_stream_env(void) {
+    static int c_stream = -2;
+    return cll_cu_env_nonneg(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
+}
+
+bool cll_cu_attn_tma_wanted(void) { return CLL_CU_ATTN_TMA_AUTO || attn_stream_env() == 3; }
+
 static_assert(sizeof(CUtensorMap) == CLL_CU_TMAP_BYTES, "a tensor map is 128 bytes");
 
 /* cuTensorMapEncodeTiled through the runtime's driver entry point (no link against libcuda); NULL
@@ -1316,8 +1324,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         /* CLLAMA_CUDA_ATTN_STREAM: 0 the split kernel, 1 the streaming one (CUDA-core body), 2 the
          * streaming one (tensor-core body), 3 that body fed by the TMA engine, unset: cll_cu_attn_form's
          * choice by n_ctx */
-        static int c_stream = -2;
-        const int s_env = cll_cu_env_nonneg(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
+        const int s_env = attn_stream_env();
         const int env_form = s_env < 0    ? CLL_CU_ATTN_AUTO
                              : s_env == 0 ? CLL_CU_ATTN_SPLIT
                              : s_env == 1 ? CLL_CU_ATTN_STREAM
