@@ -21,8 +21,9 @@
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
-#       owed    what the tree owes the device: the TMA attention pipeline's gates and timings (owed_tma),
-#               the Q3_K split rows' gates and tg128 by row (any GPU),
+#       owed_tma  the TMA attention pipeline's gates, golden with it forced, kbench and tg128 @ d8192
+#               A/B (any GPU; one call of its own, ~10 min)
+#       owed    what else the tree owes the device: the held-off split rows' gates and tg128 by row (any GPU),
 #               then on an H200 gate --quick, the board cells recorded before the last decode changes
 #               (IQ4_XS, Q6_K, IQ3_S), then the long cells (recorded; over 10 min: split it)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
@@ -688,7 +689,6 @@ owed_tma() {
 
 owed() {
   dev_env
-  owed_tma
   # the twenty-ninth session's split rows for Q2_K, Q3_K, Q4_1, Q5_0 and IQ4_NL (not yet defaults): their gates,
   # golden on the GPU (tiny-llama files of each), then an l2-7b file of each tg128 by row (the layout-0
   # default first; where a split row wins, make it the type's cll_cu_sp_default in
