@@ -1241,7 +1241,7 @@ static int attn_stream_env(void) {
     return cll_cu_env_nonneg(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
 }
 
-bool cll_cu_attn_tma_wanted(void) { return CLL_CU_ATTN_TMA_AUTO || attn_stream_env() == 3; }
+bool cll_cu_attn_tma_wanted(void) { return CLL_CU_ATTN_TMA_AUTO || attn_stream_env() >= 3; } /* env_form: 3+ TMA */
 
 static_assert(sizeof(CUtensorMap) == CLL_CU_TMAP_BYTES, "a tensor map is 128 bytes");
 
