@@ -337,6 +337,15 @@ CU_HD int sp_nib_at(const uint8_t *q, int l) {
     const uint8_t b = q[l & 15];
     return l < 16 ? (b & 0xF) : (b >> 4);
 }
+/* the repack of a format whose bb-byte block is an hb-byte header then qb bytes of quants: every
+ * group's quants first (qb each), then every group's header (hb each) */
+static inline void sp_pack_hq(const uint8_t *s, uint8_t *d, int64_t ng, int bb, int hb, int qb) {
+    for (int64_t g = 0; g < ng; g++) {
+        memcpy(d + qb * g, s + bb * g + hb, (size_t)qb);
+        memcpy(d + qb * ng + hb * g, s + bb * g, (size_t)hb);
+    }
+}
+
 /* A group's high bits in Q5_1's order (qh' bit 8b + w = high bit of element 4w + b), which Q5_1, Q5_0
  * and Q5_K store: sp_qh_word from the file's order (bit e = element e), sp_qh_bit reads element l,
  * sp_qh_lo / sp_qh_hi move word k's bits to its lanes' bit 4 (the low nibbles: elements 4k + b; the
@@ -383,12 +392,7 @@ CU_HD int sp_iq4_nib(const uint32_t (&w)[4], int l) {
 
 template <> struct CuSp<CLL_TYPE_Q4_0> {
     static constexpr int QK = 32, BB = 18;
-    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
-        for (int64_t g = 0; g < ng; g++) {
-            memcpy(d + 16 * g, s + BB * g + 2, 16);
-            memcpy(d + 16 * ng + 2 * g, s + BB * g, 2);
-        }
-    }
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) { sp_pack_hq(s, d, ng, BB, 2, 16); }
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
         const int l = (int)(e & 31);
@@ -427,12 +431,7 @@ SP_UNROLL
 
 template <> struct CuSp<CLL_TYPE_Q8_0> {
     static constexpr int QK = 32, BB = 34;
-    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
-        for (int64_t g = 0; g < ng; g++) {
-            memcpy(d + 32 * g, s + BB * g + 2, 32);
-            memcpy(d + 32 * ng + 2 * g, s + BB * g, 2);
-        }
-    }
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) { sp_pack_hq(s, d, ng, BB, 2, 32); }
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
         return FM((float)(int8_t)r[32 * g + (e & 31)], sp_h2f(cu_ld16(r + 32 * ng + 2 * g)));
@@ -585,12 +584,7 @@ SP_UNROLL
 /* Q4_1: Q4_0's quants, then d | m per group (4 B): d q + m, the dot as Q5_1's without the high bits */
 template <> struct CuSp<CLL_TYPE_Q4_1> {
     static constexpr int QK = 32, BB = 20;
-    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) {
-        for (int64_t g = 0; g < ng; g++) {
-            memcpy(d + 16 * g, s + BB * g + 4, 16);
-            memcpy(d + 16 * ng + 4 * g, s + BB * g, 4);
-        }
-    }
+    static void pack(const uint8_t *s, uint8_t *d, int64_t ng) { sp_pack_hq(s, d, ng, BB, 4, 16); }
     CU_HD float deq(const uint8_t *r, int64_t ng, int64_t e) {
         const int64_t g = e >> 5;
         const int l = (int)(e & 31);
