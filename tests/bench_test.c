@@ -195,21 +195,18 @@ static void test_record_and_check(void **state) {
  * GB/s on the 2-core Xeon box where the decode read 25-27 and a prefetching sum 30-31, so every tg128
  * cell there showed over 100% of its roofline). Checked from the probe's own pass log, not by timing
  * the probe against a second run (that comparison failed once under ctest -j2 on a shared box: a
- * memory-bound neighbour moves either run by 10%): the forms alternate, both run, and the answer is
+ * memory-bound neighbour moves either run by 10%): the forms alternate (so both run), and the answer is
  * the best pass. The control: a log whose best pass is not the answer, or that lacks the streamed
  * form, fails the same check. */
 static const char *probe_log_problem(double best, const double *gbs, const int *form, int want_form) {
     double top = 0;
-    int seen[2] = {0, 0};
     for (int i = 0; i < CLL_BENCH_BW_PASSES; i++) {
         if (!(gbs[i] > 0)) return "a pass measured nothing";
         if (form[i] != 0 && form[i] != 1) return "a pass ran an unknown form";
         if (want_form < 0 && form[i] != (i & 1)) return "the forms do not alternate";
         if (want_form >= 0 && form[i] != want_form) return "a pass ran another form than asked";
-        seen[form[i]]++;
         if (gbs[i] > top) top = gbs[i];
     }
-    if (want_form < 0 && (!seen[0] || !seen[1])) return "a form never ran";
     if (best != top) return "the answer is not the best pass";
     return NULL;
 }
