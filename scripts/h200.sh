@@ -679,8 +679,12 @@ owed_tma() {
   local name e
   for name in l2-7b-Q4_K_M l3-8b-Q4_K_M; do
     synth_anchor "$name" || continue
-    for e in 2 3 3 2; do
-      CLLAMA_CUDA_ATTN_STREAM=$e .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
+    # e+pf: the attention blocks also ask L2 for the o product's first 16 MB at any depth (the gap
+    # prefetch, off by default, limited to 16 MB of K/V a layer): spare DRAM bandwidth beside the cache read
+    for e in 2 3 3+pf 3 2; do
+      local pf=()
+      [ "$e" != "${e%+pf}" ] && pf=(CLLAMA_CUDA_ATTN_PF_MB=16 CLLAMA_CUDA_ATTN_PF_KV_MB=1024)
+      env CLLAMA_CUDA_ATTN_STREAM=${e%+pf} "${pf[@]}" .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
         grep "tg128" | sed "s/^/$name ATTN_STREAM=$e /"
     done
     rm -f "$MODELS/$name.gguf"
