@@ -23,9 +23,9 @@
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
 #       owed_tma  the TMA attention pipeline's gates, golden with it forced, kbench and tg128 @ d8192
 #               A/B (any GPU; one call of its own, ~10 min)
-#       owed    what else the tree owes the device: the held-off split rows' gates and tg128 by row (any GPU),
-#               then on an H200 gate --quick, the board cells recorded before the last decode changes
-#               (IQ4_XS, Q6_K, IQ3_S), then the long cells (recorded; over 10 min: split it)
+#       owed    the held-off split rows' gates and tg128 by row (any GPU; one call)
+#       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
+#               Q6_K, IQ3_S) (an H200's; one call; the long cells: `long`, a call of its own)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
 #               mixed prompts, a 4096-token prompt mid-run, --check)
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
@@ -598,10 +598,6 @@ join_gemma() {
     { echo "gemma parts missing or corrupt"; rm -f "$g"; }
 }
 
-# owed: what the tree owes the device (more than one call's 10 minutes: run its parts by `sh`): the
-# per-weight panels (1c16c76, written after the twenty-eighth session's last call), the gates and the
-# golden files on the GPU (gate --quick), the H200 board cells recorded before the last decode changes
-# (l3-8b Q6_K, IQ3_S), the long cells
 # tp [N]: issue 13's acceptance cells on one host's GPUs (see the header)
 tp() {
   dev_env
@@ -711,14 +707,16 @@ owed() {
     done
     rm -f "$f"
   done
-  # on an H200 (the twenty-eighth and twenty-ninth sessions got only H100s): the gates, the board cells
-  # recorded before the last decode changes (IQ4_XS's form, Q6_K, IQ3_S), then the long cells (over 10
-  # min in all: split it)
-  if [ "$BOX" = h200 ]; then
-    gate --quick
-    bench 'l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
-    long
-  fi
+}
+
+# on an H200 (the twenty-eighth and twenty-ninth sessions got only H100s): the gates, then the board cells
+# recorded before the last decode changes (IQ4_XS's form, Q6_K, IQ3_S); the long cells are a call of their
+# own (`long`): the three together ran past one call's 10 minutes
+owed_board() {
+  dev_env
+  [ "$BOX" = h200 ] || echo "owed_board: on $BOX, not an H200: records go to $BOX.json"
+  gate --quick
+  bench 'l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
 }
 
 cmd=${1:-}; shift || true
@@ -738,6 +736,7 @@ case $cmd in
   batched) batched "$@" ;;
   serve) serve "$@" ;;
   owed) owed ;;
+  owed_board) owed_board ;;
   owed_tma) owed_tma ;;
   tp) tp "$@" ;;
   tboard) tboard "$@" ;;
