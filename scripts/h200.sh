@@ -4,7 +4,7 @@
 #   here (no GPU):  bash scripts/h200.sh pack [--models SET]
 #       builds the CUDA build (build-h200/, sm_90a only: the device is an H200) and stages what a
 #       run needs into .gpu/ (git-ignored; name it in the call's carry): the cllama binary and the
-#       GPU test programs (xz-compressed in .gpu/binz: the device's scripts unpack them into .gpu/bin),
+#       GPU test programs (one solid xz archive in .gpu/binz: the device's scripts unpack it into .gpu/bin),
 #       libcmocka, the oracle models of SET (all|core|none), and the openai package's wheels for the
 #       server tests. Carry [".gpu/binz", ".gpu/lib", ".gpu/shared"] (+ ".gpu/wheels" for serve/gate).
 #   there (the device's repo root):  bash scripts/h200.sh gate|kbench|bench|ref [args]
@@ -92,10 +92,13 @@ pack() {
   local sha; sha=$(git rev-parse HEAD)
   [ -n "$(git status --porcelain -uno -- . ':(exclude)bench' | head -1)" ] && sha="$sha+dirty"
   echo "$sha" >.gpu/bin/GIT_SHA
-  # the binaries again xz-compressed (~4.6 MB each instead of ~20; gzip left ~7 and the carry over its
-  # 64 MiB with the oracle models): carry .gpu/binz, dev_env unpacks it there
+  # the binaries again as one solid xz archive with a dictionary larger than the tar: each binary holds
+  # the same CUDA kernels, so the archive stores them once (2026-12-06: the six 13-15 MB binaries, 34 MB
+  # as one .xz each, a call's carry over its 64 MiB with the core oracle files; 6.9 MB solid): carry
+  # .gpu/binz, dev_env unpacks it there
   rm -rf .gpu/binz && mkdir -p .gpu/binz && cp .gpu/bin/GIT_SHA .gpu/binz/
-  for b in .gpu/bin/*; do [ "$(basename "$b")" = GIT_SHA ] || xz -9 -T "$(nproc)" -c "$b" >".gpu/binz/$(basename "$b").xz"; done
+  (cd .gpu/bin && find . -maxdepth 1 -type f ! -name GIT_SHA -printf '%f\n' | sort | tar -cf - -T -) |
+    xz -T1 --lzma2=preset=9,dict=256MiB >.gpu/binz/bins.tar.xz || { echo "pack: compressing the binaries failed" >&2; exit 1; }
   local sh=../shared
   cp "$sh/models/stories260K.gguf" "$sh/models/llama-2-tiny-random.gguf" .gpu/shared/models/
   cp "$sh/oracle/golden/stories260K.json" "$sh/oracle/golden/llama-2-tiny-random.json" .gpu/shared/oracle/golden/
@@ -144,12 +147,7 @@ unpack_bins() {
   [ -d .gpu/binz ] || return 0
   cmp -s .gpu/binz/GIT_SHA .gpu/bin/GIT_SHA 2>/dev/null && [ -x .gpu/bin/cllama ] && return 0
   mkdir -p .gpu/bin
-  local z b
-  for z in .gpu/binz/*.xz; do
-    b=.gpu/bin/$(basename "$z" .xz)
-    xz -dc "$z" >"$b" || { echo "unpack: $z failed" >&2; return 1; }
-    chmod +x "$b"
-  done
+  xz -dc .gpu/binz/bins.tar.xz | tar -xf - -C .gpu/bin || { echo "unpack: .gpu/binz/bins.tar.xz failed" >&2; return 1; }
   cp .gpu/binz/GIT_SHA .gpu/bin/GIT_SHA
 }
 
