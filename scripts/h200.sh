@@ -676,6 +676,8 @@ owed_tma() {
     # e+pf: the attention blocks also ask L2 for the o product's first 16 MB at any depth (the gap
     # prefetch, off by default, limited to 16 MB of K/V a layer): spare DRAM bandwidth beside the cache read
     for e in 2 3 3+pf 3 2; do
+      # a call has 10 minutes: what is left past 7 of them is said, not run (the output comes back whole)
+      [ "$SECONDS" -gt "${OWED_BUDGET_S:-420}" ] && { echo "$name ATTN_STREAM=$e: not run (${SECONDS}s into the call)"; continue; }
       local pf=()
       [ "$e" != "${e%+pf}" ] && pf=(CLLAMA_CUDA_ATTN_PF_MB=16 CLLAMA_CUDA_ATTN_PF_KV_MB=1024)
       env CLLAMA_CUDA_ATTN_STREAM=${e%+pf} "${pf[@]}" .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
