@@ -1235,13 +1235,17 @@ static cudaError_t fa_launch(const cll_cu_attn_args *a, dim3 g, int W, int U, bo
     return fa_launch_w<F, D, HGV, 4>(a, g, U, cap, s);
 }
 
-/* CLLAMA_CUDA_ATTN_STREAM (-1 unset), read once */
-static int attn_stream_env(void) {
+/* the form CLLAMA_CUDA_ATTN_STREAM asks for (read once): 0 the split kernel, 1 the streaming one
+ * (CUDA-core body), 2 the streaming one (tensor-core body), 3 and above that body fed by the TMA
+ * engine; unset: CLL_CU_ATTN_AUTO (cll_cu_attn_form's choice by n_ctx) */
+static int attn_env_form(void) {
     static int c_stream = -2;
-    return cll_cu_env_nonneg(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
+    const int s = cll_cu_env_nonneg(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
+    return s < 0 ? CLL_CU_ATTN_AUTO : s == 0 ? CLL_CU_ATTN_SPLIT : s == 1 ? CLL_CU_ATTN_STREAM
+           : s == 2 ? CLL_CU_ATTN_STREAM_TC : CLL_CU_ATTN_STREAM_TMA;
 }
 
-bool cll_cu_attn_tma_wanted(void) { return CLL_CU_ATTN_TMA_AUTO || attn_stream_env() >= 3; } /* env_form: 3+ TMA */
+bool cll_cu_attn_tma_wanted(void) { return CLL_CU_ATTN_TMA_AUTO || attn_env_form() == CLL_CU_ATTN_STREAM_TMA; }
 
 static_assert(sizeof(CUtensorMap) == CLL_CU_TMAP_BYTES, "a tensor map is 128 bytes");
 
@@ -1321,16 +1325,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         static int c_kvpf = -2;
         const int kvpf = cll_cu_env_nonneg(&c_kvpf, "CLLAMA_CUDA_ATTN_KV_PF");
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
-        /* CLLAMA_CUDA_ATTN_STREAM: 0 the split kernel, 1 the streaming one (CUDA-core body), 2 the
-         * streaming one (tensor-core body), 3 that body fed by the TMA engine, unset: cll_cu_attn_form's
-         * choice by n_ctx */
-        const int s_env = attn_stream_env();
-        const int env_form = s_env < 0    ? CLL_CU_ATTN_AUTO
-                             : s_env == 0 ? CLL_CU_ATTN_SPLIT
-                             : s_env == 1 ? CLL_CU_ATTN_STREAM
-                             : s_env == 2 ? CLL_CU_ATTN_STREAM_TC
-                                          : CLL_CU_ATTN_STREAM_TMA;
-        const int form = cll_cu_attn_form(a->form ? a->form : env_form, a->kv_f16, a->n_ctx, n, hd);
+        const int form = cll_cu_attn_form(a->form ? a->form : attn_env_form(), a->kv_f16, a->n_ctx, n, hd);
         const bool tc = form == CLL_CU_ATTN_STREAM_TC || form == CLL_CU_ATTN_STREAM_TMA;
         const bool stream = form == CLL_CU_ATTN_STREAM || tc;
         const bool tma = form == CLL_CU_ATTN_STREAM_TMA && cll_cu_attn_tma_serves(a->map.blk != NULL, a->tmk && a->tmv, hd);
