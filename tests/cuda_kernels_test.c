@@ -253,6 +253,9 @@ static void decode_forms(int hd, int n_head, int n_kv, int len, int n_chunks, bo
      * the cp.async pipeline's bits */
     report(&r, cll_cuda_gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, 0, act, CLL_CU_ATTN_STREAM_TMA, 1, n_swa,
                                          seed + 70, &r));
+    /* and with its stages refilled by tickets (no block barrier a tile): the same bits again */
+    report(&r, cll_cuda_gate_attn_decode(hd, n_head, n_kv, len, n_chunks, paged, 0, act, CLL_CU_ATTN_STREAM_TMA_TK, 1, n_swa,
+                                         seed + 75, &r));
 }
 
 /* decode attention: one sub-chunk staged before the wait (len <= 128), the newest key in a later
@@ -432,7 +435,10 @@ static void test_attn_form(void **state) {
     (void)state;
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 640, 1, 128), CLL_CU_ATTN_SPLIT);     /* tg128 */
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4095, 1, 128), CLL_CU_ATTN_SPLIT);
-    const int auto_long = CLL_CU_ATTN_TMA_AUTO ? CLL_CU_ATTN_STREAM_TMA : CLL_CU_ATTN_TC_AUTO ? CLL_CU_ATTN_STREAM_TC : CLL_CU_ATTN_STREAM;
+    const int auto_long = CLL_CU_ATTN_TMA_AUTO == 2 ? CLL_CU_ATTN_STREAM_TMA_TK
+                          : CLL_CU_ATTN_TMA_AUTO    ? CLL_CU_ATTN_STREAM_TMA
+                          : CLL_CU_ATTN_TC_AUTO     ? CLL_CU_ATTN_STREAM_TC
+                                                    : CLL_CU_ATTN_STREAM;
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4096, 1, 128), auto_long);
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 128), auto_long); /* tg128 @ d8192 */
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 256), CLL_CU_ATTN_STREAM); /* no TC body */
@@ -444,6 +450,11 @@ static void test_attn_form(void **state) {
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA, true, 256, 1, 128), CLL_CU_ATTN_STREAM_TMA);
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA, true, 8320, 1, 256), CLL_CU_ATTN_STREAM); /* no TC body */
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, true, 256, 1, 64), CLL_CU_ATTN_STREAM_TMA_TK);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, true, 8320, 1, 256), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT);
+    assert_true(cll_cu_attn_form_tma(CLL_CU_ATTN_STREAM_TMA) && cll_cu_attn_form_tma(CLL_CU_ATTN_STREAM_TMA_TK));
+    assert_false(cll_cu_attn_form_tma(CLL_CU_ATTN_STREAM_TC) || cll_cu_attn_form_tma(CLL_CU_ATTN_AUTO));
     /* the TMA pipeline: unpaged caches with tensor maps, head dims 64 / 128 (else the cp.async one) */
     assert_true(cll_cu_attn_tma_serves(false, true, 128));
     assert_true(cll_cu_attn_tma_serves(false, true, 64));

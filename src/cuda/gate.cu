@@ -1265,7 +1265,7 @@ cll_status gate_attn_decode(int hd, int n_head, int n_kv, int len, int n_chunks,
     cll_cu_kvmap map = {paged ? dtab : NULL, nblk, shift};
     /* the TMA pipeline (STREAM_TMA over an unpaged cache): each pass's caches get their tensor maps; a
      * device that cannot make them fails the gate (the form would silently run STREAM_TC) */
-    const bool tma = form == CLL_CU_ATTN_STREAM_TMA && cll_cu_attn_tma_serves(paged, true, hd);
+    const bool tma = cll_cu_attn_form_tma(form) && cll_cu_attn_tma_serves(paged, true, hd);
     void *dmaps[2] = {NULL, NULL};
     for (int k = 0; tma && k < 2; k++) {
         GATE_CU(dev.alloc(&dmaps[k], 2 * CLL_CU_TMAP_BYTES));
@@ -1986,7 +1986,7 @@ extern "C" cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int l
     GATE_CU(cudaMemcpy(dseq, &hseq, sizeof hseq, cudaMemcpyHostToDevice));
     /* STREAM_TMA: each layer's tensor maps, as a state makes them */
     uint8_t *dmaps = NULL;
-    if (form == CLL_CU_ATTN_STREAM_TMA && cll_cu_attn_tma_serves(false, true, hd)) {
+    if (cll_cu_attn_form_tma(form) && cll_cu_attn_tma_serves(false, true, hd)) {
         GATE_CU(dev.alloc((void **)&dmaps, (size_t)layers * 2 * CLL_CU_TMAP_BYTES));
         for (int l = 0; l < layers; l++)
             GATE_CU(cll_cu_attn_tmaps(dmaps + (size_t)l * 2 * CLL_CU_TMAP_BYTES, dk + cache * (size_t)l,
@@ -2055,7 +2055,7 @@ extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, in
     const int G = n_kv > 0 ? n_head / n_kv : 1;
     const int hg = cll_cu_attn_heads_per_block(n_head, n_kv, n_chunks, rows, CLL_CU_ATTN_MIN_BLOCKS), n_sub = (G + hg - 1) / hg;
     const int live = act_chunks > 0 && act_chunks < n_chunks ? act_chunks : n_chunks;
-    const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC || form == CLL_CU_ATTN_STREAM_TMA;
+    const bool stream = form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(form);
     const int w = stream ? 8 : cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * live * rows, cll_cu_sm_count(), hd, hg, true);
     char cap[16] = "", rw[32] = "";
     if (act_chunks > 0) snprintf(cap, sizeof cap, "_c%d", act_chunks);
@@ -2063,9 +2063,10 @@ extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, in
     if (n_swa > 0) snprintf(rw + strlen(rw), sizeof rw - strlen(rw), "_swa%d", n_swa);
     /* the form that runs (a tensor-core request above head dim 128 runs the CUDA-core body) */
     int runs = stream ? cll_cu_attn_form(form, true, len, rows, hd) : form;
-    if (runs == CLL_CU_ATTN_STREAM_TMA && !cll_cu_attn_tma_serves(paged, true, hd)) runs = CLL_CU_ATTN_STREAM_TC;
+    if (cll_cu_attn_form_tma(runs) && !cll_cu_attn_tma_serves(paged, true, hd)) runs = CLL_CU_ATTN_STREAM_TC;
     snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s%s",
-             runs == CLL_CU_ATTN_STREAM_TMA ? "_stream_tma"
+             runs == CLL_CU_ATTN_STREAM_TMA_TK ? "_stream_tma_tk"
+             : runs == CLL_CU_ATTN_STREAM_TMA ? "_stream_tma"
              : runs == CLL_CU_ATTN_STREAM_TC ? "_stream_tc"
              : stream                       ? "_stream"
                                             : "",

@@ -136,6 +136,17 @@ int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
  * every thread issuing 16-byte cp.async copies. Where it cannot serve (cll_cu_attn_tma_serves) it
  * runs STREAM_TC. */
 #define CLL_CU_ATTN_STREAM_TMA 4
+/* STREAM_TMA without a block barrier a tile: every stage is refilled by the last warp to finish
+ * reading it (a ticket counter a stage in shared memory), so NS tiles are in flight while the warps
+ * score the oldest, and a slow warp holds back no other (the copy probe's order: ~4.1 TB/s over the
+ * MHA cache, where the barrier's order read ~3.2; docs/cuda.md "How fast the cache can be read").
+ * Same arithmetic, same sums as STREAM_TC, bit for bit. Where the TMA form cannot serve it runs
+ * STREAM_TC as STREAM_TMA does. */
+#define CLL_CU_ATTN_STREAM_TMA_TK 5
+/* whether a form is one of the TMA pipelines (STREAM_TMA, STREAM_TMA_TK) */
+static inline bool cll_cu_attn_form_tma(int form) {
+    return form == CLL_CU_ATTN_STREAM_TMA || form == CLL_CU_ATTN_STREAM_TMA_TK;
+}
 #define CLL_CU_ATTN_STREAM_MIN_CTX 4096
 /* hd: the head dim (STREAM_TC serves <= 128; a larger one gets STREAM). AUTO's streaming choice takes
  * the tensor-core body where CLL_CU_ATTN_TC_AUTO: H200 `cuda_kbench -A stream|tc` at 8192 keys, us a
@@ -143,7 +154,7 @@ int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
  * l2-7b Q4_K_M 299.1-299.8 / 301.8, Q4_0 322.6 / 322.3 (eighteenth session, same call) */
 int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd);
 #define CLL_CU_ATTN_TC_AUTO 1
-/* AUTO's streaming choice takes STREAM_TMA (over STREAM_TC) where this is 1. 0: written in the
+/* AUTO's streaming choice takes STREAM_TMA (over STREAM_TC) where this is 1 (STREAM_TMA_TK where 2). 0: written in the
  * thirtieth session without a device (gated and timed on none yet; `scripts/h200.sh owed` runs its
  * gate, `cuda_kbench -A tc|tma` and tg128 @ d8192 with CLLAMA_CUDA_ATTN_STREAM=2|3). */
 #define CLL_CU_ATTN_TMA_AUTO 0

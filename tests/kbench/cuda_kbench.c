@@ -103,6 +103,7 @@ int main(int argc, char **argv) {
             else if (i + 1 < argc && !strcmp(argv[i + 1], "stream")) g_attn_form = CLL_CU_ATTN_STREAM, i++;
             else if (i + 1 < argc && !strcmp(argv[i + 1], "tc")) g_attn_form = CLL_CU_ATTN_STREAM_TC, i++;
             else if (i + 1 < argc && !strcmp(argv[i + 1], "tma")) g_attn_form = CLL_CU_ATTN_STREAM_TMA, i++;
+            else if (i + 1 < argc && !strcmp(argv[i + 1], "tmatk")) g_attn_form = CLL_CU_ATTN_STREAM_TMA_TK, i++;
         }
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             long long r, c;

@@ -742,9 +742,11 @@ template <int NV> static __device__ __forceinline__ void fs_v(const unsigned cha
     }
 }
 
-template <int HD, int HG, bool PG, int BODY, int NSX = 0, bool PW = false, bool TMA = false>
+/* TMQ: 0 the cp.async pipeline, 1 the TMA one (a block barrier a tile before a stage is refilled), 2 the
+ * TMA one with tickets (TKT: the last warp to finish reading a stage refills it; no block barrier) */
+template <int HD, int HG, bool PG, int BODY, int NSX = 0, bool PW = false, int TMQ = 0>
 __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 0 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
-    constexpr bool WI = BODY == FS_WI, TC = BODY == FS_TC;
+    constexpr bool WI = BODY == FS_WI, TC = BODY == FS_TC, TMA = TMQ != 0, TKT = TMQ == 2;
     static_assert(!PW || TC, "the per-warp pipeline: the tensor-core body only (a warp reads only its own keys' rows)");
     static_assert(!TMA || (TC && !PG && !PW && (HD == 64 || HD == 128)),
                   "the TMA pipeline: the tensor-core body over an unpaged cache, 64-dim boxes");
@@ -757,6 +759,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
      * bytes, keyed on the address; the launch adds 1 KB for the padding) */
     unsigned char *const fs_smem = TMA ? fs_smem_raw + ((1024u - (cll_smem_u32(fs_smem_raw) & 1023u)) & 1023u) : fs_smem_raw;
     __shared__ __align__(8) uint64_t fs_full[TMA ? NS : 1]; /* TMA: stage s's tile landed (its phase parity) */
+    __shared__ int fs_tk[TKT ? NS : 1]; /* TKT: warps done with stage s's tiles (W a tile; the W-th refills) */
     __shared__ float S[HG][TK];
     __shared__ float sm_m[HG], sm_l[HG], sm_c[HG], inv[HG];
     __shared__ __align__(16) float buf[(HG + 2) * HD]; /* fused rope: q rows 0..hg-1, k hg, v hg+1 */
@@ -774,22 +777,26 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
         else return j * ROWB + ((c ^ (j & 7)) << 4);
     };
     const int nt = g.c < g.nc ? (g.c1 - g.c0 + TK - 1) / TK : 0;
+    /* TMA: the calling thread asks for tile t (< nt): its K and V boxes (HD / 64 each), STAGE bytes
+     * counted on stage t % NS's barrier; rows past the chunk come too (other cells, or zeros past the
+     * cache), so the body zeroes a last tile's V rows past it */
+    auto tma_tile = [&](int t) {
+        if constexpr (TMA) {
+            const int sg = t % NS;
+            unsigned char *st = fs_smem + sg * STAGE;
+            const int32_t y = (int32_t)(g.base + g.c0 + t * TK);
+            cll_mbar_expect_tx(&fs_full[sg], (uint32_t)STAGE);
+#pragma unroll
+            for (int b = 0; b < HD / 64; b++) {
+                cll_tma_load_2d(st + b * (TK * 128), a.tmk, g.kvh * HD + 64 * b, y, &fs_full[sg]);
+                cll_tma_load_2d(st + TK * ROWB + b * (TK * 128), a.tmv, g.kvh * HD + 64 * b, y, &fs_full[sg]);
+            }
+        }
+    };
     /* tile t's K and V rows into stage t % NS (one commit group per call, empty past the chunk) */
     auto issue = [&](int t) {
-        if constexpr (TMA) { /* one thread: the tile's K and V boxes (HD / 64 each), STAGE bytes counted on
-                              * stage t % NS's barrier; rows past the chunk come too (other cells, or zeros
-                              * past the cache), so the body zeroes a last tile's V rows past it */
-            if (t < nt && threadIdx.x == 0) {
-                const int sg = t % NS;
-                unsigned char *st = fs_smem + sg * STAGE;
-                const int32_t y = (int32_t)(g.base + g.c0 + t * TK);
-                cll_mbar_expect_tx(&fs_full[sg], (uint32_t)STAGE);
-#pragma unroll
-                for (int b = 0; b < HD / 64; b++) {
-                    cll_tma_load_2d(st + b * (TK * 128), a.tmk, g.kvh * HD + 64 * b, y, &fs_full[sg]);
-                    cll_tma_load_2d(st + TK * ROWB + b * (TK * 128), a.tmv, g.kvh * HD + 64 * b, y, &fs_full[sg]);
-                }
-            }
+        if constexpr (TMA) { /* one thread */
+            if (t < nt && threadIdx.x == 0) tma_tile(t);
             return;
         }
         if (t < nt) {
@@ -828,6 +835,8 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     if constexpr (TMA) {
         if (threadIdx.x == 0) {
             for (int i = 0; i < NS; i++) cll_mbar_init(&fs_full[i], 1); /* one arrival: the issuing thread's */
+            if constexpr (TKT)
+                for (int i = 0; i < NS; i++) fs_tk[i] = 0;
             cll_mbar_init_fence();
         }
         __syncthreads();
@@ -842,7 +851,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     if (g.c >= g.nc) return;
     if (!a.fuse_rope)
         for (int t = 0; t < NS - 1; t++) issue(t);
-    if (PW) issue(NS - 1); /* the last stage is free: its tile streams while the rope runs */
+    if (PW || TKT) issue(NS - 1); /* the last stage is free: its tile streams while the rope runs */
     const bool has_pos = g.pos >= g.c0 && g.pos < g.c1;
     if (a.fuse_rope) fa_rope(a.rope, buf, HD, g.r, g.h0, g.hg, g.kvh, g.pos, has_pos);
     const int sub = lane / LPK, l = lane % LPK;
@@ -898,8 +907,10 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
             __syncwarp();      /* the warp's */
         } else if constexpr (TMA) {
             cll_mbar_wait(&fs_full[t % NS], (uint32_t)((t / NS) & 1)); /* tile t's boxes landed */
-            __syncthreads(); /* tile t - 1 is consumed: its stage takes tile t + NS - 1 */
-            issue(t + NS - 1);
+            if constexpr (!TKT) {
+                __syncthreads(); /* tile t - 1 is consumed: its stage takes tile t + NS - 1 */
+                issue(t + NS - 1);
+            } /* TKT: tile t + NS is asked for by the last warp done with tile t (below) */
         } else {
             fs_wait<NS - 2>(); /* this thread's copies of tile t landed */
             __syncthreads();   /* everyone's; and tile t - 1 is consumed, so its stage takes tile t + NS - 1 */
@@ -908,17 +919,19 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
         const unsigned char *st = fs_smem + (t % NS) * STAGE;
         const int32_t k0 = g.c0 + t * TK;
         const int cs = min(TK, g.c1 - k0);
-        /* the new cell from the rope rows: the block writes it, or (PW) the warp whose keys hold it */
-        if (a.fuse_rope && has_pos && g.pos >= k0 && g.pos < k0 + cs && (!PW || (g.pos - k0) / (TK / W) == warp)) {
+        /* the new cell from the rope rows: the block writes it, or (PW, TKT: no block barrier) the warp
+         * whose keys hold it (the tensor-core body's warp reads only its own 8 keys' K and V rows) */
+        constexpr bool OWN = PW || TKT;
+        if (a.fuse_rope && has_pos && g.pos >= k0 && g.pos < k0 + cs && (!OWN || (g.pos - k0) / (TK / W) == warp)) {
             uint16_t *sb = (uint16_t *)(fs_smem + (t % NS) * STAGE);
-            for (int i = PW ? lane : threadIdx.x; i < 2 * HD; i += PW ? 32 : 32 * W) {
+            for (int i = OWN ? lane : threadIdx.x; i < 2 * HD; i += OWN ? 32 : 32 * W) {
                 const int which = i / HD, d = i % HD;
                 /* TC: the swizzled row (16-byte chunk d / 8 moved by fs_swz) */
                 const int at = TC ? fs_swz(g.pos - k0, d / 8) / 2 + d % 8 : (g.pos - k0) * (ROWB / 2) + d;
                 sb[which * TK * (ROWB / 2) + at] = cll_f2h(buf[(g.hg + which) * HD + d]);
             }
             if constexpr (TMA) cll_fence_proxy_async_smem(); /* before the TMA engine refills the stage */
-            if constexpr (PW) __syncwarp();
+            if constexpr (OWN) __syncwarp();
             else __syncthreads();
         }
         if constexpr (TC) {
@@ -977,6 +990,22 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
                     o[1] *= corr;
                     fs_mma1688(o, ahi, b[i]);
                     fs_mma1688(o, alo, b[i]);
+                }
+            }
+            if constexpr (TKT) {
+                /* this warp is done with the stage (its ldmatrix results are in registers): the last of
+                 * the W warps to say so asks for tile t + NS into it. The fences order every warp's reads
+                 * of the stage before the ticket, and the ticket before the refill; a stage's count only
+                 * grows (W a tile), its tiles t, t + NS, .. never interleave: no warp reads tile t + NS
+                 * before it is asked for, and it is asked for after the W-th ticket of tile t */
+                __syncwarp();
+                if (lane == 0) {
+                    __threadfence_block();
+                    const int done = atomicAdd(&fs_tk[t % NS], 1) + 1;
+                    if (done % W == 0 && t + NS < nt) {
+                        __threadfence_block();
+                        tma_tile(t + NS);
+                    }
                 }
             }
         } else if constexpr (WI) {
@@ -1161,7 +1190,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     fa_tail<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, &last);
 }
 
-template <int D, int HGV, int BODY, int NSX = 0, bool PW = false, bool TMA = false>
+template <int D, int HGV, int BODY, int NSX = 0, bool PW = false, int TMA = 0>
 static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
     constexpr int SMEM = (NSX ? NSX : FsGeo<D>::NS) * FsGeo<D>::STAGE + (TMA ? 1024 : 0);
     static int opened[2][64]; /* the dynamic shared memory, per instantiation and device */
@@ -1175,17 +1204,19 @@ static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_
 /* tc: the tensor-core body (head dims up to 128; 256 keeps the CUDA-core ones); ns: its stages
  * (cll_cu_attn_stream_ns: 0 FsGeo's, CLL_CU_ATTN_NS_DEEP for head dim 128) */
 template <int D, int HGV>
-static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns, bool pw, bool tma, cudaStream_t s) {
+static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns, bool pw, int tma, cudaStream_t s) {
     if constexpr (D <= 128)
         if (tc) {
             if constexpr (D == 128)
                 if (ns == CLL_CU_ATTN_NS_DEEP)
-                    return tma  ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, false, true>(a, g, s)
-                           : pw ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, true>(a, g, s)
-                                : fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
-            return tma  ? fs_launch_body<D, HGV, FS_TC, 0, false, true>(a, g, s)
-                   : pw ? fs_launch_body<D, HGV, FS_TC, 0, true>(a, g, s)
-                        : fs_launch_body<D, HGV, FS_TC>(a, g, s);
+                    return tma == 2 ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, false, 2>(a, g, s)
+                           : tma    ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, false, 1>(a, g, s)
+                           : pw     ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, true>(a, g, s)
+                                    : fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
+            return tma == 2 ? fs_launch_body<D, HGV, FS_TC, 0, false, 2>(a, g, s)
+                   : tma    ? fs_launch_body<D, HGV, FS_TC, 0, false, 1>(a, g, s)
+                   : pw     ? fs_launch_body<D, HGV, FS_TC, 0, true>(a, g, s)
+                            : fs_launch_body<D, HGV, FS_TC>(a, g, s);
         }
     static int c_wi = -2; /* CLLAMA_CUDA_ATTN_STREAM_WI=0|1 forces the CUDA-core tile body (A/B) */
     return cll_cu_attn_stream_wi(cll_cu_env_tri(&c_wi, "CLLAMA_CUDA_ATTN_STREAM_WI"), HGV)
@@ -1193,7 +1224,7 @@ static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns,
                : fs_launch_body<D, HGV, FS_PHASED>(a, g, s);
 }
 template <int D>
-static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, int ns, bool pw, bool tma, cudaStream_t s) {
+static cudaError_t fs_launch_hg(const cll_cu_attn_args *a, dim3 g, int HG, bool tc, int ns, bool pw, int tma, cudaStream_t s) {
     return HG == 1   ? fs_launch<D, 1>(a, g, tc, ns, pw, tma, s)
            : HG == 2 ? fs_launch<D, 2>(a, g, tc, ns, pw, tma, s)
            : HG == 4 ? fs_launch<D, 4>(a, g, tc, ns, pw, tma, s)
@@ -1236,16 +1267,17 @@ static cudaError_t fa_launch(const cll_cu_attn_args *a, dim3 g, int W, int U, bo
 }
 
 /* the form CLLAMA_CUDA_ATTN_STREAM asks for (read once): 0 the split kernel, 1 the streaming one
- * (CUDA-core body), 2 the streaming one (tensor-core body), 3 and above that body fed by the TMA
- * engine; unset: CLL_CU_ATTN_AUTO (cll_cu_attn_form's choice by n_ctx) */
+ * (CUDA-core body), 2 the streaming one (tensor-core body), 3 that body fed by the TMA engine, 4 and
+ * above the same with its stages refilled by tickets (no block barrier a tile); unset:
+ * CLL_CU_ATTN_AUTO (cll_cu_attn_form's choice by n_ctx) */
 static int attn_env_form(void) {
     static int c_stream = -2;
     const int s = cll_cu_env_nonneg(&c_stream, "CLLAMA_CUDA_ATTN_STREAM");
     return s < 0 ? CLL_CU_ATTN_AUTO : s == 0 ? CLL_CU_ATTN_SPLIT : s == 1 ? CLL_CU_ATTN_STREAM
-           : s == 2 ? CLL_CU_ATTN_STREAM_TC : CLL_CU_ATTN_STREAM_TMA;
+           : s == 2 ? CLL_CU_ATTN_STREAM_TC : s == 3 ? CLL_CU_ATTN_STREAM_TMA : CLL_CU_ATTN_STREAM_TMA_TK;
 }
 
-bool cll_cu_attn_tma_wanted(void) { return CLL_CU_ATTN_TMA_AUTO || attn_env_form() == CLL_CU_ATTN_STREAM_TMA; }
+bool cll_cu_attn_tma_wanted(void) { return CLL_CU_ATTN_TMA_AUTO || cll_cu_attn_form_tma(attn_env_form()); }
 
 static_assert(sizeof(CUtensorMap) == CLL_CU_TMAP_BYTES, "a tensor map is 128 bytes");
 
@@ -1326,9 +1358,12 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         const int kvpf = cll_cu_env_nonneg(&c_kvpf, "CLLAMA_CUDA_ATTN_KV_PF");
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
         const int form = cll_cu_attn_form(a->form ? a->form : attn_env_form(), a->kv_f16, a->n_ctx, n, hd);
-        const bool tc = form == CLL_CU_ATTN_STREAM_TC || form == CLL_CU_ATTN_STREAM_TMA;
+        const bool tc = form == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(form);
         const bool stream = form == CLL_CU_ATTN_STREAM || tc;
-        const bool tma = form == CLL_CU_ATTN_STREAM_TMA && cll_cu_attn_tma_serves(a->map.blk != NULL, a->tmk && a->tmv, hd);
+        /* 0 the cp.async pipeline, 1 the TMA one (a block barrier a tile), 2 the TMA one with tickets */
+        const int tma = cll_cu_attn_form_tma(form) && cll_cu_attn_tma_serves(a->map.blk != NULL, a->tmk && a->tmv, hd)
+                            ? (form == CLL_CU_ATTN_STREAM_TMA_TK ? 2 : 1)
+                            : 0;
         static int c_ns = -2; /* CLLAMA_CUDA_ATTN_NS=0|5 forces the tensor-core body's stages (A/B) */
         const int ns = tc ? cll_cu_attn_stream_ns(cll_cu_env_nonneg(&c_ns, "CLLAMA_CUDA_ATTN_NS"), hd, G, cll_cu_smem_optin()) : 0;
         if (ac.act_chunks == 0) /* a deep-staged block has its SM to itself */
@@ -1341,7 +1376,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
             const bool pw = tc && !tma && cll_cu_attn_stream_pw(cll_cu_env_nonneg(&c_pw, "CLLAMA_CUDA_ATTN_PW"));
             if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, pw, tma, s));
             else if (hd == 128) CLL_CU_RET(fs_launch_hg<128>(a, g, HG, tc, ns, pw, tma, s));
-            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, pw, false, s));
+            else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, pw, 0, s));
             return cudaGetLastError();
         }
         const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
