@@ -674,7 +674,7 @@ owed_tma() {
     grep -q "^\[  FAILED" "$OUT/golden_attn$k.log" || passed=1
   done
   local form
-  for form in tc tma tmatk tmatk tma tc; do
+  for form in tc tmatk tma tmatk; do
     case "$form:$bad" in tma:*" 3"* | tmatk:*" 4"*) continue ;; esac
     .gpu/bin/cuda_kbench -A $form -r 20 2>&1 | grep -E "8192|1024" | sed "s/^/kbench -A $form: /"
   done
@@ -684,7 +684,7 @@ owed_tma() {
     synth_anchor "$name" || continue
     # e+pf: the attention blocks also ask L2 for the o product's first 16 MB at any depth (the gap
     # prefetch, off by default, limited to 16 MB of K/V a layer): spare DRAM bandwidth beside the cache read
-    for e in 2 4 3 4 2 3 4+pf; do
+    for e in 2 4 3 4 2 4+pf; do
       # a call has 10 minutes: what is left past 7 of them is said, not run (the output comes back whole)
       case "$bad" in *" ${e%+pf}"*) continue ;; esac
       [ "$SECONDS" -gt "${OWED_BUDGET_S:-420}" ] && { echo "$name ATTN_STREAM=$e: not run (${SECONDS}s into the call)"; continue; }
