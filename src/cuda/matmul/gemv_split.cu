@@ -266,7 +266,10 @@ static cudaError_t spk_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
  * past the end load nothing but still reach every barrier; a partial warp reads its last row
  * again (clamped) and drops those results. */
 #define SPX_WARPS 4
-#define SPX_MAX_SMEM (48 * 1024) /* activation rows above 48 KB (cols > 35744) take k_gemv_sp */
+/* activation rows above 45 KB (cols > 33512) take k_gemv_sp: an unopened kernel gets 48 KB of shared
+ * memory with its static arrays counted (red, the tail's 260 bytes, sp_route's 2.3 KB), so the staged
+ * row leaves them 3 KB (a TMA row's tail took a launch just past 48 KB: gemv_tma.cu) */
+#define SPX_MAX_SMEM (45 * 1024)
 
 template <class S, int R, int U, bool EPI, bool RT, bool ACT, int MINB = SP_MIN_BLOCKS>
 __global__ void __launch_bounds__(SPX_WARPS * 32, MINB)

@@ -146,11 +146,13 @@ template <class S> static cudaError_t tma_gemv_launch(const cll_cu_weight *w, co
         const cll_cu_sp_ops *o = cll_cu_sp_ops_get(w->type);
         return o ? o->gemv_r4p(w, a, st) : cudaErrorInvalidValue;
     }
-    static int opened[2][64]; /* per kernel and device: opened to TMA_SMEM_MAX once a launch needs > 48 KB */
-    if (smem > 48 * 1024) {
-        CLL_CU_RET(cll_cu_open_smem(opened[0], k_gemv_tma<S, false>, (int)TMA_SMEM_MAX));
-        CLL_CU_RET(cll_cu_open_smem(opened[1], k_gemv_tma<S, true>, (int)TMA_SMEM_MAX));
-    }
+    /* per kernel and device: opened to TMA_SMEM_MAX at the first launch, whatever its size: the 48 KB a
+     * kernel gets unopened count its static shared memory too, and the tail's (cll_epi_finish) took a
+     * 48640-byte q2_K 4096x4096 launch past it ("invalid argument" in the H100 gate, where the plain
+     * kernel's 320 static bytes still fit) */
+    static int opened[2][64];
+    CLL_CU_RET(cll_cu_open_smem(opened[0], k_gemv_tma<S, false>, (int)TMA_SMEM_MAX));
+    CLL_CU_RET(cll_cu_open_smem(opened[1], k_gemv_tma<S, true>, (int)TMA_SMEM_MAX));
     int bps = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, k_gemv_tma<S, false>, TMA_THREADS, smem) != cudaSuccess || bps <= 0) {
         cudaGetLastError();
