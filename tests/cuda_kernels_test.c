@@ -433,26 +433,29 @@ static void test_attn_active_chunks(void **state) {
  * cells; batches of rows and F32 caches split */
 static void test_attn_form(void **state) {
     (void)state;
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 640, 1, 128), CLL_CU_ATTN_SPLIT);     /* tg128 */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4095, 1, 128), CLL_CU_ATTN_SPLIT);
-    const int auto_long = CLL_CU_ATTN_TMA_AUTO == 2 ? CLL_CU_ATTN_STREAM_TMA_TK
-                          : CLL_CU_ATTN_TMA_AUTO    ? CLL_CU_ATTN_STREAM_TMA
-                          : CLL_CU_ATTN_TC_AUTO     ? CLL_CU_ATTN_STREAM_TC
-                                                    : CLL_CU_ATTN_STREAM;
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4096, 1, 128), auto_long);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 128), auto_long); /* tg128 @ d8192 */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 256), CLL_CU_ATTN_STREAM); /* no TC body */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8192, 64, 128), CLL_CU_ATTN_SPLIT);   /* a server's batch */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_SPLIT, true, 8320, 1, 128), CLL_CU_ATTN_SPLIT);   /* the knob wins */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, true, 256, 8, 128), CLL_CU_ATTN_STREAM);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, true, 256, 1, 64), CLL_CU_ATTN_STREAM_TC);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, true, 8320, 1, 256), CLL_CU_ATTN_STREAM);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA, true, 256, 1, 128), CLL_CU_ATTN_STREAM_TMA);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA, true, 8320, 1, 256), CLL_CU_ATTN_STREAM); /* no TC body */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, true, 256, 1, 64), CLL_CU_ATTN_STREAM_TMA_TK);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, true, 8320, 1, 256), CLL_CU_ATTN_STREAM);
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 640, 1, 128, 1), CLL_CU_ATTN_SPLIT);     /* tg128 */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4095, 1, 128, 1), CLL_CU_ATTN_SPLIT);
+    /* over a long context: the ticketed TMA pipeline for an MHA cache (group 1), the tensor-core body for GQA */
+    const int auto_gqa = CLL_CU_ATTN_TC_AUTO ? CLL_CU_ATTN_STREAM_TC : CLL_CU_ATTN_STREAM;
+    const int auto_long = CLL_CU_ATTN_TMA_AUTO ? CLL_CU_ATTN_STREAM_TMA_TK : auto_gqa;
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4096, 1, 128, 1), auto_long);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 128, 1), auto_long); /* tg128 @ d8192 */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 128, 4), auto_gqa); /* l3-8b @ d8192 */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 64, 8), auto_gqa);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 4095, 1, 128, 4), CLL_CU_ATTN_SPLIT);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, true, 8320, 1, 128, 4), CLL_CU_ATTN_STREAM_TMA_TK); /* asked for */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8320, 1, 256, 1), CLL_CU_ATTN_STREAM); /* no TC body */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 8192, 64, 128, 1), CLL_CU_ATTN_SPLIT);   /* a server's batch */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_SPLIT, true, 8320, 1, 128, 1), CLL_CU_ATTN_SPLIT);   /* the knob wins */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, true, 256, 8, 128, 1), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, true, 256, 1, 64, 1), CLL_CU_ATTN_STREAM_TC);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, true, 8320, 1, 256, 1), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA, true, 256, 1, 128, 1), CLL_CU_ATTN_STREAM_TMA);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA, true, 8320, 1, 256, 1), CLL_CU_ATTN_STREAM); /* no TC body */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA, false, 8320, 1, 128, 1), CLL_CU_ATTN_SPLIT);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, true, 256, 1, 64, 1), CLL_CU_ATTN_STREAM_TMA_TK);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, true, 8320, 1, 256, 1), CLL_CU_ATTN_STREAM);
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, false, 8320, 1, 128, 1), CLL_CU_ATTN_SPLIT);
     assert_true(cll_cu_attn_form_tma(CLL_CU_ATTN_STREAM_TMA) && cll_cu_attn_form_tma(CLL_CU_ATTN_STREAM_TMA_TK));
     assert_false(cll_cu_attn_form_tma(CLL_CU_ATTN_STREAM_TC) || cll_cu_attn_form_tma(CLL_CU_ATTN_AUTO));
     /* the TMA pipeline: unpaged caches with tensor maps, head dims 64 / 128 (else the cp.async one) */
@@ -461,9 +464,9 @@ static void test_attn_form(void **state) {
     assert_false(cll_cu_attn_tma_serves(true, true, 128));  /* paged: a tile's keys are not one box */
     assert_false(cll_cu_attn_tma_serves(false, false, 128)); /* no maps (no driver entry point) */
     assert_false(cll_cu_attn_tma_serves(false, true, 256));
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT); /* F32 cache */
-    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, false, 8320, 1, 128), CLL_CU_ATTN_SPLIT);
-    assert_int_equal(cll_cu_attn_form(7, true, 256, 1, 128), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM, false, 8320, 1, 128, 1), CLL_CU_ATTN_SPLIT); /* F32 cache */
+    assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TC, false, 8320, 1, 128, 1), CLL_CU_ATTN_SPLIT);
+    assert_int_equal(cll_cu_attn_form(7, true, 256, 1, 128, 1), CLL_CU_ATTN_SPLIT);                    /* not a form: auto */
     /* the tensor-core body's stages: deep for a GQA group of head dim 128, the knob wins there only */
     const int h200 = 232448, a100 = 166912; /* opt-in shared memory a block */
     assert_int_equal(cll_cu_attn_stream_ns(-1, 128, 4, h200), CLL_CU_ATTN_NS_DEEP); /* l3-8b */

@@ -1984,9 +1984,11 @@ extern "C" cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int l
     GATE_CU(dev.alloc((void **)&dseq, sizeof(int32_t)));
     GATE_CU(cudaMemcpy(dpos, &hpos, sizeof hpos, cudaMemcpyHostToDevice));
     GATE_CU(cudaMemcpy(dseq, &hseq, sizeof hseq, cudaMemcpyHostToDevice));
-    /* STREAM_TMA: each layer's tensor maps, as a state makes them */
+    /* the TMA forms (asked for, or AUTO's where a state would make them): each layer's tensor maps, as a
+     * state makes them */
     uint8_t *dmaps = NULL;
-    if (cll_cu_attn_form_tma(form) && cll_cu_attn_tma_serves(false, true, hd)) {
+    const bool maps = form == CLL_CU_ATTN_AUTO ? cll_cu_attn_tma_wanted(n_head / n_kv) : cll_cu_attn_form_tma(form);
+    if (maps && cll_cu_attn_tma_serves(false, true, hd)) {
         GATE_CU(dev.alloc((void **)&dmaps, (size_t)layers * 2 * CLL_CU_TMAP_BYTES));
         for (int l = 0; l < layers; l++)
             GATE_CU(cll_cu_attn_tmaps(dmaps + (size_t)l * 2 * CLL_CU_TMAP_BYTES, dk + cache * (size_t)l,
@@ -2062,7 +2064,7 @@ extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, in
     if (rows > 1) snprintf(rw, sizeof rw, "_r%d", rows);
     if (n_swa > 0) snprintf(rw + strlen(rw), sizeof rw - strlen(rw), "_swa%d", n_swa);
     /* the form that runs (a tensor-core request above head dim 128 runs the CUDA-core body) */
-    int runs = stream ? cll_cu_attn_form(form, true, len, rows, hd) : form;
+    int runs = stream ? cll_cu_attn_form(form, true, len, rows, hd, G) : form;
     if (cll_cu_attn_form_tma(runs) && !cll_cu_attn_tma_serves(paged, true, hd)) runs = CLL_CU_ATTN_STREAM_TC;
     snprintf(name, sizeof name, "attn_decode%s_hd%d_w%d%s%s%s",
              runs == CLL_CU_ATTN_STREAM_TMA_TK ? "_stream_tma_tk"

@@ -148,16 +148,20 @@ static inline bool cll_cu_attn_form_tma(int form) {
     return form == CLL_CU_ATTN_STREAM_TMA || form == CLL_CU_ATTN_STREAM_TMA_TK;
 }
 #define CLL_CU_ATTN_STREAM_MIN_CTX 4096
-/* hd: the head dim (STREAM_TC serves <= 128; a larger one gets STREAM). AUTO's streaming choice takes
+/* hd: the head dim (STREAM_TC serves <= 128; a larger one gets STREAM); group: q heads a kv head. AUTO's streaming choice takes
  * the tensor-core body where CLL_CU_ATTN_TC_AUTO: H200 `cuda_kbench -A stream|tc` at 8192 keys, us a
  * layer, l2-7b (MHA) 48.5 / 48.2, l3-8b (GQA 4) 26.9 / 24.5, q3moe (GQA 8) 38.6 / 22.6; tg128 @ d8192
  * l2-7b Q4_K_M 299.1-299.8 / 301.8, Q4_0 322.6 / 322.3 (eighteenth session, same call) */
-int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd);
+int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd, int group);
 #define CLL_CU_ATTN_TC_AUTO 1
-/* AUTO's streaming choice takes STREAM_TMA (over STREAM_TC) where this is 1 (STREAM_TMA_TK where 2). 0: written in the
- * thirtieth session without a device (gated and timed on none yet; `scripts/h200.sh owed` runs its
- * gate, `cuda_kbench -A tc|tma` and tg128 @ d8192 with CLLAMA_CUDA_ATTN_STREAM=2|3). */
-#define CLL_CU_ATTN_TMA_AUTO 0
+/* AUTO's streaming choice for an MHA cache (group = n_head / n_kv = 1) takes STREAM_TMA_TK where this is
+ * 1; GQA groups keep STREAM_TC. First run (thirty-second session, one call on an H100, 197 attention gates
+ * passed, golden with 3 and 4 forced): `cuda_kbench -A` at 8192 keys, us a layer, tc / tma / tma_tk: l2-7b
+ * (MHA) 58.7 / 58.8 / 52.8, l3-8b (GQA 4) 20.1 / 20.0 / 20.8, q3moe (GQA 8) 20.9 / 20.6 / 20.6; tg128 @
+ * d8192 (2 | 4 | 3 | 4 | 2): l2-7b Q4_K_M 264.2 | 274.6 | 264.6 | 273.3 | 264.8, Q4_0 277.1 | 289.1 (2 | 4),
+ * l3-8b Q4_K_M 368.0 | 365.2 | 368.8 | 365.3 | 368.6 tok/s. The barrier form (STREAM_TMA) tied STREAM_TC
+ * everywhere and stays a knob. */
+#define CLL_CU_ATTN_TMA_AUTO 1
 /* STREAM_TMA's pipeline serves a launch whose cache is unpaged (the tile's 64 keys are 64 consecutive
  * rows of the map) with its tensor maps made (cll_cu_attn_tmaps; a driver without the entry point
  * has none) and a head dim of 64 or 128 (a 64-dim box is 128 bytes, the swizzle's span) */

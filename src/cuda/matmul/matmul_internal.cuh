@@ -75,15 +75,16 @@ static constexpr int cll_cu_sp_base(uint32_t t) {
 }
 /* each split type's default one-token form, named once: 16 (w4r2ks4: the long down rows split over a
  * block's 4 warps, every other row by cll_cu_sp_base) for Q4_K, Q5_K, Q6_K, IQ3_S, Q5_1 and IQ4_XS, which measured
- * faster with it in the step (docs/cuda.md); the base form for the others; -1 for a split type whose rows
- * have not yet run on a device (Q2_K, Q3_K, Q4_1, Q5_0, IQ4_NL: written in the twenty-ninth session after its
- * last device call):
- * its layout-0 row stays the default and the split rows serve only where named (CLLAMA_KERNEL, a tune
- * race). The registry's default and bit-exact flags (rows.cu) read it */
+ * faster with it in the step (docs/cuda.md), and since the thirty-second session for Q2_K, Q3_K, Q4_1, Q5_0 and
+ * IQ4_NL (their split rows, written in the twenty-ninth, first gated there on an H100: every w4r2ks4 shape,
+ * tails and expert calls included; l2-7b tg128 layout-0 row -> w4r2ks4, same call: Q2_K 324.7 -> 410.1,
+ * Q3_K_M 342.8 -> 515.1, Q4_1 421.0 -> 520.6, Q5_0 326.9 -> 482.2, IQ4_NL 357.8 -> 525.4 tok/s); the base form
+ * for the others; -1 would keep a split type's layout-0 row the default (its split rows serving only where
+ * named: CLLAMA_KERNEL, a tune race). The registry's default and bit-exact flags (rows.cu) read it */
 static constexpr int cll_cu_sp_default(uint32_t t) {
-    return t == CLL_TYPE_Q3_K || t == CLL_TYPE_Q4_1 || t == CLL_TYPE_Q5_0 || t == CLL_TYPE_IQ4_NL || t == CLL_TYPE_Q2_K ? -1
-           : t == CLL_TYPE_Q4_K || t == CLL_TYPE_Q6_K || t == CLL_TYPE_IQ3_S || t == CLL_TYPE_Q5_1 || t == CLL_TYPE_IQ4_XS ||
-                   t == CLL_TYPE_Q5_K
+    return t == CLL_TYPE_Q4_K || t == CLL_TYPE_Q6_K || t == CLL_TYPE_IQ3_S || t == CLL_TYPE_Q5_1 || t == CLL_TYPE_IQ4_XS ||
+                   t == CLL_TYPE_Q5_K || t == CLL_TYPE_Q3_K || t == CLL_TYPE_Q4_1 || t == CLL_TYPE_Q5_0 ||
+                   t == CLL_TYPE_IQ4_NL || t == CLL_TYPE_Q2_K
                ? 16
                : cll_cu_sp_base(t);
 }

@@ -209,16 +209,14 @@ int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, in
     return cap < 1 ? 1 : cap < n_chunks ? (int32_t)cap : n_chunks;
 }
 
-int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd) {
+int cll_cu_attn_form(int want, bool f16, int32_t n_ctx, int64_t n_rows, int hd, int group) {
     if (!f16) return CLL_CU_ATTN_SPLIT;
     if (want == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(want)) return hd <= 128 ? want : CLL_CU_ATTN_STREAM;
     if (want == CLL_CU_ATTN_SPLIT || want == CLL_CU_ATTN_STREAM) return want;
     if (n_rows != 1 || n_ctx < CLL_CU_ATTN_STREAM_MIN_CTX) return CLL_CU_ATTN_SPLIT;
     if (hd > 128) return CLL_CU_ATTN_STREAM;
-    return CLL_CU_ATTN_TMA_AUTO == 2 ? CLL_CU_ATTN_STREAM_TMA_TK
-           : CLL_CU_ATTN_TMA_AUTO    ? CLL_CU_ATTN_STREAM_TMA
-           : CLL_CU_ATTN_TC_AUTO     ? CLL_CU_ATTN_STREAM_TC
-                                     : CLL_CU_ATTN_STREAM;
+    if (CLL_CU_ATTN_TMA_AUTO && group == 1) return CLL_CU_ATTN_STREAM_TMA_TK;
+    return CLL_CU_ATTN_TC_AUTO ? CLL_CU_ATTN_STREAM_TC : CLL_CU_ATTN_STREAM;
 }
 
 bool cll_cu_attn_tma_serves(bool paged, bool has_maps, int hd) { return !paged && has_maps && (hd == 64 || hd == 128); }

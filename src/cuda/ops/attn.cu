@@ -1277,7 +1277,9 @@ static int attn_env_form(void) {
            : s == 2 ? CLL_CU_ATTN_STREAM_TC : s == 3 ? CLL_CU_ATTN_STREAM_TMA : CLL_CU_ATTN_STREAM_TMA_TK;
 }
 
-bool cll_cu_attn_tma_wanted(void) { return CLL_CU_ATTN_TMA_AUTO || cll_cu_attn_form_tma(attn_env_form()); }
+bool cll_cu_attn_tma_wanted(int group) {
+    return (CLL_CU_ATTN_TMA_AUTO && group == 1) || cll_cu_attn_form_tma(attn_env_form());
+}
 
 static_assert(sizeof(CUtensorMap) == CLL_CU_TMAP_BYTES, "a tensor map is 128 bytes");
 
@@ -1357,7 +1359,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         static int c_kvpf = -2;
         const int kvpf = cll_cu_env_nonneg(&c_kvpf, "CLLAMA_CUDA_ATTN_KV_PF");
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
-        const int form = cll_cu_attn_form(a->form ? a->form : attn_env_form(), a->kv_f16, a->n_ctx, n, hd);
+        const int form = cll_cu_attn_form(a->form ? a->form : attn_env_form(), a->kv_f16, a->n_ctx, n, hd, G);
         const bool tc = form == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(form);
         const bool stream = form == CLL_CU_ATTN_STREAM || tc;
         /* 0 the cp.async pipeline, 1 the TMA one (a block barrier a tile), 2 the TMA one with tickets */
