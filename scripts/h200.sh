@@ -23,7 +23,8 @@
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
 #       owed_tma  the TMA attention pipelines' gates (3: a block barrier a tile, 4: stage tickets), golden
 #               with each forced, kbench and tg128 @ d8192 A/B (any GPU; one call of its own, ~10 min)
-#       owed    the held-off split rows' gates and tg128 by row (any GPU; one call)
+#       owed    the thirty-second session's switches (split defaults, ticketed MHA attention): gate --quick,
+#               tg128 @ d8192 default vs ATTN_STREAM=2, the five split types' pp512 / tg128 (any GPU; one call)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
 #               Q6_K, IQ3_S) (an H200's; one call; the long cells: `long`, a call of its own)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
@@ -699,22 +700,30 @@ owed_tma() {
 
 owed() {
   dev_env
-  # the twenty-ninth session's split rows for Q2_K, Q3_K, Q4_1, Q5_0 and IQ4_NL (not yet defaults): their gates,
-  # golden on the GPU (tiny-llama files of each), then an l2-7b file of each tg128 by row (the layout-0
-  # default first; where a split row wins, make it the type's cll_cu_sp_default in
-  # src/cuda/matmul/matmul_internal.cuh)
-  CLL_TEST_FILTER=test_gemv_rows CLL_GATE_ONLY=q2_K,q3_K,q4_1,q5_0,iq4_nl timeout 300 .gpu/bin/cuda_kernels_test 2>&1 |
-    grep -E "FAIL|PASSED|FAILED|rows were" | tail -12
-  CLL_TEST_FILTER=test_moe_rows timeout 200 .gpu/bin/cuda_kernels_test 2>&1 | grep -E "FAILED|PASSED|_split.*FAIL" | tail -5
-  CLLAMA_TEST_BACKEND=cuda timeout 300 .gpu/bin/golden_test 2>&1 | grep -E "FAIL|PASSED|Q2_K|Q3_K|Q4_1|Q5_0|IQ4_NL" | tail -12
+  # the thirty-second session's switches, measured on an H100 only: every gate and golden on the GPU with
+  # the new defaults (Q2_K, Q3_K, Q4_1, Q5_0, IQ4_NL on their split w4r2ks4 rows; the ticketed TMA attention
+  # for MHA caches at depth; the bulk-copy rows' shared memory opened at their first launch), then tg128 @
+  # d8192 of both long.md files, the default against the cp.async form (ATTN_STREAM=2), alternating, and
+  # tg128 of the five types' l2-7b files. Everything it prints also goes to $OUT/owed.log: a call returns only
+  # the last 12,000 characters of its output (the thirty-second session lost the first half of one)
+  exec > >(tee -a "$OUT/owed.log") 2>&1
+  gate --quick
   mkdir -p "$MODELS"
-  local t f k e
-  for t in Q2_K:q2_K Q3_K_M:q3_K Q4_1:q4_1 Q5_0:q5_0 IQ4_NL:iq4_nl; do
-    f=$MODELS/l2-7b-${t%%:*}.gguf k=CLLAMA_KERNEL=gemv_${t##*:}_split_
-    .gpu/bin/cllama synth --shape llama2-7b --type "${t%%:*}" -o "$f" --quiet || continue
-    for e in - ${k}w4r2ks4_dp4a ${k}w4r2pre_dp4a ${k}w4r2u2_dp4a ${k}w4u4_dp4a ${k}w4r2ks4_dp4a -; do
-      env ${e/#-/X=1} .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 -m "$f" 2>&1 | grep tg128 | sed "s/^/${t%%:*} [$e] /"
+  local name e t f
+  for name in l2-7b-Q4_K_M l2-7b-Q4_0; do
+    synth_anchor "$name" || continue
+    for e in default 2 default 2; do
+      local ev=X=1
+      [ "$e" = 2 ] && ev=CLLAMA_CUDA_ATTN_STREAM=2
+      env "$ev" .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
+        grep "tg128 @" | sed "s/^/$name [$e] /"
     done
+    rm -f "$MODELS/$name.gguf"
+  done
+  for t in Q2_K Q3_K_M Q4_1 Q5_0 IQ4_NL; do
+    f=$MODELS/l2-7b-$t.gguf
+    .gpu/bin/cllama synth --shape llama2-7b --type "$t" -o "$f" --quiet || continue
+    .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 3 -m "$f" 2>&1 | grep -E "pp512|tg128" | sed "s/^/$t /"
     rm -f "$f"
   done
 }
