@@ -655,6 +655,7 @@ for l in sys.stdin:
 # wins on both, set CLL_CU_ATTN_TMA_AUTO 1 (src/cuda/pick.h) and record `long`.
 owed_tma() {
   dev_env
+  exec > >(tee -a "$OUT/owed_tma.log") 2>&1 # a call returns only its output's last 12,000 characters
   CLL_TEST_FILTER="test_attn_decode*" timeout 300 .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_tma.log" |
     grep -E "stream_tma|FAIL|PASSED|FAILED" | tail -40
   # a TMA pipeline whose gate failed is left out of the timings; any other failed gate stops them
