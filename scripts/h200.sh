@@ -721,6 +721,17 @@ owed() {
     done
     rm -f "$MODELS/$name.gguf"
   done
+  # GQA at depth: the default (STREAM_TC, 5 stages, one block an SM) against the tickets at the default
+  # geometry (3 stages, two blocks an SM), which the H100 run did not try (tickets at 5 stages lost 0.9%)
+  if synth_anchor l3-8b-Q4_K_M; then
+    for e in default tk3 default tk3; do
+      local ev=(X=1)
+      [ "$e" = tk3 ] && ev=(CLLAMA_CUDA_ATTN_STREAM=4 CLLAMA_CUDA_ATTN_NS=0)
+      env "${ev[@]}" .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 3 -m "$MODELS/l3-8b-Q4_K_M.gguf" 2>&1 |
+        grep "tg128 @" | sed "s/^/l3-8b-Q4_K_M [$e] /"
+    done
+    rm -f "$MODELS/l3-8b-Q4_K_M.gguf"
+  fi
   for t in Q2_K Q3_K_M Q4_1 Q5_0 IQ4_NL; do
     f=$MODELS/l2-7b-$t.gguf
     .gpu/bin/cllama synth --shape llama2-7b --type "$t" -o "$f" --quiet || continue
