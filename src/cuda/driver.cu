@@ -1118,7 +1118,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {&s->gemm.panel, panel},
         {&s->gemm.xh, xh},
         /* the streaming decode attention's TMA pipeline reads the unpaged F16 caches through these */
-        {&s->tmaps, cll_cu_attn_tma_wanted(KV > 0 ? H / KV : 0) && !p->kv_f32 && p->n_cells <= 0 && hp->head_dim_k == hp->head_dim_v &&
+        {&s->tmaps, cll_cu_attn_tma_wanted(CLL_CU_ATTN_AUTO, KV > 0 ? H / KV : 0) && !p->kv_f32 && p->n_cells <= 0 && hp->head_dim_k == hp->head_dim_v &&
                             (hp->head_dim_k == 64 || hp->head_dim_k == 128)
                         ? (size_t)L * 2 * CLL_CU_TMAP_BYTES
                         : 0},

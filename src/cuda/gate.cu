@@ -1984,11 +1984,9 @@ extern "C" cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int l
     GATE_CU(dev.alloc((void **)&dseq, sizeof(int32_t)));
     GATE_CU(cudaMemcpy(dpos, &hpos, sizeof hpos, cudaMemcpyHostToDevice));
     GATE_CU(cudaMemcpy(dseq, &hseq, sizeof hseq, cudaMemcpyHostToDevice));
-    /* the TMA forms (asked for, or AUTO's where a state would make them): each layer's tensor maps, as a
-     * state makes them */
+    /* where the form may run a TMA pipeline (asked for, or AUTO's): each layer's tensor maps, as a state makes them */
     uint8_t *dmaps = NULL;
-    const bool maps = form == CLL_CU_ATTN_AUTO ? cll_cu_attn_tma_wanted(n_head / n_kv) : cll_cu_attn_form_tma(form);
-    if (maps && cll_cu_attn_tma_serves(false, true, hd)) {
+    if (cll_cu_attn_tma_wanted(form, n_head / n_kv) && cll_cu_attn_tma_serves(false, true, hd)) {
         GATE_CU(dev.alloc((void **)&dmaps, (size_t)layers * 2 * CLL_CU_TMAP_BYTES));
         for (int l = 0; l < layers; l++)
             GATE_CU(cll_cu_attn_tmaps(dmaps + (size_t)l * 2 * CLL_CU_TMAP_BYTES, dk + cache * (size_t)l,

@@ -1277,8 +1277,9 @@ static int attn_env_form(void) {
            : s == 2 ? CLL_CU_ATTN_STREAM_TC : s == 3 ? CLL_CU_ATTN_STREAM_TMA : CLL_CU_ATTN_STREAM_TMA_TK;
 }
 
-bool cll_cu_attn_tma_wanted(int group) {
-    return (CLL_CU_ATTN_TMA_AUTO && group == 1) || cll_cu_attn_form_tma(attn_env_form());
+bool cll_cu_attn_tma_wanted(int form, int group) {
+    if (form == CLL_CU_ATTN_AUTO) form = attn_env_form(); /* as the launcher reads it */
+    return form == CLL_CU_ATTN_AUTO ? CLL_CU_ATTN_TMA_AUTO && group == 1 : cll_cu_attn_form_tma(form);
 }
 
 static_assert(sizeof(CUtensorMap) == CLL_CU_TMAP_BYTES, "a tensor map is 128 bytes");

@@ -228,9 +228,10 @@ typedef struct {
  * driver without cuTensorMapEncodeTiled): the caller leaves tmk / tmv NULL. */
 #define CLL_CU_TMAP_BYTES 128
 cudaError_t cll_cu_attn_tmaps(void *dst, const void *kc, const void *vc, int32_t n_kv, int32_t hd, int64_t cells);
-/* whether a state should make them: a TMA form can run (CLL_CU_ATTN_TMA_AUTO for an MHA cache, group =
- * n_head / n_kv = 1; or CLLAMA_CUDA_ATTN_STREAM=3|4) */
-bool cll_cu_attn_tma_wanted(int group);
+/* whether launches of form (cll_cu_attn_args.form; CLL_CU_ATTN_AUTO: the CLLAMA_CUDA_ATTN_STREAM knob, else
+ * AUTO's choice) may run a TMA form, so the caches need their maps: one asked for (3|4), or AUTO's for an
+ * MHA cache (CLL_CU_ATTN_TMA_AUTO, group = n_head / n_kv = 1) */
+bool cll_cu_attn_tma_wanted(int form, int group);
 /* runs the tensor-core prefill kernel when cll_cu_attention_prefill_ok, else the split kernels */
 cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t s);
 /* the tensor-core prefill path serves these args: n > 1, prefill_contig, F16 cache, head dim 64
