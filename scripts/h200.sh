@@ -23,8 +23,8 @@
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
 #       owed_tma  the TMA attention pipelines' gates (3: a block barrier a tile, 4: stage tickets), golden
 #               with each forced, kbench and tg128 @ d8192 A/B (any GPU; one call of its own, ~10 min)
-#       owed    the thirty-second session's switches (split defaults, ticketed MHA attention): gate --quick,
-#               tg128 @ d8192 default vs ATTN_STREAM=2, the five split types' pp512 / tg128 (any GPU; one call)
+#       owed    the thirty-third session's questions: the decode attention alone at 8192 keys (cuda_kbench -A,
+#               AUTO and tc at each stage count), then on an H200 `long` (one call)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
 #               Q6_K, IQ3_S) (an H200's; one call; the long cells: `long`, a call of its own)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
@@ -699,45 +699,30 @@ owed_tma() {
   done
 }
 
+# owed: the thirty-third session's questions (any GPU; one call, ~3 min; on an H200 also `long`, ~3 min
+# more). Why the MHA read at depth stays near 2.9 TB/s on an H200 as on an H100 (43% less bandwidth): the
+# decode attention alone (`cuda_kbench -A`, us a layer over 32 layers' caches, each row also at about 2, 4
+# and 8 live blocks an SM) under the AUTO form and STREAM_TC, each at the stage counts the tensor-core body
+# offers (CLLAMA_CUDA_ATTN_NS unset, 0: 3 stages two blocks an SM, 5: one block an SM). On an H200 the
+# long.md cells follow (recorded; the thirty-second session's tickets have not run on one). Everything it
+# prints also goes to $OUT/owed.log (a call returns only the last 12,000 characters)
 owed() {
   dev_env
-  # the thirty-second session's switches, measured on an H100 only: every gate and golden on the GPU with
-  # the new defaults (Q2_K, Q3_K, Q4_1, Q5_0, IQ4_NL on their split w4r2ks4 rows; the ticketed TMA attention
-  # for MHA caches at depth; the bulk-copy rows' shared memory opened at their first launch), then tg128 @
-  # d8192 of both long.md files, the default against the cp.async form (ATTN_STREAM=2), alternating, and
-  # tg128 of the five types' l2-7b files. Everything it prints also goes to $OUT/owed.log: a call returns only
-  # the last 12,000 characters of its output (the thirty-second session lost the first half of one)
   exec > >(tee -a "$OUT/owed.log") 2>&1
-  gate --quick
-  mkdir -p "$MODELS"
-  local name e t f
-  for name in l2-7b-Q4_K_M l2-7b-Q4_0; do
-    synth_anchor "$name" || continue
-    for e in default 2 default 2; do
-      local ev=X=1
-      [ "$e" = 2 ] && ev=CLLAMA_CUDA_ATTN_STREAM=2
-      env "$ev" .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
-        grep "tg128 @" | sed "s/^/$name [$e] /"
+  echo "owed on $BOX ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+  local f ns
+  for f in auto tc; do
+    for ns in - 0 5; do
+      local a=()
+      [ "$f" = auto ] || a=("$f")
+      if [ "$ns" = - ]; then
+        .gpu/bin/cuda_kbench -A "${a[@]}" -r 20 2>&1 | grep -E " 8192 " | sed "s/^/kbench -A $f NS=$ns: /"
+      else
+        CLLAMA_CUDA_ATTN_NS=$ns .gpu/bin/cuda_kbench -A "${a[@]}" -r 20 2>&1 | grep -E " 8192 " | sed "s/^/kbench -A $f NS=$ns: /"
+      fi
     done
-    rm -f "$MODELS/$name.gguf"
   done
-  # GQA at depth: the default (STREAM_TC, 5 stages, one block an SM) against the tickets at the default
-  # geometry (3 stages, two blocks an SM), which the H100 run did not try (tickets at 5 stages lost 0.9%)
-  if synth_anchor l3-8b-Q4_K_M; then
-    for e in default tk3 default tk3; do
-      local ev=(X=1)
-      [ "$e" = tk3 ] && ev=(CLLAMA_CUDA_ATTN_STREAM=4 CLLAMA_CUDA_ATTN_NS=0)
-      env "${ev[@]}" .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 3 -m "$MODELS/l3-8b-Q4_K_M.gguf" 2>&1 |
-        grep "tg128 @" | sed "s/^/l3-8b-Q4_K_M [$e] /"
-    done
-    rm -f "$MODELS/l3-8b-Q4_K_M.gguf"
-  fi
-  for t in Q2_K Q3_K_M Q4_1 Q5_0 IQ4_NL; do
-    f=$MODELS/l2-7b-$t.gguf
-    .gpu/bin/cllama synth --shape llama2-7b --type "$t" -o "$f" --quiet || continue
-    .gpu/bin/cllama bench --backend cuda -p 512 -n 128 -r 3 -m "$f" 2>&1 | grep -E "pp512|tg128" | sed "s/^/$t /"
-    rm -f "$f"
-  done
+  [ "$BOX" = h200 ] && long
 }
 
 # on an H200 (the twenty-eighth and twenty-ninth sessions got only H100s): the gates, then the board cells
