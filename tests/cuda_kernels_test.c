@@ -429,6 +429,98 @@ static void test_attn_active_chunks(void **state) {
     assert_int_equal(cll_cu_attn_active_chunks(65, 32, 0, 4), 65);     /* no SM count: off */
 }
 
+/* the decode attention's chunk spans (pure): every key of the window in exactly one live chunk, in order;
+ * key spans (gran 1) as the split kernel always cut them; whole tiles (gran 64, the streaming kernels)
+ * leave only the window's last tile partial and deal the tiles evenly */
+static void check_spans(int32_t lo, int32_t hi, int32_t nch, int32_t min_chunk, int32_t gran, int32_t *nc_out,
+                        int32_t *max_tiles, int32_t *boxes) {
+    int32_t c0 = 0, c1 = 0, next = lo, mx = 0, bx = 0;
+    const int32_t nc = cll_cu_attn_chunk_span(lo, hi, nch, min_chunk, gran, 0, &c0, &c1);
+    assert_true(nc >= 1 && nc <= (nch < 1 ? 1 : nch));
+    for (int32_t c = 0; c < nch + 2; c++) {
+        assert_int_equal(cll_cu_attn_chunk_span(lo, hi, nch, min_chunk, gran, c, &c0, &c1), nc);
+        if (c >= nc) { /* empty, past the window */
+            assert_int_equal(c0, hi);
+            assert_int_equal(c1, hi);
+            continue;
+        }
+        assert_int_equal(c0, next); /* contiguous, in order, none empty */
+        assert_true(c1 > c0 && c1 <= hi);
+        if (gran > 1) {
+            assert_int_equal((c0 - lo) % gran, 0);
+            if (c1 < hi) assert_int_equal((c1 - lo) % gran, 0); /* only the window's end is off a tile */
+        }
+        const int32_t g = gran > 1 ? gran : 64, t = (c1 - c0 + g - 1) / g;
+        mx = t > mx ? t : mx;
+        bx += t;
+        next = c1;
+    }
+    assert_int_equal(next, hi); /* every key */
+    *nc_out = nc;
+    *max_tiles = mx;
+    *boxes = bx;
+}
+
+static void test_attn_chunk_span(void **state) {
+    (void)state;
+    int32_t nc, mx, bx;
+    /* l2-7b at depth 8192 (8193 keys, 8 live chunks a head): key spans of 1025 end in a 1-key tile (the
+     * last one 1018 keys), 135 boxes for the window's 129 tiles; whole tiles: 129, one chunk of 17, seven of 16 */
+    check_spans(0, 8193, 8, 128, 1, &nc, &mx, &bx);
+    assert_int_equal(nc, 8);
+    assert_int_equal(mx, 17);
+    assert_int_equal(bx, 135);
+    check_spans(0, 8193, 8, 128, 64, &nc, &mx, &bx);
+    assert_int_equal(nc, 8);
+    assert_int_equal(mx, 17);
+    assert_int_equal(bx, 129);
+    int32_t c0, c1;
+    cll_cu_attn_chunk_span(0, 8193, 8, 128, 64, 0, &c0, &c1);
+    assert_int_equal(c1 - c0, 17 * 64);
+    cll_cu_attn_chunk_span(0, 8193, 8, 128, 64, 7, &c0, &c1);
+    assert_int_equal(c0, 17 * 64 + 6 * 16 * 64);
+    assert_int_equal(c1, 8193);
+    /* 1025 keys: 23 boxes for 17 tiles before */
+    check_spans(0, 1025, 8, 128, 1, &nc, &mx, &bx);
+    assert_int_equal(bx, 23);
+    check_spans(0, 1025, 8, 128, 64, &nc, &mx, &bx);
+    assert_int_equal(bx, 17);
+    assert_int_equal(mx, 3);
+    /* min_chunk bounds the chunks: 300 keys at 128 a chunk -> 3 key spans; whole tiles: 5 tiles, 2 a chunk */
+    check_spans(0, 300, 16, 128, 1, &nc, &mx, &bx);
+    assert_int_equal(nc, 3);
+    check_spans(0, 300, 16, 128, 64, &nc, &mx, &bx);
+    assert_int_equal(nc, 3);
+    assert_int_equal(mx, 2);
+    /* a sliding window's start off a tile boundary (lo = 1000): tiles count from lo */
+    check_spans(1000, 5097, 4, 0, 64, &nc, &mx, &bx);
+    assert_int_equal(nc, 4);
+    /* one key, fewer keys than chunks, more chunks than tiles */
+    check_spans(0, 1, 8, 128, 64, &nc, &mx, &bx);
+    assert_int_equal(nc, 1);
+    check_spans(5, 70, 66, 0, 64, &nc, &mx, &bx);
+    assert_int_equal(nc, 2);
+    check_spans(0, 70, 66, 0, 1, &nc, &mx, &bx); /* key spans of cdiv(70, 66) = 2 */
+    assert_int_equal(nc, 35);
+    check_spans(0, 70, 0, 0, 64, &nc, &mx, &bx); /* no chunk count: one */
+    assert_int_equal(nc, 1);
+    /* the key spans are the split kernel's old cut, bit for bit: eff = max(min_chunk, cdiv(len, nch)) */
+    for (int32_t len = 1; len < 3000; len += 37)
+        for (int32_t nch = 1; nch < 70; nch += 7) {
+            const int32_t eff = (len + nch - 1) / nch > 128 ? (len + nch - 1) / nch : 128;
+            for (int32_t c = 0; c < (len + eff - 1) / eff; c++) {
+                cll_cu_attn_chunk_span(3, 3 + len, nch, 128, 1, c, &c0, &c1);
+                assert_int_equal(c0, 3 + c * eff);
+                assert_int_equal(c1, 3 + c * eff + eff < 3 + len ? 3 + c * eff + eff : 3 + len);
+            }
+            check_spans(3, 3 + len, nch, 128, 64, &nc, &mx, &bx);
+            assert_int_equal(bx, (len + 63) / 64); /* whole tiles: no box twice */
+        }
+    /* an empty window (not asked for by the kernels): defined */
+    assert_int_equal(cll_cu_attn_chunk_span(5, 5, 8, 0, 64, 0, &c0, &c1), 0);
+    assert_int_equal(c0, 5);
+}
+
 /* the decode attention's form (pure): knob or caller first, else streaming for one row from 4096
  * cells; batches of rows and F32 caches split */
 static void test_attn_form(void **state) {
@@ -871,6 +963,7 @@ int main(void) {
         cmocka_unit_test(test_gemv_f_pre),
         cmocka_unit_test(test_sp_launch_choices),
         cmocka_unit_test(test_attn_active_chunks),
+        cmocka_unit_test(test_attn_chunk_span),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
         cmocka_unit_test(test_gemm_tokens),
@@ -890,6 +983,7 @@ int main(void) {
         cmocka_unit_test(test_gemv_f_pre),
         cmocka_unit_test(test_sp_launch_choices),
         cmocka_unit_test(test_attn_active_chunks),
+        cmocka_unit_test(test_attn_chunk_span),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
         cmocka_unit_test(test_gemm_tokens),

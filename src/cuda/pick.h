@@ -87,6 +87,52 @@ int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, in
  * (CLLAMA_CUDA_ATTN_PER_SM; the kernel caps its chunks at this count, so a replayed graph grows
  * its chunks with the context). */
 int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, int32_t n_sm, int32_t per_sm);
+/* Chunk c's keys [*c0, *c1) of a decode window [lo, hi) split over at most nch live chunks; returns nc, the
+ * chunks that hold keys (chunks c >= nc get the empty span [hi, hi)). gran <= 1 (the split kernel): chunks
+ * of eff = max(min_chunk, cdiv(len, nch)) keys, the last one shorter. gran > 1 (the streaming kernels, gran
+ * = their tile): boundaries on multiples of gran keys from lo and the window's cdiv(len, gran) tiles dealt
+ * as evenly as they go (the first T % nc chunks one tile more), at least cdiv(min_chunk, gran) tiles a
+ * chunk; only the window's last tile is partial. With key spans (gran 1) every chunk of a deep window
+ * ended in a partial tile: the TMA pipeline copies a tile's whole box, so at 8193 keys over 8 chunks it
+ * read 135 tiles of K/V for 129 (136 at 8320 keys for 130; 23 for 17 at 1025 keys). A pure function: the kernels call it and
+ * the tests hold it without a GPU. */
+#ifdef __CUDACC__
+#define CLL_CU_PURE_HD __host__ __device__
+#else
+#define CLL_CU_PURE_HD
+#endif
+static inline CLL_CU_PURE_HD int32_t cll_cu_attn_chunk_span(int32_t lo, int32_t hi, int32_t nch, int32_t min_chunk,
+                                                            int32_t gran, int32_t c, int32_t *c0, int32_t *c1) {
+    const int32_t len = hi - lo;
+    if (nch < 1) nch = 1;
+    if (len <= 0) {
+        *c0 = *c1 = hi;
+        return 0;
+    }
+    int32_t nc;
+    if (gran <= 1) {
+        const int32_t per = (len + nch - 1) / nch, eff = min_chunk > per ? min_chunk : per;
+        nc = (len + eff - 1) / eff;
+        const int64_t s = (int64_t)lo + (int64_t)c * eff, e = s + eff;
+        *c0 = c < nc ? (int32_t)s : hi;
+        *c1 = c < nc ? (int32_t)(e < hi ? e : hi) : hi;
+        return nc;
+    }
+    const int32_t tiles = (len + gran - 1) / gran;
+    const int32_t mt = min_chunk > gran ? (min_chunk + gran - 1) / gran : 1;
+    nc = (tiles + mt - 1) / mt;
+    if (nc > nch) nc = nch;
+    if (c >= nc) {
+        *c0 = *c1 = hi;
+        return nc;
+    }
+    const int32_t q = tiles / nc, r = tiles % nc;
+    const int32_t t0 = c * q + (c < r ? c : r), t1 = t0 + q + (c < r ? 1 : 0);
+    const int64_t e = (int64_t)lo + (int64_t)t1 * gran;
+    *c0 = lo + t0 * gran;
+    *c1 = e < hi ? (int32_t)e : hi;
+    return nc;
+}
 /* the fewest keys a chunk of the split GQA kernel holds: want (> 0: the CLLAMA_CUDA_ATTN_MIN_CHUNK
  * knob or a caller's) wins; else CLL_CU_ATTN_MIN_CHUNK, or CLL_CU_ATTN_MIN_CHUNK_WIDE when the grid's
  * blocks of one chunk (kv-head groups x rows: `pairs`) already fill the SMs twice over (a batched

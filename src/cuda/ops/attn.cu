@@ -332,9 +332,10 @@ bool cll_cu_attention_fuses_rope(const cll_cu_attn_args *a, int64_t n) {
 }
 
 /* a GQA block's place: kv head, its q heads [h0, h0 + hg), token r, chunk c of nc live chunks
- * covering keys [c0, c1) of the live window [lo, pos] (chunks of eff = max(min_chunk, len / live)
- * keys, live = min(act_chunks, n_chunks)); pos / seq come from the step's io copy, never from a
- * kernel, so they are readable before the PDL wait */
+ * covering keys [c0, c1) of the live window [lo, pos] (cll_cu_attn_chunk_span over live =
+ * min(act_chunks, n_chunks) chunks: key spans of max(min_chunk, len / live), or the streaming kernels'
+ * whole tiles where a.gran says so); pos / seq come from the step's io copy, never from a kernel, so
+ * they are readable before the PDL wait */
 struct FaGeo {
     int kvh, h0, hg, c;
     int64_t r, base;
@@ -352,11 +353,8 @@ struct FaGeo {
         pos = a.pos[r];
         const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1, len = hi - lo;
         const int32_t nch = a.act_chunks > 0 && a.act_chunks < a.n_chunks ? a.act_chunks : a.n_chunks;
-        const int32_t eff = max(a.min_chunk, (len + nch - 1) / nch);
-        nc = (len + eff - 1) / eff;
+        nc = cll_cu_attn_chunk_span(lo, hi, nch, a.min_chunk, a.gran, c, &c0, &c1);
         keys = len;
-        c0 = lo + c * eff;
-        c1 = min(c0 + eff, hi);
         seq = a.seq[r];
         base = (int64_t)seq * a.n_ctx;
     }
@@ -1375,6 +1373,9 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
                                                       : stream      ? (ns ? 1 : FS_PER_SM)
                                                                     : FA_PER_SM);
         if (stream) {
+            /* whole tiles a chunk (cll_cu_attn_chunk_span); CLLAMA_CUDA_ATTN_TILE_CHUNKS=0: key spans (A/B) */
+            static int c_tc = -1;
+            if (ac.gran <= 0) ac.gran = cll_cu_env_flag(&c_tc, "CLLAMA_CUDA_ATTN_TILE_CHUNKS", true) ? FS_TK : 1;
             static int c_pw = -2; /* CLLAMA_CUDA_ATTN_PW=0|1 forces the tensor-core body's pipeline (A/B) */
             const bool pw = tc && !tma && cll_cu_attn_stream_pw(cll_cu_env_nonneg(&c_pw, "CLLAMA_CUDA_ATTN_PW"));
             if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, pw, tma, s));
