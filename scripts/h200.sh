@@ -25,6 +25,8 @@
 #               with each forced, kbench and tg128 @ d8192 A/B (any GPU; one call of its own, ~10 min)
 #       owed    the thirty-third session's questions: the decode attention alone at 8192 keys (cuda_kbench -A,
 #               AUTO and tc at each stage count), then on an H200 `long` (one call)
+#       tiles   the whole-tile chunks of the streaming attention: its gates, golden forced onto it, kbench -A
+#               and tg128 @ d8192 with CLLAMA_CUDA_ATTN_TILE_CHUNKS on / off (any GPU; one call)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
 #               Q6_K, IQ3_S) (an H200's; one call; the long cells: `long`, a call of its own)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
@@ -729,6 +731,45 @@ owed() {
   return 0
 }
 
+# tiles: the thirty-third session's whole-tile chunks of the streaming decode attention (cll_cu_attn_chunk_span;
+# CLLAMA_CUDA_ATTN_TILE_CHUNKS=0 the key spans before): the decode attention's gates (every form and shape,
+# the TMA forms held to the cp.async pipeline's bits and all to the f64 reference), golden on the GPU with every
+# attention forced onto the ticketed TMA form (4) and the cp.async tensor-core one (2), the kernel alone
+# (cuda_kbench -A, 1024 and 8192 keys) and tg128 @ d8192 (l2-7b Q4_0 ABBA, l3-8b Q4_K_M AB) with the knob
+# on and off; on an H200 then `long` (any GPU; one call, ~6 min). Output also in $OUT/tiles.log
+tiles() {
+  dev_env
+  exec > >(tee -a "$OUT/tiles.log") 2>&1
+  echo "tiles on $BOX ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+  CLL_TEST_FILTER="test_attn_decode*" timeout 240 .gpu/bin/cuda_kernels_test >"$OUT/gate_attn.log" 2>&1
+  echo "attention gates: rc $? PASS $(grep -c ' PASS ' "$OUT/gate_attn.log") FAIL $(grep -c ' FAIL ' "$OUT/gate_attn.log")"
+  grep -E " FAIL |^\[  (PASSED|FAILED)" "$OUT/gate_attn.log" | head -20
+  grep -q " FAIL " "$OUT/gate_attn.log" && { echo "tiles: a gate failed, no timings"; return 1; }
+  local k
+  for k in 4 2; do
+    CLLAMA_CUDA_ATTN_STREAM=$k CLLAMA_TEST_BACKEND=cuda timeout 120 .gpu/bin/golden_test >"$OUT/golden_attn$k.log" 2>&1
+    echo "golden_test, CLLAMA_CUDA_ATTN_STREAM=$k: rc $? ($(grep -cE '^\[  FAILED' "$OUT/golden_attn$k.log") failed)"
+  done
+  for k in 1 0; do
+    CLLAMA_CUDA_ATTN_TILE_CHUNKS=$k .gpu/bin/cuda_kbench -A -r 20 2>&1 | grep -E " (1024|8192) .* dflt " | sed "s/^/kbench -A TILE_CHUNKS=$k: /"
+  done
+  mkdir -p "$MODELS"
+  local name e
+  for name in l2-7b-Q4_0 l3-8b-Q4_K_M; do
+    synth_anchor "$name" || continue
+    local order="1 0 0 1"
+    [ "$name" = l3-8b-Q4_K_M ] && order="1 0"
+    for e in $order; do
+      [ "$SECONDS" -gt 400 ] && { echo "$name TILE_CHUNKS=$e: not run (${SECONDS}s)"; continue; }
+      CLLAMA_CUDA_ATTN_TILE_CHUNKS=$e .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 2 -m "$MODELS/$name.gguf" 2>&1 |
+        grep "tg128 @" | sed "s/^/$name TILE_CHUNKS=$e /"
+    done
+    rm -f "$MODELS/$name.gguf"
+  done
+  [ "$BOX" = h200 ] && [ "$SECONDS" -lt 380 ] && long
+  return 0
+}
+
 # on an H200 (the twenty-eighth and twenty-ninth sessions got only H100s): the gates, then the board cells
 # recorded before the last decode changes (IQ4_XS's form, Q6_K, IQ3_S); the long cells are a call of their
 # own (`long`): the three together ran past one call's 10 minutes
@@ -756,6 +797,7 @@ case $cmd in
   batched) batched "$@" ;;
   serve) serve "$@" ;;
   owed) owed ;;
+  tiles) tiles ;;
   owed_board) owed_board ;;
   owed_tma) owed_tma ;;
   tp) tp "$@" ;;
