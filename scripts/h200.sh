@@ -24,7 +24,8 @@
 #       owed_tma  the TMA attention pipelines' gates (3: a block barrier a tile, 4: stage tickets), golden
 #               with each forced, kbench and tg128 @ d8192 A/B (any GPU; one call of its own, ~10 min)
 #       owed    the thirty-third session's questions: the decode attention alone at 8192 keys (cuda_kbench -A,
-#               AUTO and tc at each stage count), then on an H200 `long` (one call)
+#               AUTO and tc at each stage count), then `long` (recorded as the box's), on an H200 then the
+#               owed board cells while the call has time (one call)
 #       tiles   the whole-tile chunks of the streaming attention: its gates, golden forced onto it, kbench -A
 #               and tg128 @ d8192 with CLLAMA_CUDA_ATTN_TILE_CHUNKS on / off (any GPU; one call)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
@@ -724,8 +725,9 @@ owed() {
       fi
     done
   done
-  [ "$BOX" = h200 ] || return 0
+  # the long.md cells (recorded as $BOX's; an H100's are not board cells but its first records at depth)
   long
+  [ "$BOX" = h200 ] || return 0
   # the board cells recorded before the last decode changes, while the call has time (owed_board without its gate)
   [ "$SECONDS" -lt 330 ] && bench 'l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
   return 0
