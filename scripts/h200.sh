@@ -719,9 +719,9 @@ owed() {
       local a=()
       [ "$f" = auto ] || a=("$f")
       if [ "$ns" = - ]; then
-        .gpu/bin/cuda_kbench -A "${a[@]}" -r 20 2>&1 | grep -E " 8192 " | sed "s/^/kbench -A $f NS=$ns: /"
+        .gpu/bin/cuda_kbench -A "${a[@]}" -r 20 2>&1 | grep -E " 819[23] " | sed "s/^/kbench -A $f NS=$ns: /"
       else
-        CLLAMA_CUDA_ATTN_NS=$ns .gpu/bin/cuda_kbench -A "${a[@]}" -r 20 2>&1 | grep -E " 8192 " | sed "s/^/kbench -A $f NS=$ns: /"
+        CLLAMA_CUDA_ATTN_NS=$ns .gpu/bin/cuda_kbench -A "${a[@]}" -r 20 2>&1 | grep -E " 819[23] " | sed "s/^/kbench -A $f NS=$ns: /"
       fi
     done
   done
@@ -753,7 +753,7 @@ tiles() {
     echo "golden_test, CLLAMA_CUDA_ATTN_STREAM=$k: rc $? ($(grep -cE '^\[  FAILED' "$OUT/golden_attn$k.log") failed)"
   done
   for k in 1 0; do
-    CLLAMA_CUDA_ATTN_TILE_CHUNKS=$k .gpu/bin/cuda_kbench -A -r 20 2>&1 | grep -E " (1024|8192) .* dflt " | sed "s/^/kbench -A TILE_CHUNKS=$k: /"
+    CLLAMA_CUDA_ATTN_TILE_CHUNKS=$k .gpu/bin/cuda_kbench -A -r 20 2>&1 | grep -E " (1024|8192|8193) .* dflt " | sed "s/^/kbench -A TILE_CHUNKS=$k: /"
   done
   mkdir -p "$MODELS"
   local name e

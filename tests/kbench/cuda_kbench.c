@@ -8,7 +8,8 @@
  *        cuda_kbench -A [split|stream|tc|tma] [-r reps]: the decode attention (in that form, tc the streaming kernel's
  *        tensor-core body, tma that body fed by the TMA engine; default by n_ctx) instead (cll_cuda_bench_attn_us: fused rope, F16
  *        cache, 32 layers' caches in one replayed graph) on the l2-7b / l3-8b / q3moe head shapes at
- *        128, 1024 and 8192 keys, the grid chunked as a step of that context is: us per launch and
+ *        128, 256, 1024, 8192 and 8193 keys (8193: the first step of tg128 @ d8192, whose window is not
+ *        whole tiles), the grid chunked as a step of that context is: us per launch and
  *        the K/V bytes it reads per second
  * Exit: 0 all gates passed, 1 a gate failed, 77 no CUDA build or device. */
 #include <stdio.h>
@@ -43,7 +44,9 @@ static int g_attn_form = CLL_CU_ATTN_AUTO; /* -A split|stream|tc: that form (cud
 static int bench_attention(int reps) {
     static const struct { int hd, n_head, n_kv; const char *what; } heads[] = {
         {128, 32, 32, "l2-7b (MHA)"}, {128, 32, 8, "l3-8b (GQA 4)"}, {128, 32, 4, "q3moe (GQA 8)"}};
-    static const int lens[] = {128, 256, 1024, 8192}, per_sm[] = {0, 2, 4, 8};
+    /* 8193: a step at depth reads a window one key past a power of two (8193 .. 8320 keys in tg128 @ d8192);
+     * whole-tile windows alone hid how its chunks' partial tiles were cut (cll_cu_attn_chunk_span) */
+    static const int lens[] = {128, 256, 1024, 8192, 8193}, per_sm[] = {0, 2, 4, 8};
     cll_cuda_device dv;
     const int n_sm = cll_cuda_device_info(0, &dv) == CLL_OK ? dv.sm_count : 0;
     int failed = 0;
