@@ -94,8 +94,8 @@ int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, in
  * as evenly as they go (the first T % nc chunks one tile more), at least cdiv(min_chunk, gran) tiles a
  * chunk; only the window's last tile is partial. With key spans (gran 1) every chunk of a deep window
  * ended in a partial tile: the TMA pipeline copies a tile's whole box, so at 8193 keys over 8 chunks it
- * read 135 tiles of K/V for 129 (136 at 8320 keys for 130; 23 for 17 at 1025 keys). A pure function: the kernels call it and
- * the tests hold it without a GPU. */
+ * read 135 tiles of K/V for 129 (136 at 8320 keys for 130; 23 for 17 at 1025 keys). A pure function:
+ * the kernels call it and the tests hold it without a GPU. */
 #ifdef __CUDACC__
 #define CLL_CU_PURE_HD __host__ __device__
 #else
