@@ -21,8 +21,6 @@
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
-#       owed_tma  the TMA attention pipelines' gates (3: a block barrier a tile, 4: stage tickets), golden
-#               with each forced, kbench and tg128 @ d8192 A/B (any GPU; one call of its own, ~10 min)
 #       owed    the thirty-third session's questions: the decode attention alone at 8192 keys (cuda_kbench -A,
 #               AUTO and tc at each stage count), then `long` (recorded as the box's), on an H200 then the
 #               owed board cells while the call has time (one call)
@@ -653,57 +651,6 @@ for l in sys.stdin:
     grep -E "all-reduce|total|gemv (o|down)|attention" | head -20
 }
 
-# owed_tma: the thirtieth session's TMA pipeline of the streaming decode attention (written without a
-# device; CLL_CU_ATTN_TMA_AUTO 0 until this runs): its gates (every streaming shape, held to the cp.async
-# pipeline's bits and an f64 reference), the kernel alone (`cuda_kbench -A tc|tma`, us a layer), then
-# tg128 @ d8192 with the cp.async (2) and TMA (3) pipelines, ABBA, on the MHA and a GQA file. Where 3
-# wins on both, set CLL_CU_ATTN_TMA_AUTO 1 (src/cuda/pick.h) and record `long`.
-owed_tma() {
-  dev_env
-  exec > >(tee -a "$OUT/owed_tma.log") 2>&1 # a call returns only its output's last 12,000 characters
-  CLL_TEST_FILTER="test_attn_decode*" timeout 300 .gpu/bin/cuda_kernels_test 2>&1 | tee "$OUT/gate_tma.log" |
-    grep -E "stream_tma|FAIL|PASSED|FAILED" | tail -40
-  # a TMA pipeline whose gate failed is left out of the timings; any other failed gate stops them
-  local bad=" "
-  grep "FAIL" "$OUT/gate_tma.log" | grep -q "stream_tma_tk" && bad="$bad 4"
-  grep "FAIL" "$OUT/gate_tma.log" | grep -q "stream_tma_hd" && bad="$bad 3"
-  grep "FAIL" "$OUT/gate_tma.log" | grep -v "stream_tma" | grep -q "FAIL" && { echo "owed_tma: a gate failed, no timings"; return 1; }
-  [ "$bad" != " " ] && echo "owed_tma: the gates of ATTN_STREAM=$bad failed: those forms are not timed"
-  # end to end, every attention of the golden files forced onto the TMA form (the states' maps per
-  # layer); if it fails, the cp.async form (2) run the same way says whether the forcing or the TMA is at fault
-  # (each TMA form whose gates passed; the cp.async form only where neither passed golden)
-  local k passed=0
-  for k in 4 3 2; do
-    case "$bad" in *" $k"*) continue ;; esac
-    [ "$k" = 2 ] && [ "$passed" = 1 ] && break
-    CLLAMA_CUDA_ATTN_STREAM=$k CLLAMA_TEST_BACKEND=cuda timeout 300 .gpu/bin/golden_test >"$OUT/golden_attn$k.log" 2>&1
-    echo "golden_test, CLLAMA_CUDA_ATTN_STREAM=$k: rc $? ($(grep -cE '^\[  FAILED' "$OUT/golden_attn$k.log") failed)"
-    grep -q "^\[  FAILED" "$OUT/golden_attn$k.log" || passed=1
-  done
-  local form
-  for form in tc tmatk tma tmatk; do
-    case "$form:$bad" in tma:*" 3"* | tmatk:*" 4"*) continue ;; esac
-    .gpu/bin/cuda_kbench -A $form -r 20 2>&1 | grep -E "8192|1024" | sed "s/^/kbench -A $form: /"
-  done
-  mkdir -p "$MODELS"
-  local name e
-  for name in l2-7b-Q4_K_M l3-8b-Q4_K_M; do
-    synth_anchor "$name" || continue
-    # e+pf: the attention blocks also ask L2 for the o product's first 16 MB at any depth (the gap
-    # prefetch, off by default, limited to 16 MB of K/V a layer): spare DRAM bandwidth beside the cache read
-    for e in 2 4 3 4 2 4+pf; do
-      # a call has 10 minutes: what is left past 7 of them is said, not run (the output comes back whole)
-      case "$bad" in *" ${e%+pf}"*) continue ;; esac
-      [ "$SECONDS" -gt "${OWED_BUDGET_S:-420}" ] && { echo "$name ATTN_STREAM=$e: not run (${SECONDS}s into the call)"; continue; }
-      local pf=()
-      [ "$e" != "${e%+pf}" ] && pf=(CLLAMA_CUDA_ATTN_PF_MB=16 CLLAMA_CUDA_ATTN_PF_KV_MB=1024)
-      env CLLAMA_CUDA_ATTN_STREAM=${e%+pf} "${pf[@]}" .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
-        grep "tg128" | sed "s/^/$name ATTN_STREAM=$e /"
-    done
-    rm -f "$MODELS/$name.gguf"
-  done
-}
-
 # owed: the thirty-third session's questions (any GPU; one call, ~3 min; on an H200 also `long`, ~3 min
 # more). Why the MHA read at depth stays near 2.9 TB/s on an H200 as on an H100 (43% less bandwidth): the
 # decode attention alone (`cuda_kbench -A`, us a layer over 32 layers' caches, each row also at about 2, 4
@@ -803,7 +750,6 @@ case $cmd in
   owed) owed ;;
   tiles) tiles ;;
   owed_board) owed_board ;;
-  owed_tma) owed_tma ;;
   tp) tp "$@" ;;
   tboard) tboard "$@" ;;
   sh) dev_env; eval "$*" ;; # sh 'COMMANDS': the unpacked binaries and shared files in place, then COMMANDS

@@ -550,6 +550,10 @@ static void test_attn_form(void **state) {
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_STREAM_TMA_TK, false, 8320, 1, 128, 1), CLL_CU_ATTN_SPLIT);
     assert_true(cll_cu_attn_form_tma(CLL_CU_ATTN_STREAM_TMA) && cll_cu_attn_form_tma(CLL_CU_ATTN_STREAM_TMA_TK));
     assert_false(cll_cu_attn_form_tma(CLL_CU_ATTN_STREAM_TC) || cll_cu_attn_form_tma(CLL_CU_ATTN_AUTO));
+    /* the streaming kernel's forms, whatever their body or pipeline; the split kernel and AUTO are not */
+    assert_true(cll_cu_attn_form_stream(CLL_CU_ATTN_STREAM) && cll_cu_attn_form_stream(CLL_CU_ATTN_STREAM_TC) &&
+                cll_cu_attn_form_stream(CLL_CU_ATTN_STREAM_TMA) && cll_cu_attn_form_stream(CLL_CU_ATTN_STREAM_TMA_TK));
+    assert_false(cll_cu_attn_form_stream(CLL_CU_ATTN_SPLIT) || cll_cu_attn_form_stream(CLL_CU_ATTN_AUTO));
     /* the TMA pipeline: unpaged caches with tensor maps, head dims 64 / 128 (else the cp.async one) */
     assert_true(cll_cu_attn_tma_serves(false, true, 128));
     assert_true(cll_cu_attn_tma_serves(false, true, 64));

@@ -193,6 +193,10 @@ int32_t cll_cu_attn_kv_pf_keys(int64_t pairs, int32_t n_sm, int32_t full);
 static inline bool cll_cu_attn_form_tma(int form) {
     return form == CLL_CU_ATTN_STREAM_TMA || form == CLL_CU_ATTN_STREAM_TMA_TK;
 }
+/* whether a form runs the streaming kernel (any body or pipeline), not the split one */
+static inline bool cll_cu_attn_form_stream(int form) {
+    return form == CLL_CU_ATTN_STREAM || form == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(form);
+}
 #define CLL_CU_ATTN_STREAM_MIN_CTX 4096
 /* hd: the head dim (STREAM_TC serves <= 128; a larger one gets STREAM); group: q heads a kv head. AUTO's streaming choice takes
  * the tensor-core body where CLL_CU_ATTN_TC_AUTO: H200 `cuda_kbench -A stream|tc` at 8192 keys, us a

@@ -1360,7 +1360,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
         const int form = cll_cu_attn_form(a->form ? a->form : attn_env_form(), a->kv_f16, a->n_ctx, n, hd, G);
         const bool tc = form == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(form);
-        const bool stream = form == CLL_CU_ATTN_STREAM || tc;
+        const bool stream = cll_cu_attn_form_stream(form);
         /* 0 the cp.async pipeline, 1 the TMA one (a block barrier a tile), 2 the TMA one with tickets */
         const int tma = cll_cu_attn_form_tma(form) && cll_cu_attn_tma_serves(a->map.blk != NULL, a->tmk && a->tmv, hd)
                             ? (form == CLL_CU_ATTN_STREAM_TMA_TK ? 2 : 1)
@@ -1375,7 +1375,7 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         if (stream) {
             /* whole tiles a chunk (cll_cu_attn_chunk_span); CLLAMA_CUDA_ATTN_TILE_CHUNKS=0: key spans (A/B) */
             static int c_tc = -1;
-            if (ac.gran <= 0) ac.gran = cll_cu_env_flag(&c_tc, "CLLAMA_CUDA_ATTN_TILE_CHUNKS", true) ? FS_TK : 1;
+            ac.gran = cll_cu_env_flag(&c_tc, "CLLAMA_CUDA_ATTN_TILE_CHUNKS", true) ? FS_TK : 1;
             static int c_pw = -2; /* CLLAMA_CUDA_ATTN_PW=0|1 forces the tensor-core body's pipeline (A/B) */
             const bool pw = tc && !tma && cll_cu_attn_stream_pw(cll_cu_env_nonneg(&c_pw, "CLLAMA_CUDA_ATTN_PW"));
             if (hd == 64) CLL_CU_RET(fs_launch_hg<64>(a, g, HG, tc, ns, pw, tma, s));

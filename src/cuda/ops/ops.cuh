@@ -175,8 +175,8 @@ typedef struct {
     float scale;
     int32_t chunk, n_chunks;
     int32_t min_chunk;     /* GQA kernel: fewest keys per chunk (0: CLLAMA_CUDA_ATTN_MIN_CHUNK, else cll_cu_attn_min_chunk) */
-    int32_t gran;          /* chunk boundaries on multiples of this many keys from the window's start (<= 1: any key;
-                            * cll_cu_attention sets the streaming kernels' tile: cll_cu_attn_chunk_span) */
+    int32_t gran;          /* set by cll_cu_attention, not the caller: chunk boundaries on multiples of this many keys
+                            * from the window's start (the streaming kernels' tile; <= 1: any key; cll_cu_attn_chunk_span) */
     int32_t kv_pf_keys;    /* split GQA kernel: keys of its first sub-chunk whose K / V rows a block asks L2 for
                             * first (set by cll_cu_attention: cll_cu_attn_kv_pf_keys, or CLLAMA_CUDA_ATTN_KV_PF; 0 none) */
     float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
