@@ -5,7 +5,7 @@
  * microseconds per product, GB/s of weight bytes, % of the H200's 4300 GB/s (the target is 75%);
  * at the end one "summary" line per row: min and avg % of peak over the shapes it ran.
  * usage: cuda_kbench [-r reps] [-T type[,type..]] [-k part-of-row-name] [-s RxC] [-n nb] [-G (skip gates)]
- *        cuda_kbench -A [split|stream|tc|tma] [-r reps]: the decode attention (in that form, tc the streaming kernel's
+ *        cuda_kbench -A [split|stream|tc|tma|tmatk] [-L layers] [-K keys,..] [-r reps]: the decode attention (in that form, tc the streaming kernel's
  *        tensor-core body, tma that body fed by the TMA engine; default by n_ctx) instead (cll_cuda_bench_attn_us: fused rope, F16
  *        cache, 32 layers' caches in one replayed graph) on the l2-7b / l3-8b / q3moe head shapes at
  *        128, 256, 1024, 8192 and 8193 keys (8193: the first step of tg128 @ d8192, whose window is not
@@ -37,6 +37,10 @@ static const struct { int64_t rows, cols; const char *what; } k_shapes[] = {
 };
 
 static int g_attn_form = CLL_CU_ATTN_AUTO; /* -A split|stream|tc: that form (cuda/pick.h cll_cu_attn_form) */
+/* -A -L N: N layers' caches in the replayed graph (default 32: past L2; 1 at <= 2048 keys keeps one layer's
+ * K/V in L2, so the kernel's own rate shows without DRAM's bound); -K a,b,..: these key counts only */
+static int g_attn_layers = 32;
+static int g_attn_lens[16], g_attn_n_lens;
 
 /* -A: the decode attention on the anchor models' head shapes; per shape one row per live-chunk cap:
  * every chunk of the grid (the default), then about 2, 4 and 8 blocks an SM (cll_cu_attn_active_chunks,
@@ -46,13 +50,15 @@ static int bench_attention(int reps) {
         {128, 32, 32, "l2-7b (MHA)"}, {128, 32, 8, "l3-8b (GQA 4)"}, {128, 32, 4, "q3moe (GQA 8)"}};
     /* 8193: a step at depth reads a window one key past a power of two (8193 .. 8320 keys in tg128 @ d8192);
      * whole-tile windows alone hid how its chunks' partial tiles were cut (cll_cu_attn_chunk_span) */
-    static const int lens[] = {128, 256, 1024, 8192, 8193}, per_sm[] = {0, 2, 4, 8};
+    static const int dflt_lens[] = {128, 256, 1024, 8192, 8193}, per_sm[] = {0, 2, 4, 8};
+    const int *lens = g_attn_n_lens ? g_attn_lens : dflt_lens;
+    const size_t n_lens = g_attn_n_lens ? (size_t)g_attn_n_lens : sizeof dflt_lens / sizeof dflt_lens[0];
     cll_cuda_device dv;
     const int n_sm = cll_cuda_device_info(0, &dv) == CLL_OK ? dv.sm_count : 0;
     int failed = 0;
     printf("%-16s %7s %7s %7s %6s %10s %9s\n", "heads", "keys", "n_ctx", "chunks", "live", "us", "KV GB/s");
     for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++)
-        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+        for (size_t l = 0; l < n_lens; l++) {
             const int len = lens[l], n_ctx = len + 128, chunks = (n_ctx + 127) / 128; /* a step's grid (CLL_CU_ATTN_CHUNK) */
             const int G = heads[h].n_head / heads[h].n_kv;
             const int hg = cll_cu_attn_heads_per_block(heads[h].n_head, heads[h].n_kv, chunks, 1, CLL_CU_ATTN_MIN_BLOCKS);
@@ -65,7 +71,7 @@ static int bench_attention(int reps) {
                 last = act;
                 double us = 0;
                 if (cll_cuda_bench_attn_us(heads[h].hd, heads[h].n_head, heads[h].n_kv, len, n_ctx, chunks, act, g_attn_form,
-                                           32, reps, &us) != CLL_OK) {
+                                           g_attn_layers, reps, &us) != CLL_OK) {
                     printf("%-16s %7d bench error: %s\n", heads[h].what, len, cll_last_error());
                     failed++;
                     continue;
@@ -108,11 +114,22 @@ int main(int argc, char **argv) {
             else if (i + 1 < argc && !strcmp(argv[i + 1], "tma")) g_attn_form = CLL_CU_ATTN_STREAM_TMA, i++;
             else if (i + 1 < argc && !strcmp(argv[i + 1], "tmatk")) g_attn_form = CLL_CU_ATTN_STREAM_TMA_TK, i++;
         }
-        else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "-L") && i + 1 < argc) g_attn_layers = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-K") && i + 1 < argc) {
+            g_attn_n_lens = 0;
+            for (char *p = argv[++i], *e; *p && g_attn_n_lens < 16; p = *e ? e + 1 : e) {
+                const long v = strtol(p, &e, 10);
+                if (e == p || v < 1 || v > 1 << 20 || (*e && *e != ',')) {
+                    fprintf(stderr, "cuda_kbench: -K takes key counts like 1024,8192\n");
+                    return 2;
+                }
+                g_attn_lens[g_attn_n_lens++] = (int)v;
+            }
+        } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
             long long r, c;
             if (sscanf(argv[++i], "%lldx%lld", &r, &c) == 2) s_rows = r, s_cols = c;
         } else {
-            fprintf(stderr, "usage: %s [-r reps] [-T type[,type..]] [-k row] [-s RxC] [-n nb] [-G] | -A [-r reps]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-r reps] [-T type[,type..]] [-k row] [-s RxC] [-n nb] [-G] | -A [form] [-L layers] [-K keys,..] [-r reps]\n", argv[0]);
             return 2;
         }
     }
