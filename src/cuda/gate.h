@@ -124,6 +124,12 @@ cll_status cll_cuda_bench_row(const cll_kernel_row *row, int64_t rows, int64_t c
  * separate caches in one replayed CUDA graph: *us per launch */
 cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int len, int n_ctx, int n_chunks, int act_chunks, int form,
                                   int layers, int reps, double *us);
+/* a measurement (cuda/matmul/chain.cu): a llama-2-7B-shaped stack's q|k|v, o, gate|up and down products
+ * (Q4_0, random weights) as one persistent kernel (a producer warp bulk-copying weight tiles into a
+ * shared-memory ring of `stages` stages, grid barriers between the phases, the norms and the
+ * activation inside), checked against plain per-op kernels over two layers (*err: max |diff| / max |ref|
+ * of the residual), then timed over `layers` layers: *us a layer and *gbps of weight bytes */
+cll_status cll_cuda_bench_chain_us(int layers, int stages, int reps, double *us, double *gbps, double *err);
 cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps,
                                  double *us);
 

@@ -1,0 +1,453 @@
+/* cuda/matmul/chain: a measurement, not a driver path (cll_cuda_bench_chain_us, cuda_kbench -P).
+ * The question it answers: how fast would a decode step's products run as ONE persistent kernel
+ * instead of a graph of per-product kernels? A step's products are each a few microseconds long;
+ * between them the graph runs latency-bound small kernels (norms, the activation, attention) and
+ * every product pays its own ramp and tail, while the weight stream (the only thing the roofline
+ * counts) waits. Here one block an SM runs every layer's q|k|v, o, gate|up and down products of a
+ * llama-2-7B-shaped stack (Q4_0, the split layout, random weights): a producer warp streams the
+ * block's weight tiles into a ring of shared-memory stages with bulk copies (the TMA engine) and
+ * never waits for activations, so the stream runs on across the phase boundaries; eight consumer
+ * warps dot each tile against the q8_1 activation row staged in shared memory (the driver's own
+ * CuSp<Q4_0>::dot), and the phases meet at grid barriers (a counter in global memory). The RMS
+ * norms are redone by every block from per-block sums of squares (no norm kernel, no extra
+ * barrier); the activation (SiLU(gate) x up, quantized to q8_1) is spread over the blocks, one
+ * barrier. Attention is not modelled: its place is a barrier and a fixed q8_1 row as o's input.
+ * The result is checked against a plain kernel-per-op reference on the same buffers (two layers;
+ * the sums are taken in other orders, so within a tolerance), then timed over `layers` layers.
+ * Owns nothing past a call. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <vector>
+
+#include "cuda/matmul/split.cuh"
+
+extern "C" {
+#include "cuda/gate.h"
+}
+
+namespace {
+
+typedef CuSp<CLL_TYPE_Q4_0> ChS;
+constexpr int CH_CW = 8;                   /* consumer warps */
+constexpr int CH_NT = 32 * (CH_CW + 1);    /* + the producer warp (the last) */
+constexpr int CH_MAXSTG = 12;
+constexpr long long CH_SPIN = 1ll << 33;   /* cycles (~4 s) before a wait traps instead of hanging */
+
+struct ChainArgs {
+    const uint8_t *w[4]; /* q|k|v, o, gate|up, down: layer 0's matrix; layer l at + l * mat */
+    int64_t mat[4], rs[4];
+    int rows[4], ng[4], tr[4];
+    int layers, hidden, ffn, nstg;
+    uint32_t stg;
+    float *resid, *y_qkv, *y_gu, *partial;
+    int *xq_attn, *xq_act; /* SP_XW-word q8_1 records */
+    const float *nw;
+    unsigned *ctr;
+};
+
+__device__ __forceinline__ void ch_bar() { asm volatile("bar.sync 1, %0;" ::"n"(32 * CH_CW) : "memory"); }
+
+__device__ __forceinline__ void ch_mbar_wait(uint64_t *b, uint32_t parity) {
+    const long long t0 = clock64();
+    uint32_t ok = 0;
+    while (!ok) {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(ok)
+                     : "r"(cll_smem_u32(b)), "r"(parity)
+                     : "memory");
+        if (!ok && clock64() - t0 > CH_SPIN) __trap();
+    }
+}
+
+__device__ __forceinline__ void ch_mbar_arrive(uint64_t *b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(cll_smem_u32(b)) : "memory");
+}
+
+__device__ __forceinline__ unsigned ch_ld_acquire(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* every consumer thread of every block: the writes before it are seen by every block after it */
+__device__ __forceinline__ void ch_grid_sync(unsigned *ctr, unsigned &gen) {
+    ch_bar();
+    if (threadIdx.x == 0) {
+        gen += gridDim.x;
+        __threadfence();
+        atomicAdd(ctr, 1u);
+        const long long t0 = clock64();
+        while (ch_ld_acquire(ctr) < gen)
+            if (clock64() - t0 > CH_SPIN) __trap();
+        __threadfence();
+    }
+    ch_bar();
+}
+
+__device__ __forceinline__ float ch_warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ int ch_warp_isum(int v) {
+#pragma unroll
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* one warp: lane's value of a 32-value group -> the group's q8_1 record (SP_XW words at dst:
+ * d|s, qs[8], the sums of the first and last 16 quants), as quantize_q8_1 rounds */
+__device__ __forceinline__ void ch_quant_group(float v, int lane, int *dst) {
+    const float amax = ch_warp_max(fabsf(v));
+    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    const int q = (int)roundf(v * id);
+    const int all = ch_warp_isum(q), lo = ch_warp_isum(lane < 16 ? q : 0);
+    ((int8_t *)(dst + 1))[lane] = (int8_t)q;
+    if (lane == 0) {
+        const __half2 ds = __floats2half2_rn(d, d * (float)all);
+        dst[0] = *(const int *)&ds;
+        dst[9] = lo;
+        dst[10] = all - lo;
+    }
+}
+
+/* row r (rs bytes at row, in shared or global memory) against x: groups g0, g0 + step, .. */
+__device__ __forceinline__ float ch_row_dot(const uint8_t *row, int ng, const int *x, int g0, int step) {
+    float acc = 0.0f;
+    for (int g = g0; g < ng; g += step) {
+        const ChS::Wv w = ChS::load<1>(row, ng, g);
+        const CuX xv = sp_ldx_sm(x + g * SP_XW);
+        acc += ChS::dot(w, g, xv);
+    }
+    return acc;
+}
+
+/* RMS-normed resid (rms from the G per-block sums of squares, every warp in the same order) into
+ * sx as q8_1 records, every consumer warp a share of the groups */
+__device__ void ch_stage_norm(const ChainArgs &A, int *sx, int warp, int lane) {
+    float tot = 0.0f;
+    for (int i = lane; i < (int)gridDim.x; i += 32) tot += __ldcg(A.partial + i);
+    tot = cll_warp_sum(tot);
+    const float rinv = rsqrtf(tot / (float)A.hidden + 1e-5f);
+    for (int j = warp; j < A.hidden / 32; j += CH_CW)
+        ch_quant_group(__ldcg(A.resid + 32 * j + lane) * rinv * A.nw[32 * j + lane], lane, sx + j * SP_XW);
+    ch_bar();
+}
+
+/* n q8_1 records from global src (written by other blocks in this launch: L2 loads) into sx */
+__device__ void ch_stage_copy(int *sx, const int *src, int n) {
+    for (int i = threadIdx.x; i < n * SP_XW; i += 32 * CH_CW) sx[i] = __ldcg(src + i);
+    ch_bar();
+}
+
+/* one product's tiles of this block: tile t's tr rows land in stage it % nstg (the producer's
+ * order); warp w takes row w % tr, K slice w / tr; EPI 0 y[row] = v, 1 resid[row] += v (and the
+ * block's sum of squares into partial[block]) */
+template <int EPI>
+__device__ void ch_gemv(const ChainArgs &A, int op, uint8_t *ring, const int *sx, uint64_t *full, uint64_t *empty,
+                        uint32_t &it, float *y, float (*red)[CH_CW], float *sqred, int warp, int lane) {
+    const int tr = A.tr[op], ng = A.ng[op], ks = CH_CW / tr, r = warp % tr, k = warp / tr, ntile = A.rows[op] / tr;
+    const int64_t rs = A.rs[op];
+    float sq = 0.0f;
+    for (int t = blockIdx.x; t < ntile; t += gridDim.x, it++) {
+        const int slot = (int)(it % (uint32_t)A.nstg);
+        ch_mbar_wait(&full[slot], (it / (uint32_t)A.nstg) & 1u);
+        const uint8_t *row = ring + (size_t)slot * A.stg + (size_t)r * rs;
+        float v = cll_warp_sum(ch_row_dot(row, ng, sx, 32 * k + lane, 32 * ks));
+        __syncwarp();
+        if (lane == 0) ch_mbar_arrive(&empty[slot]); /* this warp is done with the stage */
+        if (ks > 1) {
+            if (lane == 0) red[it & 1][warp] = v;
+            ch_bar();
+            if (warp >= tr) continue;
+            v = 0.0f;
+            for (int i = 0; i < ks; i++) v += red[it & 1][warp + tr * i];
+        }
+        if (lane == 0) {
+            const int64_t o = (int64_t)t * tr + r;
+            if (EPI == 0) __stcg(y + o, v);
+            else {
+                const float n = __ldcg(A.resid + o) + v;
+                __stcg(A.resid + o, n);
+                sq += n * n;
+            }
+        }
+    }
+    if (EPI == 1) {
+        if (lane == 0) sqred[warp] = sq; /* not red: warps < tr may still read the last tile's sums there */
+        ch_bar();
+        if (threadIdx.x == 0) {
+            float s = 0.0f;
+            for (int i = 0; i < CH_CW; i++) s += sqred[i];
+            __stcg(A.partial + blockIdx.x, s);
+        }
+    }
+}
+
+__global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
+    extern __shared__ __align__(128) uint8_t ch_smem[];
+    __shared__ __align__(8) uint64_t full[CH_MAXSTG], empty[CH_MAXSTG];
+    __shared__ float red[2][CH_CW], sqred[CH_CW];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    uint8_t *ring = ch_smem;
+    int *sx = (int *)(ch_smem + (size_t)A.nstg * A.stg);
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < A.nstg; i++) {
+            cll_mbar_init(&full[i], 1);
+            cll_mbar_init(&empty[i], CH_CW);
+        }
+        cll_mbar_init_fence();
+    }
+    __syncthreads();
+    if (warp == CH_CW) { /* the producer: every tile of every layer, in the consumers' order */
+        if (lane == 0) {
+            uint32_t it = 0;
+            for (int l = 0; l < A.layers; l++)
+                for (int op = 0; op < 4; op++) {
+                    const uint32_t bytes = (uint32_t)(A.tr[op] * A.rs[op]);
+                    const uint8_t *w = A.w[op] + (size_t)l * A.mat[op];
+                    for (int t = blockIdx.x; t < A.rows[op] / A.tr[op]; t += gridDim.x, it++) {
+                        const int slot = (int)(it % (uint32_t)A.nstg);
+                        if (it >= (uint32_t)A.nstg) ch_mbar_wait(&empty[slot], ((it / (uint32_t)A.nstg) - 1u) & 1u);
+                        cll_mbar_expect_tx(&full[slot], bytes);
+                        cll_bulk_g2s(ring + (size_t)slot * A.stg, w + (size_t)t * bytes, bytes, &full[slot]);
+                    }
+                }
+        }
+        return;
+    }
+    uint32_t it = 0;
+    unsigned gen = 0;
+    for (int l = 0; l < A.layers; l++) {
+        ch_stage_norm(A, sx, warp, lane);
+        ch_gemv<0>(A, 0, ring, sx, full, empty, it, A.y_qkv, red, sqred, warp, lane);
+        ch_grid_sync(A.ctr, gen); /* attention's place */
+        ch_stage_copy(sx, A.xq_attn, A.hidden / 32);
+        ch_gemv<1>(A, 1, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
+        ch_grid_sync(A.ctr, gen);
+        ch_stage_norm(A, sx, warp, lane);
+        ch_gemv<0>(A, 2, ring, sx, full, empty, it, A.y_gu, red, sqred, warp, lane);
+        ch_grid_sync(A.ctr, gen);
+        for (int j = blockIdx.x * CH_CW + warp; j < A.ffn / 32; j += gridDim.x * CH_CW) {
+            const float g = __ldcg(A.y_gu + 32 * j + lane), u = __ldcg(A.y_gu + A.ffn + 32 * j + lane);
+            ch_quant_group(g / (1.0f + expf(-g)) * u, lane, A.xq_act + j * SP_XW);
+        }
+        ch_grid_sync(A.ctr, gen);
+        ch_stage_copy(sx, A.xq_act, A.ffn / 32);
+        ch_gemv<1>(A, 3, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
+        ch_grid_sync(A.ctr, gen);
+    }
+}
+
+/* ---- the reference: one plain kernel per op, the same dots and quantizer ---- */
+__global__ void k_ref_norm(const float *resid, const float *nw, int n, int *xq) {
+    __shared__ float part[32];
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += resid[i] * resid[i];
+    s = cll_warp_sum(s);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;
+    __syncthreads();
+    float tot = 0.0f;
+    for (int i = 0; i < (int)blockDim.x / 32; i++) tot += part[i];
+    const float rinv = rsqrtf(tot / (float)n + 1e-5f);
+    const int lane = threadIdx.x & 31;
+    for (int j = threadIdx.x >> 5; j < n / 32; j += blockDim.x / 32)
+        ch_quant_group(resid[32 * j + lane] * rinv * nw[32 * j + lane], lane, xq + j * SP_XW);
+}
+__global__ void k_ref_act(const float *ygu, int ffn, int *xq) {
+    const int j = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (j >= ffn / 32) return;
+    const float g = ygu[32 * j + lane], u = ygu[ffn + 32 * j + lane];
+    ch_quant_group(g / (1.0f + expf(-g)) * u, lane, xq + j * SP_XW);
+}
+/* a warp a row; EPI 0 y = v, 1 y += v */
+template <int EPI>
+__global__ void k_ref_gemv(const uint8_t *W, int rows, int ng, int64_t rs, const int *xq, float *y) {
+    const int r = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (r >= rows) return;
+    const float v = cll_warp_sum(ch_row_dot(W + (size_t)r * rs, ng, xq, lane, 32));
+    if (lane == 0) y[r] = EPI ? y[r] + v : v;
+}
+
+__global__ void k_ch_fill(uint32_t *p, size_t n, uint32_t seed) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t x = (uint32_t)i * 2654435761u ^ seed;
+        x ^= x >> 16, x *= 0x7feb352du, x ^= x >> 15, x *= 0x846ca68bu, x ^= x >> 16;
+        p[i] = x;
+    }
+}
+/* every row's fp16 scales (after the 16 ng quant bytes) to s */
+__global__ void k_ch_scales(uint8_t *W, int64_t nrows, int ng, int64_t rs, uint16_t s) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nrows * ng; i += (int64_t)gridDim.x * blockDim.x)
+        *(uint16_t *)(W + (i / ng) * rs + 16 * (int64_t)ng + 2 * (i % ng)) = s;
+}
+__global__ void k_ch_quant_rows(const float *x, int n, int *xq) {
+    const int j = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (j < n / 32) ch_quant_group(x[32 * j + lane], lane, xq + j * SP_XW);
+}
+
+} // namespace
+
+#define CH_CU(call)                                                                                         \
+    do {                                                                                                    \
+        cudaError_t e_ = (call);                                                                            \
+        if (e_ != cudaSuccess) {                                                                            \
+            cudaGetLastError();                                                                             \
+            st = cll_err(CLL_ERR_DEVICE, "chain probe: %s:%d: %s: %s", __FILE__, __LINE__, #call,             \
+                         cudaGetErrorString(e_));                                                           \
+            goto done;                                                                                      \
+        }                                                                                                   \
+    } while (0)
+
+extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int reps, double *us, double *gbps, double *err) {
+    if (layers < 2 || reps < 1 || nstg < 2 || nstg > CH_MAXSTG || !us || !gbps || !err)
+        return cll_err(CLL_ERR_ARG, "chain probe: layers >= 2, 2 <= stages <= %d, reps >= 1", CH_MAXSTG);
+    const int H = 4096, F = 11008;
+    ChainArgs A;
+    memset(&A, 0, sizeof A);
+    const int rows[4] = {3 * H, H, 2 * F, H}, cols[4] = {H, H, H, F}, tr[4] = {8, 8, 8, 4};
+    uint32_t stg = 0;
+    double layer_bytes = 0;
+    for (int op = 0; op < 4; op++) {
+        A.rows[op] = rows[op];
+        A.ng[op] = cols[op] / 32;
+        A.rs[op] = (int64_t)A.ng[op] * ChS::BB; /* 18 B a group: multiples of 16 at these widths */
+        A.tr[op] = tr[op];
+        A.mat[op] = A.rs[op] * rows[op]; /* layers back to back: every tile a 16-byte-aligned run */
+        const uint32_t tb = (uint32_t)(A.rs[op] * tr[op]);
+        stg = tb > stg ? tb : stg;
+        layer_bytes += (double)A.rs[op] * rows[op];
+    }
+    A.stg = (stg + 127) & ~127u;
+    A.hidden = H, A.ffn = F, A.nstg = nstg;
+    const size_t smem = (size_t)nstg * A.stg + (size_t)(F / 32) * SP_XW * 4;
+    std::vector<void *> bufs;
+    cll_status st = CLL_OK;
+    cudaStream_t s = NULL;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float *resid0 = NULL, *part0 = NULL, *nw = NULL, *xattn = NULL, *ref = NULL, *gu_ref = NULL, *qkv_ref = NULL;
+    int *xref = NULL;
+    int sm = 0, per_sm = 0;
+    std::vector<float> h(H), a(H), b(H);
+    auto alloc = [&](void **p, size_t n) -> cudaError_t {
+        cudaError_t e = cudaMalloc(p, n);
+        if (e == cudaSuccess) bufs.push_back(*p);
+        return e;
+    };
+    CH_CU(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, 0));
+    CH_CU(cudaFuncSetAttribute(k_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CH_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_chain, CH_NT, smem));
+    if (per_sm < 1) {
+        st = cll_err(CLL_ERR_DEVICE, "chain probe: %zu bytes of shared memory a block do not fit an SM", smem);
+        goto done;
+    }
+    for (int op = 0; op < 4; op++) {
+        CH_CU(alloc((void **)&A.w[op], (size_t)A.mat[op] * layers));
+        k_ch_fill<<<2048, 256>>>((uint32_t *)A.w[op], (size_t)A.mat[op] * layers / 4, 0x1234u + op);
+        k_ch_scales<<<2048, 256>>>((uint8_t *)A.w[op], (int64_t)rows[op] * layers, A.ng[op], A.rs[op],
+                                   (uint16_t)0x2000); /* 2^-7 per group: sums stay well inside f16 and f32 */
+        CH_CU(cudaGetLastError());
+    }
+    CH_CU(alloc((void **)&A.resid, H * 4));
+    CH_CU(alloc((void **)&resid0, H * 4));
+    CH_CU(alloc((void **)&A.y_qkv, 3 * H * 4));
+    CH_CU(alloc((void **)&A.y_gu, 2 * F * 4));
+    CH_CU(alloc((void **)&A.partial, (size_t)sm * 4));
+    CH_CU(alloc((void **)&part0, (size_t)sm * 4));
+    CH_CU(alloc((void **)&A.xq_attn, (size_t)(H / 32) * SP_XW * 4));
+    CH_CU(alloc((void **)&A.xq_act, (size_t)(F / 32) * SP_XW * 4));
+    CH_CU(alloc((void **)&nw, H * 4));
+    CH_CU(alloc((void **)&xattn, H * 4));
+    CH_CU(alloc((void **)&A.ctr, 4));
+    CH_CU(alloc((void **)&ref, H * 4));
+    CH_CU(alloc((void **)&gu_ref, 2 * F * 4));
+    CH_CU(alloc((void **)&qkv_ref, 3 * H * 4));
+    CH_CU(alloc((void **)&xref, (size_t)(F / 32) * SP_XW * 4));
+    A.nw = nw;
+    {
+        std::vector<float> p0(sm, 0.0f), ones(H, 1.0f), xa(H);
+        double ss = 0;
+        uint32_t r = 12345u;
+        for (int i = 0; i < H; i++) {
+            r = r * 1664525u + 1013904223u;
+            h[i] = (float)((r >> 8) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+            ss += (double)h[i] * h[i];
+            r = r * 1664525u + 1013904223u;
+            xa[i] = (float)((r >> 8) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+        }
+        p0[0] = (float)ss;
+        CH_CU(cudaMemcpy(resid0, h.data(), H * 4, cudaMemcpyHostToDevice));
+        CH_CU(cudaMemcpy(part0, p0.data(), (size_t)sm * 4, cudaMemcpyHostToDevice));
+        CH_CU(cudaMemcpy(nw, ones.data(), H * 4, cudaMemcpyHostToDevice));
+        CH_CU(cudaMemcpy(xattn, xa.data(), H * 4, cudaMemcpyHostToDevice));
+        k_ch_quant_rows<<<H / 32 / 8, 256>>>(xattn, H, A.xq_attn);
+        CH_CU(cudaGetLastError());
+    }
+    CH_CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    /* the check: two layers persistent vs two layers of plain kernels from the same start */
+    {
+        ChainArgs C = A;
+        C.layers = 2;
+        CH_CU(cudaMemsetAsync(C.ctr, 0, 4, s));
+        CH_CU(cudaMemcpyAsync(C.resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s));
+        CH_CU(cudaMemcpyAsync(C.partial, part0, (size_t)sm * 4, cudaMemcpyDeviceToDevice, s));
+        k_chain<<<sm, CH_NT, smem, s>>>(C);
+        CH_CU(cudaGetLastError());
+        CH_CU(cudaMemcpyAsync(ref, resid0, H * 4, cudaMemcpyDeviceToDevice, s));
+        for (int l = 0; l < 2; l++) {
+            k_ref_norm<<<1, 1024, 0, s>>>(ref, nw, H, xref);
+            k_ref_gemv<0><<<3 * H / 8, 256, 0, s>>>(A.w[0] + (size_t)l * A.mat[0], 3 * H, A.ng[0], A.rs[0], xref, qkv_ref);
+            k_ref_gemv<1><<<H / 8, 256, 0, s>>>(A.w[1] + (size_t)l * A.mat[1], H, A.ng[1], A.rs[1], A.xq_attn, ref);
+            k_ref_norm<<<1, 1024, 0, s>>>(ref, nw, H, xref);
+            k_ref_gemv<0><<<2 * F / 8, 256, 0, s>>>(A.w[2] + (size_t)l * A.mat[2], 2 * F, A.ng[2], A.rs[2], xref, gu_ref);
+            k_ref_act<<<(F / 32 + 7) / 8, 256, 0, s>>>(gu_ref, F, xref);
+            k_ref_gemv<1><<<H / 8, 256, 0, s>>>(A.w[3] + (size_t)l * A.mat[3], H, A.ng[3], A.rs[3], xref, ref);
+        }
+        CH_CU(cudaGetLastError());
+        CH_CU(cudaStreamSynchronize(s));
+        CH_CU(cudaMemcpy(a.data(), C.resid, H * 4, cudaMemcpyDeviceToHost));
+        CH_CU(cudaMemcpy(b.data(), ref, H * 4, cudaMemcpyDeviceToHost));
+        double md = 0, mx = 0;
+        bool finite = true;
+        for (int i = 0; i < H; i++) {
+            finite = finite && isfinite(a[i]) && isfinite(b[i]);
+            md = fmax(md, fabs((double)a[i] - b[i]));
+            mx = fmax(mx, fabs((double)b[i]));
+        }
+        *err = finite && mx > 0 ? md / mx : INFINITY;
+    }
+    /* the timing: one graph (reset the counter and the residual, the kernel), replayed */
+    A.layers = layers;
+    CH_CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    cudaMemsetAsync(A.ctr, 0, 4, s);
+    cudaMemcpyAsync(A.resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s);
+    cudaMemcpyAsync(A.partial, part0, (size_t)sm * 4, cudaMemcpyDeviceToDevice, s);
+    k_chain<<<sm, CH_NT, smem, s>>>(A);
+    CH_CU(cudaStreamEndCapture(s, &graph));
+    CH_CU(cudaGraphInstantiate(&exec, graph, 0));
+    CH_CU(cudaEventCreate(&e0));
+    CH_CU(cudaEventCreate(&e1));
+    for (int w = 0; w < 3; w++) CH_CU(cudaGraphLaunch(exec, s));
+    CH_CU(cudaEventRecord(e0, s));
+    for (int r = 0; r < reps; r++) CH_CU(cudaGraphLaunch(exec, s));
+    CH_CU(cudaEventRecord(e1, s));
+    CH_CU(cudaEventSynchronize(e1));
+    {
+        float ms = 0.0f;
+        CH_CU(cudaEventElapsedTime(&ms, e0, e1));
+        *us = (double)ms * 1e3 / ((double)reps * layers);
+        *gbps = layer_bytes / (*us * 1e3);
+    }
+done:
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    if (s) cudaStreamDestroy(s);
+    for (void *p : bufs) cudaFree(p);
+    return st;
+}
