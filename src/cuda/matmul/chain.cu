@@ -40,6 +40,7 @@ struct ChainArgs {
     int64_t mat[4], rs[4];
     int rows[4], ng[4], tr[4];
     int layers, hidden, ffn, nstg;
+    int nodots; /* 1: the consumers take and release every tile without its dots (the stream and the barriers alone) */
     uint32_t stg;
     float *resid, *y_qkv, *y_gu, *partial;
     int *xq_attn, *xq_act; /* SP_XW-word q8_1 records */
@@ -143,19 +144,35 @@ __device__ void ch_stage_copy(int *sx, const int *src, int n) {
 }
 
 /* one product's tiles of this block: tile t's tr rows land in stage it % nstg (the producer's
- * order); warp w takes row w % tr, K slice w / tr; EPI 0 y[row] = v, 1 resid[row] += v (and the
- * block's sum of squares into partial[block]) */
-template <int EPI>
+ * order); warp w takes row w % tr, K slice w / tr, and its lane the groups 32 k + lane + 32 ks u
+ * (u < NGL): their q8_1 records are read from shared memory once per product into registers, so a
+ * row costs only its weight loads and dots; EPI 0 y[row] = v, 1 resid[row] += v (the residual read
+ * before the tile's wait) and the block's sum of squares into partial[block] */
+template <int EPI, int NGL>
 __device__ void ch_gemv(const ChainArgs &A, int op, uint8_t *ring, const int *sx, uint64_t *full, uint64_t *empty,
                         uint32_t &it, float *y, float (*red)[CH_CW], float *sqred, int warp, int lane) {
     const int tr = A.tr[op], ng = A.ng[op], ks = CH_CW / tr, r = warp % tr, k = warp / tr, ntile = A.rows[op] / tr;
     const int64_t rs = A.rs[op];
+    CuX xr[NGL];
+#pragma unroll
+    for (int u = 0; u < NGL; u++) {
+        const int g = 32 * k + lane + 32 * ks * u;
+        if (g < ng) xr[u] = sp_ldx_sm(sx + g * SP_XW);
+    }
     float sq = 0.0f;
     for (int t = blockIdx.x; t < ntile; t += gridDim.x, it++) {
         const int slot = (int)(it % (uint32_t)A.nstg);
+        const int64_t o = (int64_t)t * tr + r;
+        const float res = EPI == 1 && lane == 0 && k == 0 ? __ldcg(A.resid + o) : 0.0f;
         ch_mbar_wait(&full[slot], (it / (uint32_t)A.nstg) & 1u);
         const uint8_t *row = ring + (size_t)slot * A.stg + (size_t)r * rs;
-        float v = cll_warp_sum(ch_row_dot(row, ng, sx, 32 * k + lane, 32 * ks));
+        float acc = 0.0f;
+#pragma unroll
+        for (int u = 0; u < NGL; u++) {
+            const int g = 32 * k + lane + 32 * ks * u;
+            if (g < ng && !A.nodots) acc += ChS::dot(ChS::load<1>(row, ng, g), g, xr[u]);
+        }
+        float v = cll_warp_sum(acc);
         __syncwarp();
         if (lane == 0) ch_mbar_arrive(&empty[slot]); /* this warp is done with the stage */
         if (ks > 1) {
@@ -166,10 +183,9 @@ __device__ void ch_gemv(const ChainArgs &A, int op, uint8_t *ring, const int *sx
             for (int i = 0; i < ks; i++) v += red[it & 1][warp + tr * i];
         }
         if (lane == 0) {
-            const int64_t o = (int64_t)t * tr + r;
             if (EPI == 0) __stcg(y + o, v);
             else {
-                const float n = __ldcg(A.resid + o) + v;
+                const float n = res + v;
                 __stcg(A.resid + o, n);
                 sq += n * n;
             }
@@ -222,13 +238,13 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
     unsigned gen = 0;
     for (int l = 0; l < A.layers; l++) {
         ch_stage_norm(A, sx, warp, lane);
-        ch_gemv<0>(A, 0, ring, sx, full, empty, it, A.y_qkv, red, sqred, warp, lane);
+        ch_gemv<0, 4>(A, 0, ring, sx, full, empty, it, A.y_qkv, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen); /* attention's place */
         ch_stage_copy(sx, A.xq_attn, A.hidden / 32);
-        ch_gemv<1>(A, 1, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
+        ch_gemv<1, 4>(A, 1, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen);
         ch_stage_norm(A, sx, warp, lane);
-        ch_gemv<0>(A, 2, ring, sx, full, empty, it, A.y_gu, red, sqred, warp, lane);
+        ch_gemv<0, 4>(A, 2, ring, sx, full, empty, it, A.y_gu, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen);
         for (int j = blockIdx.x * CH_CW + warp; j < A.ffn / 32; j += gridDim.x * CH_CW) {
             const float g = __ldcg(A.y_gu + 32 * j + lane), u = __ldcg(A.y_gu + A.ffn + 32 * j + lane);
@@ -236,7 +252,7 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
         }
         ch_grid_sync(A.ctr, gen);
         ch_stage_copy(sx, A.xq_act, A.ffn / 32);
-        ch_gemv<1>(A, 3, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
+        ch_gemv<1, 6>(A, 3, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen);
     }
 }
@@ -301,7 +317,8 @@ __global__ void k_ch_quant_rows(const float *x, int n, int *xq) {
         }                                                                                                   \
     } while (0)
 
-extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int reps, double *us, double *gbps, double *err) {
+extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int nodots, int reps, double *us, double *gbps,
+                                              double *err) {
     if (layers < 2 || reps < 1 || nstg < 2 || nstg > CH_MAXSTG || !us || !gbps || !err)
         return cll_err(CLL_ERR_ARG, "chain probe: layers >= 2, 2 <= stages <= %d, reps >= 1", CH_MAXSTG);
     const int H = 4096, F = 11008;
@@ -322,6 +339,10 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int reps, do
     }
     A.stg = (stg + 127) & ~127u;
     A.hidden = H, A.ffn = F, A.nstg = nstg;
+    /* the consumers keep NGL = 4 (6 for down) q8_1 records a lane in registers (ch_gemv<EPI, NGL>) */
+    for (int op = 0; op < 4; op++)
+        if ((A.ng[op] + 32 * (CH_CW / A.tr[op]) - 1) / (32 * (CH_CW / A.tr[op])) > (op == 3 ? 6 : 4))
+            return cll_err(CLL_ERR_ARG, "chain probe: product %d's row is longer than its lanes' registers", op);
     const size_t smem = (size_t)nstg * A.stg + (size_t)(F / 32) * SP_XW * 4;
     std::vector<void *> bufs;
     cll_status st = CLL_OK;
@@ -339,6 +360,15 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int reps, do
         return e;
     };
     CH_CU(cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, 0));
+    {
+        int optin = 0;
+        CH_CU(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+        if (smem > (size_t)optin - 1024) { /* the static barriers and sums beside it */
+            st = cll_err(CLL_ERR_ARG, "chain probe: %d stages of %u bytes and the activation row need %zu bytes of shared "
+                         "memory, the device gives a block %d", nstg, A.stg, smem, optin);
+            goto done;
+        }
+    }
     CH_CU(cudaFuncSetAttribute(k_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CH_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_chain, CH_NT, smem));
     if (per_sm < 1) {
@@ -422,6 +452,7 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int reps, do
     }
     /* the timing: one graph (reset the counter and the residual, the kernel), replayed */
     A.layers = layers;
+    A.nodots = nodots;
     CH_CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     cudaMemsetAsync(A.ctr, 0, 4, s);
     cudaMemcpyAsync(A.resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s);
