@@ -40,7 +40,10 @@ struct ChainArgs {
     int64_t mat[4], rs[4];
     int rows[4], ng[4], tr[4];
     int layers, hidden, ffn, nstg;
-    int nodots; /* 1: the consumers take and release every tile without its dots (the stream and the barriers alone) */
+    /* the probe's parts alone: 1 the consumers take and release every tile without its dots (the stream and the
+     * barriers), 2 no grid barriers (the stream and the dots, the results wrong), 4 no products at all (the
+     * barriers, norms and activation alone) */
+    int flags;
     uint32_t stg;
     float *resid, *y_qkv, *y_gu, *partial;
     int *xq_attn, *xq_act; /* SP_XW-word q8_1 records */
@@ -73,8 +76,9 @@ __device__ __forceinline__ unsigned ch_ld_acquire(const unsigned *p) {
 }
 
 /* every consumer thread of every block: the writes before it are seen by every block after it */
-__device__ __forceinline__ void ch_grid_sync(unsigned *ctr, unsigned &gen) {
+__device__ __forceinline__ void ch_grid_sync(unsigned *ctr, unsigned &gen, int flags) {
     ch_bar();
+    if (flags & 2) return;
     if (threadIdx.x == 0) {
         gen += gridDim.x;
         __threadfence();
@@ -151,7 +155,8 @@ __device__ void ch_stage_copy(int *sx, const int *src, int n) {
 template <int EPI, int NGL>
 __device__ void ch_gemv(const ChainArgs &A, int op, uint8_t *ring, const int *sx, uint64_t *full, uint64_t *empty,
                         uint32_t &it, float *y, float (*red)[CH_CW], float *sqred, int warp, int lane) {
-    const int tr = A.tr[op], ng = A.ng[op], ks = CH_CW / tr, r = warp % tr, k = warp / tr, ntile = A.rows[op] / tr;
+    const int tr = A.tr[op], ng = A.ng[op], ks = CH_CW / tr, r = warp % tr, k = warp / tr;
+    const int ntile = A.flags & 4 ? 0 : A.rows[op] / tr;
     const int64_t rs = A.rs[op];
     CuX xr[NGL];
 #pragma unroll
@@ -170,7 +175,7 @@ __device__ void ch_gemv(const ChainArgs &A, int op, uint8_t *ring, const int *sx
 #pragma unroll
         for (int u = 0; u < NGL; u++) {
             const int g = 32 * k + lane + 32 * ks * u;
-            if (g < ng && !A.nodots) acc += ChS::dot(ChS::load<1>(row, ng, g), g, xr[u]);
+            if (g < ng && !(A.flags & 1)) acc += ChS::dot(ChS::load<1>(row, ng, g), g, xr[u]);
         }
         float v = cll_warp_sum(acc);
         __syncwarp();
@@ -224,7 +229,7 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
                 for (int op = 0; op < 4; op++) {
                     const uint32_t bytes = (uint32_t)(A.tr[op] * A.rs[op]);
                     const uint8_t *w = A.w[op] + (size_t)l * A.mat[op];
-                    for (int t = blockIdx.x; t < A.rows[op] / A.tr[op]; t += gridDim.x, it++) {
+                    for (int t = blockIdx.x; !(A.flags & 4) && t < A.rows[op] / A.tr[op]; t += gridDim.x, it++) {
                         const int slot = (int)(it % (uint32_t)A.nstg);
                         if (it >= (uint32_t)A.nstg) ch_mbar_wait(&empty[slot], ((it / (uint32_t)A.nstg) - 1u) & 1u);
                         cll_mbar_expect_tx(&full[slot], bytes);
@@ -239,21 +244,21 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
     for (int l = 0; l < A.layers; l++) {
         ch_stage_norm(A, sx, warp, lane);
         ch_gemv<0, 4>(A, 0, ring, sx, full, empty, it, A.y_qkv, red, sqred, warp, lane);
-        ch_grid_sync(A.ctr, gen); /* attention's place */
+        ch_grid_sync(A.ctr, gen, A.flags); /* attention's place */
         ch_stage_copy(sx, A.xq_attn, A.hidden / 32);
         ch_gemv<1, 4>(A, 1, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
-        ch_grid_sync(A.ctr, gen);
+        ch_grid_sync(A.ctr, gen, A.flags);
         ch_stage_norm(A, sx, warp, lane);
         ch_gemv<0, 4>(A, 2, ring, sx, full, empty, it, A.y_gu, red, sqred, warp, lane);
-        ch_grid_sync(A.ctr, gen);
+        ch_grid_sync(A.ctr, gen, A.flags);
         for (int j = blockIdx.x * CH_CW + warp; j < A.ffn / 32; j += gridDim.x * CH_CW) {
             const float g = __ldcg(A.y_gu + 32 * j + lane), u = __ldcg(A.y_gu + A.ffn + 32 * j + lane);
             ch_quant_group(g / (1.0f + expf(-g)) * u, lane, A.xq_act + j * SP_XW);
         }
-        ch_grid_sync(A.ctr, gen);
+        ch_grid_sync(A.ctr, gen, A.flags);
         ch_stage_copy(sx, A.xq_act, A.ffn / 32);
         ch_gemv<1, 6>(A, 3, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
-        ch_grid_sync(A.ctr, gen);
+        ch_grid_sync(A.ctr, gen, A.flags);
     }
 }
 
@@ -317,7 +322,7 @@ __global__ void k_ch_quant_rows(const float *x, int n, int *xq) {
         }                                                                                                   \
     } while (0)
 
-extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int nodots, int reps, double *us, double *gbps,
+extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, int reps, double *us, double *gbps,
                                               double *err) {
     if (layers < 2 || reps < 1 || nstg < 2 || nstg > CH_MAXSTG || !us || !gbps || !err)
         return cll_err(CLL_ERR_ARG, "chain probe: layers >= 2, 2 <= stages <= %d, reps >= 1", CH_MAXSTG);
@@ -452,7 +457,7 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int nodots, 
     }
     /* the timing: one graph (reset the counter and the residual, the kernel), replayed */
     A.layers = layers;
-    A.nodots = nodots;
+    A.flags = flags;
     CH_CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     cudaMemsetAsync(A.ctr, 0, 4, s);
     cudaMemcpyAsync(A.resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s);
