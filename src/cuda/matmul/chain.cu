@@ -33,6 +33,7 @@ typedef CuSp<CLL_TYPE_Q4_0> ChS;
 constexpr int CH_CW = 8;                   /* consumer warps */
 constexpr int CH_NT = 32 * (CH_CW + 1);    /* + the producer warp (the last) */
 constexpr int CH_MAXSTG = 12;
+constexpr int CH_HIDDEN = 4096, CH_FFN = 11008; /* llama-2-7B */
 constexpr long long CH_SPIN = 1ll << 33;   /* cycles (~4 s) before a wait traps instead of hanging */
 
 struct ChainArgs {
@@ -44,6 +45,7 @@ struct ChainArgs {
      * barriers), 2 no grid barriers (the stream and the dots, the results wrong), 4 no products at all (the
      * barriers, norms and activation alone) */
     int flags;
+    int row_copies; /* 1: a tile's rows as one bulk copy each, 0: the tile as one */
     uint32_t stg;
     float *resid, *y_qkv, *y_gu, *partial;
     int *xq_attn, *xq_act; /* SP_XW-word q8_1 records */
@@ -132,18 +134,39 @@ __device__ __forceinline__ float ch_row_dot(const uint8_t *row, int ng, const in
 /* RMS-normed resid (rms from the G per-block sums of squares, every warp in the same order) into
  * sx as q8_1 records, every consumer warp a share of the groups */
 __device__ void ch_stage_norm(const ChainArgs &A, int *sx, int warp, int lane) {
+    constexpr int NJ = CH_HIDDEN / 32 / CH_CW; /* groups a warp */
+    float v[NJ], wn[NJ];
+    /* every load first (one L2 round trip, not one per group), then the sums and the quantization */
+#pragma unroll
+    for (int u = 0; u < NJ; u++) {
+        v[u] = __ldcg(A.resid + 32 * (warp + CH_CW * u) + lane);
+        wn[u] = A.nw[32 * (warp + CH_CW * u) + lane];
+    }
     float tot = 0.0f;
     for (int i = lane; i < (int)gridDim.x; i += 32) tot += __ldcg(A.partial + i);
     tot = cll_warp_sum(tot);
-    const float rinv = rsqrtf(tot / (float)A.hidden + 1e-5f);
-    for (int j = warp; j < A.hidden / 32; j += CH_CW)
-        ch_quant_group(__ldcg(A.resid + 32 * j + lane) * rinv * A.nw[32 * j + lane], lane, sx + j * SP_XW);
+    const float rinv = rsqrtf(tot / (float)CH_HIDDEN + 1e-5f);
+#pragma unroll
+    for (int u = 0; u < NJ; u++) ch_quant_group(v[u] * rinv * wn[u], lane, sx + (warp + CH_CW * u) * SP_XW);
     ch_bar();
 }
 
-/* n q8_1 records from global src (written by other blocks in this launch: L2 loads) into sx */
-__device__ void ch_stage_copy(int *sx, const int *src, int n) {
-    for (int i = threadIdx.x; i < n * SP_XW; i += 32 * CH_CW) sx[i] = __ldcg(src + i);
+/* N q8_1 records from global src (written by other blocks in this launch: L2 loads) into sx, every
+ * load of a thread issued before its stores */
+template <int N>
+__device__ void ch_stage_copy(int *sx, const int *src) {
+    constexpr int W = N * SP_XW, PT = (W + 32 * CH_CW - 1) / (32 * CH_CW);
+    int v[PT];
+#pragma unroll
+    for (int u = 0; u < PT; u++) {
+        const int i = threadIdx.x + 32 * CH_CW * u;
+        if (i < W) v[u] = __ldcg(src + i);
+    }
+#pragma unroll
+    for (int u = 0; u < PT; u++) {
+        const int i = threadIdx.x + 32 * CH_CW * u;
+        if (i < W) sx[i] = v[u];
+    }
     ch_bar();
 }
 
@@ -233,7 +256,11 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
                         const int slot = (int)(it % (uint32_t)A.nstg);
                         if (it >= (uint32_t)A.nstg) ch_mbar_wait(&empty[slot], ((it / (uint32_t)A.nstg) - 1u) & 1u);
                         cll_mbar_expect_tx(&full[slot], bytes);
-                        cll_bulk_g2s(ring + (size_t)slot * A.stg, w + (size_t)t * bytes, bytes, &full[slot]);
+                        if (A.row_copies)
+                            for (int r = 0; r < A.tr[op]; r++)
+                                cll_bulk_g2s(ring + (size_t)slot * A.stg + (size_t)r * A.rs[op],
+                                             w + (size_t)t * bytes + (size_t)r * A.rs[op], (uint32_t)A.rs[op], &full[slot]);
+                        else cll_bulk_g2s(ring + (size_t)slot * A.stg, w + (size_t)t * bytes, bytes, &full[slot]);
                     }
                 }
         }
@@ -245,7 +272,7 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
         ch_stage_norm(A, sx, warp, lane);
         ch_gemv<0, 4>(A, 0, ring, sx, full, empty, it, A.y_qkv, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen, A.flags); /* attention's place */
-        ch_stage_copy(sx, A.xq_attn, A.hidden / 32);
+        ch_stage_copy<CH_HIDDEN / 32>(sx, A.xq_attn);
         ch_gemv<1, 4>(A, 1, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen, A.flags);
         ch_stage_norm(A, sx, warp, lane);
@@ -256,7 +283,7 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
             ch_quant_group(g / (1.0f + expf(-g)) * u, lane, A.xq_act + j * SP_XW);
         }
         ch_grid_sync(A.ctr, gen, A.flags);
-        ch_stage_copy(sx, A.xq_act, A.ffn / 32);
+        ch_stage_copy<CH_FFN / 32>(sx, A.xq_act);
         ch_gemv<1, 6>(A, 3, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen, A.flags);
     }
@@ -322,11 +349,12 @@ __global__ void k_ch_quant_rows(const float *x, int n, int *xq) {
         }                                                                                                   \
     } while (0)
 
-extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, int reps, double *us, double *gbps,
+extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, int bpsm, int reps, double *us, double *gbps,
                                               double *err) {
-    if (layers < 2 || reps < 1 || nstg < 2 || nstg > CH_MAXSTG || !us || !gbps || !err)
-        return cll_err(CLL_ERR_ARG, "chain probe: layers >= 2, 2 <= stages <= %d, reps >= 1", CH_MAXSTG);
-    const int H = 4096, F = 11008;
+    if (layers < 2 || reps < 1 || nstg < 2 || nstg > CH_MAXSTG || bpsm < 1 || bpsm > 4 || !us || !gbps || !err)
+        return cll_err(CLL_ERR_ARG, "chain probe: layers >= 2, 2 <= stages <= %d, 1 <= blocks an SM <= 4, reps >= 1",
+                       CH_MAXSTG);
+    const int H = CH_HIDDEN, F = CH_FFN;
     ChainArgs A;
     memset(&A, 0, sizeof A);
     const int rows[4] = {3 * H, H, 2 * F, H}, cols[4] = {H, H, H, F}, tr[4] = {8, 8, 8, 4};
@@ -357,7 +385,7 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
     cudaEvent_t e0 = NULL, e1 = NULL;
     float *resid0 = NULL, *part0 = NULL, *nw = NULL, *xattn = NULL, *ref = NULL, *gu_ref = NULL, *qkv_ref = NULL;
     int *xref = NULL;
-    int sm = 0, per_sm = 0;
+    int sm = 0, per_sm = 0, grid = 0;
     std::vector<float> h(H), a(H), b(H);
     auto alloc = [&](void **p, size_t n) -> cudaError_t {
         cudaError_t e = cudaMalloc(p, n);
@@ -376,10 +404,12 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
     }
     CH_CU(cudaFuncSetAttribute(k_chain, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CH_CU(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_chain, CH_NT, smem));
-    if (per_sm < 1) {
-        st = cll_err(CLL_ERR_DEVICE, "chain probe: %zu bytes of shared memory a block do not fit an SM", smem);
+    if (per_sm < bpsm) { /* every block must be resident at once: the grid barriers wait for all of them */
+        st = cll_err(CLL_ERR_DEVICE, "chain probe: %d blocks an SM of %zu bytes of shared memory do not fit (%d do)", bpsm,
+                     smem, per_sm);
         goto done;
     }
+    grid = sm * bpsm;
     for (int op = 0; op < 4; op++) {
         CH_CU(alloc((void **)&A.w[op], (size_t)A.mat[op] * layers));
         k_ch_fill<<<2048, 256>>>((uint32_t *)A.w[op], (size_t)A.mat[op] * layers / 4, 0x1234u + op);
@@ -391,8 +421,8 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
     CH_CU(alloc((void **)&resid0, H * 4));
     CH_CU(alloc((void **)&A.y_qkv, 3 * H * 4));
     CH_CU(alloc((void **)&A.y_gu, 2 * F * 4));
-    CH_CU(alloc((void **)&A.partial, (size_t)sm * 4));
-    CH_CU(alloc((void **)&part0, (size_t)sm * 4));
+    CH_CU(alloc((void **)&A.partial, (size_t)sm * 4 * bpsm));
+    CH_CU(alloc((void **)&part0, (size_t)sm * 4 * bpsm));
     CH_CU(alloc((void **)&A.xq_attn, (size_t)(H / 32) * SP_XW * 4));
     CH_CU(alloc((void **)&A.xq_act, (size_t)(F / 32) * SP_XW * 4));
     CH_CU(alloc((void **)&nw, H * 4));
@@ -404,7 +434,7 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
     CH_CU(alloc((void **)&xref, (size_t)(F / 32) * SP_XW * 4));
     A.nw = nw;
     {
-        std::vector<float> p0(sm, 0.0f), ones(H, 1.0f), xa(H);
+        std::vector<float> p0((size_t)sm * bpsm, 0.0f), ones(H, 1.0f), xa(H);
         double ss = 0;
         uint32_t r = 12345u;
         for (int i = 0; i < H; i++) {
@@ -416,7 +446,7 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
         }
         p0[0] = (float)ss;
         CH_CU(cudaMemcpy(resid0, h.data(), H * 4, cudaMemcpyHostToDevice));
-        CH_CU(cudaMemcpy(part0, p0.data(), (size_t)sm * 4, cudaMemcpyHostToDevice));
+        CH_CU(cudaMemcpy(part0, p0.data(), (size_t)sm * 4 * bpsm, cudaMemcpyHostToDevice));
         CH_CU(cudaMemcpy(nw, ones.data(), H * 4, cudaMemcpyHostToDevice));
         CH_CU(cudaMemcpy(xattn, xa.data(), H * 4, cudaMemcpyHostToDevice));
         k_ch_quant_rows<<<H / 32 / 8, 256>>>(xattn, H, A.xq_attn);
@@ -429,8 +459,8 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
         C.layers = 2;
         CH_CU(cudaMemsetAsync(C.ctr, 0, 4, s));
         CH_CU(cudaMemcpyAsync(C.resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s));
-        CH_CU(cudaMemcpyAsync(C.partial, part0, (size_t)sm * 4, cudaMemcpyDeviceToDevice, s));
-        k_chain<<<sm, CH_NT, smem, s>>>(C);
+        CH_CU(cudaMemcpyAsync(C.partial, part0, (size_t)sm * 4 * bpsm, cudaMemcpyDeviceToDevice, s));
+        k_chain<<<grid, CH_NT, smem, s>>>(C);
         CH_CU(cudaGetLastError());
         CH_CU(cudaMemcpyAsync(ref, resid0, H * 4, cudaMemcpyDeviceToDevice, s));
         for (int l = 0; l < 2; l++) {
@@ -457,12 +487,13 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
     }
     /* the timing: one graph (reset the counter and the residual, the kernel), replayed */
     A.layers = layers;
-    A.flags = flags;
+    A.flags = flags & 7;
+    A.row_copies = flags >> 3 & 1; /* 8: a bulk copy a row */
     CH_CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     cudaMemsetAsync(A.ctr, 0, 4, s);
     cudaMemcpyAsync(A.resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s);
-    cudaMemcpyAsync(A.partial, part0, (size_t)sm * 4, cudaMemcpyDeviceToDevice, s);
-    k_chain<<<sm, CH_NT, smem, s>>>(A);
+    cudaMemcpyAsync(A.partial, part0, (size_t)sm * 4 * bpsm, cudaMemcpyDeviceToDevice, s);
+    k_chain<<<grid, CH_NT, smem, s>>>(A);
     CH_CU(cudaStreamEndCapture(s, &graph));
     CH_CU(cudaGraphInstantiate(&exec, graph, 0));
     CH_CU(cudaEventCreate(&e0));
