@@ -46,6 +46,7 @@ struct ChainArgs {
      * barriers, norms and activation alone) */
     int flags;
     int row_copies; /* 1: a tile's rows as one bulk copy each, 0: the tile as one */
+    int lsu; /* 1: the producer warp's 32 lanes copy the tiles with cp.async (16 B each), not the TMA engine */
     uint32_t stg;
     float *resid, *y_qkv, *y_gu, *partial;
     int *xq_attn, *xq_act; /* SP_XW-word q8_1 records */
@@ -71,9 +72,9 @@ __device__ __forceinline__ void ch_mbar_arrive(uint64_t *b) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(cll_smem_u32(b)) : "memory");
 }
 
-__device__ __forceinline__ unsigned ch_ld_acquire(const unsigned *p) {
+__device__ __forceinline__ unsigned ch_ld_relaxed(const unsigned *p) {
     unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
 
@@ -83,12 +84,13 @@ __device__ __forceinline__ void ch_grid_sync(unsigned *ctr, unsigned &gen, int f
     if (flags & 2) return;
     if (threadIdx.x == 0) {
         gen += gridDim.x;
-        __threadfence();
-        atomicAdd(ctr, 1u);
+        /* release the block's writes with the arrival; poll relaxed (cheap reads of one L2 line), then one
+         * acquire fence orders the reads after it */
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr) : "memory");
         const long long t0 = clock64();
-        while (ch_ld_acquire(ctr) < gen)
+        while (ch_ld_relaxed(ctr) < gen)
             if (clock64() - t0 > CH_SPIN) __trap();
-        __threadfence();
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
     }
     ch_bar();
 }
@@ -239,12 +241,31 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
     int *sx = (int *)(ch_smem + (size_t)A.nstg * A.stg);
     if (threadIdx.x == 0) {
         for (int i = 0; i < A.nstg; i++) {
-            cll_mbar_init(&full[i], 1);
+            cll_mbar_init(&full[i], A.lsu ? 32 : 1); /* lsu: every producer lane's copies arrive */
             cll_mbar_init(&empty[i], CH_CW);
         }
         cll_mbar_init_fence();
     }
     __syncthreads();
+    if (warp == CH_CW && A.lsu) { /* the producer warp with cp.async: lane l copies 16-byte chunks l, l + 32, .. */
+        uint32_t it = 0;
+        for (int l = 0; l < A.layers; l++)
+            for (int op = 0; op < 4; op++) {
+                const uint32_t bytes = (uint32_t)(A.tr[op] * A.rs[op]);
+                const uint8_t *w = A.w[op] + (size_t)l * A.mat[op];
+                for (int t = blockIdx.x; !(A.flags & 4) && t < A.rows[op] / A.tr[op]; t += gridDim.x, it++) {
+                    const int slot = (int)(it % (uint32_t)A.nstg);
+                    if (it >= (uint32_t)A.nstg) ch_mbar_wait(&empty[slot], ((it / (uint32_t)A.nstg) - 1u) & 1u);
+                    const uint8_t *src = w + (size_t)t * bytes;
+                    const uint32_t dst = cll_smem_u32(ring + (size_t)slot * A.stg);
+                    for (uint32_t c = 16u * lane; c < bytes; c += 512u)
+                        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst + c), "l"(src + c) : "memory");
+                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(cll_smem_u32(&full[slot])) : "memory");
+                }
+            }
+        asm volatile("cp.async.wait_all;" ::: "memory");
+        return;
+    }
     if (warp == CH_CW) { /* the producer: every tile of every layer, in the consumers' order */
         if (lane == 0) {
             uint32_t it = 0;
@@ -489,6 +510,7 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
     A.layers = layers;
     A.flags = flags & 7;
     A.row_copies = flags >> 3 & 1; /* 8: a bulk copy a row */
+    A.lsu = flags >> 4 & 1;        /* 16: cp.async from the producer warp */
     CH_CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     cudaMemsetAsync(A.ctr, 0, 4, s);
     cudaMemcpyAsync(A.resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s);
