@@ -11,7 +11,7 @@
  *        128, 256, 1024, 8192 and 8193 keys (8193: the first step of tg128 @ d8192, whose window is not
  *        whole tiles), the grid chunked as a step of that context is: us per launch and
  *        the K/V bytes it reads per second
- *        cuda_kbench -P [-L layers] [-S stages] [-D] [-r reps]: the persistent-chain probe (-D 1 no dots, 2 no barriers, 4 no products, 8 a copy a row, 16 cp.async producer; -B blocks an SM) (cll_cuda_bench_chain_us:
+ *        cuda_kbench -P [-L layers] [-S stages] [-D] [-r reps]: the persistent-chain probe (-D 1 no dots, 2 no barriers, 4 no products, 8 a copy a row, 16 cp.async producer; -B blocks an SM; -H L2 prefetch tiles ahead) (cll_cuda_bench_chain_us:
  *        a 7B stack's four products a layer as one persistent kernel, Q4_0): checked against per-op kernels, then us a layer
  * Exit: 0 all gates passed, 1 a gate failed, 77 no CUDA build or device. */
 #include <stdio.h>
@@ -100,7 +100,7 @@ static bool type_listed(const char *list, uint32_t t) {
 int main(int argc, char **argv) {
     int reps = 20, nb = 1;
     bool gates = true, attn = false, chain = false;
-    int stages = 6, parts = 0, bpsm = 1;
+    int stages = 6, parts = 0, bpsm = 1, l2ahead = 0;
     const char *types = NULL, *only = NULL;
     int64_t s_rows = 0, s_cols = 0;
     for (int i = 1; i < argc; i++) {
@@ -122,6 +122,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-D") && i + 1 < argc) parts = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-S") && i + 1 < argc) stages = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-B") && i + 1 < argc) bpsm = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-H") && i + 1 < argc) l2ahead = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-K") && i + 1 < argc) {
             g_attn_n_lens = 0;
             for (char *p = argv[++i], *e; *p && g_attn_n_lens < 16; p = *e ? e + 1 : e) {
@@ -136,7 +137,7 @@ int main(int argc, char **argv) {
             long long r, c;
             if (sscanf(argv[++i], "%lldx%lld", &r, &c) == 2) s_rows = r, s_cols = c;
         } else {
-            fprintf(stderr, "usage: %s [-r reps] [-T type[,type..]] [-k row] [-s RxC] [-n nb] [-G] | -A [form] [-L layers] [-K keys,..] [-r reps] | -P [-L layers] [-S stages] [-B blocks an SM] [-D parts] [-r reps]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-r reps] [-T type[,type..]] [-k row] [-s RxC] [-n nb] [-G] | -A [form] [-L layers] [-K keys,..] [-r reps] | -P [-L layers] [-S stages] [-B blocks an SM] [-H tiles] [-D parts] [-r reps]\n", argv[0]);
             return 2;
         }
     }
@@ -157,13 +158,13 @@ int main(int argc, char **argv) {
     if (chain) { /* -P: the persistent-chain probe (cll_cuda_bench_chain_us): -L layers (default 32), -S stages */
         double us = 0, gbps = 0, err = 0;
         const int layers = g_attn_layers;
-        if (cll_cuda_bench_chain_us(layers, stages, parts, bpsm, reps, &us, &gbps, &err) != CLL_OK) {
+        if (cll_cuda_bench_chain_us(layers, stages, parts, bpsm, l2ahead, reps, &us, &gbps, &err) != CLL_OK) {
             printf("chain probe error: %s\n", cll_last_error());
             return 1;
         }
-        printf("chain probe: %d layers, %d stages, %d blocks an SM, parts %d%s: check %.2e (max |diff| / max |ref|, 2 layers) %s; %.2f us a layer, "
+        printf("chain probe: %d layers, %d stages, %d blocks an SM, L2 %d tiles ahead, parts %d%s: check %.2e (max |diff| / max |ref|, 2 layers) %s; %.2f us a layer, "
                "%.1f GB/s (%.1f%% of %.0f)\n",
-               layers, stages, bpsm, parts, (parts & 7) == 4 ? " (barriers only)" : (parts & 7) == 3 ? " (stream only)" : (parts & 7) == 1 ? " (no dots)" : (parts & 7) == 2 ? " (no barriers)" : "", err, err < 1e-2 ? "ok" : "FAILED", us, gbps, 100.0 * gbps / PEAK_GBPS, PEAK_GBPS);
+               layers, stages, bpsm, l2ahead, parts, (parts & 7) == 4 ? " (barriers only)" : (parts & 7) == 3 ? " (stream only)" : (parts & 7) == 1 ? " (no dots)" : (parts & 7) == 2 ? " (no barriers)" : "", err, err < 1e-2 ? "ok" : "FAILED", us, gbps, 100.0 * gbps / PEAK_GBPS, PEAK_GBPS);
         return err < 1e-2 ? 0 : 1;
     }
     const cll_kernel_table *t = cll_cuda_kernel_table();

@@ -47,6 +47,7 @@ struct ChainArgs {
     int flags;
     int row_copies; /* 1: a tile's rows as one bulk copy each, 0: the tile as one */
     int lsu; /* 1: the producer warp's 32 lanes copy the tiles with cp.async (16 B each), not the TMA engine */
+    int l2ahead; /* > 0: the producer asks L2 for the tile that many tiles past the one it copies */
     uint32_t stg;
     float *resid, *y_qkv, *y_gu, *partial;
     int *xq_attn, *xq_act; /* SP_XW-word q8_1 records */
@@ -232,6 +233,30 @@ __device__ void ch_gemv(const ChainArgs &A, int op, uint8_t *ring, const int *sx
     }
 }
 
+/* the producer's walk over this block's tiles (layer, product, tile), in the consumers' order */
+struct ChCursor {
+    int l, op, t;
+    __device__ void start(const ChainArgs &A) {
+        l = 0, op = 0, t = blockIdx.x;
+        settle(A);
+    }
+    __device__ void settle(const ChainArgs &A) { /* past a product's last tile: the next product's first */
+        while (l < A.layers && t >= A.rows[op] / A.tr[op]) {
+            t = blockIdx.x;
+            if (++op == 4) op = 0, l++;
+        }
+    }
+    __device__ void next(const ChainArgs &A) {
+        t += gridDim.x;
+        settle(A);
+    }
+    __device__ bool live(const ChainArgs &A) const { return l < A.layers; }
+    __device__ const uint8_t *src(const ChainArgs &A) const {
+        return A.w[op] + (size_t)l * A.mat[op] + (size_t)t * A.tr[op] * A.rs[op];
+    }
+    __device__ uint32_t bytes(const ChainArgs &A) const { return (uint32_t)(A.tr[op] * A.rs[op]); }
+};
+
 __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
     extern __shared__ __align__(128) uint8_t ch_smem[];
     __shared__ __align__(8) uint64_t full[CH_MAXSTG], empty[CH_MAXSTG];
@@ -268,6 +293,12 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
     }
     if (warp == CH_CW) { /* the producer: every tile of every layer, in the consumers' order */
         if (lane == 0) {
+            ChCursor pf;
+            pf.start(A);
+            for (int i = 0; i < A.l2ahead && pf.live(A); i++) {
+                if (!(A.flags & 4)) cll_l2_prefetch(pf.src(A), pf.bytes(A));
+                pf.next(A);
+            }
             uint32_t it = 0;
             for (int l = 0; l < A.layers; l++)
                 for (int op = 0; op < 4; op++) {
@@ -276,6 +307,10 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
                     for (int t = blockIdx.x; !(A.flags & 4) && t < A.rows[op] / A.tr[op]; t += gridDim.x, it++) {
                         const int slot = (int)(it % (uint32_t)A.nstg);
                         if (it >= (uint32_t)A.nstg) ch_mbar_wait(&empty[slot], ((it / (uint32_t)A.nstg) - 1u) & 1u);
+                        if (A.l2ahead && pf.live(A)) {
+                            cll_l2_prefetch(pf.src(A), pf.bytes(A));
+                            pf.next(A);
+                        }
                         cll_mbar_expect_tx(&full[slot], bytes);
                         if (A.row_copies)
                             for (int r = 0; r < A.tr[op]; r++)
@@ -370,7 +405,7 @@ __global__ void k_ch_quant_rows(const float *x, int n, int *xq) {
         }                                                                                                   \
     } while (0)
 
-extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, int bpsm, int reps, double *us, double *gbps,
+extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, int bpsm, int l2ahead, int reps, double *us, double *gbps,
                                               double *err) {
     if (layers < 2 || reps < 1 || nstg < 2 || nstg > CH_MAXSTG || bpsm < 1 || bpsm > 4 || !us || !gbps || !err)
         return cll_err(CLL_ERR_ARG, "chain probe: layers >= 2, 2 <= stages <= %d, 1 <= blocks an SM <= 4, reps >= 1",
@@ -511,6 +546,7 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
     A.flags = flags & 7;
     A.row_copies = flags >> 3 & 1; /* 8: a bulk copy a row */
     A.lsu = flags >> 4 & 1;        /* 16: cp.async from the producer warp */
+    A.l2ahead = l2ahead;
     CH_CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     cudaMemsetAsync(A.ctr, 0, 4, s);
     cudaMemcpyAsync(A.resid, resid0, H * 4, cudaMemcpyDeviceToDevice, s);
