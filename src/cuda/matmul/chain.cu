@@ -413,7 +413,8 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
     const int H = CH_HIDDEN, F = CH_FFN;
     ChainArgs A;
     memset(&A, 0, sizeof A);
-    const int rows[4] = {3 * H, H, 2 * F, H}, cols[4] = {H, H, H, F}, tr[4] = {8, 8, 8, 4};
+    const int half = flags >> 6 & 1; /* 64: tiles of half the rows (4, and 2 for down: 9 and 12 KB) */
+    const int rows[4] = {3 * H, H, 2 * F, H}, cols[4] = {H, H, H, F}, tr[4] = {8 >> half, 8 >> half, 8 >> half, 4 >> half};
     uint32_t stg = 0;
     double layer_bytes = 0;
     for (int op = 0; op < 4; op++) {
