@@ -129,7 +129,8 @@ cll_status cll_cuda_bench_attn_us(int hd, int n_head, int n_kv, int len, int n_c
  * shared-memory ring of `stages` stages, grid barriers between the phases, the norms and the
  * activation inside), checked against plain per-op kernels over two layers (*err: max |diff| / max |ref|
  * of the residual), then timed over `layers` layers: *us a layer and *gbps of weight bytes (flags time
- * parts alone: 1 no dots, 2 no grid barriers, 4 no products; 8 one bulk copy a row instead of a tile; 16 the producer warp copies with cp.async, 64 tiles of half the rows; l2ahead > 0: the TMA producer asks L2 for the tile that
+ * parts alone: 1 no dots, 2 no grid barriers, 4 no products; 8 one bulk copy a row instead of a tile; 16 the producer warp copies with cp.async, 64 tiles of half the rows, 128 no norm / activation /
+ * staging work (the barriers alone with 4); l2ahead > 0: the TMA producer asks L2 for the tile that
  * many tiles ahead of each copy) */
 cll_status cll_cuda_bench_chain_us(int layers, int stages, int flags, int blocks_per_sm, int l2ahead, int reps, double *us, double *gbps, double *err);
 cll_status cll_cuda_bench_row_us(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, int reps, double *gbps,
