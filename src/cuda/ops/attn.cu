@@ -520,7 +520,44 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     /* the cache row of the key at position p */
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, seq, p) : base + p; };
     constexpr int ESZ = F16 ? 2 : 4;
-    if (c < nc) { /* K and V rows of the first sub-chunk to L2, 128 B lines */
+    /* PRE: a chunk that one pass of each phase covers (a decode step over <= 128 keys: tg128's steps)
+     * has its cached K and V rows loaded into registers before the PDL wait, in the lanes that dot them
+     * (kpre: phase A's, vpre: phase C's); those cells were written by earlier steps, not by the kernel
+     * this one waits for. The new cell (pos) is stored by the fused rope after the wait: its registers
+     * take the rope's rows, rounded as the cache stores them. Two L2 round trips off the block's chain */
+    constexpr bool PRE = F16 && HD <= 128 && W == 16; /* the small grids (one block an SM) of a single token's step;
+                                                       * wider grids keep their registers (154-255 vs 80-163) */
+    /* slots a lane needs for FA_CS keys (a 16-warp block: 4 of phase A's U, 8 of phase C's) */
+    constexpr int PA = PRE ? (U < FA_CS / (W * KPW) ? U : FA_CS / (W * KPW)) : 1;
+    constexpr int PC = PRE ? (U < FA_CS / W ? U : FA_CS / W) : 1;
+    uint32_t kpre[PA][4], vpre[PC][PRE ? NV / 2 : 1];
+    const bool preA = PRE && a.pre_kv && a.fuse_rope && c < nc && c1 - c0 <= FA_CS && c1 - c0 <= W * KPW * PA;
+    const bool preC = preA && c1 - c0 <= W * PC;
+    if constexpr (PRE) {
+        if (preA) {
+            const int cs = c1 - c0, sub = lane / LPK, l = lane % LPK;
+            const int64_t kvo = (int64_t)kvh * HD;
+#pragma unroll
+            for (int u = 0; u < PA; u++) {
+                const int jj = (u * W + warp) * KPW + sub;
+                if (jj < cs && c0 + jj != pos) {
+                    const uint4 w = *(const uint4 *)((const uint16_t *)a.kc + krow(c0 + jj) * ks + kvo + 8 * l);
+                    kpre[u][0] = w.x, kpre[u][1] = w.y, kpre[u][2] = w.z, kpre[u][3] = w.w;
+                }
+            }
+            if (preC)
+#pragma unroll
+                for (int u = 0; u < PC; u++) {
+                    const int jj = u * W + warp;
+                    if (jj < cs && c0 + jj != pos) {
+                        const uint16_t *p = (const uint16_t *)a.vc + krow(c0 + jj) * ks + kvo + NV * lane;
+#pragma unroll
+                        for (int i = 0; i < NV / 2; i++) vpre[u][i] = ((const uint32_t *)p)[i];
+                    }
+                }
+        }
+    }
+    if (c < nc && !preC) { /* K and V rows of the first sub-chunk to L2, 128 B lines */
         constexpr int LINES = (HD * ESZ + 127) / 128;
         const int nk = min(c1 - c0, a.kv_pf_keys);
         for (int i = threadIdx.x; i < 2 * nk * LINES; i += blockDim.x) {
@@ -562,7 +599,22 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + (u * W + warp) * KPW + sub;
-                if (jj < cs)
+                if (preA && jj < cs) { /* the registers loaded before the wait (one pass: jb == 0; u < PA, as
+                                        * jj < cs <= W KPW PA) */
+                    if constexpr (PRE) {
+                        const int ui = u < PA ? u : PA - 1;
+                        if (s0 + jj == pos)
+#pragma unroll
+                            for (int e = 0; e < 8; e++) kv[u][e] = __half2float(__float2half_rn(buf[hg * HD + 8 * l + e]));
+                        else
+#pragma unroll
+                            for (int i = 0; i < 4; i++) {
+                                const float2 f = __half22float2(*(const __half2 *)&kpre[ui][i]);
+                                kv[u][2 * i] = f.x;
+                                kv[u][2 * i + 1] = f.y;
+                            }
+                    }
+                } else if (jj < cs)
                     kv_ld<F16, 8>(a.kc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + 8 * l, kv[u]);
                 else
 #pragma unroll
@@ -611,7 +663,22 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + u * W + warp;
-                if (jj < cs)
+                if (preC && jj < cs) { /* one pass: jb == 0; u < PC, as jj < cs <= W PC */
+                    if constexpr (PRE) {
+                        const int ui = u < PC ? u : PC - 1;
+                        if (s0 + jj == pos)
+#pragma unroll
+                            for (int e = 0; e < NV; e++)
+                                vv[u][e] = __half2float(__float2half_rn(buf[(hg + 1) * HD + NV * lane + e]));
+                        else
+#pragma unroll
+                            for (int i = 0; i < NV / 2; i++) {
+                                const float2 f = __half22float2(*(const __half2 *)&vpre[ui][i]);
+                                vv[u][2 * i] = f.x;
+                                vv[u][2 * i + 1] = f.y;
+                            }
+                    }
+                } else if (jj < cs)
                     kv_ld<F16, NV>(a.vc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
             }
 #pragma unroll
@@ -1358,6 +1425,8 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         static int c_kvpf = -2;
         const int kvpf = cll_cu_env_nonneg(&c_kvpf, "CLLAMA_CUDA_ATTN_KV_PF");
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
+        static int c_pre = -1; /* CLLAMA_CUDA_ATTN_PRE=0: the register preload off (A/B runs) */
+        ac.pre_kv = cll_cu_env_flag(&c_pre, "CLLAMA_CUDA_ATTN_PRE", true) ? 1 : 0;
         const int form = cll_cu_attn_form(a->form ? a->form : attn_env_form(), a->kv_f16, a->n_ctx, n, hd, G);
         const bool tc = form == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(form);
         const bool stream = cll_cu_attn_form_stream(form);

@@ -179,6 +179,8 @@ typedef struct {
                             * from the window's start (the streaming kernels' tile; <= 1: any key; cll_cu_attn_chunk_span) */
     int32_t kv_pf_keys;    /* split GQA kernel: keys of its first sub-chunk whose K / V rows a block asks L2 for
                             * first (set by cll_cu_attention: cll_cu_attn_kv_pf_keys, or CLLAMA_CUDA_ATTN_KV_PF; 0 none) */
+    int32_t pre_kv;        /* split GQA kernel, set by cll_cu_attention: a chunk one pass of each phase covers loads its
+                            * cached K / V rows into registers before the PDL wait (CLLAMA_CUDA_ATTN_PRE=0: off) */
     float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
     int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
     float *out;            /* (n, n_head*hd_v) */
