@@ -13,8 +13,9 @@
  * barrier); the activation (SiLU(gate) x up, quantized to q8_1) is spread over the blocks, one
  * barrier. Attention is not modelled: its place is a barrier and a fixed q8_1 row as o's input.
  * The result is checked against a plain kernel-per-op reference on the same buffers (two layers;
- * the sums are taken in other orders, so within a tolerance), then timed over `layers` layers.
- * Owns nothing past a call. */
+ * the sums are taken in other orders, so within a tolerance), then timed over `layers` layers;
+ * ChainArgs.flags times its parts apart. What it found (H100: the design loses to the graph by ~40%)
+ * is in docs/cuda.md, "A persistent decode chain, probed". Owns nothing past a call. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -313,54 +314,39 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
         cll_mbar_init_fence();
     }
     __syncthreads();
-    if (warp == CH_CW && A.lsu) { /* the producer warp with cp.async: lane l copies 16-byte chunks l, l + 32, .. */
-        uint32_t it = 0;
-        for (int l = 0; l < A.layers; l++)
-            for (int op = 0; op < 4; op++) {
-                const uint32_t bytes = (uint32_t)(A.tr[op] * A.rs[op]);
-                const uint8_t *w = A.w[op] + (size_t)l * A.mat[op];
-                for (int t = blockIdx.x; !(A.flags & 4) && t < A.rows[op] / A.tr[op]; t += gridDim.x, it++) {
-                    const int slot = (int)(it % (uint32_t)A.nstg);
-                    if (it >= (uint32_t)A.nstg) ch_mbar_wait(&empty[slot], ((it / (uint32_t)A.nstg) - 1u) & 1u);
-                    const uint8_t *src = w + (size_t)t * bytes;
-                    const uint32_t dst = cll_smem_u32(ring + (size_t)slot * A.stg);
-                    for (uint32_t c = 16u * lane; c < bytes; c += 512u)
-                        asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst + c), "l"(src + c) : "memory");
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(cll_smem_u32(&full[slot])) : "memory");
-                }
+    if (warp == CH_CW) { /* the producer: every tile of every layer, in the consumers' order (ChCursor); the TMA
+                          * engine's copies from lane 0, or (lsu) 16-byte cp.async chunks l, l + 32, .. from lane l */
+        if (!A.lsu && lane != 0) return;
+        ChCursor cur, pf;
+        cur.start(A);
+        pf.start(A);
+        for (int i = 0; !A.lsu && i < A.l2ahead && pf.live(A); i++) {
+            if (!(A.flags & 4)) cll_l2_prefetch(pf.src(A), pf.bytes(A));
+            pf.next(A);
+        }
+        for (uint32_t it = 0; !(A.flags & 4) && cur.live(A); cur.next(A), it++) {
+            const int slot = (int)(it % (uint32_t)A.nstg);
+            if (it >= (uint32_t)A.nstg) ch_mbar_wait(&empty[slot], ((it / (uint32_t)A.nstg) - 1u) & 1u);
+            const uint8_t *src = cur.src(A);
+            const uint32_t bytes = cur.bytes(A), rs = (uint32_t)A.rs[cur.op];
+            uint8_t *dst = ring + (size_t)slot * A.stg;
+            if (A.lsu) {
+                for (uint32_t c = 16u * lane; c < bytes; c += 512u)
+                    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(cll_smem_u32(dst) + c), "l"(src + c)
+                                 : "memory");
+                asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(cll_smem_u32(&full[slot])) : "memory");
+                continue;
             }
-        asm volatile("cp.async.wait_all;" ::: "memory");
-        return;
-    }
-    if (warp == CH_CW) { /* the producer: every tile of every layer, in the consumers' order */
-        if (lane == 0) {
-            ChCursor pf;
-            pf.start(A);
-            for (int i = 0; i < A.l2ahead && pf.live(A); i++) {
-                if (!(A.flags & 4)) cll_l2_prefetch(pf.src(A), pf.bytes(A));
+            if (A.l2ahead && pf.live(A)) {
+                cll_l2_prefetch(pf.src(A), pf.bytes(A));
                 pf.next(A);
             }
-            uint32_t it = 0;
-            for (int l = 0; l < A.layers; l++)
-                for (int op = 0; op < 4; op++) {
-                    const uint32_t bytes = (uint32_t)(A.tr[op] * A.rs[op]);
-                    const uint8_t *w = A.w[op] + (size_t)l * A.mat[op];
-                    for (int t = blockIdx.x; !(A.flags & 4) && t < A.rows[op] / A.tr[op]; t += gridDim.x, it++) {
-                        const int slot = (int)(it % (uint32_t)A.nstg);
-                        if (it >= (uint32_t)A.nstg) ch_mbar_wait(&empty[slot], ((it / (uint32_t)A.nstg) - 1u) & 1u);
-                        if (A.l2ahead && pf.live(A)) {
-                            cll_l2_prefetch(pf.src(A), pf.bytes(A));
-                            pf.next(A);
-                        }
-                        cll_mbar_expect_tx(&full[slot], bytes);
-                        if (A.row_copies)
-                            for (int r = 0; r < A.tr[op]; r++)
-                                cll_bulk_g2s(ring + (size_t)slot * A.stg + (size_t)r * A.rs[op],
-                                             w + (size_t)t * bytes + (size_t)r * A.rs[op], (uint32_t)A.rs[op], &full[slot]);
-                        else cll_bulk_g2s(ring + (size_t)slot * A.stg, w + (size_t)t * bytes, bytes, &full[slot]);
-                    }
-                }
+            cll_mbar_expect_tx(&full[slot], bytes);
+            if (A.row_copies)
+                for (uint32_t o = 0; o < bytes; o += rs) cll_bulk_g2s(dst + o, src + o, rs, &full[slot]);
+            else cll_bulk_g2s(dst, src, bytes, &full[slot]);
         }
+        if (A.lsu) asm volatile("cp.async.wait_all;" ::: "memory");
         return;
     }
     uint32_t it = 0;
