@@ -246,14 +246,74 @@ static __device__ __forceinline__ void fa_write_out(const cll_cu_attn_args &a, i
     }
 }
 
+/* fa_rope's angle for this thread's pairs, before the PDL wait (pos comes from the step's io copy): a
+ * block of a multiple of n_rot / 2 threads meets one pair index i = threadIdx.x % (n_rot / 2) in every
+ * row, so its cos and sin (the iterated theta, cll_rope_angle) are known before the q|k|v rows land. On
+ * only where the rope step needs no whole-row pass first (no q / k RMS norm: llama, mistral, qwen2) */
+struct FaRopeCS {
+    float c, s;
+    bool on;
+};
+static __device__ FaRopeCS fa_rope_pre(const cll_cu_rope_args &R, bool fused, int32_t pos) {
+    FaRopeCS p{1.0f, 0.0f, false};
+    const int half = fused ? R.n_rot / 2 : 0;
+    if (half <= 0 || R.q_norm || R.k_norm || blockDim.x % half) return p;
+    const int i = (int)threadIdx.x % half;
+    const float theta_scale = powf(R.rp.base, -2.0f / (float)R.n_rot);
+    float theta = (float)pos;
+    for (int k = 0; k < i; k++) theta *= theta_scale; /* iterated as ggml does */
+    cll_rope_angle(R.rp, theta, i, R.rope_ff ? R.rope_ff[i] : 1.0f, &p.c, &p.s);
+    p.on = true;
+    return p;
+}
+
 /* The rope step of one decode token inside an attention block (cuda/ops/rope.cu's rounding):
  * biases, per-head q/k RMS norm, rope, q prescale and fp16 rounding into buf rows 0..hg-1;
  * with store, k (row hg) and v (row hg+1) of kv head kvh are stored to the cache at (seq, pos)
  * (every block whose chunk holds pos stores the same bytes). Ends with a block barrier, so the
- * block's plain loads see the stored cell. Whole block. */
+ * block's plain loads see the stored cell. Whole block. pre: fa_rope_pre's angle (on: the one-pass form). */
 static __device__ void fa_rope(const cll_cu_rope_args &R, float *buf, int hd, int64_t r, int h0, int hg, int kvh,
-                               int32_t pos, bool store) {
+                               int32_t pos, bool store, const FaRopeCS &pre) {
     const int H = R.n_head, KV = R.n_kv;
+    if (pre.on) { /* one pass: a thread loads its pair's two values, turns them by the angle it computed before
+                   * the wait, and finishes both (the final loop's rounding and stores below); then the
+                   * dims past n_rot and the v row; one barrier instead of four, the same bits */
+        const float *src = R.qkv + r * R.ld;
+        const int half = R.n_rot / 2, nrope = hg + (store ? 1 : 0), rest = hd - 2 * half;
+        const int64_t ko = store ? cll_cu_kv_cell(R.map, R.n_ctx, R.seq[r], pos) * ((int64_t)KV * hd) + (int64_t)kvh * hd : 0;
+        auto src_at = [&](int row, int i) -> float {
+            const float *bias = row < hg ? R.bq : row == hg ? R.bk : R.bv;
+            const int64_t off = row < hg ? (int64_t)(h0 + row) * hd
+                                : (int64_t)(row == hg ? H : H + KV) * hd + (int64_t)kvh * hd;
+            const int64_t bo = row < hg ? (int64_t)(h0 + row) * hd : (int64_t)kvh * hd;
+            return bias ? src[off + i] + bias[bo + i] : src[off + i];
+        };
+        auto finish = [&](int row, int i, float v) {
+            if (row < hg) {
+                if (R.q_scale != 1.0f) v *= R.q_scale;
+                if (R.kv_f16) v = __half2float(__float2half_rn(v));
+            } else {
+                void *cache = row == hg ? R.kc : R.vc;
+                if (R.kv_f16) ((uint16_t *)cache)[ko + i] = cll_f2h(v);
+                else ((float *)cache)[ko + i] = v;
+            }
+            buf[row * hd + i] = v;
+        };
+        for (int idx = threadIdx.x; idx < nrope * half; idx += blockDim.x) {
+            const int row = idx / half, i = idx % half; /* i == threadIdx.x % half: pre's pair */
+            const int i0 = R.neox ? i : 2 * i, i1 = R.neox ? i + half : 2 * i + 1;
+            const float x0 = src_at(row, i0), x1 = src_at(row, i1);
+            finish(row, i0, __fsub_rn(__fmul_rn(x0, pre.c), __fmul_rn(x1, pre.s)));
+            finish(row, i1, __fadd_rn(__fmul_rn(x0, pre.s), __fmul_rn(x1, pre.c)));
+        }
+        for (int idx = threadIdx.x; idx < nrope * rest + (store ? hd : 0); idx += blockDim.x) {
+            const bool roped = idx < nrope * rest;
+            const int row = roped ? idx / rest : hg + 1, i = roped ? 2 * half + idx % rest : idx - nrope * rest;
+            finish(row, i, src_at(row, i));
+        }
+        __syncthreads();
+        return;
+    }
     const int nrows = hg + (store ? 2 : 0);
     const float *src = R.qkv + r * R.ld;
     for (int idx = threadIdx.x; idx < nrows * hd; idx += blockDim.x) {
@@ -566,12 +626,13 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
             prefetch_l2(row + ln * 128);
         }
     }
+    const FaRopeCS rcs = fa_rope_pre(a.rope, a.fuse_rope && c < nc, pos);
     cll_pdl_wait();
     cll_pdl_trigger();
     fa_pf_next(a, g);
     if (c >= nc) return;
     float *buf = &red[0][0][0]; /* fused rope: rows q 0..hg-1, k hg, v hg+1 (red is free until the end) */
-    if (a.fuse_rope) fa_rope(a.rope, buf, HD, r, h0, hg, kvh, pos, pos >= c0 && pos < c1);
+    if (a.fuse_rope) fa_rope(a.rope, buf, HD, r, h0, hg, kvh, pos, pos >= c0 && pos < c1, rcs);
     /* q of the group's heads: lane (key group slot sub, lane-in-key l) holds dims 8l..8l+7 */
     const int sub = lane / LPK, l = lane % LPK;
     float qv[HG][8];
@@ -910,6 +971,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
      * pos itself is patched below (fused rope) or, unfused, everything waits */
     if (a.fuse_rope)
         for (int t = 0; t < NS - 1; t++) issue(t);
+    const FaRopeCS rcs = fa_rope_pre(a.rope, a.fuse_rope && g.c < g.nc, g.pos);
     cll_pdl_wait();
     cll_pdl_trigger();
     fa_pf_next(a, g);
@@ -918,7 +980,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
         for (int t = 0; t < NS - 1; t++) issue(t);
     if (PW || TKT) issue(NS - 1); /* the last stage is free: its tile streams while the rope runs */
     const bool has_pos = g.pos >= g.c0 && g.pos < g.c1;
-    if (a.fuse_rope) fa_rope(a.rope, buf, HD, g.r, g.h0, g.hg, g.kvh, g.pos, has_pos);
+    if (a.fuse_rope) fa_rope(a.rope, buf, HD, g.r, g.h0, g.hg, g.kvh, g.pos, has_pos, rcs);
     const int sub = lane / LPK, l = lane % LPK;
     float qv[HG][8];
     fa_load_q<HD, HG>(a, g, buf, l, qv);
