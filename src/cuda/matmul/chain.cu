@@ -41,7 +41,7 @@ struct ChainArgs {
     const uint8_t *w[4]; /* q|k|v, o, gate|up, down: layer 0's matrix; layer l at + l * mat */
     int64_t mat[4], rs[4];
     int rows[4], ng[4], tr[4];
-    int layers, hidden, ffn, nstg;
+    int layers, nstg; /* the widths are CH_HIDDEN / CH_FFN */
     /* the probe's parts alone: 1 the consumers take and release every tile without its dots (the stream and the
      * barriers), 2 no grid barriers (the stream and the dots, the results wrong), 4 no products at all (the
      * barriers, norms and activation alone) */
@@ -97,11 +97,6 @@ __device__ __forceinline__ void ch_grid_sync(unsigned *ctr, unsigned &gen, int f
     ch_bar();
 }
 
-__device__ __forceinline__ float ch_warp_max(float v) {
-#pragma unroll
-    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
 __device__ __forceinline__ int ch_warp_isum(int v) {
 #pragma unroll
     for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -111,7 +106,7 @@ __device__ __forceinline__ int ch_warp_isum(int v) {
 /* one warp: lane's value of a 32-value group -> the group's q8_1 record (SP_XW words at dst:
  * d|s, qs[8], the sums of the first and last 16 quants), as quantize_q8_1 rounds */
 __device__ __forceinline__ void ch_quant_group(float v, int lane, int *dst) {
-    const float amax = ch_warp_max(fabsf(v));
+    const float amax = cll_warp_max(fabsf(v));
     const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
     const int q = (int)roundf(v * id);
     const int all = ch_warp_isum(q), lo = ch_warp_isum(lane < 16 ? q : 0);
@@ -162,8 +157,8 @@ __device__ __forceinline__ float ch_row_dot(const uint8_t *row, int ng, const in
 }
 
 /* RMS-normed resid (rms from the G per-block sums of squares, every warp in the same order) into
- * sx as q8_1 records, every consumer warp a share of the groups */
-__device__ void ch_stage_norm(const ChainArgs &A, int *sx, int warp, int lane) {
+ * sx as q8_1 records, a consumer thread a group */
+__device__ void ch_stage_norm(const ChainArgs &A, int *sx, int lane) {
     if (A.flags & 128) { /* the barriers alone */
         ch_bar();
         return;
@@ -188,7 +183,6 @@ __device__ void ch_stage_norm(const ChainArgs &A, int *sx, int warp, int lane) {
         for (int i = 0; i < 32; i++) v[i] *= rinv;
         ch_quant_thread(v, sx + j * SP_XW);
     }
-    (void)warp;
     ch_bar();
 }
 
@@ -352,13 +346,13 @@ __global__ void __launch_bounds__(CH_NT, 1) k_chain(const ChainArgs A) {
     uint32_t it = 0;
     unsigned gen = 0;
     for (int l = 0; l < A.layers; l++) {
-        ch_stage_norm(A, sx, warp, lane);
+        ch_stage_norm(A, sx, lane);
         ch_gemv<0, 4>(A, 0, ring, sx, full, empty, it, A.y_qkv, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen, A.flags); /* attention's place */
         ch_stage_copy<CH_HIDDEN / 32>(sx, A.xq_attn, A.flags);
         ch_gemv<1, 4>(A, 1, ring, sx, full, empty, it, NULL, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen, A.flags);
-        ch_stage_norm(A, sx, warp, lane);
+        ch_stage_norm(A, sx, lane);
         ch_gemv<0, 4>(A, 2, ring, sx, full, empty, it, A.y_gu, red, sqred, warp, lane);
         ch_grid_sync(A.ctr, gen, A.flags);
         /* the activation: thread t of block b takes group b + G t whole */
@@ -462,7 +456,7 @@ extern "C" cll_status cll_cuda_bench_chain_us(int layers, int nstg, int flags, i
         layer_bytes += (double)A.rs[op] * rows[op];
     }
     A.stg = (stg + 127) & ~127u;
-    A.hidden = H, A.ffn = F, A.nstg = nstg;
+    A.nstg = nstg;
     /* the consumers keep NGL = 4 (6 for down) q8_1 records a lane in registers (ch_gemv<EPI, NGL>) */
     for (int op = 0; op < 4; op++)
         if ((A.ng[op] + 32 * (CH_CW / A.tr[op]) - 1) / (32 * (CH_CW / A.tr[op])) > (op == 3 ? 6 : 4))
