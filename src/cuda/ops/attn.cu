@@ -275,30 +275,32 @@ static __device__ FaRopeCS fa_rope_pre(const cll_cu_rope_args &R, bool fused, in
 static __device__ void fa_rope(const cll_cu_rope_args &R, float *buf, int hd, int64_t r, int h0, int hg, int kvh,
                                int32_t pos, bool store, const FaRopeCS &pre) {
     const int H = R.n_head, KV = R.n_kv;
+    const float *src = R.qkv + r * R.ld;
+    const int64_t ko = store ? cll_cu_kv_cell(R.map, R.n_ctx, R.seq[r], pos) * ((int64_t)KV * hd) + (int64_t)kvh * hd : 0;
+    /* element i of buf row `row` (q heads 0..hg-1, k hg, v hg+1) from the q|k|v row, bias added */
+    auto src_at = [&](int row, int i) -> float {
+        const float *bias = row < hg ? R.bq : row == hg ? R.bk : R.bv;
+        const int64_t off = row < hg ? (int64_t)(h0 + row) * hd : (int64_t)(row == hg ? H : H + KV) * hd + (int64_t)kvh * hd;
+        const int64_t bo = row < hg ? (int64_t)(h0 + row) * hd : (int64_t)kvh * hd;
+        return bias ? src[off + i] + bias[bo + i] : src[off + i];
+    };
+    /* a finished element: q prescaled and rounded as the cache is (llama.cpp dots an fp16 q with an F16
+     * cache), k and v stored to the cell; every row's value stays in buf */
+    auto finish = [&](int row, int i, float v) {
+        if (row < hg) {
+            if (R.q_scale != 1.0f) v *= R.q_scale;
+            if (R.kv_f16) v = __half2float(__float2half_rn(v));
+        } else {
+            void *cache = row == hg ? R.kc : R.vc;
+            if (R.kv_f16) ((uint16_t *)cache)[ko + i] = cll_f2h(v);
+            else ((float *)cache)[ko + i] = v;
+        }
+        buf[row * hd + i] = v;
+    };
     if (pre.on) { /* one pass: a thread loads its pair's two values, turns them by the angle it computed before
-                   * the wait, and finishes both (the final loop's rounding and stores below); then the
-                   * dims past n_rot and the v row; one barrier instead of four, the same bits */
-        const float *src = R.qkv + r * R.ld;
+                   * the wait, and finishes both; then the dims past n_rot and the v row; one barrier instead
+                   * of four, the same bits */
         const int half = R.n_rot / 2, nrope = hg + (store ? 1 : 0), rest = hd - 2 * half;
-        const int64_t ko = store ? cll_cu_kv_cell(R.map, R.n_ctx, R.seq[r], pos) * ((int64_t)KV * hd) + (int64_t)kvh * hd : 0;
-        auto src_at = [&](int row, int i) -> float {
-            const float *bias = row < hg ? R.bq : row == hg ? R.bk : R.bv;
-            const int64_t off = row < hg ? (int64_t)(h0 + row) * hd
-                                : (int64_t)(row == hg ? H : H + KV) * hd + (int64_t)kvh * hd;
-            const int64_t bo = row < hg ? (int64_t)(h0 + row) * hd : (int64_t)kvh * hd;
-            return bias ? src[off + i] + bias[bo + i] : src[off + i];
-        };
-        auto finish = [&](int row, int i, float v) {
-            if (row < hg) {
-                if (R.q_scale != 1.0f) v *= R.q_scale;
-                if (R.kv_f16) v = __half2float(__float2half_rn(v));
-            } else {
-                void *cache = row == hg ? R.kc : R.vc;
-                if (R.kv_f16) ((uint16_t *)cache)[ko + i] = cll_f2h(v);
-                else ((float *)cache)[ko + i] = v;
-            }
-            buf[row * hd + i] = v;
-        };
         for (int idx = threadIdx.x; idx < nrope * half; idx += blockDim.x) {
             const int row = idx / half, i = idx % half; /* i == threadIdx.x % half: pre's pair */
             const int i0 = R.neox ? i : 2 * i, i1 = R.neox ? i + half : 2 * i + 1;
@@ -315,24 +317,7 @@ static __device__ void fa_rope(const cll_cu_rope_args &R, float *buf, int hd, in
         return;
     }
     const int nrows = hg + (store ? 2 : 0);
-    const float *src = R.qkv + r * R.ld;
-    for (int idx = threadIdx.x; idx < nrows * hd; idx += blockDim.x) {
-        const int row = idx / hd, i = idx % hd;
-        int64_t off;
-        const float *bias;
-        if (row < hg) {
-            off = (int64_t)(h0 + row) * hd;
-            bias = R.bq;
-        } else if (row == hg) {
-            off = (int64_t)H * hd + (int64_t)kvh * hd;
-            bias = R.bk;
-        } else {
-            off = (int64_t)(H + KV) * hd + (int64_t)kvh * hd;
-            bias = R.bv;
-        }
-        const int64_t bo = row < hg ? (int64_t)(h0 + row) * hd : (int64_t)kvh * hd;
-        buf[idx] = bias ? src[off + i] + bias[bo + i] : src[off + i];
-    }
+    for (int idx = threadIdx.x; idx < nrows * hd; idx += blockDim.x) buf[idx] = src_at(idx / hd, idx % hd);
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     if (R.q_norm || R.k_norm)
@@ -364,21 +349,7 @@ static __device__ void fa_rope(const cll_cu_rope_args &R, float *buf, int hd, in
         b[i1] = __fadd_rn(__fmul_rn(x0, sn), __fmul_rn(x1, c));
     }
     __syncthreads();
-    const int64_t slot = cll_cu_kv_cell(R.map, R.n_ctx, R.seq[r], pos);
-    const int64_t ko = slot * ((int64_t)KV * hd) + (int64_t)kvh * hd;
-    for (int idx = threadIdx.x; idx < nrows * hd; idx += blockDim.x) {
-        const int row = idx / hd, i = idx % hd;
-        float v = buf[idx];
-        if (row < hg) {
-            if (R.q_scale != 1.0f) v *= R.q_scale;
-            if (R.kv_f16) v = __half2float(__float2half_rn(v)); /* llama.cpp dots an fp16 q with an F16 cache */
-            buf[idx] = v;
-        } else {
-            void *cache = row == hg ? R.kc : R.vc;
-            if (R.kv_f16) ((uint16_t *)cache)[ko + i] = cll_f2h(v);
-            else ((float *)cache)[ko + i] = v;
-        }
-    }
+    for (int idx = threadIdx.x; idx < nrows * hd; idx += blockDim.x) finish(idx / hd, idx % hd, buf[idx]);
     __syncthreads();
 }
 
