@@ -64,13 +64,15 @@ typedef struct {
 const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type);
 /* each split type's one-token form for the rows w4r2ks4 does not split (rows.cu's form codes: 0 w4u4,
  * 12 w4r2u2, 13 w4r2u1b7, 14 w4r2pre, 15 w4r2pre1w): the default of the types below that keep it, and
- * w4r2ks4's fallback on the short rows (gemv_split.cu) */
+ * w4r2ks4's fallback on the short rows (gemv_split.cu). IQ4_XS moved from 12 to 15 in the thirty-fifth
+ * session (its 4096-row o product whole in flight before the wait: cuda_kbench 5.78 -> 4.98 us on an H100;
+ * l2-7b IQ4_XS tg128 513.98 / 514.28 -> 519.30 / 519.69, ABBA in one call; the same sums, family 0) */
 static constexpr int cll_cu_sp_base(uint32_t t) {
-    return t == CLL_TYPE_Q4_0 || t == CLL_TYPE_Q5_1 || t == CLL_TYPE_IQ4_XS || t == CLL_TYPE_Q3_K || t == CLL_TYPE_Q4_1 ||
+    return t == CLL_TYPE_Q4_0 || t == CLL_TYPE_Q5_1 || t == CLL_TYPE_Q3_K || t == CLL_TYPE_Q4_1 ||
                    t == CLL_TYPE_Q5_0 || t == CLL_TYPE_IQ4_NL || t == CLL_TYPE_Q2_K
                ? 12
            : t == CLL_TYPE_Q4_K || t == CLL_TYPE_IQ3_S || t == CLL_TYPE_Q5_K ? 14
-           : t == CLL_TYPE_Q8_0 || t == CLL_TYPE_Q6_K                      ? 15
+           : t == CLL_TYPE_Q8_0 || t == CLL_TYPE_Q6_K || t == CLL_TYPE_IQ4_XS ? 15
                                                                            : 0;
 }
 /* each split type's default one-token form, named once: 16 (w4r2ks4: the long down rows split over a

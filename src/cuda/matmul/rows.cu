@@ -288,7 +288,12 @@ static const cll_kernel_row k_rows[] = {
  * crown (w4u2b8) was retired with it. q5_K joined the split types (l2-7b Q5_K_M tg128, H100: the layout-0
  * row 278.6, split w4u4 398.5, w4r2u2 368.1, w4r2pre 423.7, w4r2ks4 over w4r2pre 443.1 / 442.1 vs w4r2pre
  * 425.6 / 427.1 alternating) with Q4_K's forms; q3_K's split rows are registered but not yet defaults
- * (cll_cu_sp_default -1: no device run yet). */
+ * (cll_cu_sp_default -1: no device run yet).
+ * Since 2026-12-06 (thirty-fifth session) iq4_xs's w4r2ks4 falls back to w4r2pre1w (cll_cu_sp_base 15, as
+ * q6_K) on the rows it does not split: the o product whole in flight before the wait (cuda_kbench 4096 x 4096
+ * 5.78 -> 4.98 us), l2-7b IQ4_XS tg128 513.98 / 514.28 -> 519.30 / 519.69 (H100, ABBA in one call, the same
+ * sums). q4_0 on w4r2ks4 (over w4r2u2) lost in that call (538.53 / 538.38 -> 534.94 / 533.88) although its
+ * down product alone ran 11.53 -> 10.11 us in kbench: it keeps w4r2u2. */
 /* bit_exact: with the type's default row. Forms sum in different orders (lanes per row, split-K,
  * per-group vs per-lane); a row's sums depend only on its lanes' group order and the split-K
  * factor, so the rows of one numerics family are bit-exact with each other (the gate checks every
