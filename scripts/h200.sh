@@ -21,9 +21,10 @@
 #               -p 512,4096 -n 128 -d 0,8192 on the same files
 #       batched [--ref] the batched.md cells: l2-7b Q4_K_M and Q4_0, -npp 128 -ntg 128 -npl 1-64
 #               (recorded), with --ref llama-batched-bench (the anchor's command) on the same files
-#       owed    the thirty-third session's questions: the decode attention alone at 8192 keys (cuda_kbench -A,
-#               AUTO and tc at each stage count), then `long` (recorded as the box's), on an H200 then the
-#               owed board cells while the call has time (one call)
+#       owed    the thirty-third and thirty-fifth sessions' questions: the decode attention alone at 8192 keys
+#               (cuda_kbench -A, AUTO and tc at each stage count, the CUDA-core stream body), tg128 @ d8192 of
+#               l2-7b Q4_0 with the default MHA form and CLLAMA_CUDA_ATTN_STREAM=1 (ABBA), then `long`
+#               (recorded as the box's), on an H200 then the owed board cells while the call has time (one call)
 #       tiles   the whole-tile chunks of the streaming attention: its gates, golden forced onto it, kbench -A
 #               and tg128 @ d8192 with CLLAMA_CUDA_ATTN_TILE_CHUNKS on / off (any GPU; one call)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
@@ -662,9 +663,10 @@ owed() {
   dev_env
   exec > >(tee -a "$OUT/owed.log") 2>&1
   echo "owed on $BOX ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-  local f ns
-  for f in auto tc; do
+  local f ns e
+  for f in auto tc stream; do
     for ns in - 0 5; do
+      [ "$f" = stream ] && [ "$ns" != - ] && continue # the CUDA-core body has one depth
       local a=()
       [ "$f" = auto ] || a=("$f")
       if [ "$ns" = - ]; then
@@ -674,8 +676,18 @@ owed() {
       fi
     done
   done
+  # the MHA form at depth: the CUDA-core streaming body beat the TMA tickets (the default) on an H100 in the
+  # thirty-fifth session (tg128 @ d8192 l2-7b Q4_0 291.3 / 291.2 vs 287.0 / 287.2, ABBA); whose own streaming
+  # rate is lower (3.2 vs ~4 TB/s from L2), so the H200 decides
+  mkdir -p "$MODELS"
+  if synth_anchor l2-7b-Q4_0; then
+    for e in - 1 1 -; do
+      CLLAMA_CUDA_ATTN_STREAM=$([ "$e" = - ] || echo "$e") .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 8192 -r 2 \
+        -m "$MODELS/l2-7b-Q4_0.gguf" 2>&1 | grep "tg128 @" | grep -v "bench:" | sed "s/^/CLLAMA_CUDA_ATTN_STREAM=$e /"
+    done
+  fi
   # the long.md cells (recorded as $BOX's; an H100's are not board cells but its first records at depth)
-  long
+  KEEP=1 long; rm -f "$MODELS"/l2-7b-*.gguf
   [ "$BOX" = h200 ] || return 0
   # the board cells recorded before the last decode changes, while the call has time (owed_board without its gate)
   [ "$SECONDS" -lt 330 ] && bench 'l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
