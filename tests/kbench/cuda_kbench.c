@@ -11,7 +11,9 @@
  *        128, 256, 1024, 8192 and 8193 keys (8193: the first step of tg128 @ d8192, whose window is not
  *        whole tiles), the grid chunked as a step of that context is: us per launch and
  *        the K/V bytes it reads per second
- *        cuda_kbench -P [-L layers] [-S stages] [-D] [-r reps]: the persistent-chain probe (-D 1 no dots, 2 no barriers, 4 no products, 8 a copy a row, 16 cp.async producer; -B blocks an SM; -H L2 prefetch tiles ahead) (cll_cuda_bench_chain_us:
+ *        cuda_kbench -P [-L layers] [-S stages] [-D flags] [-B blocks an SM] [-H tiles] [-r reps]: the persistent-chain
+ *        probe (-D: cll_cuda_bench_chain_us's flags, cuda/gate.h: 1 no dots, 2 no barriers, 4 no products, 8 a copy a row,
+ *        16 cp.async producer, 64 half tiles, 128 no norm / activation / staging; -H L2 prefetch tiles ahead) (cll_cuda_bench_chain_us:
  *        a 7B stack's four products a layer as one persistent kernel, Q4_0): checked against per-op kernels, then us a layer
  * Exit: 0 all gates passed, 1 a gate failed, 77 no CUDA build or device. */
 #include <stdio.h>
