@@ -128,6 +128,24 @@ static void test_gemv_rows(void **state) {
     assert_int_equal(g_fail, 0);
 }
 
+/* two one-token products in one launch (cll_cu_gemv_pair): the q|k|v products of llama.cpp's mixes (a 7B's
+ * Q4_K q|k with a Q6_K v, an 8B's with its GQA v, IQ3_S q|k with a Q4_K v, Q5_K_M's), ragged rows and a short
+ * row, each bit for bit against the two rows launched apart; then pairs the form must decline (a type pair it
+ * has no kernel for, rows too long to be whole in flight), with nothing written */
+static void test_gemv_pair(void **state) {
+    (void)state;
+    g_fail = 0;
+    cll_cuda_gate_report r;
+    report(&r, cll_cuda_gate_gemv_pair(CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, 8192, 4096, 4096, true, 1, &r));
+    report(&r, cll_cuda_gate_gemv_pair(CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, 5120, 1024, 4096, true, 2, &r));
+    report(&r, cll_cuda_gate_gemv_pair(CLL_TYPE_IQ3_S, CLL_TYPE_Q4_K, 5120, 1024, 4096, true, 3, &r));
+    report(&r, cll_cuda_gate_gemv_pair(CLL_TYPE_Q5_K, CLL_TYPE_Q6_K, 1001, 37, 2048, true, 4, &r));
+    report(&r, cll_cuda_gate_gemv_pair(CLL_TYPE_Q4_K, CLL_TYPE_Q5_K, 13, 4097, 256, true, 5, &r));
+    report(&r, cll_cuda_gate_gemv_pair(CLL_TYPE_Q4_0, CLL_TYPE_Q4_K, 4096, 1024, 4096, false, 6, &r));
+    report(&r, cll_cuda_gate_gemv_pair(CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, 4096, 1024, 11008, false, 7, &r));
+    assert_int_equal(g_fail, 0);
+}
+
 /* the gate checks a bit-exact claim against the type's default row: a row that sums in another
  * order (r4_pt, r4's split-K 2 at 4096 x 4096, against Q8_0's default w4r2pre1w: w4u4's sums) made
  * to claim it must fail, and the same row without the claim passes; every true claim passed in
@@ -996,6 +1014,7 @@ int main(void) {
         cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_gemv_rows),
         cmocka_unit_test(test_false_bit_exact_claim),
+        cmocka_unit_test(test_gemv_pair),
         cmocka_unit_test(test_gemm_rows),
         cmocka_unit_test(test_moe_rows),
         cmocka_unit_test(test_attn_prefill),

@@ -16,6 +16,14 @@
 
 /* ---- the pass ------------------------------------------------------------------------------- */
 
+/* the step's next product (NULL: none): its first bytes into L2 as this one drains */
+static void set_pf_next(cll_cu_gemv_args *a, const cll_cu_part *next, size_t pf_cap) {
+    if (!next) return;
+    const size_t nb_ = next->w.mat_stride, cap = pf_cap != SIZE_MAX ? pf_cap : cll_cu_l2next_bytes();
+    a->pf_next = next->w.d;
+    a->pf_bytes = nb_ < cap ? nb_ : cap;
+}
+
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
                         int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
                         const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL,
@@ -28,11 +36,7 @@ static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const 
         a.route = fused->route;
         a.act_in = fused->act_in;
     }
-    if (next && !ids) { /* the step's next product: its first bytes into L2 as this one drains */
-        const size_t nb_ = next->w.mat_stride, cap = pf_cap != SIZE_MAX ? pf_cap : cll_cu_l2next_bytes();
-        a.pf_next = next->w.d;
-        a.pf_bytes = nb_ < cap ? nb_ : cap;
-    }
+    if (!ids) set_pf_next(&a, next, pf_cap);
     a.nb = nb;
     a.mat_ids = ids;
     a.x = x;
@@ -163,12 +167,30 @@ static cudaError_t gemm(cll_driver_state *s, const cll_cu_part *p, const float *
     return cll_cu_gemm(&s->gemm, w, 0, x, ldx, cll_cu_gemm_tokens(n, cap, s->gemm_pad), y + p->y_off, ldy, s->st, ready);
 }
 
+/* CLLAMA_CUDA_PAIR=0: a one-token product of two weights runs two launches (cll_cu_gemv_pair off; A/B) */
+static bool pair_on(void) {
+    static int on = -1; /* process-wide setting read once; not state */
+    return cll_cu_env_flag(&on, "CLLAMA_CUDA_PAIR", true);
+}
+
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
  * product the step runs after this one (its weights are prefetched into L2 by the last part) */
 static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
                            const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1) {
     int xk = xh_kind; /* the parts' X, converted once (gemm); xh_kind >= 0: by its producer (fused_x's kind) */
+    if (n == 1 && np == 2 && !epi && pair_on() && parts[0].gemv && parts[1].gemv) {
+        /* a one-token product of two types (q|k then a v of another type): one launch where both rows run
+         * the w4r2pre body (cll_cu_gemv_pair; the same bits), else the two launches below */
+        cll_cu_gemv_args a;
+        memset(&a, 0, sizeof a);
+        set_pf_next(&a, next, pf_cap);
+        a.nb = 1;
+        a.xq = xq;
+        const cudaError_t e = cll_cu_gemv_pair(parts[0].gemv->gemv, &parts[0].w, y + parts[0].y_off, parts[1].gemv->gemv,
+                                               &parts[1].w, y + parts[1].y_off, &a, s->st);
+        if (e != cudaErrorNotSupported) return e;
+    }
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {

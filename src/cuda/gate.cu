@@ -1868,6 +1868,108 @@ extern "C" cll_status cll_cuda_gate_act(int64_t n, int64_t f, bool gelu, uint64_
     return verdict(rep, "act");
 }
 
+/* Two one-token products in one launch (cll_cu_gemv_pair) against the two launches of the same rows (each
+ * type's one-token default at its shape, what an untuned step runs): y1 and y2 sit in one NaN-poisoned
+ * buffer with a gap of 3 between them and 5 past the end; every output must have the launches' bits, the
+ * gaps must stay poison, and a one-bit flip of the launches' output must be counted (the control).
+ * want_served false: the pair must be declined (cudaErrorNotSupported, nothing written). */
+extern "C" cll_status cll_cuda_gate_gemv_pair(uint32_t t1, uint32_t t2, int64_t rows1, int64_t rows2, int64_t cols,
+                                              bool want_served, uint64_t seed, cll_cuda_gate_report *rep) {
+    char name[64];
+    snprintf(name, sizeof name, "gemv_pair_%s_%s", cll_type_name(t1), cll_type_name(t2));
+    init_report(rep, name, CLL_KOP_GEMV, t1, rows1 + rows2, cols, 1);
+    const cll_cu_gemv_impl *i1 = cll_cu_gemv_default(t1, rows1, cols), *i2 = cll_cu_gemv_default(t2, rows2, cols);
+    if (!i1 || !i2 || !i1->gemv || !i2->gemv || i1->layout != CLL_CU_LAYOUT_SPLIT || i2->layout != CLL_CU_LAYOUT_SPLIT)
+        return cll_err(CLL_ERR_UNSUPPORTED, "gate %s: no split one-token row for a type", name);
+    if (is_iq(t1) || is_iq(t2)) {
+        cll_status st = gate_tables_into(rep);
+        if (st != CLL_OK) return st;
+    }
+    Rng rng{seed * 0xD1B54A32D192ED03ull + 11};
+    std::vector<uint8_t> W1, W2;
+    if (!make_weights(t1, rows1, cols, rng, W1) || !make_weights(t2, rows2, cols, rng, W2))
+        return cll_err(CLL_ERR_UNSUPPORTED, "gate %s: no weight generator", name);
+    std::vector<float> x((size_t)cols);
+    for (int64_t k = 0; k < cols; k++) x[(size_t)k] = rng.uni() * (k % 89 == 0 ? 4.0f : 1.0f);
+    Dev dev;
+    void *dw1 = NULL, *dw2 = NULL, *dxq = NULL;
+    float *dx = NULL, *dy[2] = {NULL, NULL};
+    cll_cu_weight w1, w2;
+    GATE_CU(dev.alloc(&dw1, cll_cu_weight_bytes(t1, CLL_CU_LAYOUT_SPLIT, rows1, cols, 1)));
+    GATE_CU(dev.alloc(&dw2, cll_cu_weight_bytes(t2, CLL_CU_LAYOUT_SPLIT, rows2, cols, 1)));
+    GATE_CU(cll_cu_weight_upload_l(&w1, W1.data(), t1, CLL_CU_LAYOUT_SPLIT, rows1, cols, 1, dw1));
+    GATE_CU(cll_cu_weight_upload_l(&w2, W2.data(), t2, CLL_CU_LAYOUT_SPLIT, rows2, cols, 1, dw2));
+    GATE_CU(dev.alloc((void **)&dx, x.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc(&dxq, (size_t)(cols / 32) * sizeof(cll_block_q8_1)));
+    GATE_CU(cll_cu_quantize_q8_1(dx, cols, 1, cols, dxq, 0));
+    const int64_t off2 = rows1 + 3, ny = off2 + rows2 + 5;
+    for (int k = 0; k < 2; k++) GATE_CU(poisoned(dev, &dy[k], (size_t)ny));
+    cll_cu_gemv_args a;
+    memset(&a, 0, sizeof a);
+    a.nb = 1;
+    a.xq = dxq;
+    a.pf_next = w1.d; /* the next-weight L2 prefetch runs too (a hint: the bits must not change) */
+    a.pf_bytes = w1.mat_stride;
+    a.y = dy[0];
+    GATE_CU(i1->gemv(&w1, &a, 0));
+    a.y = dy[0] + off2;
+    GATE_CU(i2->gemv(&w2, &a, 0));
+    a.y = NULL;
+    const cudaError_t e = cll_cu_gemv_pair(i1->gemv, &w1, dy[1], i2->gemv, &w2, dy[1] + off2, &a, 0);
+    if (e != cudaSuccess && e != cudaErrorNotSupported) GATE_CU(e);
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> y0((size_t)ny), y1((size_t)ny);
+    GATE_CU(cudaMemcpy(y0.data(), dy[0], (size_t)ny * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(y1.data(), dy[1], (size_t)ny * sizeof(float), cudaMemcpyDeviceToHost));
+    snprintf(rep->ref, sizeof rep->ref, "the two rows' own launches, bitwise");
+    int64_t written = 0;
+    for (int64_t i = 0; i < ny; i++) written += !isnan(y1[(size_t)i]);
+    if (!want_served) { /* declined: nothing launched, every element still poison */
+        rep->n_out = ny;
+        rep->n_bad = written + (e != cudaErrorNotSupported);
+        rep->control_failed = true; /* nothing to perturb: the check is the poison itself */
+        snprintf(rep->ref, sizeof rep->ref, "declined: every element still poison");
+        rep->passed = rep->n_bad == 0;
+        if (!rep->passed)
+            return cll_err(CLL_ERR_INTERNAL, "gate %s (%lld+%lld x %lld): a pair the one-launch form must decline was %s",
+                           name, (long long)rows1, (long long)rows2, (long long)cols,
+                           e == cudaSuccess ? "launched" : "declined but wrote outputs");
+        return CLL_OK;
+    }
+    if (e == cudaErrorNotSupported)
+        return cll_err(CLL_ERR_INTERNAL, "gate %s (%lld+%lld x %lld): the one-launch form declined the pair (rows %s / %s)", name,
+                       (long long)rows1, (long long)rows2, (long long)cols, cll_type_name(t1), cll_type_name(t2));
+    snprintf(rep->exact_ref, sizeof rep->exact_ref, "two launches");
+    rep->exact_checked = true;
+    /* the two ranges as rows of one "matrix": widths rows1 and rows2, the gaps after each */
+    int64_t diff = 0, unwritten = 0;
+    for (int64_t i = 0; i < ny; i++) {
+        const bool out = i < rows1 || (i >= off2 && i < off2 + rows2);
+        if (!out) continue;
+        diff += memcmp(&y0[(size_t)i], &y1[(size_t)i], 4) != 0;
+        unwritten += isnan(y1[(size_t)i]) || isnan(y0[(size_t)i]);
+    }
+    int64_t clobbered = 0;
+    for (int64_t i = 0; i < ny; i++) {
+        const bool out = i < rows1 || (i >= off2 && i < off2 + rows2);
+        if (!out && !isnan(y1[(size_t)i])) clobbered++;
+    }
+    rep->n_out = rows1 + rows2;
+    rep->n_exact_diff = diff;
+    rep->n_unwritten = unwritten;
+    rep->n_bad = diff + unwritten;
+    rep->n_clobbered = clobbered;
+    std::vector<float> y2 = y0; /* control: one flipped low bit in part 2 must be counted */
+    uint32_t u;
+    memcpy(&u, &y2[(size_t)(off2 + rows2 / 2)], 4);
+    u ^= 1u;
+    memcpy(&y2[(size_t)(off2 + rows2 / 2)], &u, 4);
+    rep->exact_control_failed = count_bit_diffs(y0, y2, 1, ny, ny) == 1;
+    rep->control_failed = rep->exact_control_failed;
+    return verdict(rep, "gemv pair");
+}
+
 extern "C" cll_status cll_cuda_gate_tables(void) {
     bool same = false;
     GATE_CU(cll_cu_iq_tables_check(&same));

@@ -63,6 +63,14 @@ typedef struct {
  * CLL_OK when the row passed and the control failed; otherwise an error naming the worst output. */
 cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed,
                              cll_cuda_gate_report *rep);
+/* Two one-token products in one launch (cll_cu_gemv_pair: the q|k|v product of a file whose v weight has
+ * another type) on fresh weights of types t1 (rows1 x cols) and t2 (rows2 x cols), split layout, one q8_1
+ * activation: every output must have the bits of the two types' one-token default rows launched apart
+ * (those rows are gated against the CPU reference by cll_cuda_gate_row), the poison between and after
+ * the two output ranges must stay, and a one-bit flip of the apart launches' output must be counted.
+ * want_served false: the pair must be declined (cudaErrorNotSupported) with nothing written. */
+cll_status cll_cuda_gate_gemv_pair(uint32_t t1, uint32_t t2, int64_t rows1, int64_t rows2, int64_t cols, bool want_served,
+                                   uint64_t seed, cll_cuda_gate_report *rep);
 /* cll_cu_get_rows of a type: n_ids ids (repeats included) of a rows x cols weight, scale 1 and
  * a scale != 1; bar: bit-exact with to_f32 (times the scale in f32). */
 cll_status cll_cuda_gate_get_rows(uint32_t type, int64_t rows, int64_t cols, int n_ids, uint64_t seed,

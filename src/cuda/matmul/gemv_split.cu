@@ -40,17 +40,19 @@ static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b
 
 /* ONE: the launcher guarantees ng <= 32 U (the whole row in the first U groups a lane, loaded before
  * the PDL wait): no second buffer, so U = 4 costs the registers of U = 2 double-buffered */
-template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS, int R = 1, bool ONE = false>
-__global__ void __launch_bounds__(WARPS * 32, MINB)
-k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
-          const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
-          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi,
-          const cll_cu_route rt) {
+/* the body of k_gemv_sp as block bx of its rows (k_gemv_sp: blockIdx.x; k_gemv_sp2: the block's place in
+ * its part); the grid-wide steps (the early trigger, the next weights' L2 prefetch) read the launch's grid */
+template <class S, int WARPS, int U, bool EPI, bool RT, int R, bool ONE>
+static __device__ __forceinline__ void
+sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
+            const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
+            float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi &epi,
+            const cll_cu_route &rt, int64_t bx) {
     typedef typename S::Wv Wv;
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t row0 = ((int64_t)blockIdx.x * WARPS + warp) * R;
+    const int64_t row0 = (bx * WARPS + warp) * R;
     const int b = blockIdx.y;
     const bool live = row0 < rows; /* warp-uniform */
     if constexpr (SpTables<S>::on) { /* the codebook into shared memory (a constant: before the wait) */
@@ -128,6 +130,38 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
     }
     cll_l2_prefetch_next(pfn, pfb);
     if (EPI) cll_epi_finish(epi, rows, epi_acc);
+}
+
+template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS, int R = 1, bool ONE = false>
+__global__ void __launch_bounds__(WARPS * 32, MINB)
+k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
+          const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
+          float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi,
+          const cll_cu_route rt) {
+    sp_gemv_dev<S, WARPS, U, EPI, RT, R, ONE>(W, rows, ng, row_stride, mat_stride, n_mat, mat_ids, xq, xq_stride, y, y_stride,
+                                             early, pfn, pfb, epi, rt, blockIdx.x);
+}
+
+/* ---- k_gemv_sp2<S1, S2>: two products over one q8_1 activation in one launch ----
+ * The q|k|v product of a file whose v weight has another type (Q4_K_M: Q6_K v in half the layers; IQ3_S:
+ * a Q4_K v in every layer) ran as two launches, the second a short grid (1024-4096 rows) with its own ramp,
+ * PDL wait and tail on the step's critical path. Here blocks [0, nb1) run part 1's rows and the rest part
+ * 2's, each with the w4r2pre body (k_gemv_sp<U = 4, R = 2, ONE>: the whole row in flight before the PDL
+ * wait) its own launch would have run, so every output has the bits of the two launches
+ * (cll_cuda_gate_gemv_pair holds it to that). */
+template <class S1, class S2>
+__global__ void __launch_bounds__(SP_WARPS * 32, SP_MIN_BLOCKS)
+k_gemv_sp2(const uint8_t *__restrict__ W1, int64_t rows1, int64_t ng1, int64_t rs1, float *__restrict__ y1, int64_t nb1,
+           const uint8_t *__restrict__ W2, int64_t rows2, int64_t ng2, int64_t rs2, float *__restrict__ y2,
+           const cll_block_q8_1 *__restrict__ xq, int early, const void *pfn, size_t pfb) {
+    const cll_cu_resid_epi epi = {};
+    const cll_cu_route rt = {};
+    if ((int64_t)blockIdx.x < nb1)
+        sp_gemv_dev<S1, SP_WARPS, 4, false, false, 2, true>(W1, rows1, ng1, rs1, 0, 1, nullptr, xq, 0, y1, 0, early, pfn,
+                                                            pfb, epi, rt, blockIdx.x);
+    else
+        sp_gemv_dev<S2, SP_WARPS, 4, false, false, 2, true>(W2, rows2, ng2, rs2, 0, 1, nullptr, xq, 0, y2, 0, early, pfn,
+                                                            pfb, epi, rt, (int64_t)blockIdx.x - nb1);
 }
 
 /* ---- k_gemv_spk<S, KS, U, MINB>: the long rows (down) split over KS warps ----
@@ -597,4 +631,46 @@ const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type) {
     for (size_t i = 0; i < sizeof k_sp_ops / sizeof k_sp_ops[0]; i++)
         if (k_sp_ops[i].type == type) return &k_sp_ops[i];
     return NULL;
+}
+
+/* whether row fn of the split type of w runs the w4r2pre body (k_gemv_sp<U = 4, MINB = 5, R = 2, ONE>) on
+ * this one-token shape: its w4r2pre / w4r2pre1w row where that launches ONE, or its w4r2ks4 row where the
+ * rows are too short to split and the type's base form is one of those two (cll_cu_sp_base 14 / 15) */
+static bool sp_runs_pre(cll_cu_gemv_fn fn, const cll_cu_weight *w) {
+    const cll_cu_sp_ops *o = cll_cu_sp_ops_get(w->type);
+    if (!fn || !o || w->type == CLL_TYPE_Q8_0 || w->layout != CLL_CU_LAYOUT_SPLIT || w->n_mat != 1) return false;
+    const int64_t ng = w->cols / 32;
+    int pre = 0;
+    if (fn == o->gemv_r2pre) pre = 1;
+    else if (fn == o->gemv_r2pre1w) pre = 2;
+    else if (fn == o->gemv_r2ks4 && !cll_cu_sp_ks(ng, 4, 4, false))
+        pre = cll_cu_sp_base(w->type) == 14 ? 1 : cll_cu_sp_base(w->type) == 15 ? 2 : 0;
+    return pre && cll_cu_sp_pre(pre, ng, w->rows, 1, 4, SP_MIN_BLOCKS, cll_cu_sm_count(), false);
+}
+
+template <class S1, class S2>
+static cudaError_t sp_pair_launch(const cll_cu_weight *w1, float *y1, const cll_cu_weight *w2, float *y2,
+                                  const cll_cu_gemv_args *a, cudaStream_t st) {
+    const int64_t nb1 = cll_cdiv(w1->rows, 2 * SP_WARPS), nb2 = cll_cdiv(w2->rows, 2 * SP_WARPS);
+    return cll_cu_launch(k_gemv_sp2<S1, S2>, dim3((unsigned)(nb1 + nb2)), dim3(SP_WARPS * 32), 0, st, w1->d, w1->rows,
+                         w1->cols / 32, (int64_t)w1->row_stride, y1, nb1, w2->d, w2->rows, w2->cols / 32,
+                         (int64_t)w2->row_stride, y2, (const cll_block_q8_1 *)a->xq, cll_cu_gemv_early_trigger(),
+                         a->pf_next, a->pf_bytes);
+}
+
+/* the type pairs of the q|k|v products of llama.cpp's mixes (q|k type, then v type): Q4_K_M and Q3_K_M
+ * (Q4_K, Q6_K and Q5_K v), Q5_K_M (Q5_K, Q6_K), IQ3_S / IQ3_M (IQ3_S, Q4_K) */
+#define SP_PAIRS(X)                                                                                          \
+    X(Q4_K, Q6_K) X(Q4_K, Q5_K) X(Q5_K, Q6_K) X(IQ3_S, Q4_K)
+cudaError_t cll_cu_gemv_pair(cll_cu_gemv_fn f1, const cll_cu_weight *w1, float *y1, cll_cu_gemv_fn f2,
+                             const cll_cu_weight *w2, float *y2, const cll_cu_gemv_args *a, cudaStream_t st) {
+    if (!a || a->nb != 1 || a->mat_ids || a->route.logits || a->epi.on || a->act_in.gu || !a->xq ||
+        w1->cols != w2->cols || !sp_runs_pre(f1, w1) || !sp_runs_pre(f2, w2))
+        return cudaErrorNotSupported;
+#define SP_PAIR(A, B)                                                                                        \
+    if (w1->type == CLL_TYPE_##A && w2->type == CLL_TYPE_##B)                                               \
+        return sp_pair_launch<CuSp<CLL_TYPE_##A>, CuSp<CLL_TYPE_##B>>(w1, y1, w2, y2, a, st);
+    SP_PAIRS(SP_PAIR)
+#undef SP_PAIR
+    return cudaErrorNotSupported;
 }

@@ -247,6 +247,12 @@ bool cll_cu_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t co
 
 /* the gemv rows: one table (cuda/matmul/rows.cu) */
 typedef struct cll_kernel_table cll_kernel_table;
+/* Two one-token products over one q8_1 activation (a->xq, nb 1) in one launch, y1 = W1 . x and y2 = W2 . x
+ * (a->y unused; a->pf_next as a gemv's), where f1 and f2 (the rows a step picked for w1 and w2) both run the
+ * w4r2pre body on their shapes and the type pair is one of gemv_split.cu's SP_PAIRS: the outputs are the
+ * bits of the two rows' own launches. cudaErrorNotSupported (nothing launched) where that does not hold. */
+cudaError_t cll_cu_gemv_pair(cll_cu_gemv_fn f1, const cll_cu_weight *w1, float *y1, cll_cu_gemv_fn f2,
+                             const cll_cu_weight *w2, float *y2, const cll_cu_gemv_args *a, cudaStream_t st);
 const cll_kernel_table *cll_cu_kernel_table(void);
 /* the gemv row for a weight type: the default, or the row an override names (CLLAMA_KERNEL); NULL: not served */
 const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols);

@@ -182,6 +182,22 @@ __global__ static void attn_chunk_kernel(cll_cu_attn_args a) {
 #define FA_PER_SM 0
 #define FA_MIN_BLOCKS CLL_CU_ATTN_MIN_BLOCKS
 
+/* N f16 values held two a word (the low half first) to floats */
+template <int N> static __device__ __forceinline__ void h2_unpack(const uint32_t *w, float (&v)[N]) {
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) {
+        const float2 f = __half22float2(*(const __half2 *)&w[i]);
+        v[2 * i] = f.x;
+        v[2 * i + 1] = f.y;
+    }
+}
+
+/* N values of a row the fused rope left in shared memory, rounded to f16 as the cache stores them */
+template <int N> static __device__ __forceinline__ void f16_round(const float *p, float (&v)[N]) {
+#pragma unroll
+    for (int e = 0; e < N; e++) v[e] = __half2float(__float2half_rn(p[e]));
+}
+
 template <bool F16, int N>
 static __device__ __forceinline__ void kv_ld(const void *base, int64_t off, float (&v)[N]) {
     if constexpr (F16) {
@@ -196,12 +212,7 @@ static __device__ __forceinline__ void kv_ld(const void *base, int64_t off, floa
         } else {
             w[0] = *(const unsigned int *)p;
         }
-#pragma unroll
-        for (int i = 0; i < N / 2; i++) {
-            const float2 f = __half22float2(*(const __half2 *)&w[i]);
-            v[2 * i] = f.x;
-            v[2 * i + 1] = f.y;
-        }
+        h2_unpack<N>(w, v);
     } else {
         const float *p = (const float *)base + off;
         if constexpr (N == 2) {
@@ -601,9 +612,9 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     cll_pdl_wait();
     cll_pdl_trigger();
     fa_pf_next(a, g);
-    if (c >= nc) return;
+    if (c >= nc || (a.drop & 32)) return;
     float *buf = &red[0][0][0]; /* fused rope: rows q 0..hg-1, k hg, v hg+1 (red is free until the end) */
-    if (a.fuse_rope) fa_rope(a.rope, buf, HD, r, h0, hg, kvh, pos, pos >= c0 && pos < c1, rcs);
+    if (a.fuse_rope && !(a.drop & 1)) fa_rope(a.rope, buf, HD, r, h0, hg, kvh, pos, pos >= c0 && pos < c1, rcs);
     /* q of the group's heads: lane (key group slot sub, lane-in-key l) holds dims 8l..8l+7 */
     const int sub = lane / LPK, l = lane % LPK;
     float qv[HG][8];
@@ -626,7 +637,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
             __syncthreads();
         }
         /* A: scores */
-        for (int jb = 0; jb < cs; jb += W * KPW * U) {
+        for (int jb = 0; !(a.drop & 2) && jb < cs; jb += W * KPW * U) {
             float kv[U][8];
 #pragma unroll
             for (int u = 0; u < U; u++) {
@@ -634,17 +645,8 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
                 if (preA && jj < cs) { /* the registers loaded before the wait (one pass: jb == 0; u < PA, as
                                         * jj < cs <= W KPW PA) */
                     if constexpr (PRE) {
-                        const int ui = u < PA ? u : PA - 1;
-                        if (s0 + jj == pos)
-#pragma unroll
-                            for (int e = 0; e < 8; e++) kv[u][e] = __half2float(__float2half_rn(buf[hg * HD + 8 * l + e]));
-                        else
-#pragma unroll
-                            for (int i = 0; i < 4; i++) {
-                                const float2 f = __half22float2(*(const __half2 *)&kpre[ui][i]);
-                                kv[u][2 * i] = f.x;
-                                kv[u][2 * i + 1] = f.y;
-                            }
+                        if (s0 + jj == pos) f16_round<8>(buf + hg * HD + 8 * l, kv[u]);
+                        else h2_unpack<8>(kpre[u < PA ? u : PA - 1], kv[u]);
                     }
                 } else if (jj < cs)
                     kv_ld<F16, 8>(a.kc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + 8 * l, kv[u]);
@@ -669,7 +671,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
         }
         __syncthreads();
         /* B: online softmax per head over the sub-chunk */
-        for (int h = warp; h < hg; h += W) {
+        for (int h = warp; !(a.drop & 4) && h < hg; h += W) {
             float mx = -INFINITY;
             for (int j = lane; j < cs; j += 32) mx = fmaxf(mx, S[h][j]);
             mx = cll_warp_max(mx);
@@ -690,25 +692,15 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
 #pragma unroll
             for (int e = 0; e < NV; e++) acc[h][e] *= cr;
         }
-        for (int jb = 0; jb < cs; jb += W * U) {
+        for (int jb = 0; !(a.drop & 8) && jb < cs; jb += W * U) {
             float vv[U][NV];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + u * W + warp;
                 if (preC && jj < cs) { /* one pass: jb == 0; u < PC, as jj < cs <= W PC */
                     if constexpr (PRE) {
-                        const int ui = u < PC ? u : PC - 1;
-                        if (s0 + jj == pos)
-#pragma unroll
-                            for (int e = 0; e < NV; e++)
-                                vv[u][e] = __half2float(__float2half_rn(buf[(hg + 1) * HD + NV * lane + e]));
-                        else
-#pragma unroll
-                            for (int i = 0; i < NV / 2; i++) {
-                                const float2 f = __half22float2(*(const __half2 *)&vpre[ui][i]);
-                                vv[u][2 * i] = f.x;
-                                vv[u][2 * i + 1] = f.y;
-                            }
+                        if (s0 + jj == pos) f16_round<NV>(buf + (hg + 1) * HD + NV * lane, vv[u]);
+                        else h2_unpack<NV>(vpre[u < PC ? u : PC - 1], vv[u]);
                     }
                 } else if (jj < cs)
                     kv_ld<F16, NV>(a.vc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
@@ -728,6 +720,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
         }
         __syncthreads(); /* S is rewritten by the next sub-chunk */
     }
+    if (a.drop & 16) return;
 #pragma unroll
     for (int h = 0; h < HG; h++)
 #pragma unroll
@@ -1460,6 +1453,8 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
         static int c_pre = -1; /* CLLAMA_CUDA_ATTN_PRE=0: the register preload off (A/B runs) */
         ac.pre_kv = cll_cu_env_flag(&c_pre, "CLLAMA_CUDA_ATTN_PRE", true) ? 1 : 0;
+        static int c_drop = -2; /* CLLAMA_CUDA_ATTN_DROP=bits: the split kernel's stages left out (a measurement) */
+        ac.drop = cll_cu_env_nonneg(&c_drop, "CLLAMA_CUDA_ATTN_DROP") > 0 ? cll_cu_env_nonneg(&c_drop, "CLLAMA_CUDA_ATTN_DROP") : 0;
         const int form = cll_cu_attn_form(a->form ? a->form : attn_env_form(), a->kv_f16, a->n_ctx, n, hd, G);
         const bool tc = form == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(form);
         const bool stream = cll_cu_attn_form_stream(form);

@@ -181,6 +181,10 @@ typedef struct {
                             * first (set by cll_cu_attention: cll_cu_attn_kv_pf_keys, or CLLAMA_CUDA_ATTN_KV_PF; 0 none) */
     int32_t pre_kv;        /* split GQA kernel, set by cll_cu_attention: a chunk one pass of each phase covers loads its
                             * cached K / V rows into registers before the PDL wait (CLLAMA_CUDA_ATTN_PRE=0: off) */
+    int32_t drop;          /* split GQA kernel, set by cll_cu_attention from CLLAMA_CUDA_ATTN_DROP (0 unset): stages left
+                            * out to time the others (a measurement: the output is wrong). Bits: 1 the fused rope and its
+                            * k / v store, 2 the scores, 4 the softmax, 8 the p v sums, 16 the tail (nothing written),
+                            * 32 everything after the PDL wait (the kernel boundary alone) */
     float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
     int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
     float *out;            /* (n, n_head*hd_v) */
