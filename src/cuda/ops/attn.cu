@@ -569,7 +569,8 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
      * take the rope's rows, rounded as the cache stores them. Two L2 round trips off the block's chain */
     constexpr bool PRE = F16 && HD <= 128 && W == 16; /* the small grids (one block an SM) of a single token's step;
                                                        * wider grids keep their registers (154-255 vs 80-163) */
-    /* slots a lane needs for FA_CS keys (a 16-warp block: 4 of phase A's U, 8 of phase C's) */
+    /* slots a lane holds (a 16-warp block, U = 4: phase A's 4 cover FA_CS keys, phase C's 4 a chunk of <= 64 keys;
+     * 8 of phase C's, every key of FA_CS, measured slower in the step at the register cap: docs/cuda.md) */
     constexpr int PA = PRE ? (U < FA_CS / (W * KPW) ? U : FA_CS / (W * KPW)) : 1;
     constexpr int PC = PRE ? (U < FA_CS / W ? U : FA_CS / W) : 1;
     uint32_t kpre[PA][4], vpre[PC][PRE ? NV / 2 : 1];
