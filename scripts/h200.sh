@@ -28,7 +28,7 @@
 #       tiles   the whole-tile chunks of the streaming attention: its gates, golden forced onto it, kbench -A
 #               and tg128 @ d8192 with CLLAMA_CUDA_ATTN_TILE_CHUNKS on / off (any GPU; one call)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
-#               Q6_K, IQ3_S) (an H200's; one call; the long cells: `long`, a call of its own)
+#               IQ3_S, both Q4_K_M, Q6_K) (an H200's; one call; the long cells: `long`, a call of its own)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
 #               mixed prompts, a 4096-token prompt mid-run, --check)
 #       bench [--ref] [REGEX]   per anchor file: synth it, `cllama bench --backend cuda -p 512
@@ -690,7 +690,8 @@ owed() {
   KEEP=1 long; rm -f "$MODELS"/l2-7b-*.gguf
   [ "$BOX" = h200 ] || return 0
   # the board cells recorded before the last decode changes, while the call has time (owed_board without its gate)
-  [ "$SECONDS" -lt 330 ] && bench 'l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
+  # (the Q4_K_M and IQ3_S files also carry the thirty-sixth session's q|k|v pair launch)
+  [ "$SECONDS" -lt 330 ] && bench 'l2-7b-IQ4_XS|l3-8b-IQ3_S|l2-7b-Q4_K_M|l3-8b-Q4_K_M|l3-8b-Q6_K'
   return 0
 }
 
@@ -740,7 +741,7 @@ owed_board() {
   dev_env
   [ "$BOX" = h200 ] || echo "owed_board: on $BOX, not an H200: records go to $BOX.json"
   gate --quick
-  bench 'l2-7b-IQ4_XS|l3-8b-Q6_K|l3-8b-IQ3_S'
+  bench 'l2-7b-IQ4_XS|l3-8b-IQ3_S|l2-7b-Q4_K_M|l3-8b-Q4_K_M|l3-8b-Q6_K'
 }
 
 cmd=${1:-}; shift || true
