@@ -1,5 +1,6 @@
-/* cuda/matmul/gemv_split: the layout-1 ("split") rows: decode gemv (k_gemv_sp), get_rows and the
- * gemm panel over the split layout, and the host repack the upload runs (cll_cu_sp_pack_rows).
+/* cuda/matmul/gemv_split: the layout-1 ("split") rows: decode gemv (k_gemv_sp; k_gemv_sp2, two weights of
+ * two types in one launch: cll_cu_gemv_pair), get_rows and the gemm panel over the split layout, and the
+ * host repack the upload runs (cll_cu_sp_pack_rows).
  * Launch geometry, register budget and the layout itself: see cuda/matmul/split.cuh
  * (128-thread blocks, R = 1 or 2 rows per warp, grid (ceil(rows/4R), nb), no shared memory, U
  * groups per lane per iteration, register double buffer; programmatic dependent launch).
