@@ -38,6 +38,12 @@ static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b
 /* >= 5 blocks (20 warps) per SM: caps registers at 102 (Q6_K would take 107; 80 spills); the
  * bit-exact variants name their own cap (MINB) */
 #define SP_MIN_BLOCKS 5
+/* the w4r2pre body (SP_GP / SP_GP1's ONE kernel; k_gemv_sp2's parts, whose bits must stay theirs): groups a
+ * lane, the whole row of <= 32 SP_PRE_U groups in flight before the PDL wait, 2 rows a warp */
+#define SP_PRE_U 4
+/* w4r2ks4 (SP_GK, k_gemv_spk): warps a row pair, and chunks a lane (cll_cu_sp_ks: which rows it splits) */
+#define SP_KS 4
+#define SP_KS_U 4
 
 /* ONE: the launcher guarantees ng <= 32 U (the whole row in the first U groups a lane, loaded before
  * the PDL wait): no second buffer, so U = 4 costs the registers of U = 2 double-buffered */
@@ -158,10 +164,10 @@ k_gemv_sp2(const uint8_t *__restrict__ W1, int64_t rows1, int64_t ng1, int64_t r
     const cll_cu_resid_epi epi = {};
     const cll_cu_route rt = {};
     if ((int64_t)blockIdx.x < nb1)
-        sp_gemv_dev<S1, SP_WARPS, 4, false, false, 2, true>(W1, rows1, ng1, rs1, 0, 1, nullptr, xq, 0, y1, 0, early, pfn,
+        sp_gemv_dev<S1, SP_WARPS, SP_PRE_U, false, false, 2, true>(W1, rows1, ng1, rs1, 0, 1, nullptr, xq, 0, y1, 0, early, pfn,
                                                             pfb, epi, rt, blockIdx.x);
     else
-        sp_gemv_dev<S2, SP_WARPS, 4, false, false, 2, true>(W2, rows2, ng2, rs2, 0, 1, nullptr, xq, 0, y2, 0, early, pfn,
+        sp_gemv_dev<S2, SP_WARPS, SP_PRE_U, false, false, 2, true>(W2, rows2, ng2, rs2, 0, 1, nullptr, xq, 0, y2, 0, early, pfn,
                                                             pfb, epi, rt, (int64_t)blockIdx.x - nb1);
 }
 
@@ -591,9 +597,9 @@ template <class S> static void sp_pack_rows(const uint8_t *src, uint8_t *dst, in
  * all in flight before the PDL wait while the kernel before it (attention, a norm) still runs, no
  * second buffer (k_gemv_sp<ONE>); a longer row (down) runs G's kernel (Q8_0: G4's). GP1: the same
  * only where the grid is one wave, else the type's staging-free default (Q8_0: G1's, others G's) */
-#define SP_GP(T) sp_gemv_launch<CuSp<T>, 4, (T) == CLL_TYPE_Q8_0 ? 4 : SP_MIN_BLOCKS, 2, 1>
+#define SP_GP(T) sp_gemv_launch<CuSp<T>, SP_PRE_U, (T) == CLL_TYPE_Q8_0 ? 4 : SP_MIN_BLOCKS, 2, 1>
 #define SP_GP1(T)                                                                                             \
-    sp_gemv_launch<CuSp<T>, 4, (T) == CLL_TYPE_Q8_0 ? 4 : SP_MIN_BLOCKS, 2, 2, (T) == CLL_TYPE_Q8_0 ? 1 : 2,     \
+    sp_gemv_launch<CuSp<T>, SP_PRE_U, (T) == CLL_TYPE_Q8_0 ? 4 : SP_MIN_BLOCKS, 2, 2, (T) == CLL_TYPE_Q8_0 ? 1 : 2,     \
                    (T) == CLL_TYPE_Q8_0 ? 7 : SP_MIN_BLOCKS>
 /* GK: k_gemv_spk on the long rows (4 warps a row pair, up to 16 chunks: 16384 columns), the other rows by
  * the type's base form (cll_cu_sp_base's code, launched as its row does) */
@@ -606,7 +612,7 @@ template <uint32_t T> static constexpr cll_cu_gemv_fn sp_base_launch() {
            : d == 12 ? (T == CLL_TYPE_Q8_0 ? SP_G4(T) : SP_G(T))
                      : sp_gemv_launch<CuSp<T>>;
 }
-#define SP_GK(T) spk_gemv_launch<CuSp<T>, 4, 4, SP_MIN_BLOCKS, sp_base_launch<T>()>
+#define SP_GK(T) spk_gemv_launch<CuSp<T>, SP_KS, SP_KS_U, SP_MIN_BLOCKS, sp_base_launch<T>()>
 #define SP_OPS(T, NAME, W, X, Y, G)                                                                           \
     {T, sp_gemv_launch<CuSp<T>>, spx_gemv_launch<CuSp<T>, 2, 2, false>, spx_gemv_launch<CuSp<T>, 4, 1, false>,    \
      spx_gemv_launch<CuSp<T>, 4, 1, true>, W, X, Y, G, SP_G1(T), SP_GP(T), SP_GP1(T), SP_GK(T),                                     \
@@ -634,7 +640,8 @@ const cll_cu_sp_ops *cll_cu_sp_ops_get(uint32_t type) {
     return NULL;
 }
 
-/* whether row fn of the split type of w runs the w4r2pre body (k_gemv_sp<U = 4, MINB = 5, R = 2, ONE>) on
+/* whether row fn of the split type of w runs the w4r2pre body (k_gemv_sp<SP_PRE_U, SP_MIN_BLOCKS, R = 2, ONE>;
+ * Q8_0's runs at 4 blocks an SM, so it is not k_gemv_sp2's) on
  * this one-token shape: its w4r2pre / w4r2pre1w row where that launches ONE, or its w4r2ks4 row where the
  * rows are too short to split and the type's base form is one of those two (cll_cu_sp_base 14 / 15) */
 static bool sp_runs_pre(cll_cu_gemv_fn fn, const cll_cu_weight *w) {
@@ -644,9 +651,9 @@ static bool sp_runs_pre(cll_cu_gemv_fn fn, const cll_cu_weight *w) {
     int pre = 0;
     if (fn == o->gemv_r2pre) pre = 1;
     else if (fn == o->gemv_r2pre1w) pre = 2;
-    else if (fn == o->gemv_r2ks4 && !cll_cu_sp_ks(ng, 4, 4, false))
+    else if (fn == o->gemv_r2ks4 && !cll_cu_sp_ks(ng, SP_KS, SP_KS_U, false))
         pre = cll_cu_sp_base(w->type) == 14 ? 1 : cll_cu_sp_base(w->type) == 15 ? 2 : 0;
-    return pre && cll_cu_sp_pre(pre, ng, w->rows, 1, 4, SP_MIN_BLOCKS, cll_cu_sm_count(), false);
+    return pre && cll_cu_sp_pre(pre, ng, w->rows, 1, SP_PRE_U, SP_MIN_BLOCKS, cll_cu_sm_count(), false);
 }
 
 template <class S1, class S2>

@@ -1455,7 +1455,8 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         static int c_pre = -1; /* CLLAMA_CUDA_ATTN_PRE=0: the register preload off (A/B runs) */
         ac.pre_kv = cll_cu_env_flag(&c_pre, "CLLAMA_CUDA_ATTN_PRE", true) ? 1 : 0;
         static int c_drop = -2; /* CLLAMA_CUDA_ATTN_DROP=bits: the split kernel's stages left out (a measurement) */
-        ac.drop = cll_cu_env_nonneg(&c_drop, "CLLAMA_CUDA_ATTN_DROP") > 0 ? cll_cu_env_nonneg(&c_drop, "CLLAMA_CUDA_ATTN_DROP") : 0;
+        const int drop = cll_cu_env_nonneg(&c_drop, "CLLAMA_CUDA_ATTN_DROP");
+        ac.drop = drop > 0 ? drop : 0;
         const int form = cll_cu_attn_form(a->form ? a->form : attn_env_form(), a->kv_f16, a->n_ctx, n, hd, G);
         const bool tc = form == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(form);
         const bool stream = cll_cu_attn_form_stream(form);
