@@ -570,10 +570,15 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     constexpr bool PRE = F16 && HD <= 128 && W == 16; /* the small grids (one block an SM) of a single token's step;
                                                        * wider grids keep their registers (154-255 vs 80-163) */
     /* slots a lane holds (a 16-warp block, U = 4: phase A's 4 cover FA_CS keys, phase C's 4 a chunk of <= 64 keys;
-     * 8 of phase C's, every key of FA_CS, measured slower in the step at the register cap: docs/cuda.md) */
+     * 8 of phase C's before the wait, every key of FA_CS, measured slower in the step at the register cap) */
     constexpr int PA = PRE ? (U < FA_CS / (W * KPW) ? U : FA_CS / (W * KPW)) : 1;
     constexpr int PC = PRE ? (U < FA_CS / W ? U : FA_CS / W) : 1;
-    uint32_t kpre[PA][4], vpre[PC][PRE ? NV / 2 : 1];
+    /* PL: phase C's slots past PC for a 65-128-key chunk, loaded after phase A's dots (kpre is dead then) and
+     * in flight through the softmax. They still cost registers (ptxas, sm_90a: the MHA body 124 -> 128 with 4 B
+     * of spill, GQA 4 116 -> 156 B spilled) and a <= 64-key step ~0.3 us; a 96-128-key one gains ~1 us and the
+     * step gains (docs/cuda.md, thirty-seventh session) */
+    constexpr int PL = PRE ? FA_CS / W - PC : 1;
+    uint32_t kpre[PA][4], vpre[PC][PRE ? NV / 2 : 1], vlate[PL > 0 ? PL : 1][PRE ? NV / 2 : 1];
     const bool preA = PRE && a.pre_kv && a.fuse_rope && c < nc && c1 - c0 <= FA_CS && c1 - c0 <= W * KPW * PA;
     const bool preC = preA && c1 - c0 <= W * PC;
     if constexpr (PRE) {
@@ -588,19 +593,20 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
                     kpre[u][0] = w.x, kpre[u][1] = w.y, kpre[u][2] = w.z, kpre[u][3] = w.w;
                 }
             }
-            if (preC)
+            /* the chunk's first W PC keys (all of a <= 64-key chunk); the rest: vlate, after phase A */
 #pragma unroll
-                for (int u = 0; u < PC; u++) {
-                    const int jj = u * W + warp;
-                    if (jj < cs && c0 + jj != pos) {
-                        const uint16_t *p = (const uint16_t *)a.vc + krow(c0 + jj) * ks + kvo + NV * lane;
+            for (int u = 0; u < PC; u++) {
+                const int jj = u * W + warp;
+                if (jj < cs && c0 + jj != pos) {
+                    const uint16_t *p = (const uint16_t *)a.vc + krow(c0 + jj) * ks + kvo + NV * lane;
 #pragma unroll
-                        for (int i = 0; i < NV / 2; i++) vpre[u][i] = ((const uint32_t *)p)[i];
-                    }
+                    for (int i = 0; i < NV / 2; i++) vpre[u][i] = ((const uint32_t *)p)[i];
                 }
+            }
         }
     }
-    if (c < nc && !preC) { /* K and V rows of the first sub-chunk to L2, 128 B lines */
+    if (c < nc && !preC) { /* K and V rows of the first sub-chunk to L2, 128 B lines (a 65-128-key chunk: its
+                            * V rows past slot PC, which phase A then asks for) */
         constexpr int LINES = (HD * ESZ + 127) / 128;
         const int nk = min(c1 - c0, a.kv_pf_keys);
         for (int i = threadIdx.x; i < 2 * nk * LINES; i += blockDim.x) {
@@ -670,6 +676,19 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
                 }
             }
         }
+        if constexpr (PRE && PL > 0) {
+            if (preA && !preC) { /* a 65-128-key chunk: its V rows past slot PC, in flight through the softmax */
+#pragma unroll
+                for (int u = 0; u < PL; u++) {
+                    const int jj = (PC + u) * W + warp;
+                    if (jj < cs && s0 + jj != pos) {
+                        const uint16_t *p = (const uint16_t *)a.vc + krow(s0 + jj) * ks + kvo + NV * lane;
+#pragma unroll
+                        for (int i = 0; i < NV / 2; i++) vlate[u][i] = ((const uint32_t *)p)[i];
+                    }
+                }
+            }
+        }
         __syncthreads();
         /* B: online softmax per head over the sub-chunk */
         for (int h = warp; !(a.drop & 4) && h < hg; h += W) {
@@ -693,17 +712,34 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
 #pragma unroll
             for (int e = 0; e < NV; e++) acc[h][e] *= cr;
         }
-        for (int jb = 0; !(a.drop & 8) && jb < cs; jb += W * U) {
+        if constexpr (PRE) {
+            /* a chunk of <= FA_CS keys: key jj = u W + warp from slot u (vpre, then vlate), in the order the loop
+             * below takes them (U a pass: the same sums) */
+            if (preA && !(a.drop & 8)) {
+#pragma unroll
+                for (int u = 0; u < PC + PL; u++) {
+                    const int jj = u * W + warp;
+                    if (jj >= cs) continue; /* warp-uniform */
+                    float vv[NV];
+                    if (s0 + jj == pos) f16_round<NV>(buf + (hg + 1) * HD + NV * lane, vv);
+                    else if (u < PC) h2_unpack<NV>(vpre[u < PC ? u : 0], vv);
+                    else h2_unpack<NV>(vlate[u >= PC && u - PC < PL ? u - PC : 0], vv);
+#pragma unroll
+                    for (int h = 0; h < HG; h++) {
+                        if (h >= hg) continue;
+                        const float p = S[h][jj];
+#pragma unroll
+                        for (int e = 0; e < NV; e++) acc[h][e] = fmaf(p, vv[e], acc[h][e]);
+                    }
+                }
+            }
+        }
+        for (int jb = 0; !preA && !(a.drop & 8) && jb < cs; jb += W * U) {
             float vv[U][NV];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + u * W + warp;
-                if (preC && jj < cs) { /* one pass: jb == 0; u < PC, as jj < cs <= W PC */
-                    if constexpr (PRE) {
-                        if (s0 + jj == pos) f16_round<NV>(buf + (hg + 1) * HD + NV * lane, vv[u]);
-                        else h2_unpack<NV>(vpre[u < PC ? u : PC - 1], vv[u]);
-                    }
-                } else if (jj < cs)
+                if (jj < cs)
                     kv_ld<F16, NV>(a.vc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
             }
 #pragma unroll
