@@ -574,9 +574,9 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     constexpr int PA = PRE ? (U < FA_CS / (W * KPW) ? U : FA_CS / (W * KPW)) : 1;
     constexpr int PC = PRE ? (U < FA_CS / W ? U : FA_CS / W) : 1;
     /* PL: phase C's slots past PC for a 65-128-key chunk, loaded after phase A's dots (kpre is dead then) and
-     * in flight through the softmax. They still cost registers (ptxas, sm_90a: the MHA body 124 -> 128 with 4 B
-     * of spill, GQA 4 116 -> 156 B spilled) and a <= 64-key step ~0.3 us; a 96-128-key one gains ~1 us and the
-     * step gains (docs/cuda.md, thirty-seventh session) */
+     * in flight through the softmax; a <= 64-key chunk keeps its own p v path (vpre in the loop below: run
+     * through the new slot loop it was ~0.3 us slower). ptxas, sm_90a: the MHA body 124 -> 128 registers, no
+     * spill; GQA 4 116 -> 160 B spilled (docs/cuda.md, thirty-seventh session) */
     constexpr int PL = PRE ? FA_CS / W - PC : 1;
     uint32_t kpre[PA][4], vpre[PC][PRE ? NV / 2 : 1], vlate[PL > 0 ? PL : 1][PRE ? NV / 2 : 1];
     const bool preA = PRE && a.pre_kv && a.fuse_rope && c < nc && c1 - c0 <= FA_CS && c1 - c0 <= W * KPW * PA;
@@ -713,9 +713,9 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
             for (int e = 0; e < NV; e++) acc[h][e] *= cr;
         }
         if constexpr (PRE) {
-            /* a chunk of <= FA_CS keys: key jj = u W + warp from slot u (vpre, then vlate), in the order the loop
+            /* a 65-128-key chunk: key jj = u W + warp from slot u (vpre, then vlate), in the order the loop
              * below takes them (U a pass: the same sums) */
-            if (preA && !(a.drop & 8)) {
+            if (preA && !preC && !(a.drop & 8)) {
 #pragma unroll
                 for (int u = 0; u < PC + PL; u++) {
                     const int jj = u * W + warp;
@@ -734,12 +734,17 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
                 }
             }
         }
-        for (int jb = 0; !preA && !(a.drop & 8) && jb < cs; jb += W * U) {
+        for (int jb = 0; !(preA && !preC) && !(a.drop & 8) && jb < cs; jb += W * U) {
             float vv[U][NV];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int jj = jb + u * W + warp;
-                if (jj < cs)
+                if (preC && jj < cs) { /* one pass: jb == 0; u < PC, as jj < cs <= W PC */
+                    if constexpr (PRE) {
+                        if (s0 + jj == pos) f16_round<NV>(buf + (hg + 1) * HD + NV * lane, vv[u]);
+                        else h2_unpack<NV>(vpre[u < PC ? u : PC - 1], vv[u]);
+                    }
+                } else if (jj < cs)
                     kv_ld<F16, NV>(a.vc, (PG ? (int64_t)cell[jj] * ks + kvo : rb + (int64_t)jj * ks) + NV * lane, vv[u]);
             }
 #pragma unroll
