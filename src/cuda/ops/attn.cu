@@ -605,8 +605,8 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
             }
         }
     }
-    if (c < nc && !preC) { /* K and V rows of the first sub-chunk to L2, 128 B lines (a 65-128-key chunk: its
-                            * V rows past slot PC, which phase A then asks for) */
+    if (c < nc && !preC) { /* K and V rows of the first sub-chunk to L2, 128 B lines (a 65-128-key chunk too:
+                            * its V rows past slot PC are loaded into vlate after phase A) */
         constexpr int LINES = (HD * ESZ + 127) / 128;
         const int nk = min(c1 - c0, a.kv_pf_keys);
         for (int i = threadIdx.x; i < 2 * nk * LINES; i += blockDim.x) {
