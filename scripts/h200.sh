@@ -652,6 +652,9 @@ for l in sys.stdin:
     grep -E "all-reduce|total|gemv (o|down)|attention" | head -20
 }
 
+# the board cells recorded before the last decode changes (owed and owed_board run them)
+OWED_CELLS='l2-7b-IQ4_XS|l3-8b-IQ3_S|l2-7b-Q4_K_M|l3-8b-Q4_K_M|l3-8b-Q6_K'
+
 # owed: the thirty-third session's questions (any GPU; one call, ~3 min; on an H200 also `long`, ~3 min
 # more). Why the MHA read at depth stays near 2.9 TB/s on an H200 as on an H100 (43% less bandwidth): the
 # decode attention alone (`cuda_kbench -A`, us a layer over 32 layers' caches, each row also at about 2, 4
@@ -689,9 +692,9 @@ owed() {
   # the long.md cells (recorded as $BOX's; an H100's are not board cells but its first records at depth)
   KEEP=1 long; rm -f "$MODELS"/l2-7b-*.gguf
   [ "$BOX" = h200 ] || return 0
-  # the board cells recorded before the last decode changes, while the call has time (owed_board without its gate)
+  # OWED_CELLS while the call has time (owed_board without its gate)
   # (the Q4_K_M and IQ3_S files also carry the thirty-sixth session's q|k|v pair launch)
-  [ "$SECONDS" -lt 330 ] && bench 'l2-7b-IQ4_XS|l3-8b-IQ3_S|l2-7b-Q4_K_M|l3-8b-Q4_K_M|l3-8b-Q6_K'
+  [ "$SECONDS" -lt 330 ] && bench "$OWED_CELLS"
   return 0
 }
 
@@ -741,7 +744,7 @@ owed_board() {
   dev_env
   [ "$BOX" = h200 ] || echo "owed_board: on $BOX, not an H200: records go to $BOX.json"
   gate --quick
-  bench 'l2-7b-IQ4_XS|l3-8b-IQ3_S|l2-7b-Q4_K_M|l3-8b-Q4_K_M|l3-8b-Q6_K'
+  bench "$OWED_CELLS"
 }
 
 cmd=${1:-}; shift || true

@@ -164,11 +164,11 @@ k_gemv_sp2(const uint8_t *__restrict__ W1, int64_t rows1, int64_t ng1, int64_t r
     const cll_cu_resid_epi epi = {};
     const cll_cu_route rt = {};
     if ((int64_t)blockIdx.x < nb1)
-        sp_gemv_dev<S1, SP_WARPS, SP_PRE_U, false, false, 2, true>(W1, rows1, ng1, rs1, 0, 1, nullptr, xq, 0, y1, 0, early, pfn,
-                                                            pfb, epi, rt, blockIdx.x);
+        sp_gemv_dev<S1, SP_WARPS, SP_PRE_U, false, false, 2, true>(W1, rows1, ng1, rs1, 0, 1, nullptr, xq, 0, y1, 0,
+                                                                   early, pfn, pfb, epi, rt, blockIdx.x);
     else
-        sp_gemv_dev<S2, SP_WARPS, SP_PRE_U, false, false, 2, true>(W2, rows2, ng2, rs2, 0, 1, nullptr, xq, 0, y2, 0, early, pfn,
-                                                            pfb, epi, rt, (int64_t)blockIdx.x - nb1);
+        sp_gemv_dev<S2, SP_WARPS, SP_PRE_U, false, false, 2, true>(W2, rows2, ng2, rs2, 0, 1, nullptr, xq, 0, y2, 0,
+                                                                   early, pfn, pfb, epi, rt, (int64_t)blockIdx.x - nb1);
 }
 
 /* ---- k_gemv_spk<S, KS, U, MINB>: the long rows (down) split over KS warps ----
