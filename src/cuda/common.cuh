@@ -94,6 +94,24 @@ static __device__ __forceinline__ void cll_pdl_trigger(void) {
 #endif
 }
 
+/* A count that a block of another, concurrently running grid waits for (cll_cu_heads): the writer adds to
+ * it with release semantics once its stores are visible at gpu scope (red: nothing comes back, so the
+ * thread does not wait for the add); the waiter polls with acquire loads, then a block barrier passes the
+ * order on to the block's other threads (the pattern of a grid barrier) */
+#define CLL_CU_HEADS_STRIDE 32 /* ints between two such counters (cll_cu_heads): a 128-byte line each */
+static __device__ __forceinline__ void cll_release_add(int *p, int v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#endif
+}
+static __device__ __forceinline__ int cll_acquire_ld(const int *p) {
+    int v = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+#endif
+    return v;
+}
+
 /* ask L2 for [p, p + bytes) (weights the kernel is about to stream): one bulk request, no
  * registers, no completion to wait for. p and bytes multiples of 16. */
 static __device__ __forceinline__ void cll_l2_prefetch(const void *p, uint32_t bytes) {

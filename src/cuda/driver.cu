@@ -27,10 +27,13 @@ static void set_pf_next(cll_cu_gemv_args *a, const cll_cu_part *next, size_t pf_
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
                         int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
                         const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL,
-                        const cll_cu_splitk *sk = NULL, const cll_cu_gemv_args *fused = NULL, size_t pf_cap = SIZE_MAX) {
+                        const cll_cu_splitk *sk = NULL, const cll_cu_gemv_args *fused = NULL, size_t pf_cap = SIZE_MAX,
+                        const cll_cu_heads *heads = NULL, bool *heads_done = NULL) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
     if (epi) a.epi = *epi;
+    if (heads) a.heads = *heads;
+    a.heads_done = heads_done;
     if (sk) a.sk = *sk;
     if (fused) { /* the MoE decode fusions: routing and / or the activation done by the product */
         a.route = fused->route;
@@ -174,10 +177,15 @@ static bool pair_on(void) {
 }
 
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
- * product the step runs after this one (its weights are prefetched into L2 by the last part) */
+ * product the step runs after this one (its weights are prefetched into L2 by the last part). heads: the
+ * q|k|v rows in kv head groups (cll_cu_heads; a one-token product of one part or a pair launch only);
+ * *heads_done says whether the launch honoured it */
 static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
-                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1) {
+                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1,
+                           const cll_cu_heads *heads = NULL, bool *heads_done = NULL) {
+    if (heads_done) *heads_done = false;
+    if (n != 1 || np > 2 || epi) heads = NULL;
     int xk = xh_kind; /* the parts' X, converted once (gemm); xh_kind >= 0: by its producer (fused_x's kind) */
     if (n == 1 && np == 2 && !epi && pair_on() && parts[0].gemv && parts[1].gemv) {
         /* a one-token product of two types (q|k then a v of another type): one launch where both rows run
@@ -187,6 +195,8 @@ static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np
         set_pf_next(&a, next, pf_cap);
         a.nb = 1;
         a.xq = xq;
+        if (heads) a.heads = *heads;
+        a.heads_done = heads_done;
         const cudaError_t e = cll_cu_gemv_pair(parts[0].gemv->gemv, &parts[0].w, y + parts[0].y_off, parts[1].gemv->gemv,
                                                &parts[1].w, y + parts[1].y_off, &a, s->st);
         if (e != cudaErrorNotSupported) return e;
@@ -194,7 +204,9 @@ static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
-            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi, NULL, NULL, NULL, pf_cap));
+            const bool hw = heads && np == 1;
+            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi, NULL, NULL, NULL, pf_cap, hw ? heads : NULL,
+                            hw ? heads_done : NULL));
         } else if (const cll_cu_gemv_impl *fr = few_form_row(p, n)) { /* a few sequences' decode step */
             CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr, &s->sk));
         } else {
@@ -557,9 +569,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         const cll_cu_layer *C = &dm->layers[il];
         const bool moe = hp->n_expert > 0;
         const cll_cu_part *after_ffn = il + 1 < hp->n_layer ? &dm->layers[il + 1].qkv[0] : &dm->output;
-        /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
-        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
-                                 xk_qkv));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -625,6 +634,32 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             aa.pf_bytes = pf_span(&C->wo, attn_pf_bytes());
             aa.pf_kv_max = attn_pf_kv_max();
         }
+        cll_cu_resid_epi ep;
+        /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
+         * the residual (no fused tail) */
+        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
+        /* the q|k|v product in kv head groups, the attention waiting for its own group's rows (cll_cu_heads;
+         * the knob cuda.head_wait): a one-token step whose attention ropes itself, with the residual kernel
+         * after the o product there to zero the counters */
+        cll_cu_heads hw;
+        memset(&hw, 0, sizeof hw);
+        bool heads_done = false;
+        const bool want_heads = n == 1 && !tp && !e1 && aa.fuse_rope && !s->n_seg && hp->head_dim_k == hp->head_dim_v &&
+                                cll_cuda_knobs_now()->head_wait;
+        if (want_heads) {
+            hw.cnt = s->hready;
+            hw.n_head = hp->n_head;
+            hw.n_kv = hp->n_head_kv;
+            hw.hd = hp->head_dim_k;
+        }
+        /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
+        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
+                                 xk_qkv, want_heads ? &hw : NULL, &heads_done));
+        if (heads_done) {
+            s->c.head_waits++;
+            aa.ready = s->hready;
+            aa.ready_rows = (hp->n_head / hp->n_head_kv + 2) * hp->head_dim_k;
+        }
         if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         /* the o product's f16 rows from the attention kernel, where every launch below is the tensor-core
          * prefill kernel (the only one that writes them) */
@@ -646,10 +681,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                 PTRY(CLL_PK_ATTN, cll_cu_attention(&sa, s->seg[g].n, s->st));
             }
         }
-        cll_cu_resid_epi ep;
-        /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
-         * the residual (no fused tail) */
-        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
         PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
                                o_next_bytes(), xko));
         if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
@@ -665,7 +696,13 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.xh = moe || e1 ? NULL : fused_x(s, C->gu, C->n_gu, n, d, &xkg);
         rr.xh_plain = xkg == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the f32 rows only where the gate|up product reads them */
+        if (heads_done) { /* the attention that waited on them has ended (the o product waited for it) */
+            rr.zero = s->hready;
+            rr.n_zero = hp->n_head_kv * CLL_CU_HEADS_STRIDE;
+        }
         if (!e1) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        rr.zero = NULL;
+        rr.n_zero = 0;
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
             if (st != CLL_OK) return st;
@@ -1113,6 +1150,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->t, nb * d * F},
         {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
         {(void **)&s->rticket, sizeof(int)},
+        {(void **)&s->hready, (size_t)(hp->n_head_kv > 0 ? hp->n_head_kv : 1) * CLL_CU_HEADS_STRIDE * sizeof(int)},
         {(void **)&s->sk.ws, (size_t)CLL_CU_SPLITK_FLOATS(cll_cu_sm_count()) * F},
         {(void **)&s->kvblk, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)},
         {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},
@@ -1220,6 +1258,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     }
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaMemset(s->rticket, 0, sizeof(int)));
+    STRY(cudaMemset(s->hready, 0, (size_t)(hp->n_head_kv > 0 ? hp->n_head_kv : 1) * CLL_CU_HEADS_STRIDE * sizeof(int)));
     STRY(cudaMemset(s->sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
     if (s->kvblk) STRY(cudaMemset(s->kvblk, 0, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)));
     s->sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());

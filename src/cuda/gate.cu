@@ -1966,6 +1966,115 @@ extern "C" cll_status cll_cuda_gate_gemv_pair(uint32_t t1, uint32_t t2, int64_t 
     return verdict(rep, "gemv pair");
 }
 
+extern "C" cll_status cll_cuda_gate_gemv_heads(uint32_t t, uint32_t tv, int n_head, int n_kv, int hd, int64_t cols,
+                                               bool want_served, uint64_t seed, cll_cuda_gate_report *rep) {
+    char name[64];
+    snprintf(name, sizeof name, "gemv_heads_%s%s%s_%dx%dx%d", cll_type_name(t), tv ? "_" : "", tv ? cll_type_name(tv) : "",
+             n_head, n_kv, hd);
+    if (n_kv <= 0 || n_head % n_kv || hd <= 0) return cll_err(CLL_ERR_ARG, "gate %s: bad head shape", name);
+    const int64_t rows = (int64_t)(n_head + 2 * n_kv) * hd, rows1 = tv ? (int64_t)(n_head + n_kv) * hd : rows,
+                  rows2 = tv ? (int64_t)n_kv * hd : 0;
+    init_report(rep, name, CLL_KOP_GEMV, t, rows, cols, 1);
+    const cll_cu_gemv_impl *i1 = cll_cu_gemv_default(t, rows1, cols), *i2 = tv ? cll_cu_gemv_default(tv, rows2, cols) : NULL;
+    if (!i1 || !i1->gemv || i1->layout != CLL_CU_LAYOUT_SPLIT || (tv && (!i2 || !i2->gemv || i2->layout != CLL_CU_LAYOUT_SPLIT)))
+        return cll_err(CLL_ERR_UNSUPPORTED, "gate %s: no split one-token row for a type", name);
+    if (is_iq(t) || (tv && is_iq(tv))) {
+        cll_status st = gate_tables_into(rep);
+        if (st != CLL_OK) return st;
+    }
+    Rng rng{seed * 0x9E3779B97F4A7C15ull + 29};
+    std::vector<uint8_t> W1, W2;
+    if (!make_weights(t, rows1, cols, rng, W1) || (tv && !make_weights(tv, rows2, cols, rng, W2)))
+        return cll_err(CLL_ERR_UNSUPPORTED, "gate %s: no weight generator", name);
+    std::vector<float> x((size_t)cols);
+    for (int64_t k = 0; k < cols; k++) x[(size_t)k] = rng.uni() * (k % 83 == 0 ? 4.0f : 1.0f);
+    Dev dev;
+    void *dw1 = NULL, *dw2 = NULL, *dxq = NULL;
+    float *dx = NULL, *dy[2] = {NULL, NULL};
+    int *dcnt = NULL;
+    cll_cu_weight w1, w2;
+    GATE_CU(dev.alloc(&dw1, cll_cu_weight_bytes(t, CLL_CU_LAYOUT_SPLIT, rows1, cols, 1)));
+    GATE_CU(cll_cu_weight_upload_l(&w1, W1.data(), t, CLL_CU_LAYOUT_SPLIT, rows1, cols, 1, dw1));
+    if (tv) {
+        GATE_CU(dev.alloc(&dw2, cll_cu_weight_bytes(tv, CLL_CU_LAYOUT_SPLIT, rows2, cols, 1)));
+        GATE_CU(cll_cu_weight_upload_l(&w2, W2.data(), tv, CLL_CU_LAYOUT_SPLIT, rows2, cols, 1, dw2));
+    }
+    GATE_CU(dev.alloc((void **)&dx, x.size() * sizeof(float)));
+    GATE_CU(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc(&dxq, (size_t)(cols / 32) * sizeof(cll_block_q8_1)));
+    GATE_CU(cll_cu_quantize_q8_1(dx, cols, 1, cols, dxq, 0));
+    const int64_t ny = rows + 5; /* 5 poisoned floats past the rows must stay */
+    for (int k = 0; k < 2; k++) GATE_CU(poisoned(dev, &dy[k], (size_t)ny));
+    const size_t ncnt = (size_t)n_kv * CLL_CU_HEADS_STRIDE;
+    GATE_CU(dev.alloc((void **)&dcnt, ncnt * sizeof(int)));
+    GATE_CU(cudaMemset(dcnt, 0, ncnt * sizeof(int)));
+    bool done[2] = {false, false};
+    for (int k = 0; k < 2; k++) { /* 0: plain, 1: in kv head groups */
+        cll_cu_gemv_args a;
+        memset(&a, 0, sizeof a);
+        a.nb = 1;
+        a.xq = dxq;
+        a.pf_next = w1.d; /* the next-weight L2 prefetch runs too (a hint: the bits must not change) */
+        a.pf_bytes = w1.mat_stride;
+        if (k == 1) a.heads = cll_cu_heads{dcnt, n_head, n_kv, hd};
+        a.heads_done = &done[k];
+        if (tv) {
+            const cudaError_t e = cll_cu_gemv_pair(i1->gemv, &w1, dy[k], i2->gemv, &w2, dy[k] + rows1, &a, 0);
+            if (e == cudaErrorNotSupported)
+                return cll_err(CLL_ERR_INTERNAL, "gate %s: the pair launch declined %s + %s", name, cll_type_name(t),
+                               cll_type_name(tv));
+            GATE_CU(e);
+        } else {
+            a.y = dy[k];
+            GATE_CU(i1->gemv(&w1, &a, 0));
+        }
+    }
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> y0((size_t)ny), y1((size_t)ny);
+    std::vector<int> cnt(ncnt);
+    GATE_CU(cudaMemcpy(y0.data(), dy[0], (size_t)ny * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(y1.data(), dy[1], (size_t)ny * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(cnt.data(), dcnt, ncnt * sizeof(int), cudaMemcpyDeviceToHost));
+    snprintf(rep->ref, sizeof rep->ref, "the same launch without kv head groups, bitwise");
+    snprintf(rep->exact_ref, sizeof rep->exact_ref, "plain launch");
+    rep->exact_checked = true;
+    int64_t diff = 0, unwritten = 0, clobbered = 0;
+    for (int64_t i = 0; i < ny; i++) {
+        if (i < rows) {
+            diff += memcmp(&y0[(size_t)i], &y1[(size_t)i], 4) != 0;
+            unwritten += isnan(y1[(size_t)i]) || isnan(y0[(size_t)i]);
+        } else
+            clobbered += !isnan(y1[(size_t)i]);
+    }
+    /* the counters: (G + 2) hd rows a group when served, untouched when declined */
+    const int want = want_served ? (n_head / n_kv + 2) * hd : 0;
+    int64_t bad_cnt = 0;
+    for (size_t i = 0; i < ncnt; i++) bad_cnt += cnt[i] != (i % CLL_CU_HEADS_STRIDE ? 0 : want); /* the padding stays 0 */
+    if (done[0] || done[1] != want_served || bad_cnt) {
+        const int g0 = cnt[0];
+        return cll_err(CLL_ERR_INTERNAL,
+                       "gate %s (%lld x %lld): %s; %lld counter ints off (%d groups; group 0: %d, want %d)", name,
+                       (long long)rows, (long long)cols,
+                       done[0] ? "the plain launch claimed the groups"
+                       : done[1] != want_served ? (want_served ? "the launch did not take the groups" : "the launch took groups it must decline")
+                                                : "the launch's report matches",
+                       (long long)bad_cnt, n_kv, g0, want);
+    }
+    rep->n_out = rows;
+    rep->n_exact_diff = diff;
+    rep->n_unwritten = unwritten;
+    rep->n_bad = diff + unwritten;
+    rep->n_clobbered = clobbered;
+    std::vector<float> y2 = y0; /* control: one flipped low bit must be counted */
+    uint32_t u;
+    memcpy(&u, &y2[(size_t)(rows / 2)], 4);
+    u ^= 1u;
+    memcpy(&y2[(size_t)(rows / 2)], &u, 4);
+    rep->exact_control_failed = count_bit_diffs(y0, y2, 1, ny, ny) == 1;
+    rep->control_failed = rep->exact_control_failed;
+    return verdict(rep, "gemv heads");
+}
+
 extern "C" cll_status cll_cuda_gate_tables(void) {
     bool same = false;
     GATE_CU(cll_cu_iq_tables_check(&same));
