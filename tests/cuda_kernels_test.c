@@ -148,9 +148,9 @@ static void test_gemv_pair(void **state) {
 
 /* the q|k|v product in kv head groups (cll_cu_heads, the knob cuda.head_wait): a 7B's MHA Q4_0 (w4r2u2) and Q8_0,
  * an 8B's GQA Q4_K (w4r2pre) and IQ3_S, the oracle files' tiny shape (4 / 2 x 64) on Q4_0 and IQ4_XS, the
- * pair launches of a Q4_K_M file (Q6_K v, MHA and GQA), each bit for bit against the plain launch with every
- * group's counter at its rows; then shapes the groups must decline (head dims not a multiple of a block's
- * rows), run plainly with the counters untouched */
+ * pair launches of a Q4_K_M file (Q6_K v, MHA and GQA), each bit for bit against the plain launch and saying
+ * it took the groups; then shapes the groups must decline (head dims not a multiple of a block's rows), run
+ * plainly and saying so */
 static void test_gemv_heads(void **state) {
     (void)state;
     g_fail = 0;

@@ -94,22 +94,24 @@ static __device__ __forceinline__ void cll_pdl_trigger(void) {
 #endif
 }
 
-/* A count that a block of another, concurrently running grid waits for (cll_cu_heads): the writer adds to
- * it with release semantics once its stores are visible at gpu scope (red: nothing comes back, so the
- * thread does not wait for the add); the waiter polls with acquire loads, then a block barrier passes the
- * order on to the block's other threads (the pattern of a grid barrier) */
-#define CLL_CU_HEADS_STRIDE 32 /* ints between two such counters (cll_cu_heads): a 128-byte line each */
-static __device__ __forceinline__ void cll_release_add(int *p, int v) {
+/* A float another, still running grid writes (cll_cu_heads: the decode q|k|v rows the attention reads as
+ * the product stores them): the buffer holds CLL_CU_UNSET (a NaN no arithmetic makes: NVIDIA GPUs return
+ * the canonical 0x7fffffff) until the writer's plain store lands, and the reader polls the value itself
+ * with relaxed gpu-scope loads (from L2, never a stale L1 line). The value is the message, so neither side
+ * fences. After `tries` polls the reader falls back to the PDL wait (the writer's grid ended) and takes
+ * what is there. */
+#define CLL_CU_UNSET 0xffffffffu
+static __device__ __forceinline__ float cll_ld_written(const float *p, int tries) {
+    uint32_t v = CLL_CU_UNSET;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+    for (int t = 0; t < tries; t++) {
+        asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+        if (v != CLL_CU_UNSET) return __uint_as_float(v);
+    }
+    cll_pdl_wait();
+    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
 #endif
-}
-static __device__ __forceinline__ int cll_acquire_ld(const int *p) {
-    int v = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-#endif
-    return v;
+    return __uint_as_float(v);
 }
 
 /* ask L2 for [p, p + bytes) (weights the kernel is about to stream): one bulk request, no

@@ -553,6 +553,14 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     const int32_t *tok = s->io, *pos = s->io + n, *seq = s->io + 2 * n, *rows = s->io + 3 * n;
     const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
     const bool tp = s->p.comm && cll_cu_comm_size(s->p.comm) > 1; /* a rank of a split model */
+    /* cll_cu_heads (the knob cuda.head_wait): a one-token step's attention may read its q|k|v rows as the
+     * product stores them, so the row must hold CLL_CU_UNSET before each layer's product: set here for the
+     * first layer (a prompt pass may have left values there), by the residual kernel after each o product
+     * for the next (every layer has that kernel: no fused residual tail, no split model) */
+    cll_cu_resid_epi ep0;
+    const bool unset_qkv = n == 1 && !tp && !s->n_seg && cll_cuda_knobs_now()->head_wait &&
+                           !resid_tail(s, 1, NULL, NULL, &ep0);
+    if (unset_qkv) PTRY(CLL_PK_EMBD, cudaMemsetAsync(s->qkv, 0xff, (size_t)s->nqkv * sizeof(float), s->st));
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
     int xk_qkv; /* the X kind the q|k|v product's producer writes (this norm, then each layer's tail) */
     void *xh0 = fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d, &xk_qkv);
@@ -638,16 +646,15 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
          * the residual (no fused tail) */
         const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
-        /* the q|k|v product in kv head groups, the attention waiting for its own group's rows (cll_cu_heads;
-         * the knob cuda.head_wait): a one-token step whose attention ropes itself, with the residual kernel
-         * after the o product there to zero the counters */
+        /* the q|k|v product in kv head groups, the attention reading its own group's rows as they land
+         * (cll_cu_heads; the knob cuda.head_wait): a one-token step whose attention ropes itself; the row was
+         * set to CLL_CU_UNSET before (unset_qkv) */
         cll_cu_heads hw;
         memset(&hw, 0, sizeof hw);
         bool heads_done = false;
-        const bool want_heads = n == 1 && !tp && !e1 && aa.fuse_rope && !s->n_seg && hp->head_dim_k == hp->head_dim_v &&
-                                cll_cuda_knobs_now()->head_wait;
+        const bool want_heads = unset_qkv && aa.fuse_rope && hp->head_dim_k == hp->head_dim_v;
         if (want_heads) {
-            hw.cnt = s->hready;
+            hw.on = 1;
             hw.n_head = hp->n_head;
             hw.n_kv = hp->n_head_kv;
             hw.hd = hp->head_dim_k;
@@ -657,8 +664,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                                  xk_qkv, want_heads ? &hw : NULL, &heads_done));
         if (heads_done) {
             s->c.head_waits++;
-            aa.ready = s->hready;
-            aa.ready_rows = (hp->n_head / hp->n_head_kv + 2) * hp->head_dim_k;
+            aa.rope.poll = true;
         }
         if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         /* the o product's f16 rows from the attention kernel, where every launch below is the tensor-core
@@ -696,13 +702,13 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.xh = moe || e1 ? NULL : fused_x(s, C->gu, C->n_gu, n, d, &xkg);
         rr.xh_plain = xkg == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the f32 rows only where the gate|up product reads them */
-        if (heads_done) { /* the attention that waited on them has ended (the o product waited for it) */
-            rr.zero = s->hready;
-            rr.n_zero = hp->n_head_kv * CLL_CU_HEADS_STRIDE;
+        if (unset_qkv && il + 1 < hp->n_layer) { /* this layer's attention has ended (the o product waited for it) */
+            rr.unset = s->qkv;
+            rr.n_unset = (int32_t)s->nqkv;
         }
         if (!e1) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
-        rr.zero = NULL;
-        rr.n_zero = 0;
+        rr.unset = NULL;
+        rr.n_unset = 0;
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
             if (st != CLL_OK) return st;
@@ -1150,7 +1156,6 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->t, nb * d * F},
         {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
         {(void **)&s->rticket, sizeof(int)},
-        {(void **)&s->hready, (size_t)(hp->n_head_kv > 0 ? hp->n_head_kv : 1) * CLL_CU_HEADS_STRIDE * sizeof(int)},
         {(void **)&s->sk.ws, (size_t)CLL_CU_SPLITK_FLOATS(cll_cu_sm_count()) * F},
         {(void **)&s->kvblk, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)},
         {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},
@@ -1258,7 +1263,6 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     }
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaMemset(s->rticket, 0, sizeof(int)));
-    STRY(cudaMemset(s->hready, 0, (size_t)(hp->n_head_kv > 0 ? hp->n_head_kv : 1) * CLL_CU_HEADS_STRIDE * sizeof(int)));
     STRY(cudaMemset(s->sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
     if (s->kvblk) STRY(cudaMemset(s->kvblk, 0, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)));
     s->sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());

@@ -54,7 +54,7 @@ static __device__ __forceinline__ void
 sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
             const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
             float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi &epi,
-            const cll_cu_route &rt, int64_t bx, int *rel = nullptr) {
+            const cll_cu_route &rt, int64_t bx) {
     typedef typename S::Wv Wv;
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
@@ -135,18 +135,15 @@ sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row
             if (EPI) epi_acc += cll_epi_row(epi, row0 + r, v);
         }
     }
-    /* cll_cu_heads: this warp's rows are stored (lane 0 wrote them all): count them for the attention */
-    if (rel && live && lane == 0) cll_release_add(rel, (int)(rows - row0 < R ? rows - row0 : R));
     cll_l2_prefetch_next(pfn, pfb);
     if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
 /* cll_cu_heads: the row (of the fused q|k|v numbering) that launch block i of rb rows starts at when the
- * blocks run kv head group by group (group g: its q heads' rows, its k head's, its v head's), and g */
-static __device__ __forceinline__ int64_t sp_heads_row(const cll_cu_heads &h, int64_t i, int rb, int *grp) {
+ * blocks run kv head group by group (group g: its q heads' rows, its k head's, its v head's) */
+static __device__ __forceinline__ int64_t sp_heads_row(const cll_cu_heads &h, int64_t i, int rb) {
     const int64_t G = h.n_head / h.n_kv, hd = h.hd, gr = (G + 2) * hd, v = i * rb;
     const int64_t g = v / gr, k = v - g * gr;
-    *grp = (int)g;
     return k < G * hd         ? g * G * hd + k
            : k < (G + 1) * hd ? (int64_t)h.n_head * hd + g * hd + (k - G * hd)
                               : (int64_t)(h.n_head + h.n_kv) * hd + g * hd + (k - (G + 1) * hd);
@@ -155,7 +152,7 @@ static __device__ __forceinline__ int64_t sp_heads_row(const cll_cu_heads &h, in
 /* whether a one-product launch of rb-row blocks over w can run in kv head groups (cll_cu_heads) */
 static bool sp_heads_ok(const cll_cu_weight *w, const cll_cu_gemv_args *a, int rb) {
     const cll_cu_heads &h = a->heads;
-    return h.cnt && a->nb == 1 && !a->mat_ids && !a->route.logits && !a->epi.on && !a->act_in.gu && w->n_mat == 1 &&
+    return h.on && a->nb == 1 && !a->mat_ids && !a->route.logits && !a->epi.on && !a->act_in.gu && w->n_mat == 1 &&
            h.n_kv > 0 && h.n_head % h.n_kv == 0 && h.hd > 0 && h.hd % rb == 0 &&
            w->rows == (int64_t)(h.n_head + 2 * h.n_kv) * h.hd;
 }
@@ -166,15 +163,10 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
           float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi,
           const cll_cu_route rt, const cll_cu_heads hr) {
-    int64_t bx = blockIdx.x;
-    int *rel = nullptr;
-    if (hr.cnt) { /* kv head group by group (the launcher checked the shape) */
-        int g;
-        bx = sp_heads_row(hr, blockIdx.x, WARPS * R, &g) / (WARPS * R);
-        rel = hr.cnt + g * CLL_CU_HEADS_STRIDE;
-    }
+    /* kv head group by group (the launcher checked the shape) */
+    const int64_t bx = hr.on ? sp_heads_row(hr, blockIdx.x, WARPS * R) / (WARPS * R) : (int64_t)blockIdx.x;
     sp_gemv_dev<S, WARPS, U, EPI, RT, R, ONE>(W, rows, ng, row_stride, mat_stride, n_mat, mat_ids, xq, xq_stride, y, y_stride,
-                                             early, pfn, pfb, epi, rt, bx, rel);
+                                             early, pfn, pfb, epi, rt, bx);
 }
 
 /* ---- k_gemv_sp2<S1, S2>: two products over one q8_1 activation in one launch ----
@@ -192,19 +184,16 @@ k_gemv_sp2(const uint8_t *__restrict__ W1, int64_t rows1, int64_t ng1, int64_t r
     const cll_cu_resid_epi epi = {};
     const cll_cu_route rt = {};
     int64_t bx = blockIdx.x;
-    int *rel = nullptr;
-    if (hr.cnt) { /* kv head group by group: part 1 holds the q and k rows, part 2 the v rows */
-        int g;
-        const int64_t row = sp_heads_row(hr, blockIdx.x, 2 * SP_WARPS, &g);
+    if (hr.on) { /* kv head group by group: part 1 holds the q and k rows, part 2 the v rows */
+        const int64_t row = sp_heads_row(hr, blockIdx.x, 2 * SP_WARPS);
         bx = row < rows1 ? row / (2 * SP_WARPS) : nb1 + (row - rows1) / (2 * SP_WARPS);
-        rel = hr.cnt + g * CLL_CU_HEADS_STRIDE;
     }
     if (bx < nb1)
         sp_gemv_dev<S1, SP_WARPS, SP_PRE_U, false, false, 2, true>(W1, rows1, ng1, rs1, 0, 1, nullptr, xq, 0, y1, 0,
-                                                                   early, pfn, pfb, epi, rt, bx, rel);
+                                                                   early, pfn, pfb, epi, rt, bx);
     else
         sp_gemv_dev<S2, SP_WARPS, SP_PRE_U, false, false, 2, true>(W2, rows2, ng2, rs2, 0, 1, nullptr, xq, 0, y2, 0,
-                                                                   early, pfn, pfb, epi, rt, bx - nb1, rel);
+                                                                   early, pfn, pfb, epi, rt, bx - nb1);
 }
 
 /* ---- k_gemv_spk<S, KS, U, MINB>: the long rows (down) split over KS warps ----
@@ -312,7 +301,7 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
                                         (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
                                         (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride,
                                         cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes, a->epi, a->route, hr);
-    if (e == cudaSuccess && hr.cnt && a->heads_done) *a->heads_done = true;
+    if (e == cudaSuccess && hr.on && a->heads_done) *a->heads_done = true;
     return e;
 }
 
@@ -703,7 +692,7 @@ static cudaError_t sp_pair_launch(const cll_cu_weight *w1, float *y1, const cll_
     /* kv head groups (cll_cu_heads): part 1 the q and k rows, part 2 the v rows, whole blocks of each */
     const cll_cu_heads &h = a->heads;
     cll_cu_heads hr = {};
-    if (h.cnt && h.n_kv > 0 && h.n_head % h.n_kv == 0 && h.hd > 0 && h.hd % (2 * SP_WARPS) == 0 &&
+    if (h.on && h.n_kv > 0 && h.n_head % h.n_kv == 0 && h.hd > 0 && h.hd % (2 * SP_WARPS) == 0 &&
         w1->rows == (int64_t)(h.n_head + h.n_kv) * h.hd && w2->rows == (int64_t)h.n_kv * h.hd)
         hr = h;
     const cudaError_t e =
@@ -711,7 +700,7 @@ static cudaError_t sp_pair_launch(const cll_cu_weight *w1, float *y1, const cll_
                       w1->cols / 32, (int64_t)w1->row_stride, y1, nb1, w2->d, w2->rows, w2->cols / 32,
                       (int64_t)w2->row_stride, y2, (const cll_block_q8_1 *)a->xq, cll_cu_gemv_early_trigger(),
                       a->pf_next, a->pf_bytes, hr);
-    if (e == cudaSuccess && hr.cnt && a->heads_done) *a->heads_done = true;
+    if (e == cudaSuccess && hr.on && a->heads_done) *a->heads_done = true;
     return e;
 }
 

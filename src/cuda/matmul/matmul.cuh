@@ -75,18 +75,15 @@ typedef struct {
     float *selw;  /* (k) out */
 } cll_cu_route;
 
-/* The decode q|k|v product in kv head groups (cll_cu_gemv_args.heads; cnt NULL: off). The product's rows are
+/* The decode q|k|v product in kv head groups (cll_cu_gemv_args.heads; on 0: off). The product's rows are
  * q (n_head heads) | k (n_kv) | v (n_kv), hd rows a head; group g is kv head g's G = n_head / n_kv q heads,
  * its k head and its v head, (G + 2) hd rows. A row that honours it runs its blocks group by group (block i
- * of the launch takes the i-th run of rows in that order: group 0's first, so they land first) and each
- * warp, once its rows are stored, adds their count to cnt[g] with release semantics. The decode attention
- * of that step then waits for cnt[kv head] == (G + 2) hd (cll_cu_attn_args.ready) instead of the end of the
- * whole grid (its PDL wait), and the residual kernel after the o product zeroes cnt (cll_cu_resid_args.zero)
- * for the next layer. Every output keeps its bits: each row's sum is its warp's, whichever warp runs it. */
+ * of the launch takes the i-th run of rows in that order: group 0's first, so they land first), so the
+ * decode attention, which reads its group's rows as they land (cll_cu_rope_args.poll) instead of waiting
+ * for the whole grid, starts group by group. Every output keeps its bits: each row's sum is its warp's,
+ * whichever warp runs it. */
 typedef struct {
-    int *cnt;                 /* (n_kv * CLL_CU_HEADS_STRIDE) device ints, zero before the launch; group g's
-                               * counter is cnt[g * CLL_CU_HEADS_STRIDE] (a 128-byte line of its own, so the
-                               * groups' adds and the attention's polls do not queue on one L2 line) */
+    int32_t on;
     int32_t n_head, n_kv, hd;
 } cll_cu_heads;
 

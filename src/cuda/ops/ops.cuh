@@ -113,9 +113,9 @@ typedef struct {
     void *xq;              /* (n, q8_blocks(d)) or NULL */
     void *xh;              /* (n, d) xn as f16 in the fused rows' order (d % 32 == 0), or NULL */
     bool xh_plain;         /* xh in plain order instead (a cuBLAS f16 product's X) */
-    int *zero;             /* n_zero ints block 0 zeroes after its wait (the kv head group counters of the
-                            * q|k|v product, cll_cu_heads: the attention that read them has ended), or NULL */
-    int32_t n_zero;
+    float *unset;          /* n_unset floats block 0 sets to CLL_CU_UNSET after its wait (the next layer's q|k|v
+                            * rows, which its attention polls: cll_cu_rope_args.poll), or NULL */
+    int32_t n_unset;
 } cll_cu_resid_args;
 cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t d, float eps, cudaStream_t s);
 
@@ -158,6 +158,11 @@ typedef struct {
     bool neox;
     cll_rope rp;                        /* base, linear / YaRN scaling (model/rope.h) */
     float q_scale, eps;
+    /* decode attention with the fused rope only (cll_cu_heads, knob cuda.head_wait): the q|k|v row held
+     * CLL_CU_UNSET before its product (the residual kernel of the layer before, or the step's first copy,
+     * set it) and the product may still be running: the blocks skip their PDL wait and poll each value
+     * they read until the product's store has landed (cll_ld_written) */
+    bool poll;
 } cll_cu_rope_args;
 cudaError_t cll_cu_qkv_rope_store(const cll_cu_rope_args *a, int64_t n, cudaStream_t s);
 
@@ -231,12 +236,6 @@ typedef struct {
     /* this layer's K and V tensor maps in device memory (cll_cu_attn_tmaps), what the streaming form's
      * TMA pipeline reads (CLL_CU_ATTN_STREAM_TMA); NULL: none (that form then runs STREAM_TC) */
     const void *tmk, *tmv;
-    /* decode (n == 1, fuse_rope): the q|k|v product ran in kv head groups (cll_cu_heads) and counts the rows
-     * it has stored in ready[kv head * CLL_CU_HEADS_STRIDE]; a decode block then waits for its group's ready_rows rows instead of
-     * the end of the whole product (its PDL wait), so the groups that land first start first. NULL: the PDL
-     * wait. The residual kernel after the o product zeroes the counters (cll_cu_resid_args.zero) */
-    const int *ready;
-    int32_t ready_rows;
 } cll_cu_attn_args;
 /* The K and V tensor maps of one layer's unpaged F16 cache (kc, vc: cells x n_kv*hd halves) for the
  * streaming form's TMA pipeline: 2-D, rows = cells, boxes of 64 cells x 64 halves with 128-byte
