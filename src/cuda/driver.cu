@@ -243,14 +243,17 @@ static int32_t attn_chunks(const cll_driver_state *s, int64_t n) {
  * slower on the H200 than the separate one-block kernel behind PDL (l2-7b tg128: Q4_0 509 vs
  * 569, Q8_0 363 vs 391, F16 245 vs 261 tok/s): the last block's ticket, its fences and its L2
  * round trips cost more on the critical path than a launch the next gemv already overlaps. */
-static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, int64_t n, const float *post, const float *next_norm,
-                                          cll_cu_resid_epi *e) {
+static bool fuse_resid_on(void) {
     static int on = -1; /* process-wide setting read once; not state */
     if (on < 0) {
         const char *v = getenv("CLLAMA_CUDA_FUSE_RESID");
         on = v && v[0] == '1';
     }
-    if (!on || n != 1 || post) return NULL;
+    return on != 0;
+}
+static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, int64_t n, const float *post, const float *next_norm,
+                                          cll_cu_resid_epi *e) {
+    if (!fuse_resid_on() || n != 1 || post) return NULL;
     memset(e, 0, sizeof *e);
     e->on = 1;
     e->x = s->x;
@@ -557,9 +560,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
      * product stores them, so the row must hold CLL_CU_UNSET before each layer's product: set here for the
      * first layer (a prompt pass may have left values there), by the residual kernel after each o product
      * for the next (every layer has that kernel: no fused residual tail, no split model) */
-    cll_cu_resid_epi ep0;
-    const bool unset_qkv = n == 1 && !tp && !s->n_seg && cll_cuda_knobs_now()->head_wait &&
-                           !resid_tail(s, 1, NULL, NULL, &ep0);
+    const bool unset_qkv = n == 1 && !tp && !s->n_seg && cll_cuda_knobs_now()->head_wait && !fuse_resid_on();
     if (unset_qkv) PTRY(CLL_PK_EMBD, cudaMemsetAsync(s->qkv, 0xff, (size_t)s->nqkv * sizeof(float), s->st));
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
     int xk_qkv; /* the X kind the q|k|v product's producer writes (this norm, then each layer's tail) */
