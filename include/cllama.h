@@ -235,9 +235,6 @@ typedef struct {
     uint64_t x_conversions;  /* CUDA: f32-to-f16 input conversions the batch products launched (a captured
                               * graph's counted once, at its capture): a norm or activation kernel that
                               * writes a product's f16 rows itself spares one */
-    uint64_t head_waits;     /* CUDA: decode attention launches that waited only for their kv head group's
-                              * q|k|v rows, not the whole product (knob cuda.head_wait; a captured graph's
-                              * counted once, at its capture) */
     int32_t tp;             /* tensor-parallel degree (1: one device) */
     uint64_t allreduces;    /* tensor parallel: all-reduces run (a graph replay counts its captured ones) */
     double allreduce_seconds; /* tensor parallel, CPU: host time inside them (waits included); 0 elsewhere */

@@ -27,8 +27,6 @@
 #               (recorded as the box's), on an H200 then the owed board cells while the call has time (one call)
 #       tiles   the whole-tile chunks of the streaming attention: its gates, golden forced onto it, kbench -A
 #               and tg128 @ d8192 with CLLAMA_CUDA_ATTN_TILE_CHUNKS on / off (any GPU; one call)
-#       heads   cuda.head_wait (the attention reading its kv head group's q|k|v rows as they land): its gates,
-#               then tg128 ABBA off / on, the mechanism alone (products' trigger at their end), @ d2048 (one call)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
 #               IQ3_S, both Q4_K_M, Q6_K) (an H200's; one call; the long cells: `long`, a call of its own)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
@@ -739,47 +737,6 @@ tiles() {
   return 0
 }
 
-# heads: the thirty-eighth session's cuda.head_wait (cll_cu_heads: the decode attention reads its kv head
-# group's q|k|v rows as the product stores them) on any GPU, one call (~4 min): its gates (the product in kv
-# head groups bit for bit, cuda_test's logits off / on, golden on the GPU with the knob), then tg128 ABBA off /
-# on (l2-7b Q4_0, l3-8b Q4_K_M), Q4_0 with the products' trigger at their end (the mechanism's own cost) and
-# @ d2048. Output also in $OUT/heads.log
-heads() {
-  dev_env
-  exec > >(tee -a "$OUT/heads.log") 2>&1
-  echo "heads on $BOX ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-  local fail=0 f e
-  CLL_TEST_FILTER="test_gemv_heads" timeout 150 .gpu/bin/cuda_kernels_test >"$OUT/gate_heads.log" 2>&1
-  echo "gemv heads gates: rc $? PASS $(grep -c ' PASS ' "$OUT/gate_heads.log") FAIL $(grep -c ' FAIL ' "$OUT/gate_heads.log")"
-  grep -q "PASSED" "$OUT/gate_heads.log" || fail=1
-  timeout 200 .gpu/bin/cuda_test >"$OUT/cuda_test.log" 2>&1
-  echo "cuda_test: rc $?"; grep -E "head_wait|PASSED|FAILED" "$OUT/cuda_test.log" | head -8
-  grep -q "FAILED" "$OUT/cuda_test.log" && fail=1
-  CLLAMA_CUDA_HEAD_WAIT=1 CLLAMA_TEST_BACKEND=cuda timeout 150 .gpu/bin/golden_test >"$OUT/golden_heads.log" 2>&1
-  echo "golden_test, CLLAMA_CUDA_HEAD_WAIT=1: rc $? ($(grep -cE '^\[  FAILED' "$OUT/golden_heads.log") failed)"
-  grep -qE '^\[  FAILED' "$OUT/golden_heads.log" && fail=1
-  [ $fail = 1 ] && { echo "heads: a gate failed, no timings"; return 1; }
-  mkdir -p "$MODELS"
-  for f in l2-7b-Q4_0 l3-8b-Q4_K_M; do
-    synth_anchor "$f" >/dev/null || continue
-    for e in 0 1 1 0; do
-      CLLAMA_CUDA_HEAD_WAIT=$e .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 -m "$MODELS/$f.gguf" 2>&1 |
-        grep "tg128" | grep -v "bench:" | sed "s/^/$f HEAD_WAIT=$e /"
-    done
-    if [ "$f" = l2-7b-Q4_0 ]; then
-      for e in 1 0; do
-        CLLAMA_CUDA_HEAD_WAIT=$e CLLAMA_CUDA_GEMV_TRIGGER=0 .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 \
-          -m "$MODELS/$f.gguf" 2>&1 | grep "tg128" | grep -v "bench:" | sed "s/^/$f HEAD_WAIT=$e GEMV_TRIGGER=0 /"
-      done
-      for e in 0 1; do
-        CLLAMA_CUDA_HEAD_WAIT=$e .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -d 2048 -r 2 -m "$MODELS/$f.gguf" 2>&1 |
-          grep "tg128 @" | grep -v "bench:" | sed "s/^/$f HEAD_WAIT=$e /"
-      done
-    fi
-    rm -f "$MODELS/$f.gguf"
-  done
-}
-
 # on an H200 (the twenty-eighth and twenty-ninth sessions got only H100s): the gates, then the board cells
 # recorded before the last decode changes (IQ4_XS's form, Q6_K, IQ3_S); the long cells are a call of their
 # own (`long`): the three together ran past one call's 10 minutes
@@ -807,7 +764,6 @@ case $cmd in
   batched) batched "$@" ;;
   serve) serve "$@" ;;
   owed) owed ;;
-  heads) heads ;;
   tiles) tiles ;;
   owed_board) owed_board ;;
   tp) tp "$@" ;;

@@ -7,7 +7,6 @@
 
 #include "cllama.h"
 #include "cuda/cuda.h"
-#include "cuda/knobs.h"
 #include "testutil.h"
 
 static void test_devices(void **state) {
@@ -215,82 +214,12 @@ static void test_gemm_pad(void **state) {
     cllama_model_free(m);
 }
 
-/* the knob cuda.head_wait (cll_cu_heads): the decode step's q|k|v product runs kv head group by group and each
- * attention block waits for its own group's rows instead of the whole product. The same sums either way, so
- * greedy decoding of `steps` tokens (past 128 keys: several key chunks a head, merged) must give every
- * step's logits bit for bit with the knob off and on; waits: the head_waits counter with it on */
-static void head_wait_run(cllama_model *m, int on, int steps, float *out, int V, uint64_t *waits, uint64_t *replays) {
-    assert_int_equal(cll_cuda_knob_set("cuda.head_wait", on, true, NULL), CLL_OK);
-    cllama_context_params cp = cllama_context_default_params();
-    cp.n_ctx = 256, cp.n_threads = 1;
-    cllama_context *c = NULL;
-    assert_int_equal(cllama_context_create(m, &cp, &c), CLLAMA_OK);
-    cllama_token t = 1;
-    for (int i = 0; i < steps; i++) {
-        int32_t pos = i, seq = 0;
-        int8_t lg = 1;
-        cllama_batch b = {1, &t, &pos, &seq, &lg};
-        assert_int_equal(cllama_decode(c, &b), CLLAMA_OK);
-        const float *l = cllama_get_logits(c, 0);
-        assert_non_null(l);
-        memcpy(out + (size_t)i * V, l, sizeof(float) * (size_t)V);
-        int best = 0;
-        for (int v = 1; v < V; v++) best = l[v] > l[best] ? v : best;
-        t = best;
-    }
-    cllama_counters k;
-    assert_int_equal(cllama_context_counters(c, &k), CLLAMA_OK);
-    *waits = k.head_waits;
-    *replays = k.graph_replays;
-    cllama_context_free(c);
-    assert_int_equal(cll_cuda_knob_set("cuda.head_wait", 0, true, NULL), CLL_OK);
-}
-
-static void test_head_wait(void **state) {
-    (void)state;
-    /* one q|k|v weight (Q4_0), the pair launch of a Q4_K_M file's Q6_K v layers, q / k norms (qwen3: the
-     * fused rope's whole-row form), and F16 (its rows do not take the groups: the step keeps its PDL wait) */
-    const struct {
-        const char *file;
-        bool groups;
-    } files[] = {{"oracle/models/tiny-llama-Q4_0.gguf", true},
-                 {"oracle/models/tiny-llama-Q4_K_M.gguf", true},
-                 {"oracle/models/tiny-qwen3-Q4_K_M.gguf", true},
-                 {"oracle/models/tiny-llama-F16.gguf", false}};
-    const int steps = 160;
-    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
-        cllama_model_params mp = cllama_model_default_params();
-        mp.backend = CLLAMA_BACKEND_CUDA;
-        cllama_model *m = NULL;
-        assert_int_equal(cllama_model_load(tu_shared(files[f].file), &mp, &m), CLLAMA_OK);
-        const int V = cllama_model_n_vocab(m);
-        float *a = malloc(sizeof(float) * (size_t)steps * V), *b = malloc(sizeof(float) * (size_t)steps * V);
-        assert_non_null(a), assert_non_null(b);
-        uint64_t w0, w1, r0, r1;
-        head_wait_run(m, 0, steps, a, V, &w0, &r0);
-        head_wait_run(m, 1, steps, b, V, &w1, &r1);
-        size_t diff = 0;
-        for (size_t i = 0; i < (size_t)steps * V; i++) diff += memcmp(&a[i], &b[i], 4) != 0;
-        printf("head_wait %s: %zu of %zu logits differ; attention launches waiting on their group: %llu (off: %llu); "
-               "graph replays %llu / %llu\n",
-               files[f].file, diff, (size_t)steps * V, (unsigned long long)w1, (unsigned long long)w0,
-               (unsigned long long)r1, (unsigned long long)r0);
-        assert_int_equal(diff, 0);
-        assert_int_equal(w0, 0);
-        if (files[f].groups) assert_true(w1 > 0);
-        else assert_int_equal(w1, 0);
-        assert_true(r1 >= (uint64_t)steps - 2); /* the captured step ran, not an eager one */
-        free(a), free(b);
-        cllama_model_free(m);
-    }
-}
-
 int main(void) {
     if (!cll_cuda_built()) tu_skip("cuda_test: built without the CUDA driver");
     int n = 0;
     if (cll_cuda_device_count(&n) != CLL_OK || n == 0) tu_skip("cuda_test: no CUDA device on this machine");
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_devices), cmocka_unit_test(test_does_not_fit),
                                        cmocka_unit_test(test_logits_pinned), cmocka_unit_test(test_prepare_batches),
-                                       cmocka_unit_test(test_gemm_pad), cmocka_unit_test(test_head_wait)};
+                                       cmocka_unit_test(test_gemm_pad)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

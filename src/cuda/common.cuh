@@ -94,26 +94,6 @@ static __device__ __forceinline__ void cll_pdl_trigger(void) {
 #endif
 }
 
-/* A float another, still running grid writes (cll_cu_heads: the decode q|k|v rows the attention reads as
- * the product stores them): the buffer holds CLL_CU_UNSET (a NaN no arithmetic makes: NVIDIA GPUs return
- * the canonical 0x7fffffff) until the writer's plain store lands, and the reader polls the value itself
- * with relaxed gpu-scope loads (from L2, never a stale L1 line). The value is the message, so neither side
- * fences. After `tries` polls the reader falls back to the PDL wait (the writer's grid ended) and takes
- * what is there. */
-#define CLL_CU_UNSET 0xffffffffu
-static __device__ __forceinline__ float cll_ld_written(const float *p, int tries) {
-    uint32_t v = CLL_CU_UNSET;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    for (int t = 0; t < tries; t++) {
-        asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-        if (v != CLL_CU_UNSET) return __uint_as_float(v);
-    }
-    cll_pdl_wait();
-    asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-#endif
-    return __uint_as_float(v);
-}
-
 /* ask L2 for [p, p + bytes) (weights the kernel is about to stream): one bulk request, no
  * registers, no completion to wait for. p and bytes multiples of 16. */
 static __device__ __forceinline__ void cll_l2_prefetch(const void *p, uint32_t bytes) {

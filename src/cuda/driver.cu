@@ -27,13 +27,10 @@ static void set_pf_next(cll_cu_gemv_args *a, const cll_cu_part *next, size_t pf_
 static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const float *x, int64_t xs, const void *xq,
                         int64_t xqs, float *y, int64_t ys, cudaStream_t st, const cll_cu_part *next = NULL,
                         const cll_cu_resid_epi *epi = NULL, const cll_cu_gemv_impl *row = NULL,
-                        const cll_cu_splitk *sk = NULL, const cll_cu_gemv_args *fused = NULL, size_t pf_cap = SIZE_MAX,
-                        const cll_cu_heads *heads = NULL, bool *heads_done = NULL) {
+                        const cll_cu_splitk *sk = NULL, const cll_cu_gemv_args *fused = NULL, size_t pf_cap = SIZE_MAX) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
     if (epi) a.epi = *epi;
-    if (heads) a.heads = *heads;
-    a.heads_done = heads_done;
     if (sk) a.sk = *sk;
     if (fused) { /* the MoE decode fusions: routing and / or the activation done by the product */
         a.route = fused->route;
@@ -177,15 +174,10 @@ static bool pair_on(void) {
 }
 
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
- * product the step runs after this one (its weights are prefetched into L2 by the last part). heads: the
- * q|k|v rows in kv head groups (cll_cu_heads; a one-token product of one part or a pair launch only);
- * *heads_done says whether the launch honoured it */
+ * product the step runs after this one (its weights are prefetched into L2 by the last part) */
 static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
-                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1,
-                           const cll_cu_heads *heads = NULL, bool *heads_done = NULL) {
-    if (heads_done) *heads_done = false;
-    if (n != 1 || np > 2 || epi) heads = NULL;
+                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1) {
     int xk = xh_kind; /* the parts' X, converted once (gemm); xh_kind >= 0: by its producer (fused_x's kind) */
     if (n == 1 && np == 2 && !epi && pair_on() && parts[0].gemv && parts[1].gemv) {
         /* a one-token product of two types (q|k then a v of another type): one launch where both rows run
@@ -195,8 +187,6 @@ static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np
         set_pf_next(&a, next, pf_cap);
         a.nb = 1;
         a.xq = xq;
-        if (heads) a.heads = *heads;
-        a.heads_done = heads_done;
         const cudaError_t e = cll_cu_gemv_pair(parts[0].gemv->gemv, &parts[0].w, y + parts[0].y_off, parts[1].gemv->gemv,
                                                &parts[1].w, y + parts[1].y_off, &a, s->st);
         if (e != cudaErrorNotSupported) return e;
@@ -204,9 +194,7 @@ static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
-            const bool hw = heads && np == 1;
-            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi, NULL, NULL, NULL, pf_cap, hw ? heads : NULL,
-                            hw ? heads_done : NULL));
+            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi, NULL, NULL, NULL, pf_cap));
         } else if (const cll_cu_gemv_impl *fr = few_form_row(p, n)) { /* a few sequences' decode step */
             CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr, &s->sk));
         } else {
@@ -243,17 +231,14 @@ static int32_t attn_chunks(const cll_driver_state *s, int64_t n) {
  * slower on the H200 than the separate one-block kernel behind PDL (l2-7b tg128: Q4_0 509 vs
  * 569, Q8_0 363 vs 391, F16 245 vs 261 tok/s): the last block's ticket, its fences and its L2
  * round trips cost more on the critical path than a launch the next gemv already overlaps. */
-static bool fuse_resid_on(void) {
+static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, int64_t n, const float *post, const float *next_norm,
+                                          cll_cu_resid_epi *e) {
     static int on = -1; /* process-wide setting read once; not state */
     if (on < 0) {
         const char *v = getenv("CLLAMA_CUDA_FUSE_RESID");
         on = v && v[0] == '1';
     }
-    return on != 0;
-}
-static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, int64_t n, const float *post, const float *next_norm,
-                                          cll_cu_resid_epi *e) {
-    if (!fuse_resid_on() || n != 1 || post) return NULL;
+    if (!on || n != 1 || post) return NULL;
     memset(e, 0, sizeof *e);
     e->on = 1;
     e->x = s->x;
@@ -556,12 +541,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     const int32_t *tok = s->io, *pos = s->io + n, *seq = s->io + 2 * n, *rows = s->io + 3 * n;
     const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
     const bool tp = s->p.comm && cll_cu_comm_size(s->p.comm) > 1; /* a rank of a split model */
-    /* cll_cu_heads (the knob cuda.head_wait): a one-token step's attention may read its q|k|v rows as the
-     * product stores them, so the row must hold CLL_CU_UNSET before each layer's product: set here for the
-     * first layer (a prompt pass may have left values there), by the residual kernel after each o product
-     * for the next (every layer has that kernel: no fused residual tail, no split model) */
-    const bool unset_qkv = n == 1 && !tp && !s->n_seg && cll_cuda_knobs_now()->head_wait && !fuse_resid_on();
-    if (unset_qkv) PTRY(CLL_PK_EMBD, cudaMemsetAsync(s->qkv, 0xff, (size_t)s->nqkv * sizeof(float), s->st));
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
     int xk_qkv; /* the X kind the q|k|v product's producer writes (this norm, then each layer's tail) */
     void *xh0 = fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d, &xk_qkv);
@@ -578,6 +557,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         const cll_cu_layer *C = &dm->layers[il];
         const bool moe = hp->n_expert > 0;
         const cll_cu_part *after_ffn = il + 1 < hp->n_layer ? &dm->layers[il + 1].qkv[0] : &dm->output;
+        /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
+        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
+                                 xk_qkv));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -643,30 +625,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             aa.pf_bytes = pf_span(&C->wo, attn_pf_bytes());
             aa.pf_kv_max = attn_pf_kv_max();
         }
-        cll_cu_resid_epi ep;
-        /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
-         * the residual (no fused tail) */
-        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
-        /* the q|k|v product in kv head groups, the attention reading its own group's rows as they land
-         * (cll_cu_heads; the knob cuda.head_wait): a one-token step whose attention ropes itself; the row was
-         * set to CLL_CU_UNSET before (unset_qkv) */
-        cll_cu_heads hw;
-        memset(&hw, 0, sizeof hw);
-        bool heads_done = false;
-        const bool want_heads = unset_qkv && aa.fuse_rope && hp->head_dim_k == hp->head_dim_v;
-        if (want_heads) {
-            hw.on = 1;
-            hw.n_head = hp->n_head;
-            hw.n_kv = hp->n_head_kv;
-            hw.hd = hp->head_dim_k;
-        }
-        /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
-        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
-                                 xk_qkv, want_heads ? &hw : NULL, &heads_done));
-        if (heads_done) {
-            s->c.head_waits++;
-            aa.rope.poll = true;
-        }
         if (!aa.fuse_rope) PTRY(CLL_PK_ROPE, cll_cu_qkv_rope_store(&ra, n, s->st));
         /* the o product's f16 rows from the attention kernel, where every launch below is the tensor-core
          * prefill kernel (the only one that writes them) */
@@ -688,6 +646,10 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                 PTRY(CLL_PK_ATTN, cll_cu_attention(&sa, s->seg[g].n, s->st));
             }
         }
+        cll_cu_resid_epi ep;
+        /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
+         * the residual (no fused tail) */
+        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
         PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
                                o_next_bytes(), xko));
         if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
@@ -703,13 +665,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.xh = moe || e1 ? NULL : fused_x(s, C->gu, C->n_gu, n, d, &xkg);
         rr.xh_plain = xkg == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the f32 rows only where the gate|up product reads them */
-        if (unset_qkv && il + 1 < hp->n_layer) { /* this layer's attention has ended (the o product waited for it) */
-            rr.unset = s->qkv;
-            rr.n_unset = (int32_t)s->nqkv;
-        }
         if (!e1) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
-        rr.unset = NULL;
-        rr.n_unset = 0;
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
             if (st != CLL_OK) return st;

@@ -71,14 +71,6 @@ cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows, int64_t co
  * want_served false: the pair must be declined (cudaErrorNotSupported) with nothing written. */
 cll_status cll_cuda_gate_gemv_pair(uint32_t t1, uint32_t t2, int64_t rows1, int64_t rows2, int64_t cols, bool want_served,
                                    uint64_t seed, cll_cuda_gate_report *rep);
-/* The decode q|k|v product in kv head groups (cll_cu_heads) on fresh weights: one weight of type t,
- * (n_head + 2 n_kv) hd rows x cols, or (tv != 0) the pair launch of t's q|k rows and tv's v rows
- * (cll_cu_gemv_pair). Every output must have the bits of the same launch without the groups and the
- * launch must report that it took them; a one-bit flip of the plain output must be counted.
- * want_served false (a shape the groups cannot take, e.g. hd not a multiple of a block's rows): the launch
- * must run as without them and say so. */
-cll_status cll_cuda_gate_gemv_heads(uint32_t t, uint32_t tv, int n_head, int n_kv, int hd, int64_t cols, bool want_served,
-                                    uint64_t seed, cll_cuda_gate_report *rep);
 /* cll_cu_get_rows of a type: n_ids ids (repeats included) of a rows x cols weight, scale 1 and
  * a scale != 1; bar: bit-exact with to_f32 (times the scale in f32). */
 cll_status cll_cuda_gate_get_rows(uint32_t type, int64_t rows, int64_t cols, int n_ids, uint64_t seed,

@@ -30,8 +30,6 @@ static const struct {
     {"cuda.batch_graph", "CLLAMA_CUDA_BATCH_GRAPH", 0, 1, 1, offsetof(cll_cuda_knobs, batch_graph)},
     /* keys in flight a warp in the split attention kernel (cll_cu_attn_loads): off until measured */
     {"cuda.attn_loads8", "CLLAMA_CUDA_ATTN_LOADS8", 0, 1, 0, offsetof(cll_cuda_knobs, attn_loads8)},
-    /* the attention's wait for its own kv head group's q|k|v rows (cll_cu_heads): off until measured */
-    {"cuda.head_wait", "CLLAMA_CUDA_HEAD_WAIT", 0, 1, 0, offsetof(cll_cuda_knobs, head_wait)},
 };
 #define K_N (sizeof k_tab / sizeof k_tab[0])
 

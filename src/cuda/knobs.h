@@ -30,9 +30,6 @@ typedef struct {
     int batch_graph;    /* 1: batched decode steps replay captured graphs, 0: run eagerly */
     int attn_loads8;    /* 1: the split decode attention keeps 8 keys a warp in flight (blocks of <= 2
                          * q heads), 0: 4; the same sums in the same order */
-    int head_wait;      /* 1: the one-token q|k|v product runs kv head group by group and counts its rows, and
-                         * each decode attention block waits for its own group's rows instead of the whole
-                         * product (cll_cu_heads); 0: the PDL wait; the same sums either way */
 } cll_cuda_knobs;
 
 /* the current values (the first call reads the environment) */

@@ -86,8 +86,6 @@ typedef struct {
     double capture_seconds;  /* CUDA: host time those captures took (inside the steps that made them) */
     uint64_t x_conversions;  /* CUDA: f32-to-f16 input conversions the batch products launched (a graph's at
                               * its capture); a norm or activation kernel writing a product's f16 rows spares one */
-    uint64_t head_waits;     /* CUDA: decode attention launches that waited for their kv head group's q|k|v rows
-                              * rather than the whole product (cuda.head_wait; a graph's at its capture) */
     uint64_t allreduces;     /* tensor parallel: all-reduces run (rank 0's count; a graph replay counts its
                               * captured ones) */
     double allreduce_seconds; /* tensor parallel: time the forwards spent in them where the driver can tell (CPU:

@@ -363,7 +363,6 @@ cllama_status cllama_context_counters(const cllama_context *c, cllama_counters *
                              .graph_captures = k.graph_captures,
                              .capture_seconds = k.capture_seconds,
                              .x_conversions = k.x_conversions,
-                             .head_waits = k.head_waits,
                              .tp = k.tp > 0 ? k.tp : 1,
                              .allreduces = k.allreduces,
                              .allreduce_seconds = k.allreduce_seconds};

@@ -139,34 +139,14 @@ sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row
     if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
-/* cll_cu_heads: the row (of the fused q|k|v numbering) that launch block i of rb rows starts at when the
- * blocks run kv head group by group (group g: its q heads' rows, its k head's, its v head's) */
-static __device__ __forceinline__ int64_t sp_heads_row(const cll_cu_heads &h, int64_t i, int rb) {
-    const int64_t G = h.n_head / h.n_kv, hd = h.hd, gr = (G + 2) * hd, v = i * rb;
-    const int64_t g = v / gr, k = v - g * gr;
-    return k < G * hd         ? g * G * hd + k
-           : k < (G + 1) * hd ? (int64_t)h.n_head * hd + g * hd + (k - G * hd)
-                              : (int64_t)(h.n_head + h.n_kv) * hd + g * hd + (k - (G + 1) * hd);
-}
-
-/* whether a one-product launch of rb-row blocks over w can run in kv head groups (cll_cu_heads) */
-static bool sp_heads_ok(const cll_cu_weight *w, const cll_cu_gemv_args *a, int rb) {
-    const cll_cu_heads &h = a->heads;
-    return h.on && a->nb == 1 && !a->mat_ids && !a->route.logits && !a->epi.on && !a->act_in.gu && w->n_mat == 1 &&
-           h.n_kv > 0 && h.n_head % h.n_kv == 0 && h.hd > 0 && h.hd % rb == 0 &&
-           w->rows == (int64_t)(h.n_head + 2 * h.n_kv) * h.hd;
-}
-
 template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS, int R = 1, bool ONE = false>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
 k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
           float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi,
-          const cll_cu_route rt, const cll_cu_heads hr) {
-    /* kv head group by group (the launcher checked the shape) */
-    const int64_t bx = hr.on ? sp_heads_row(hr, blockIdx.x, WARPS * R) / (WARPS * R) : (int64_t)blockIdx.x;
+          const cll_cu_route rt) {
     sp_gemv_dev<S, WARPS, U, EPI, RT, R, ONE>(W, rows, ng, row_stride, mat_stride, n_mat, mat_ids, xq, xq_stride, y, y_stride,
-                                             early, pfn, pfb, epi, rt, bx);
+                                             early, pfn, pfb, epi, rt, blockIdx.x);
 }
 
 /* ---- k_gemv_sp2<S1, S2>: two products over one q8_1 activation in one launch ----
@@ -180,20 +160,15 @@ template <class S1, class S2>
 __global__ void __launch_bounds__(SP_WARPS * 32, SP_MIN_BLOCKS)
 k_gemv_sp2(const uint8_t *__restrict__ W1, int64_t rows1, int64_t ng1, int64_t rs1, float *__restrict__ y1, int64_t nb1,
            const uint8_t *__restrict__ W2, int64_t rows2, int64_t ng2, int64_t rs2, float *__restrict__ y2,
-           const cll_block_q8_1 *__restrict__ xq, int early, const void *pfn, size_t pfb, const cll_cu_heads hr) {
+           const cll_block_q8_1 *__restrict__ xq, int early, const void *pfn, size_t pfb) {
     const cll_cu_resid_epi epi = {};
     const cll_cu_route rt = {};
-    int64_t bx = blockIdx.x;
-    if (hr.on) { /* kv head group by group: part 1 holds the q and k rows, part 2 the v rows */
-        const int64_t row = sp_heads_row(hr, blockIdx.x, 2 * SP_WARPS);
-        bx = row < rows1 ? row / (2 * SP_WARPS) : nb1 + (row - rows1) / (2 * SP_WARPS);
-    }
-    if (bx < nb1)
+    if ((int64_t)blockIdx.x < nb1)
         sp_gemv_dev<S1, SP_WARPS, SP_PRE_U, false, false, 2, true>(W1, rows1, ng1, rs1, 0, 1, nullptr, xq, 0, y1, 0,
-                                                                   early, pfn, pfb, epi, rt, bx);
+                                                                   early, pfn, pfb, epi, rt, blockIdx.x);
     else
         sp_gemv_dev<S2, SP_WARPS, SP_PRE_U, false, false, 2, true>(W2, rows2, ng2, rs2, 0, 1, nullptr, xq, 0, y2, 0,
-                                                                   early, pfn, pfb, epi, rt, bx - nb1);
+                                                                   early, pfn, pfb, epi, rt, (int64_t)blockIdx.x - nb1);
 }
 
 /* ---- k_gemv_spk<S, KS, U, MINB>: the long rows (down) split over KS warps ----
@@ -295,14 +270,10 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, false, true, MINB, R, ONE>
              : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, true, false, MINB, R, ONE>
                              : k_gemv_sp<S, SP_WARPS, U, false, false, MINB, R, ONE>;
-    cll_cu_heads hr = {};
-    if (sp_heads_ok(w, a, SP_WARPS * R)) hr = a->heads;
-    const cudaError_t e = cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
-                                        (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
-                                        (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride,
-                                        cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes, a->epi, a->route, hr);
-    if (e == cudaSuccess && hr.on && a->heads_done) *a->heads_done = true;
-    return e;
+    return cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, w->cols / 32,
+                        (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, (const cll_block_q8_1 *)a->xq,
+                        a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
+                        a->epi, a->route);
 }
 
 /* the long rows split over KS warps (k_gemv_spk), everything else by F (the type's base form) */
@@ -689,19 +660,10 @@ template <class S1, class S2>
 static cudaError_t sp_pair_launch(const cll_cu_weight *w1, float *y1, const cll_cu_weight *w2, float *y2,
                                   const cll_cu_gemv_args *a, cudaStream_t st) {
     const int64_t nb1 = cll_cdiv(w1->rows, 2 * SP_WARPS), nb2 = cll_cdiv(w2->rows, 2 * SP_WARPS);
-    /* kv head groups (cll_cu_heads): part 1 the q and k rows, part 2 the v rows, whole blocks of each */
-    const cll_cu_heads &h = a->heads;
-    cll_cu_heads hr = {};
-    if (h.on && h.n_kv > 0 && h.n_head % h.n_kv == 0 && h.hd > 0 && h.hd % (2 * SP_WARPS) == 0 &&
-        w1->rows == (int64_t)(h.n_head + h.n_kv) * h.hd && w2->rows == (int64_t)h.n_kv * h.hd)
-        hr = h;
-    const cudaError_t e =
-        cll_cu_launch(k_gemv_sp2<S1, S2>, dim3((unsigned)(nb1 + nb2)), dim3(SP_WARPS * 32), 0, st, w1->d, w1->rows,
-                      w1->cols / 32, (int64_t)w1->row_stride, y1, nb1, w2->d, w2->rows, w2->cols / 32,
-                      (int64_t)w2->row_stride, y2, (const cll_block_q8_1 *)a->xq, cll_cu_gemv_early_trigger(),
-                      a->pf_next, a->pf_bytes, hr);
-    if (e == cudaSuccess && hr.on && a->heads_done) *a->heads_done = true;
-    return e;
+    return cll_cu_launch(k_gemv_sp2<S1, S2>, dim3((unsigned)(nb1 + nb2)), dim3(SP_WARPS * 32), 0, st, w1->d, w1->rows,
+                         w1->cols / 32, (int64_t)w1->row_stride, y1, nb1, w2->d, w2->rows, w2->cols / 32,
+                         (int64_t)w2->row_stride, y2, (const cll_block_q8_1 *)a->xq, cll_cu_gemv_early_trigger(),
+                         a->pf_next, a->pf_bytes);
 }
 
 /* the type pairs of the q|k|v products of llama.cpp's mixes (q|k type, then v type): Q4_K_M and Q3_K_M

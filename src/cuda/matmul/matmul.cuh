@@ -75,18 +75,6 @@ typedef struct {
     float *selw;  /* (k) out */
 } cll_cu_route;
 
-/* The decode q|k|v product in kv head groups (cll_cu_gemv_args.heads; on 0: off). The product's rows are
- * q (n_head heads) | k (n_kv) | v (n_kv), hd rows a head; group g is kv head g's G = n_head / n_kv q heads,
- * its k head and its v head, (G + 2) hd rows. A row that honours it runs its blocks group by group (block i
- * of the launch takes the i-th run of rows in that order: group 0's first, so they land first), so the
- * decode attention, which reads its group's rows as they land (cll_cu_rope_args.poll) instead of waiting
- * for the whole grid, starts group by group. Every output keeps its bits: each row's sum is its warp's,
- * whichever warp runs it. */
-typedef struct {
-    int32_t on;
-    int32_t n_head, n_kv, hd;
-} cll_cu_heads;
-
 /* nb independent products y_b = W[mat_b] . x_b (b < nb), each of one activation row.
  * Inputs: f32 x_b at x + b*x_stride floats (x_stride 0: one shared row), and its q8_1 form at
  * xq + b*xq_stride blocks (rows that need it; quantized once per layer input by the caller).
@@ -118,11 +106,6 @@ typedef struct {
         int64_t ld;
         bool gelu;
     } act_in;
-    /* optional: the q|k|v rows in kv head groups (cll_cu_heads; nb == 1, no mat_ids, route, epi or act_in).
-     * A launcher that honours it sets *heads_done (host; may be NULL) to true; one that does not leaves it,
-     * and the product runs as without it (so the attention must keep its PDL wait) */
-    cll_cu_heads heads;
-    bool *heads_done;
 } cll_cu_gemv_args;
 
 /* launcher of one gemv row; returns the launch's cudaError_t */

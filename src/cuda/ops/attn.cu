@@ -293,9 +293,7 @@ static __device__ void fa_rope(const cll_cu_rope_args &R, float *buf, int hd, in
         const float *bias = row < hg ? R.bq : row == hg ? R.bk : R.bv;
         const int64_t off = row < hg ? (int64_t)(h0 + row) * hd : (int64_t)(row == hg ? H : H + KV) * hd + (int64_t)kvh * hd;
         const int64_t bo = row < hg ? (int64_t)(h0 + row) * hd : (int64_t)kvh * hd;
-        /* poll: the product that writes the row may still run (cll_cu_heads) */
-        const float v = R.poll ? cll_ld_written(src + off + i, 1 << 16) : src[off + i];
-        return bias ? v + bias[bo + i] : v;
+        return bias ? src[off + i] + bias[bo + i] : src[off + i];
     };
     /* a finished element: q prescaled and rounded as the cache is (llama.cpp dots an fp16 q with an F16
      * cache), k and v stored to the cell; every row's value stays in buf */
@@ -403,12 +401,6 @@ struct FaGeo {
         base = (int64_t)seq * a.n_ctx;
     }
 };
-
-/* decode: the block's wait for its q|k|v rows: the PDL wait (the whole product ended), or none where the
- * fused rope polls each value it reads (cll_cu_rope_args.poll, cll_cu_heads) */
-static __device__ __forceinline__ void fa_wait(const cll_cu_attn_args &a) {
-    if (!(a.fuse_rope && a.rope.poll)) cll_pdl_wait();
-}
 
 /* decode: the block's share of a.pf (the next product's weights) into L2 when this token's K and V
  * rows are few (cll_cu_attn_args.pf); after the wait, so it does not race the q|k|v product */
@@ -624,7 +616,7 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
         }
     }
     const FaRopeCS rcs = fa_rope_pre(a.rope, a.fuse_rope && c < nc, pos);
-    fa_wait(a);
+    cll_pdl_wait();
     cll_pdl_trigger();
     fa_pf_next(a, g);
     if (c >= nc || (a.drop & 32)) return;
@@ -986,7 +978,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     if (a.fuse_rope)
         for (int t = 0; t < NS - 1; t++) issue(t);
     const FaRopeCS rcs = fa_rope_pre(a.rope, a.fuse_rope && g.c < g.nc, g.pos);
-    fa_wait(a);
+    cll_pdl_wait();
     cll_pdl_trigger();
     fa_pf_next(a, g);
     if (g.c >= g.nc) return;
@@ -1475,7 +1467,6 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         return cudaErrorInvalidValue;
     const int hd = a->hd_k;
     if (a->fuse_rope && !cll_cu_attention_fuses_rope(a, n)) return cudaErrorInvalidValue;
-    if (a->rope.poll && (n != 1 || !a->fuse_rope)) return cudaErrorInvalidValue;
     if (a->pf && ((uintptr_t)a->pf % 16 || a->pf_bytes % 16)) return cudaErrorInvalidValue;
     if (a->hd_v == hd && (hd == 64 || hd == 128 || hd == 256)) {
         static int c_min = -1, c_per_sm = -1, c_warps = -1;

@@ -181,12 +181,6 @@ cudaError_t cll_cu_quantize_rows_q8(const float *x, int64_t ld, int64_t n, int64
     return cudaGetLastError();
 }
 
-/* after the wait: the next layer's q|k|v row back to CLL_CU_UNSET (cll_cu_resid_args.unset) */
-static __device__ __forceinline__ void resid_unset(const cll_cu_resid_args &a) {
-    if (a.unset && blockIdx.x == 0)
-        for (int i = threadIdx.x; i < a.n_unset; i += blockDim.x) a.unset[i] = __uint_as_float(CLL_CU_UNSET);
-}
-
 template <int V>
 __global__ static void __launch_bounds__(NORM_REG_MAX_NT) resid_norm_q8_regs(cll_cu_resid_args a, int d, float eps) {
     __shared__ double red[32];
@@ -198,7 +192,6 @@ __global__ static void __launch_bounds__(NORM_REG_MAX_NT) resid_norm_q8_regs(cll
     if (a.next_norm) load_w4<V>(a.next, d4, nw);
     cll_pdl_wait();
     cll_pdl_trigger();
-    resid_unset(a);
     const int64_t r = blockIdx.x;
     float4 *x4 = (float4 *)(a.x + r * d);
     const float4 *t4 = (const float4 *)(a.t + r * d);
@@ -245,7 +238,6 @@ __global__ static void __launch_bounds__(NORM_REG_MAX_NT) resid_norm_q8_regs(cll
 __global__ static void resid_norm_q8_kernel(cll_cu_resid_args a, int64_t d, float eps) {
     cll_pdl_wait();
     cll_pdl_trigger();
-    resid_unset(a);
     __shared__ double red[32];
     const int64_t r = blockIdx.x;
     float *x = a.x + r * d, *t = a.t + r * d;

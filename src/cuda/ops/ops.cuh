@@ -113,9 +113,6 @@ typedef struct {
     void *xq;              /* (n, q8_blocks(d)) or NULL */
     void *xh;              /* (n, d) xn as f16 in the fused rows' order (d % 32 == 0), or NULL */
     bool xh_plain;         /* xh in plain order instead (a cuBLAS f16 product's X) */
-    float *unset;          /* n_unset floats block 0 sets to CLL_CU_UNSET after its wait (the next layer's q|k|v
-                            * rows, which its attention polls: cll_cu_rope_args.poll), or NULL */
-    int32_t n_unset;
 } cll_cu_resid_args;
 cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t d, float eps, cudaStream_t s);
 
@@ -158,11 +155,6 @@ typedef struct {
     bool neox;
     cll_rope rp;                        /* base, linear / YaRN scaling (model/rope.h) */
     float q_scale, eps;
-    /* decode attention with the fused rope only (cll_cu_heads, knob cuda.head_wait): the q|k|v row held
-     * CLL_CU_UNSET before its product (the residual kernel of the layer before, or the step's first copy,
-     * set it) and the product may still be running: the blocks skip their PDL wait and poll each value
-     * they read until the product's store has landed (cll_ld_written) */
-    bool poll;
 } cll_cu_rope_args;
 cudaError_t cll_cu_qkv_rope_store(const cll_cu_rope_args *a, int64_t n, cudaStream_t s);
 
