@@ -27,6 +27,10 @@
 #               (recorded as the box's), on an H200 then the owed board cells while the call has time (one call)
 #       tiles   the whole-tile chunks of the streaming attention: its gates, golden forced onto it, kbench -A
 #               and tg128 @ d8192 with CLLAMA_CUDA_ATTN_TILE_CHUNKS on / off (any GPU; one call)
+#       profile [NAME..]  where a one-token step's time goes on this card: per anchor file (default l2-7b-Q4_0,
+#               l2-7b-F16, l3-8b-IQ3_S) tg128 whole and with kernel kinds removed (CLLAMA_CUDA_SKIP: attn; attn,norm,act;
+#               + output), then the gemv rows of those types alone (cuda_kbench -T) and the decode attention alone
+#               at 128 keys (cuda_kbench -A); a table of the removals' us a token at the end (any GPU; one call)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
 #               IQ3_S, both Q4_K_M, Q6_K) (an H200's; one call; the long cells: `long`, a call of its own)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
@@ -737,6 +741,38 @@ tiles() {
   return 0
 }
 
+# profile: the step by removal on this card (docs/cuda.md, "Where the step's fixed time is": an H100's; the H200's
+# is what issue 9's remaining bars need). Output also in $OUT/profile.log
+profile() {
+  dev_env
+  exec > >(tee -a "$OUT/profile.log") 2>&1
+  echo "profile on $BOX ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+  local names=("$@") f skip tps=() line types=""
+  [ ${#names[@]} -gt 0 ] || names=(l2-7b-Q4_0 l2-7b-f16 l3-8b-IQ3_S)
+  mkdir -p "$MODELS"
+  for f in "${names[@]}"; do
+    synth_anchor "$f" >/dev/null || continue
+    for skip in - attn attn,norm,act attn,norm,act,output; do
+      line=$(CLLAMA_CUDA_SKIP=$([ "$skip" = - ] || echo "$skip") .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 \
+        -m "$MODELS/$f.gguf" 2>/dev/null | grep "tg128" | grep -v "bench:")
+      echo "$f SKIP=$skip $line"
+      tps+=("$f $skip $(echo "$line" | awk -F'|' '{print $(NF-1)}' | awk '{print $1}')")
+    done
+    rm -f "$MODELS/$f.gguf"
+    case "$f" in *Q4_0) types+=q4_0, ;; *f16) types+=f16, ;; *IQ3_S) types+=iq3_s,q4_k, ;; *Q4_K_M) types+=q4_k,q6_k, ;; esac
+  done
+  [ -n "$types" ] && .gpu/bin/cuda_kbench -T "${types%,}" -r 20 2>&1 | tail -40
+  .gpu/bin/cuda_kbench -A -K 128 -r 20 2>&1 | tail -8
+  echo; echo "| file | removed | tok/s | us a token | us saved |"; echo "|---|---|---:|---:|---:|"
+  local base="" name rm t
+  for line in "${tps[@]}"; do
+    read -r name rm t <<<"$line"
+    [ -n "$t" ] || continue
+    [ "$rm" = - ] && base=$t
+    awk -v n="$name" -v r="$rm" -v t="$t" -v b="$base" 'BEGIN { us = 1e6 / t; printf "| %s | %s | %.1f | %.0f | %.0f |\n", n, r, t, us, (b > 0 ? 1e6 / b - us : 0) }'
+  done
+}
+
 # on an H200 (the twenty-eighth and twenty-ninth sessions got only H100s): the gates, then the board cells
 # recorded before the last decode changes (IQ4_XS's form, Q6_K, IQ3_S); the long cells are a call of their
 # own (`long`): the three together ran past one call's 10 minutes
@@ -766,6 +802,7 @@ case $cmd in
   owed) owed ;;
   tiles) tiles ;;
   owed_board) owed_board ;;
+  profile) profile "$@" ;;
   tp) tp "$@" ;;
   tboard) tboard "$@" ;;
   sh) dev_env; eval "$*" ;; # sh 'COMMANDS': the unpacked binaries and shared files in place, then COMMANDS
