@@ -28,7 +28,7 @@
 #       tiles   the whole-tile chunks of the streaming attention: its gates, golden forced onto it, kbench -A
 #               and tg128 @ d8192 with CLLAMA_CUDA_ATTN_TILE_CHUNKS on / off (any GPU; one call)
 #       profile [NAME..]  where a one-token step's time goes on this card: per anchor file (default l2-7b-Q4_0,
-#               l2-7b-F16, l3-8b-IQ3_S) tg128 whole and with kernel kinds removed (CLLAMA_CUDA_SKIP: attn; attn,norm,act;
+#               l2-7b-f16, l3-8b-IQ3_S) tg128 whole and with kernel kinds removed (CLLAMA_CUDA_SKIP: attn; attn,norm,act;
 #               + output), then the gemv rows of those types alone (cuda_kbench -T) and the decode attention alone
 #               at 128 keys (cuda_kbench -A); a table of the removals' us a token at the end (any GPU; one call)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
@@ -747,30 +747,27 @@ profile() {
   dev_env
   exec > >(tee -a "$OUT/profile.log") 2>&1
   echo "profile on $BOX ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-  local names=("$@") f skip tps=() line types=""
+  local names=("$@") f types="" runs="$OUT/profile_tg.txt"
   [ ${#names[@]} -gt 0 ] || names=(l2-7b-Q4_0 l2-7b-f16 l3-8b-IQ3_S)
   mkdir -p "$MODELS"
-  for f in "${names[@]}"; do
-    synth_anchor "$f" >/dev/null || continue
-    for skip in - attn attn,norm,act attn,norm,act,output; do
-      line=$(CLLAMA_CUDA_SKIP=$([ "$skip" = - ] || echo "$skip") .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 \
-        -m "$MODELS/$f.gguf" 2>/dev/null | grep "tg128" | grep -v "bench:")
-      echo "$f SKIP=$skip $line"
-      tps+=("$f $skip $(echo "$line" | awk -F'|' '{print $(NF-1)}' | awk '{print $1}')")
-    done
+  for f in "${names[@]}"; do # ab's tg128 per removal, in this order (the whole step first)
+    AB_ENVS=(- CLLAMA_CUDA_SKIP=attn CLLAMA_CUDA_SKIP=attn,norm,act CLLAMA_CUDA_SKIP=attn,norm,act,output) ab "$f" |
+      tee -a "$runs"
     rm -f "$MODELS/$f.gguf"
-    case "$f" in *Q4_0) types+=q4_0, ;; *f16) types+=f16, ;; *IQ3_S) types+=iq3_s,q4_k, ;; *Q4_K_M) types+=q4_k,q6_k, ;; esac
+    case "$f" in *Q4_0) types+=q4_0, ;; *f16) types+=f16, ;; *IQ3_S) types+=iq3_s,q4_K, ;; *Q4_K_M) types+=q4_K,q6_K, ;; esac
   done
   [ -n "$types" ] && .gpu/bin/cuda_kbench -T "${types%,}" -r 20 2>&1 | tail -40
   .gpu/bin/cuda_kbench -A -K 128 -r 20 2>&1 | tail -8
+  # the table: "NAME [ENV] | ... | tg128 | T +- sd |" lines; a file's removals against its whole step
   echo; echo "| file | removed | tok/s | us a token | us saved |"; echo "|---|---|---:|---:|---:|"
-  local base="" name rm t
-  for line in "${tps[@]}"; do
-    read -r name rm t <<<"$line"
-    [ -n "$t" ] || continue
-    [ "$rm" = - ] && base=$t
-    awk -v n="$name" -v r="$rm" -v t="$t" -v b="$base" 'BEGIN { us = 1e6 / t; printf "| %s | %s | %.1f | %.0f | %.0f |\n", n, r, t, us, (b > 0 ? 1e6 / b - us : 0) }'
-  done
+  grep "tg128" "$runs" | awk -F'|' '{
+    split($1, h, " "); env = h[2]; gsub(/[][]/, "", env); sub(/CLLAMA_CUDA_SKIP=/, "", env)
+    split($(NF - 1), v, " "); t = v[1] + 0
+    if (env == "-") base[h[1]] = t
+    if (t <= 0) next
+    b = base[h[1]]; us = 1e6 / t
+    printf "| %s | %s | %.1f | %.0f | %s |\n", h[1], env, t, us, (b > 0 ? sprintf("%.0f", 1e6 / b - us) : "?")
+  }'
 }
 
 # on an H200 (the twenty-eighth and twenty-ninth sessions got only H100s): the gates, then the board cells
