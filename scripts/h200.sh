@@ -31,8 +31,6 @@
 #               l2-7b-f16, l3-8b-IQ3_S) tg128 whole and with kernel kinds removed (CLLAMA_CUDA_SKIP: attn; attn,norm,act;
 #               + output), then the gemv rows of those types alone (cuda_kbench -T) and the decode attention alone
 #               at 128 keys (cuda_kbench -A); a table of the removals' us a token at the end (any GPU; one call)
-#       otma [NAME..]  the o product on its bulk-copy row (CLLAMA_CUDA_O_ROW=split_tma), the row's grid capped to the
-#               SMs the decode attention leaves (CLLAMA_CUDA_TMA=NS,KB,GRID): gates, golden, tg128 ABBA (any GPU)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
 #               IQ3_S, both Q4_K_M, Q6_K) (an H200's; one call; the long cells: `long`, a call of its own)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
@@ -745,30 +743,6 @@ tiles() {
 
 # profile: the step by removal on this card (docs/cuda.md, "Where the step's fixed time is": an H100's; the H200's
 # is what issue 9's remaining bars need). Output also in $OUT/profile.log
-otma() { # [NAME..] the o product on its bulk-copy row (CLLAMA_CUDA_O_ROW=split_tma) and that row's grid capped
-  # to the SMs the decode attention leaves free (CLLAMA_CUDA_TMA=NS,KB,GRID): the rows' gates under each
-  # geometry, golden on the GPU with the o row moved, then tg128 ABBA per file (any GPU; one call)
-  dev_env
-  exec > >(tee -a "$OUT/otma.log") 2>&1
-  echo "otma on $BOX ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-  local names=("$@") g f
-  [ ${#names[@]} -gt 0 ] || names=(l2-7b-Q4_0 l3-8b-Q4_K_M)
-  for g in 8,18,64 8,18,100 5,18,0; do
-    CLLAMA_CUDA_TMA=$g CLL_GATE_ONLY=_split_tma CLL_TEST_FILTER=test_gemv_rows .gpu/bin/cuda_kernels_test 2>&1 |
-      grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/gate CLLAMA_CUDA_TMA=$g: /"
-    CLLAMA_CUDA_TMA=$g .gpu/bin/cuda_kbench -T q4_0,q4_K -k split_tma -s 4096x4096 -r 20 2>&1 | grep -E " 4096x4096 |FAIL" |
-      sed "s/^/kbench TMA=$g: /"
-  done
-  .gpu/bin/cuda_kbench -T q4_0,q4_K -k w4r2 -s 4096x4096 -r 20 2>&1 | grep -E " 4096x4096 |FAIL" | sed "s/^/kbench: /"
-  CLLAMA_CUDA_O_ROW=split_tma CLLAMA_CUDA_TMA=8,18,64 CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 |
-    grep -E "FAIL|PASSED|\[  " | tail -4 | sed "s/^/golden, o on split_tma: /"
-  mkdir -p "$MODELS"
-  for f in "${names[@]}"; do
-    AB_ENVS=(- CLLAMA_CUDA_O_ROW=split_tma+CLLAMA_CUDA_TMA=8,18,64 CLLAMA_CUDA_O_ROW=split_tma+CLLAMA_CUDA_TMA=8,18,100
-      CLLAMA_CUDA_O_ROW=split_tma CLLAMA_CUDA_O_ROW=split_tma+CLLAMA_CUDA_TMA=8,18,64 -) ab "$f"
-    rm -f "$MODELS/$f.gguf"
-  done
-}
 profile() {
   dev_env
   exec > >(tee -a "$OUT/profile.log") 2>&1
@@ -777,13 +751,14 @@ profile() {
   [ ${#names[@]} -gt 0 ] || names=(l2-7b-Q4_0 l2-7b-f16 l3-8b-IQ3_S)
   mkdir -p "$MODELS"
   for f in "${names[@]}"; do # ab's tg128 per removal, in this order (the whole step first)
-    AB_ENVS=(- CLLAMA_CUDA_SKIP=attn CLLAMA_CUDA_SKIP=attn,norm,act CLLAMA_CUDA_SKIP=attn,norm,act,output) ab "$f" |
-      tee -a "$runs"
+    AB_ENVS=(- CLLAMA_CUDA_SKIP=attn CLLAMA_CUDA_SKIP=attn,norm,act CLLAMA_CUDA_SKIP=attn,norm,act,output)
+    ab "$f" | tee -a "$runs"
     rm -f "$MODELS/$f.gguf"
     case "$f" in *Q4_0) types+=q4_0, ;; *f16) types+=f16, ;; *IQ3_S) types+=iq3_s,q4_K, ;; *Q4_K_M) types+=q4_K,q6_K, ;; *IQ4_XS) types+=iq4_xs, ;;
       *Q8_0) types+=q8_0, ;; *Q6_K) types+=q6_K, ;; *Q5_1) types+=q5_1, ;; esac
   done
-  [ -n "$types" ] && .gpu/bin/cuda_kbench -T "${types%,}" -r 20 2>&1 | tail -40
+  # every row's line per shape to $OUT (the types' defaults are among them), the rows' summaries here
+  [ -n "$types" ] && .gpu/bin/cuda_kbench -T "${types%,}" -r 20 2>&1 | tee "$OUT/profile_kbench.log" | grep -E "summary|FAIL"
   .gpu/bin/cuda_kbench -A -K 128 -r 20 2>&1 | tail -8
   # the table: "NAME [ENV] | ... | tg128 | T +- sd |" lines; a file's removals against its whole step
   echo; echo "| file | removed | tok/s | us a token | us saved |"; echo "|---|---|---:|---:|---:|"
@@ -827,7 +802,6 @@ case $cmd in
   tiles) tiles ;;
   owed_board) owed_board ;;
   profile) profile "$@" ;;
-  otma) otma "$@" ;;
   tp) tp "$@" ;;
   tboard) tboard "$@" ;;
   sh) dev_env; eval "$*" ;; # sh 'COMMANDS': the unpacked binaries and shared files in place, then COMMANDS

@@ -933,24 +933,6 @@ static void test_table_shape(void **state) {
     }
 }
 
-/* CLLAMA_CUDA_O_ROW's lookup: a form names the type's row of that form in its default's layout, and
- * nothing where the type has none (the o product then keeps its default) */
-static void test_o_row_form(void **state) {
-    (void)state;
-    const char *n = cll_cuda_o_row_name("split_tma", CLL_TYPE_Q4_0, 4096, 4096);
-    assert_non_null(n);
-    assert_string_equal(n, "gemv_q4_0_split_tma");
-    n = cll_cuda_o_row_name("split_tma", CLL_TYPE_Q4_K, 4096, 4096);
-    assert_non_null(n);
-    assert_string_equal(n, "gemv_q4_K_split_tma");
-    n = cll_cuda_o_row_name("split_w4u4_dp4a", CLL_TYPE_Q4_0, 4096, 4096);
-    assert_non_null(n);
-    assert_string_equal(n, "gemv_q4_0_split_w4u4_dp4a");
-    assert_null(cll_cuda_o_row_name("split_tma", CLL_TYPE_F16, 4096, 4096)); /* F16 has no bulk-copy row */
-    assert_null(cll_cuda_o_row_name("no_such_form", CLL_TYPE_Q4_0, 4096, 4096));
-    assert_null(cll_cuda_o_row_name("tma", CLL_TYPE_Q4_0, 4096, 4096)); /* the whole form, not a suffix of it */
-}
-
 /* every kernel that opens its dynamic shared memory past 48 KB (a per-device attribute) runs on each
  * visible device in turn: with the attribute set once per process, the second GPU's launch failed
  * (the streaming decode attention, the prefill attention, the mma / few-token / bulk-copy gemvs,
@@ -997,7 +979,6 @@ int main(void) {
     const struct CMUnitTest host[] = {
         cmocka_unit_test(test_decoders_host),
         cmocka_unit_test(test_table_shape),
-        cmocka_unit_test(test_o_row_form),
         cmocka_unit_test(test_pick_form),
         cmocka_unit_test(test_attn_heads_per_block),
         cmocka_unit_test(test_attn_warps),
@@ -1018,7 +999,6 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decoders_host),
         cmocka_unit_test(test_table_shape),
-        cmocka_unit_test(test_o_row_form),
         cmocka_unit_test(test_pick_form),
         cmocka_unit_test(test_attn_heads_per_block),
         cmocka_unit_test(test_attn_warps),

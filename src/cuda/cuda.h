@@ -42,8 +42,5 @@ const struct cll_kernel_table *cll_cuda_kernel_table(void);
 /* an override names the type's int8 tensor-core row for the n9-64 class (cuda/matmul/matmul.cuh
  * cll_cu_gemv_tile_pinned); false without the CUDA driver */
 bool cll_cuda_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t cols);
-/* the name of the one-token row CLLAMA_CUDA_O_ROW=form gives a rows x cols weight of this type (gemv_<type>_<form>,
- * in the layout of the type's default row); NULL: the type has none (its default stays), or no CUDA driver */
-const char *cll_cuda_o_row_name(const char *form, uint32_t type, int64_t rows, int64_t cols);
 
 #endif

@@ -164,23 +164,6 @@ static cll_status add_product(plan *pl, cll_cu_part *parts, int *n_parts, const 
     return CLL_OK;
 }
 
-/* CLLAMA_CUDA_O_ROW=FORM (A/B; read at each load): the attention's output product (wo), which runs after
- * the decode attention, takes the gemv row gemv_<type>_FORM of its type and layout (e.g. split_tma: its
- * weights go to shared memory by bulk copies before its PDL wait, while the attention still runs) instead
- * of the type's default; the other products keep theirs. A form the type has no row of leaves the default
- * (one line on stderr) */
-static void o_row(cll_cu_part *dst, const cll_gguf_tensor *t, int32_t il) {
-    const char *e = getenv("CLLAMA_CUDA_O_ROW");
-    if (!e || !*e || !dst->gemv) return;
-    const cll_cu_gemv_impl *r =
-        cll_cu_gemv_form_row(e, (uint32_t)t->type, dst->gemv->layout, (int64_t)t->ne[1], (int64_t)t->ne[0]);
-    if (r)
-        dst->gemv = r;
-    else if (il == 0)
-        fprintf(stderr, "cllama: cuda: CLLAMA_CUDA_O_ROW=%s: no row gemv_%s_%s in the o product's layout; its default stays\n",
-                e, cll_type_name((uint32_t)t->type), e);
-}
-
 static cll_status add_v(plan *pl, float **dst, const cll_gguf_tensor *t) {
     *dst = NULL;
     if (!t) return CLL_OK;
@@ -243,7 +226,6 @@ static cll_status plan_model(plan *pl) {
         const cll_gguf_tensor *qkv[3] = {L->wq, L->wk, L->wv};
         P(add_product(pl, C->qkv, &C->n_qkv, qkv, 3));
         P(add_w(pl, &C->wo, &L->wo, 1));
-        o_row(&C->wo, L->wo, il);
         if (hp->n_expert > 0) {
             P(add_w(pl, &C->router, &L->ffn_gate_inp, 1));
             const cll_gguf_tensor *gu[2] = {L->gate_exps, L->up_exps};

@@ -34,10 +34,6 @@ bool cll_cuda_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t 
     (void)type, (void)layout, (void)rows, (void)cols;
     return false;
 }
-const char *cll_cuda_o_row_name(const char *form, uint32_t type, int64_t rows, int64_t cols) {
-    (void)form, (void)type, (void)rows, (void)cols;
-    return NULL;
-}
 
 static cll_status nc_model_create(const cll_model *m, const cll_driver_model_params *p, cll_driver_model **out) {
     (void)m;

@@ -102,32 +102,26 @@ k_gemv_tma(const uint8_t *__restrict__ W, int64_t rows, int ng, int64_t row_stri
     if (EPI) cll_epi_finish(epi, rows, epi_acc);
 }
 
-/* stages, target stage bytes and the most blocks of a launch: CLLAMA_CUDA_TMA="NS,KB[,GRID]" (default
- * 4,16 and no cap), for A/B runs. GRID: a product behind a kernel that holds some SMs whole (the decode
- * attention's 16-warp blocks) gets its blocks onto the SMs left free, and with NS x KB at least its
- * share, a block's every tile goes out before the PDL wait */
-static void tma_knobs(int *ns, int *kb, int *grid) {
-    static int s_ns = -1, s_kb = -1, s_grid = 0; /* process-wide setting read once; not state */
+/* stages and target stage bytes: CLLAMA_CUDA_TMA="NS,KB" (default 4,16), for A/B runs */
+static void tma_knobs(int *ns, int *kb) {
+    static int s_ns = -1, s_kb = -1; /* process-wide setting read once; not state */
     if (s_ns < 0) {
-        int a = 4, b = 16, g = 0;
+        int a = 4, b = 16;
         const char *e = getenv("CLLAMA_CUDA_TMA");
-        if (e && *e) sscanf(e, "%d,%d,%d", &a, &b, &g);
+        if (e && *e) sscanf(e, "%d,%d", &a, &b);
         s_ns = a < 2 ? 2 : a > TMA_MAX_STAGES ? TMA_MAX_STAGES : a;
         s_kb = b < 4 ? 4 : b > 64 ? 64 : b;
-        s_grid = g > 0 ? g : 0;
     }
     *ns = s_ns;
     *kb = s_kb;
-    *grid = s_grid;
 }
 
 
 /* the geometry of one product: rows per tile, stages, stage bytes, shared bytes; false: not this row's shape */
 bool cll_cu_tma_geometry(int64_t rows, int64_t cols, size_t row_stride, int *rt, int *ns, uint32_t *stage_bytes,
                          size_t *smem) {
-    int n, kb, g;
-    tma_knobs(&n, &kb, &g);
-    (void)g; /* the launch caps its grid */
+    int n, kb;
+    tma_knobs(&n, &kb);
     if (rows <= 0 || cols <= 0 || cols % 32 || row_stride % 16) return false;
     int64_t r = (int64_t)kb * 1024 / (int64_t)row_stride;
     r = r < 1 ? 1 : r > TMA_RT_MAX ? TMA_RT_MAX : r;
@@ -164,11 +158,7 @@ template <class S> static cudaError_t tma_gemv_launch(const cll_cu_weight *w, co
         cudaGetLastError();
         bps = 1;
     }
-    int kn, kkb, gcap;
-    tma_knobs(&kn, &kkb, &gcap);
-    int64_t cap = (int64_t)cll_cu_sm_count() * bps;
-    if (gcap > 0 && gcap < cap) cap = gcap;
-    const int64_t tiles = cll_cdiv(w->rows, rt);
+    const int64_t tiles = cll_cdiv(w->rows, rt), cap = (int64_t)cll_cu_sm_count() * bps;
     const unsigned grid = (unsigned)(tiles < cap ? tiles : cap);
     auto k = a->epi.on ? k_gemv_tma<S, true> : k_gemv_tma<S, false>;
     return cll_cu_launch(k, dim3(grid), dim3(TMA_THREADS), smem, st, w->d, w->rows, (int)(w->cols / 32),

@@ -256,8 +256,5 @@ cudaError_t cll_cu_gemv_pair(cll_cu_gemv_fn f1, const cll_cu_weight *w1, float *
 const cll_kernel_table *cll_cu_kernel_table(void);
 /* the gemv row for a weight type: the default, or the row an override names (CLLAMA_KERNEL); NULL: not served */
 const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t cols);
-/* the one-token gemv row named gemv_<type>_<form> (form e.g. "split_tma") of this type and layout that
- * serves the shape; NULL: none (CLLAMA_CUDA_O_ROW's lookup) */
-const cll_cu_gemv_impl *cll_cu_gemv_form_row(const char *form, uint32_t type, int layout, int64_t rows, int64_t cols);
 
 #endif

@@ -470,15 +470,6 @@ const cll_kernel_table *cll_cu_kernel_table(void) {
 }
 
 extern "C" const struct cll_kernel_table *cll_cuda_kernel_table(void) { return cll_cu_kernel_table(); }
-extern "C" const char *cll_cuda_o_row_name(const char *form, uint32_t type, int64_t rows, int64_t cols) {
-    const cll_cu_gemv_impl *d = cll_cu_gemv_default(type, rows, cols);
-    const cll_cu_gemv_impl *r = d ? cll_cu_gemv_form_row(form, type, d->layout, rows, cols) : NULL;
-    if (!r) return NULL;
-    const cll_kernel_table *t = cll_cu_kernel_table();
-    for (size_t i = 0; i < t->n; i++)
-        if (t->rows[i].impl == r) return t->rows[i].name;
-    return NULL;
-}
 extern "C" bool cll_cuda_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t cols) {
     return cll_cu_gemv_tile_pinned(type, layout, rows, cols);
 }
@@ -499,21 +490,6 @@ const cll_cu_gemv_impl *cll_cu_gemv_default(uint32_t type, int64_t rows, int64_t
     /* the default row unless an override (CLLAMA_KERNEL, a tune sidecar) names another */
     const cll_kernel_row *r = cll_kernels_select(t, CLL_KOP_GEMV, &sh, -1, NULL);
     return r ? (const cll_cu_gemv_impl *)r->impl : NULL;
-}
-
-const cll_cu_gemv_impl *cll_cu_gemv_form_row(const char *form, uint32_t type, int layout, int64_t rows, int64_t cols) {
-    const cll_kernel_table *t = cll_cu_kernel_table();
-    cll_kernel_shape sh = cu_shape(type, rows, cols, 1);
-    char want[96];
-    snprintf(want, sizeof want, "gemv_%s_%s", cll_type_name(type), form);
-    for (size_t i = 0; i < t->n; i++) {
-        const cll_kernel_row *r = &t->rows[i];
-        const cll_cu_gemv_impl *impl = (const cll_cu_gemv_impl *)r->impl;
-        if (r->wtype == type && r->layout == layout && (r->op & CLL_KOP_GEMV) && !strcmp(r->name, want) && impl &&
-            impl->gemv && cll_kernel_row_supported(r, &sh))
-            return impl;
-    }
-    return NULL;
 }
 
 const cll_cu_gemv_impl *cll_cu_gemv_few_default(uint32_t type, int layout, int64_t rows, int64_t cols, int n_tokens,
