@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The project's shell scripts: each parses (bash -n), and none puts an array assignment before a command on
+# the same line (`A=(x y) cmd`): bash runs cmd with A unset in its environment (an array cannot be
+# exported), and a function sees the global A as it was. scripts/h200.sh profile did that for its removal runs
+# (2026-12-07): each file's four tg128 runs were one run under a nonsense environment, found only on a GPU.
+set -uo pipefail
+src=${CLLAMA_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fail=0
+n=0
+for f in "$src"/scripts/*.sh "$src"/.ci/run; do
+  [ -f "$f" ] || continue
+  n=$((n + 1))
+  if ! bash -n "$f" 2>/tmp/scripts_test.$$; then
+    echo "FAIL: $f does not parse: $(head -3 /tmp/scripts_test.$$)"
+    fail=1
+  fi
+done
+rm -f /tmp/scripts_test.$$
+# an array literal (it may span lines) closed by ")" and followed on that line by a word that is neither
+# another assignment, a comment, nor a separator
+python3 - "$src" <<'PY' || fail=1
+import glob, re, sys
+src = sys.argv[1]
+pat = re.compile(r'(?<![\w$])([A-Za-z_]\w*)=\(((?:[^()\n]|\n)*?)\)[ \t]+(?![#|;&)\n]|[A-Za-z_]\w*=|\\\n)(\S+)')
+bad = 0
+def decl(text, at):
+    """inside a declaration (local a=() b c): the words after it are names, not a command"""
+    start = text.rfind('\n', 0, at) + 1
+    return re.match(r'\s*(local|declare|typeset|readonly)\b', text[start:at]) is not None
+for f in sorted(glob.glob(src + '/scripts/*.sh')) + [src + '/.ci/run']:
+    try:
+        text = open(f).read()
+    except OSError:
+        continue
+    for m in pat.finditer(text):
+        if decl(text, m.start()):
+            continue
+        line = text.count('\n', 0, m.start()) + 1
+        print(f"FAIL: {f}:{line}: array assignment {m.group(1)}=(...) before the command '{m.group(3)}' on one line")
+        bad += 1
+# the check itself on known cases (a check that cannot fail is no check)
+must = ['AB_ENVS=(- X=1) ab "$f"\n', 'A=(a\n  b) run x\n']
+ok = ['A=(a b)\nrun\n', 'local -a envs=() kept=()\n', 'A=(a b) # note\n', 'x=$(cmd) y\n', 'A=(a b); f\n']
+for t in must:
+    if not any(not decl(t, m.start()) for m in pat.finditer(t)):
+        print(f"FAIL: the pattern misses {t!r}"); bad += 1
+for t in ok + ['local n=() a f\n', '  local names=("$@") f t=""\n']:
+    if any(not decl(t, m.start()) for m in pat.finditer(t)):
+        print(f"FAIL: the pattern flags {t!r}"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+[ $fail = 0 ] && echo "scripts_test: $n scripts parse, no array assignment before a command: PASS"
+exit $fail
