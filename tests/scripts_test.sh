@@ -10,12 +10,11 @@ n=0
 for f in "$src"/scripts/*.sh "$src"/.ci/run; do
   [ -f "$f" ] || continue
   n=$((n + 1))
-  if ! bash -n "$f" 2>/tmp/scripts_test.$$; then
-    echo "FAIL: $f does not parse: $(head -3 /tmp/scripts_test.$$)"
+  if ! err=$(bash -n "$f" 2>&1); then
+    echo "FAIL: $f does not parse: $(head -3 <<<"$err")"
     fail=1
   fi
 done
-rm -f /tmp/scripts_test.$$
 # an array literal (it may span lines) closed by ")" and followed on that line by a word that is neither
 # another assignment, a comment, nor a separator
 python3 - "$src" <<'PY' || fail=1
@@ -27,25 +26,26 @@ def decl(text, at):
     """inside a declaration (local a=() b c): the words after it are names, not a command"""
     start = text.rfind('\n', 0, at) + 1
     return re.match(r'\s*(local|declare|typeset|readonly)\b', text[start:at]) is not None
+def hits(text):
+    return [m for m in pat.finditer(text) if not decl(text, m.start())]
 for f in sorted(glob.glob(src + '/scripts/*.sh')) + [src + '/.ci/run']:
     try:
         text = open(f).read()
     except OSError:
         continue
-    for m in pat.finditer(text):
-        if decl(text, m.start()):
-            continue
+    for m in hits(text):
         line = text.count('\n', 0, m.start()) + 1
         print(f"FAIL: {f}:{line}: array assignment {m.group(1)}=(...) before the command '{m.group(3)}' on one line")
         bad += 1
 # the check itself on known cases (a check that cannot fail is no check)
 must = ['AB_ENVS=(- X=1) ab "$f"\n', 'A=(a\n  b) run x\n']
-ok = ['A=(a b)\nrun\n', 'local -a envs=() kept=()\n', 'A=(a b) # note\n', 'x=$(cmd) y\n', 'A=(a b); f\n']
+ok = ['A=(a b)\nrun\n', 'local -a envs=() kept=()\n', 'A=(a b) # note\n', 'x=$(cmd) y\n', 'A=(a b); f\n',
+      'local n=() a f\n', '  local names=("$@") f t=""\n']
 for t in must:
-    if not any(not decl(t, m.start()) for m in pat.finditer(t)):
+    if not hits(t):
         print(f"FAIL: the pattern misses {t!r}"); bad += 1
-for t in ok + ['local n=() a f\n', '  local names=("$@") f t=""\n']:
-    if any(not decl(t, m.start()) for m in pat.finditer(t)):
+for t in ok:
+    if hits(t):
         print(f"FAIL: the pattern flags {t!r}"); bad += 1
 sys.exit(1 if bad else 0)
 PY
