@@ -458,6 +458,42 @@ static void test_dispatch(void **state) {
     assert_string_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_scalar");
     assert_string_equal(cll_cpu_weight_gemv_kernel(cw), "matmul_q4_0_scalar");
     cll_cpu_weight_free(cw);
+    /* scoped to one shape (name@ROWSxCOLS): that shape takes the row, another keeps its default (its
+     * weights leave the generator where it was: the later tests sample the inputs they always did) */
+    {
+        const uint64_t rng_saved = g_rng;
+        cll_cpu_weight *dflt;
+        unsetenv("CLLAMA_KERNEL");
+        uint8_t *w32 = make_weights(CLL_TYPE_Q4_0, 32, 256);
+        assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 32, 256, w32, &dflt), CLL_OK);
+        setenv("CLLAMA_KERNEL", "matmul_q4_0_scalar@24x256", 1);
+        assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 24, 256, w, &cw), CLL_OK);
+        assert_string_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_scalar");
+        cll_cpu_weight_free(cw);
+        assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 32, 256, w32, &cw), CLL_OK);
+        assert_string_equal(cll_cpu_weight_kernel(cw), cll_cpu_weight_kernel(dflt));
+        cll_cpu_weight_free(cw);
+        /* the scope is rows x cols, not cols x rows */
+        setenv("CLLAMA_KERNEL", "matmul_q4_0_scalar@256x24", 1);
+        assert_int_equal(cll_cpu_weight_create(CLL_TYPE_Q4_0, 24, 256, w, &cw), CLL_OK);
+        if (strcmp(cll_cpu_weight_kernel(dflt), "matmul_q4_0_scalar") != 0)
+            assert_string_not_equal(cll_cpu_weight_kernel(cw), "matmul_q4_0_scalar");
+        cll_cpu_weight_free(cw);
+        /* a scope that is no shape: ignored, loudly, so the default serves */
+        setenv("CLLAMA_KERNEL", "matmul_q4_0_scalar@24by256", 1);
+        create_args cs = {CLL_TYPE_Q4_0, 32, 256, w32, NULL, CLL_ERR_INTERNAL};
+        char *err = tu_stderr_of(create_weight, &cs, NULL);
+        assert_int_equal(cs.st, CLL_OK);
+        assert_string_equal(cll_cpu_weight_kernel(cs.cw), cll_cpu_weight_kernel(dflt));
+        if (!err || !strstr(err, "a shape scope is @ROWSxCOLS"))
+            fail_msg("no warning for a malformed shape scope (stderr: %s)", err ? err : "(none)");
+        free(err);
+        cll_cpu_weight_free(cs.cw);
+        cll_cpu_weight_free(dflt);
+        free(w32);
+        g_rng = rng_saved;
+        setenv("CLLAMA_KERNEL", "matmul_q4_0_scalar", 1);
+    }
     /* a forced r8 row on 17 rows falls back, with a warning naming the row */
     if (avx2) {
         setenv("CLLAMA_KERNEL", "matmul_q4_0_avx2_r8x4", 1);

@@ -168,8 +168,36 @@ static const cll_kernel_row *find_named(const cll_kernel_table *t, const char *n
  * class (csite, may be NULL), then of the plain site, then CLLAMA_KERNEL */
 /* *whole_site: the override named the site without a token class (a pin or crown at e.g.
  * cuda/gemv/q4_K), not the class itself nor CLLAMA_KERNEL */
-static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, uint32_t wtype, const char *site,
-                                        const char *csite, bool *whole_site) {
+/* a CLLAMA_KERNEL entry's shape scope: "name@ROWSxCOLS" forces the row only on weights of that shape (one
+ * product of a model, e.g. the 7B down product, 4096x11008), a plain "name" on every shape; false with a
+ * warning for a scope that is not two positive integers */
+static bool env_scope(const char *p, size_t len, size_t *name_len, int64_t *rows, int64_t *cols) {
+    const char *at = memchr(p, '@', len);
+    *name_len = at ? (size_t)(at - p) : len;
+    *rows = *cols = 0;
+    if (!at) return true;
+    char buf[48];
+    const size_t n = len - *name_len - 1;
+    long long r = 0, c = 0;
+    int used = 0;
+    if (n > 0 && n < sizeof buf) {
+        memcpy(buf, at + 1, n);
+        buf[n] = 0;
+        if (sscanf(buf, "%lldx%lld%n", &r, &c, &used) == 2 && (size_t)used == n && r > 0 && c > 0) {
+            *rows = r, *cols = c;
+            return true;
+        }
+    }
+    char msg[160];
+    snprintf(msg, sizeof msg, "CLLAMA_KERNEL entry '%.*s': a shape scope is @ROWSxCOLS (e.g. @4096x11008); ignored",
+             (int)(len < 100 ? len : 100), p);
+    warn_once(msg);
+    return false;
+}
+
+static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, const cll_kernel_shape *s,
+                                        const char *site, const char *csite, bool *whole_site) {
+    const uint32_t wtype = s->wtype;
     const cll_kernel_row *r = NULL;
     *whole_site = false;
     pthread_mutex_lock(&g_mu);
@@ -194,15 +222,17 @@ static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, 
     const char *env = getenv("CLLAMA_KERNEL");
     if (!env || !*env) return NULL;
     for (const char *p = env; *p;) {
-        size_t len = strcspn(p, ",");
-        const cll_kernel_row *c = len ? find_named(t, p, len) : NULL;
-        if (!c && len) {
+        size_t len = strcspn(p, ","), nl = 0;
+        int64_t rows = 0, cols = 0;
+        const bool scoped_ok = len && env_scope(p, len, &nl, &rows, &cols);
+        const cll_kernel_row *c = scoped_ok && nl ? find_named(t, p, nl) : NULL;
+        if (!c && scoped_ok) {
             char msg[160];
-            snprintf(msg, sizeof msg, "CLLAMA_KERNEL names '%.*s', which is no %s kernel row; ignored", (int)len,
+            snprintf(msg, sizeof msg, "CLLAMA_KERNEL names '%.*s', which is no %s kernel row; ignored", (int)nl,
                      p, t->backend);
             warn_once(msg);
         }
-        if (c && c->wtype == wtype && (c->op & op)) return c;
+        if (c && c->wtype == wtype && (c->op & op) && (!rows || (s->rows == rows && s->cols == cols))) return c;
         p += len;
         if (*p == ',') p++;
     }
@@ -260,7 +290,7 @@ const cll_kernel_row *cll_kernels_select(const cll_kernel_table *t, uint32_t op,
         warn_once(msg);
     }
     bool whole_site = false;
-    const cll_kernel_row *f = forced_row(t, op, s->wtype, site, s->n_tokens > 0 ? csite : NULL, &whole_site);
+    const cll_kernel_row *f = forced_row(t, op, s, site, s->n_tokens > 0 ? csite : NULL, &whole_site);
     if (f) {
         if ((f->op & op) && cll_kernel_row_supported(f, s) && (layout < 0 || f->layout == layout)) {
             if (forced) *forced = true;

@@ -101,7 +101,8 @@ const char *cll_kernels_site_class(const cll_kernel_table *t, uint32_t op, uint3
  * site with a token-count class, "cuda/gemv/q4_K/n2-8", which wins over the plain site for
  * shapes of that class; name NULL removes it. A forced row that does not support a shape
  * falls back to the default with one loud warning line. Env CLLAMA_KERNEL=name[,name...]
- * forces rows at every site of their op and type. To run one row on purpose (tests,
+ * forces rows at every site of their op and type; name@ROWSxCOLS only on weights of that shape
+ * (one product of a model: an A/B of one product's row in the whole step). To run one row on purpose (tests,
  * benches), find it and prepare the weight for it instead (cll_cpu_weight_create_row). */
 cll_status cll_kernels_set_override(const char *site, const char *name);
 void cll_kernels_clear_overrides(void);
