@@ -863,7 +863,9 @@ static void test_attn_tile(void **state) {
 
 static void check_silu(void (*expf8)(const float *, float *), void (*silu_mul)(float *, const float *, int64_t)) {
     /* expf: a sweep of 2^24 bit patterns over every exponent (all 2^32 were checked once) plus
-     * the specials; a differing bit anywhere fails */
+     * the specials; a differing bit anywhere fails. Known to differ on the 2-core EPYC box's glibc
+     * (2026-12-07, found when the sampled low bits shifted): expf8(-0x1.f8cbb2p+5) = 0x1.f45324p-92, the
+     * correctly rounded value of a near-halfway case, where expf gives 0x1.f45326p-92; not yet resolved */
     long diff = 0;
     for (uint64_t b = 0; b < (1ull << 32); b += 256 * 8) {
         float x[8], y[8];
