@@ -164,10 +164,6 @@ static const cll_kernel_row *find_named(const cll_kernel_table *t, const char *n
     return NULL;
 }
 
-/* the row forced at this site, if any: an explicit override of the site's token-count
- * class (csite, may be NULL), then of the plain site, then CLLAMA_KERNEL */
-/* *whole_site: the override named the site without a token class (a pin or crown at e.g.
- * cuda/gemv/q4_K), not the class itself nor CLLAMA_KERNEL */
 /* a CLLAMA_KERNEL entry's shape scope: "name@ROWSxCOLS" forces the row only on weights of that shape (one
  * product of a model, e.g. the 7B down product, 4096x11008), a plain "name" on every shape; false with a
  * warning for a scope that is not two positive integers */
@@ -195,6 +191,10 @@ static bool env_scope(const char *p, size_t len, size_t *name_len, int64_t *rows
     return false;
 }
 
+/* the row forced at this site, if any: an explicit override of the site's token-count
+ * class (csite, may be NULL), then of the plain site, then CLLAMA_KERNEL */
+/* *whole_site: the override named the site without a token class (a pin or crown at e.g.
+ * cuda/gemv/q4_K), not the class itself nor CLLAMA_KERNEL */
 static const cll_kernel_row *forced_row(const cll_kernel_table *t, uint32_t op, const cll_kernel_shape *s,
                                         const char *site, const char *csite, bool *whole_site) {
     const uint32_t wtype = s->wtype;
