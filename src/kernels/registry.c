@@ -172,17 +172,12 @@ static bool env_scope(const char *p, size_t len, size_t *name_len, int64_t *rows
     *name_len = at ? (size_t)(at - p) : len;
     *rows = *cols = 0;
     if (!at) return true;
-    char buf[48];
-    const size_t n = len - *name_len - 1;
-    long long r = 0, c = 0;
-    int used = 0;
-    if (n > 0 && n < sizeof buf) {
-        memcpy(buf, at + 1, n);
-        buf[n] = 0;
-        if (sscanf(buf, "%lldx%lld%n", &r, &c, &used) == 2 && (size_t)used == n && r > 0 && c > 0) {
-            *rows = r, *cols = c;
-            return true;
-        }
+    char *e = NULL, *e2 = NULL; /* the entry ends at p + len (a ',' or the string's end), so strtoll stops there */
+    const long long r = strtoll(at + 1, &e, 10);
+    const long long c = e != at + 1 && *e == 'x' ? strtoll(e + 1, &e2, 10) : 0;
+    if (e2 == p + len && e2 != e + 1 && r > 0 && c > 0) {
+        *rows = r, *cols = c;
+        return true;
     }
     char msg[160];
     snprintf(msg, sizeof msg, "CLLAMA_KERNEL entry '%.*s': a shape scope is @ROWSxCOLS (e.g. @4096x11008); ignored",
