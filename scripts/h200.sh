@@ -79,8 +79,17 @@ pack() {
   fi
   cmake -S . -B build-h200 -DCMAKE_BUILD_TYPE=Release \
     -DCLLAMA_CUDA_GENCODE="-gencode arch=compute_90a,code=sm_90a" >/dev/null || exit 1
+  # the build's errors and warnings shown; a failed build stops the pack (it used to go on and stage the
+  # binaries of the last build that passed, under the new sha)
   cmake --build build-h200 -j "$(nproc)" --target cllama_cli golden_test cuda_test cuda_kernels_test cuda_kbench tp_test \
-    2>&1 | grep -E "error|warning" ; true
+    >/tmp/pack-build.log 2>&1
+  local brc=$?
+  grep -E "error|warning" /tmp/pack-build.log
+  if [ "$brc" != 0 ]; then
+    tail -5 /tmp/pack-build.log
+    echo "pack: the build failed (rc $brc, /tmp/pack-build.log); nothing staged" >&2
+    exit 1
+  fi
   # the build's host-side checks before a device call spends time on it: the kernel table's shape and the
   # decoders / split repacks against to_f32 (no GPU needed); a mixed build fails them here
   if ! CLL_TEST_FILTER="test_table_shape" build-h200/tests/cuda_kernels_test >/tmp/pack-host.log 2>&1 ||

@@ -47,7 +47,26 @@ for t in must:
 for t in ok:
     if hits(t):
         print(f"FAIL: the pattern flags {t!r}"); bad += 1
+# a build whose failure is thrown away: `cmake --build ...` (continued over lines) piped into a filter
+# and then `; true` / `|| true`, so the pipeline's status is dropped. scripts/h200.sh pack did that
+# (2026-12-07): a build that failed to compile staged the last good build's binaries under the new sha.
+swallow = re.compile(r'cmake --build(?:[^\n]|\\\n)*?\|(?:[^\n]|\\\n)*?(?:;\s*true|\|\|\s*true)\b')
+for f in sorted(glob.glob(src + '/scripts/*.sh')) + [src + '/.ci/run']:
+    try:
+        text = open(f).read()
+    except OSError:
+        continue
+    for m in swallow.finditer(text):
+        line = text.count('\n', 0, m.start()) + 1
+        print(f"FAIL: {f}:{line}: a cmake build piped into a filter with its status dropped ('; true')")
+        bad += 1
+for t in ['cmake --build b -j 4 --target x \\\n    2>&1 | grep -E "error" ; true\n', 'cmake --build b | tail -3 || true\n']:
+    if not swallow.search(t):
+        print(f"FAIL: the build pattern misses {t!r}"); bad += 1
+for t in ['cmake --build b >log 2>&1\nrc=$?\ngrep error log\n', 'cmake --build b || exit 1\n', 'cmake --build b 2>&1 | tail -3\n']:
+    if swallow.search(t):
+        print(f"FAIL: the build pattern flags {t!r}"); bad += 1
 sys.exit(1 if bad else 0)
 PY
-[ $fail = 0 ] && echo "scripts_test: $n scripts parse, no array assignment before a command: PASS"
+[ $fail = 0 ] && echo "scripts_test: $n scripts parse, no array assignment before a command, no build status dropped: PASS"
 exit $fail
