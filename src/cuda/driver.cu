@@ -32,9 +32,10 @@ static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const 
     memset(&a, 0, sizeof a);
     if (epi) a.epi = *epi;
     if (sk) a.sk = *sk;
-    if (fused) { /* the MoE decode fusions: routing and / or the activation done by the product */
+    if (fused) { /* the decode fusions: routing and / or the activation done by the product */
         a.route = fused->route;
         a.act_in = fused->act_in;
+        a.act_out = fused->act_out;
     }
     if (!ids) set_pf_next(&a, next, pf_cap);
     a.nb = nb;
@@ -165,6 +166,13 @@ static cudaError_t gemm(cll_driver_state *s, const cll_cu_part *p, const float *
     if (f == CLL_CU_FORM_GEMM_FUSED)
         return cll_cu_gemm_fused(&s->gemm, p->fused->fgemm, w, x, ldx, n, y + p->y_off, ldy, &s->sk, s->st, ready);
     return cll_cu_gemm(&s->gemm, w, 0, x, ldx, cll_cu_gemm_tokens(n, cap, s->gemm_pad), y + p->y_off, ldy, s->st, ready);
+}
+
+/* CLLAMA_CUDA_GU_ACT=0: a one-token gate|up product of a float type runs the act kernel after it
+ * (cll_cu_gemv_args.act_out off; A/B: the same bits either way) */
+static bool gu_act_on(void) {
+    static int on = -1; /* process-wide setting read once; not state */
+    return cll_cu_env_flag(&on, "CLLAMA_CUDA_GU_ACT", true);
 }
 
 /* CLLAMA_CUDA_PAIR=0: a one-token product of two weights runs two launches (cll_cu_gemv_pair off; A/B) */
@@ -680,6 +688,17 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                 rr.moe_w = s->selw;
                 rr.n_used = hp->n_expert_used;
             }
+        } else if (n == 1 && C->n_gu == 1 && C->gu[0].gemv && C->gu[0].gemv->acts_out && C->gu[0].w.rows == 2 * s->ff &&
+                   C->down.gemv && !C->down.gemv->needs_q8 && gu_act_on()) {
+            /* a float gate|up pair and a down product that reads f32 rows: the pair's launch writes the
+             * activation itself (act_out), no act kernel */
+            cll_cu_gemv_args fz;
+            memset(&fz, 0, sizeof fz);
+            fz.act_out.y = s->act;
+            fz.act_out.f = s->ff;
+            fz.act_out.gelu = gelu;
+            PTRY(CLL_PK_GATE_UP, gemv(&C->gu[0], 1, NULL, s->xn, 0, NULL, 0, s->gu, 0, s->st, &C->down, NULL, NULL, NULL, &fz));
+            xkd = -1;
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down, NULL, SIZE_MAX,
                                          xkg));

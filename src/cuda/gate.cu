@@ -446,6 +446,50 @@ static cll_status gate_fused_act(const cll_kernel_row *row, const cll_cu_gemv_im
     return CLL_OK;
 }
 
+/* The gate|up pair activated by the launch (act_out): the row's weight read as f gate rows then f up
+ * rows (f = rows / 2; an odd last row is left out) must give, in a poisoned f-float buffer, what the
+ * act kernel (cll_cu_act_q8) gives on the plain launch's rows y1, bit for bit (SiLU and GELU both), and
+ * write nothing at y. Control: the same count over a copy with one value's low bit flipped sees it. */
+static cll_status gate_act_out(const cll_kernel_row *row, const cll_cu_gemv_impl *impl, const cll_cu_weight *w,
+                               cll_cu_gemv_args a, const std::vector<float> &y1, int64_t rows, Dev &dev) {
+    const int64_t f = rows / 2;
+    float *dy1 = NULL, *dref = NULL, *dact = NULL, *dy = NULL;
+    GATE_CU(dev.alloc((void **)&dy1, (size_t)rows * sizeof(float)));
+    GATE_CU(cudaMemcpy(dy1, y1.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &dy, (size_t)rows));
+    for (int gelu = 0; gelu < 2; gelu++) {
+        GATE_CU(poisoned(dev, &dref, (size_t)f));
+        GATE_CU(poisoned(dev, &dact, (size_t)f));
+        GATE_CU(cll_cu_act_q8(dy1, 2 * f, 1, f, gelu != 0, dref, NULL, 0, NULL, 0));
+        cll_cu_gemv_args b = a;
+        b.y = dy;
+        b.act_out.y = dact;
+        b.act_out.f = f;
+        b.act_out.gelu = gelu != 0;
+        GATE_CU(impl->gemv(w, &b, 0));
+        GATE_CU(cudaDeviceSynchronize());
+        std::vector<float> ref((size_t)f), got((size_t)f), y((size_t)rows);
+        GATE_CU(cudaMemcpy(ref.data(), dref, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
+        GATE_CU(cudaMemcpy(got.data(), dact, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
+        GATE_CU(cudaMemcpy(y.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+        const int64_t differ = count_bit_diffs(ref, got, 1, f, f);
+        std::vector<float> flip = ref;
+        uint32_t u;
+        memcpy(&u, &flip[(size_t)(f / 2)], 4);
+        u ^= 1u;
+        memcpy(&flip[(size_t)(f / 2)], &u, 4);
+        if (count_bit_diffs(ref, flip, 1, f, f) != 1)
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: the activation's control did not see a flipped bit", row->name);
+        if (differ)
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: the gate|up pair activated by the launch (%s) differs from the "
+                           "plain launch + act kernel in %lld of %lld values", row->name, gelu ? "gelu" : "silu",
+                           (long long)differ, (long long)f);
+        if (count_clobbered(y, 1, 0, rows))
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: the activated launch wrote rows at y", row->name);
+    }
+    return CLL_OK;
+}
+
 /* ---- gemv ---- */
 cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed, cll_cuda_gate_report *rep) {
     const uint32_t t = row->wtype;
@@ -649,6 +693,11 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     if (moe && impl->acts) {
         cll_status st = gate_fused_act(row, impl, &w, a, rows, cols, rng, dev);
         if (st != CLL_OK) return st;
+    }
+    if (nb == 1 && impl->acts_out && rows >= 2) {
+        cll_status st = gate_act_out(row, impl, &w, a, y, rows, dev);
+        if (st != CLL_OK) return st;
+        rep->act_out_checked = true;
     }
     return verdict(rep, moe ? "gemv moe" : "gemv");
 }

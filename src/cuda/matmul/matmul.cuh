@@ -106,6 +106,16 @@ typedef struct {
         int64_t ld;
         bool gelu;
     } act_in;
+    /* optional (y non-NULL): the product is a gate|up pair of one token (2f rows: f gate rows, then
+     * f up rows, f = act_out.f), and the launch writes their gated activation act(gate_i, up_i)
+     * (cll_act_gated: the act kernel's bits) to act_out.y (f floats) in place of the 2f rows at y: a
+     * warp sums gate row i and up row f + i. The rows with cll_cu_gemv_impl.acts_out only; nb 1, no
+     * mat_ids, no epi, no route, no act_in. */
+    struct {
+        float *y;
+        int64_t f;
+        bool gelu;
+    } act_out;
 } cll_cu_gemv_args;
 
 /* launcher of one gemv row; returns the launch's cudaError_t */
@@ -156,6 +166,7 @@ typedef struct {
     bool routes;           /* honours cll_cu_gemv_args.route (the decode MoE self-routing) */
     bool acts;             /* honours cll_cu_gemv_args.act_in (the activation computed in the staging) */
     cll_cu_fgemm_fn fgemm; /* the fused dequant-in-tile GEMM rows (CLL_KOP_GEMM); NULL otherwise */
+    bool acts_out;         /* honours cll_cu_gemv_args.act_out (the gate|up pair activated by the launch) */
 } cll_cu_gemv_impl;
 
 /* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),
