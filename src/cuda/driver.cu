@@ -112,13 +112,14 @@ static const cll_cu_gemv_impl *few_form_row(const cll_cu_part *p, int64_t n) {
     return f == CLL_CU_FORM_GEMV_FEW_MMA ? p->mma : f == CLL_CU_FORM_GEMV_FEW ? p->few : NULL;
 }
 
-/* whether a product of np parts over n rows reads its input's q8_1 form: one token (the gemv), or
- * a part the pick gives a few-token gemv row; the GEMM forms read the f32 rows only, so a prefill's
- * norm, activation and attention kernels skip writing q8_1 rows nobody reads */
+/* whether a product of np parts over n rows reads its input's q8_1 form: one token, a part whose gemv
+ * row reads q8_1 (a block type's; the float rows read the f32 rows); more, a part the pick gives a
+ * few-token gemv row (the GEMM forms read the f32 rows only). So the norm, activation and attention
+ * kernels skip writing q8_1 rows nobody reads: a prefill's, and an F16 / BF16 / F32 model's decode
+ * step's (192 q8_1 rows a token on l2-7b F16 before 2026-12-07) */
 static bool wants_q8(const cll_cu_part *parts, int np, int64_t n) {
-    if (n == 1) return true;
     for (int i = 0; i < np; i++)
-        if (few_form_row(&parts[i], n)) return true;
+        if (n == 1 ? !parts[i].gemv || parts[i].gemv->needs_q8 : few_form_row(&parts[i], n) != NULL) return true;
     return false;
 }
 
@@ -714,7 +715,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.next = il + 1 < hp->n_layer ? dm->layers[il + 1].attn_norm : dm->output_norm;
         /* the next layer's q|k|v product, or the output rows (gathered q8_1 rows for a gemv form) */
         rr.xq = (il + 1 < hp->n_layer ? wants_q8(dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n)
-                                      : n_out == 1 || few_form_row(&dm->output, n_out))
+                                      : n_out == 1 ? !dm->output.gemv || dm->output.gemv->needs_q8
+                                                   : few_form_row(&dm->output, n_out) != NULL)
                     ? s->xq
                     : NULL;
         const cll_cu_resid_epi *e2 = moe || tp ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);

@@ -179,27 +179,25 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     if (epi.on) cll_epi_finish(epi, rows, epi_acc);
 }
 
-/* Two rows a warp, one token: each row summed as k_gemv_f sums it (lane v's vectors v, v + 32, .. in
- * order, then the ragged tail, then cll_warp_sum: the plain launch's bits, whatever form it takes),
- * four vectors of each row in flight before the PDL wait and the next four of each before these are
- * summed (k_gemv_f's DB buffer: 8-16 x 16 B a lane).
- * ACT, a gate|up pair with its activation (cll_cu_gemv_args.act_out): warp p sums gate row p and up
- * row f + p, and lane 0 writes cll_act_gated(gate, up), the act kernel's arithmetic on the same two
- * floats, to act[p]: the step's activation keeps its bits and the act kernel's launch is gone (F16
- * l2-7b: 32 launches a token). Else (CLLAMA_CUDA_GEMV_F_R2=1, an A/B): warp p sums rows 2p and 2p + 1
- * of n rows into y. */
-template <int T, int WARPS, bool ACT>
+/* A gate|up pair of one token with its activation (cll_cu_gemv_args.act_out): warp p of the grid sums
+ * gate row p and up row f + p, each as k_gemv_f sums a row (lane v's vectors v, v + 32, .. in order,
+ * then the ragged tail, then cll_warp_sum: the plain launch's bits, whatever form it takes), four
+ * vectors of each row in flight before the PDL wait and the next four of each before these are summed
+ * (k_gemv_f's DB buffer: 8-16 x 16 B a lane), and lane 0 writes cll_act_gated(gate, up), the act
+ * kernel's arithmetic on the same two floats, to act[p]: the step's activation keeps its bits and the
+ * act kernel's launch is gone (F16 l2-7b: 32 launches a token; H100 tg128 +1.1%). The same two-rows
+ * body over the other products' row pairs (rows 2p, 2p + 1) lost: H100 l2-7b F16 tg128 206.25 / 206.31
+ * vs 213.12 / 213.33 tok/s one row a warp (ABBA, one call, 2026-12-07). */
+template <int T, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
-k_gemv_f2(const uint8_t *__restrict__ W, int64_t n, int64_t cols, int64_t row_stride, const float *__restrict__ x,
-          float *__restrict__ y, bool gelu, int early, const void *pfn, size_t pfb) {
+k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_stride, const float *__restrict__ x,
+            float *__restrict__ act, bool gelu, int early, const void *pfn, size_t pfb) {
     constexpr int EPV = gemv_f_epv<T>();
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t p = (int64_t)blockIdx.x * WARPS + warp;
-    /* the two rows (ACT: n = f pairs; else n rows, the last pair's second row past them on odd n) */
-    const int64_t r0 = ACT ? p : 2 * p, r1 = ACT ? n + p : 2 * p + 1;
-    const bool live = r0 < n, live1 = ACT ? live : r1 < n;
-    const uint8_t *wg = W + (live ? r0 : 0) * row_stride, *wu = W + (live1 ? r1 : 0) * row_stride;
+    const bool live = p < f;
+    const uint8_t *wg = W + (live ? p : 0) * row_stride, *wu = W + (live ? f + p : 0) * row_stride;
     const uint4 *vg = (const uint4 *)wg, *vu = (const uint4 *)wu;
     const int64_t nvec = cols / EPV;
     float ag = 0.0f, au = 0.0f;
@@ -245,42 +243,25 @@ k_gemv_f2(const uint8_t *__restrict__ W, int64_t n, int64_t cols, int64_t row_st
     }
     ag = cll_warp_sum(ag);
     au = cll_warp_sum(au);
-    if (lane == 0) {
-        if (ACT) {
-            y[p] = cll_act_gated(ag, au, gelu);
-        } else {
-            y[r0] = ag;
-            if (live1) y[r1] = au;
-        }
-    }
+    if (lane == 0) act[p] = cll_act_gated(ag, au, gelu);
     cll_l2_prefetch_next(pfn, pfb);
 }
 
-/* CLLAMA_CUDA_GEMV_F_R2=1: a float row's one-token launches (nb 1, no mat_ids, no fused tail) take two
- * rows a warp (k_gemv_f2; the same sums, the same bits): an A/B, off by default */
-static bool gemv_f_r2(void) {
-    static int on = -1;
-    return cll_cu_env_flag(&on, "CLLAMA_CUDA_GEMV_F_R2", false);
-}
-
-/* the two-rows-a-warp launch: the gate|up pair activated (a->act_out) or n rows into y */
 template <int T>
-static cudaError_t gemv_f2_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
-    const bool act = a->act_out.y != NULL;
-    const int64_t n = act ? a->act_out.f : w->rows, warps = act ? n : cll_cdiv(n, 2);
-    if (!a->x || a->nb != 1 || a->mat_ids || a->epi.on || a->route.logits || a->act_in.gu || n <= 0 ||
-        (act && w->rows < 2 * n) || ((uintptr_t)a->x & 15) || cll_cdiv(warps, CLL_GEMV_WARPS) > INT32_MAX)
+static cudaError_t gemv_f_gu_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
+    const int64_t f = a->act_out.f;
+    if (!a->x || a->nb != 1 || a->mat_ids || a->epi.on || a->route.logits || a->act_in.gu || f <= 0 ||
+        w->rows < 2 * f || ((uintptr_t)a->x & 15) || cll_cdiv(f, CLL_GEMV_WARPS) > INT32_MAX)
         return cudaErrorInvalidValue;
-    CLL_CU_RET(cll_cu_launch(act ? k_gemv_f2<T, CLL_GEMV_WARPS, true> : k_gemv_f2<T, CLL_GEMV_WARPS, false>,
-                             dim3((unsigned)cll_cdiv(warps, CLL_GEMV_WARPS)), dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, n,
-                             w->cols, (int64_t)w->row_stride, a->x, act ? a->act_out.y : a->y, a->act_out.gelu,
-                             cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes));
+    CLL_CU_RET(cll_cu_launch(k_gemv_f_gu<T, CLL_GEMV_WARPS>, dim3((unsigned)cll_cdiv(f, CLL_GEMV_WARPS)),
+                             dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, f, w->cols, (int64_t)w->row_stride, a->x,
+                             a->act_out.y, a->act_out.gelu, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes));
     return cudaGetLastError();
 }
 
 template <int T>
 static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
-    if (a->act_out.y || (a->nb == 1 && !a->mat_ids && !a->epi.on && !a->route.logits && !a->act_in.gu && gemv_f_r2())) return gemv_f2_launch<T>(w, a, st);
+    if (a->act_out.y) return gemv_f_gu_launch<T>(w, a, st);
     if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
