@@ -819,6 +819,14 @@ static __device__ __forceinline__ void fs_cp16z(void *sdst, const void *gsrc, bo
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sa), "l"(gsrc), "r"(ok ? 16 : 0) : "memory");
 }
 
+/* a 32-bit word of shared memory, read where it stands in the code (volatile: not hoisted out of a loop
+ * into a register for its whole span) */
+static __device__ __forceinline__ uint32_t fs_lds(const uint32_t *p) {
+    uint32_t v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"((uint32_t)__cvta_generic_to_shared(p)));
+    return v;
+}
+
 /* four 8x8 f16 matrices from shared memory (lane l gives row l % 8 of matrix l / 8); T: transposed */
 template <bool T> static __device__ __forceinline__ void fs_ldm4(const unsigned char *p, uint32_t (&r)[4]) {
     const uint32_t sa = (uint32_t)__cvta_generic_to_shared(p);
@@ -1007,7 +1015,11 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
      * exact in f16: both rope paths round q to f16 for an F16 cache, the only cache this kernel reads */
     constexpr int TKS = TC ? HD / 16 : 1, TNT = TC ? HD / 8 : 1;
     float tm = -INFINITY, tl = 0.0f, tacc[TNT][2];
-    uint32_t qf[TKS][2];
+    /* TC: the q fragments live in shared memory, lane-major (every warp's are the same; warp 0 writes them),
+     * and each tile reads them back (fs_lds): held in registers they pushed the two-blocks-an-SM body past
+     * its 128 registers, and ptxas spilled them and loop scalars to local memory (56-116 bytes a thread,
+     * ~10 local accesses a warp a tile on the MHA kernel's critical path, docs/cuda.md) */
+    __shared__ uint32_t qs[TC ? TKS * 2 * 32 : 1];
     if constexpr (TC) {
         const int hq = lane >> 2, cq = (lane & 3) * 2;
         const float *qb = a.fuse_rope ? buf : a.q + g.r * a.ld_q;
@@ -1023,10 +1035,11 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
                     x1 = qp[1];
                 }
                 const __half2 h2 = __floats2half2_rn(x0, x1);
-                qf[k][hf] = *(const uint32_t *)&h2;
+                if (warp == 0) qs[(2 * k + hf) * 32 + lane] = *(const uint32_t *)&h2;
             }
 #pragma unroll
         for (int n = 0; n < TNT; n++) tacc[n][0] = tacc[n][1] = 0.0f;
+        __syncthreads(); /* qs written */
     }
     for (int t = 0; t < nt; t++) {
         if constexpr (PW) {
@@ -1090,8 +1103,10 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
             for (int m = 0; m < HD / 32; m++) { /* 4 chunks of 8 dims: k-steps 2m, 2m + 1 */
                 uint32_t b[4];
                 fs_ldm4<false>(st + fs_swz(r, 4 * m + (lane >> 3)), b);
-                fs_mma16816(sc, qf[2 * m], b[0], b[1]);
-                fs_mma16816(sc, qf[2 * m + 1], b[2], b[3]);
+                const uint32_t q0[2] = {fs_lds(qs + (4 * m) * 32 + lane), fs_lds(qs + (4 * m + 1) * 32 + lane)};
+                const uint32_t q1[2] = {fs_lds(qs + (4 * m + 2) * 32 + lane), fs_lds(qs + (4 * m + 3) * 32 + lane)};
+                fs_mma16816(sc, q0, b[0], b[1]);
+                fs_mma16816(sc, q1, b[2], b[3]);
             }
             const int kk = j0 + (lane & 3) * 2;
             const float e0 = kk < cs ? sc[0] * a.scale : -INFINITY, e1 = kk + 1 < cs ? sc[1] * a.scale : -INFINITY;
