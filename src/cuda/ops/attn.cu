@@ -1015,11 +1015,16 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
      * exact in f16: both rope paths round q to f16 for an F16 cache, the only cache this kernel reads */
     constexpr int TKS = TC ? HD / 16 : 1, TNT = TC ? HD / 8 : 1;
     float tm = -INFINITY, tl = 0.0f, tacc[TNT][2];
-    /* TC: the q fragments live in shared memory, lane-major (every warp's are the same; warp 0 writes them),
-     * and each tile reads them back (fs_lds): held in registers they pushed the two-blocks-an-SM body past
-     * its 128 registers, and ptxas spilled them and loop scalars to local memory (56-116 bytes a thread,
-     * ~10 local accesses a warp a tile on the MHA kernel's critical path, docs/cuda.md) */
-    __shared__ uint32_t qs[TC ? TKS * 2 * 32 : 1];
+    /* QS (TC at two blocks an SM): the q fragments live in shared memory, lane-major (every warp's are the
+     * same; warp 0 writes them), and each tile reads them back (fs_lds): held in registers they pushed the
+     * body past its 128 registers, and ptxas spilled them and loop scalars to local memory (48-116 bytes a
+     * thread, ~10 local accesses a warp a tile on the MHA kernel's critical path; H100 kbench -A l2-7b 8192
+     * keys 56.2 -> 53.0 us, tg128 @ d8192 l2-7b Q4_K_M 274.3 / 274.8 -> 286.5 / 285.6, docs/cuda.md). The
+     * deep-staged body (NSX, one block an SM, up to 255 registers) never spilled and keeps them in registers
+     * (shared: l3-8b 8192 keys 19.6 -> 20.0 us) */
+    constexpr bool QS = TC && NSX == 0;
+    __shared__ uint32_t qs[QS ? TKS * 2 * 32 : 1];
+    uint32_t qf[TKS][2];
     if constexpr (TC) {
         const int hq = lane >> 2, cq = (lane & 3) * 2;
         const float *qb = a.fuse_rope ? buf : a.q + g.r * a.ld_q;
@@ -1035,11 +1040,15 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
                     x1 = qp[1];
                 }
                 const __half2 h2 = __floats2half2_rn(x0, x1);
-                if (warp == 0) qs[(2 * k + hf) * 32 + lane] = *(const uint32_t *)&h2;
+                if constexpr (QS) {
+                    if (warp == 0) qs[(2 * k + hf) * 32 + lane] = *(const uint32_t *)&h2;
+                } else {
+                    qf[k][hf] = *(const uint32_t *)&h2;
+                }
             }
 #pragma unroll
         for (int n = 0; n < TNT; n++) tacc[n][0] = tacc[n][1] = 0.0f;
-        __syncthreads(); /* qs written */
+        if constexpr (QS) __syncthreads(); /* qs written */
     }
     for (int t = 0; t < nt; t++) {
         if constexpr (PW) {
@@ -1103,10 +1112,15 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
             for (int m = 0; m < HD / 32; m++) { /* 4 chunks of 8 dims: k-steps 2m, 2m + 1 */
                 uint32_t b[4];
                 fs_ldm4<false>(st + fs_swz(r, 4 * m + (lane >> 3)), b);
-                const uint32_t q0[2] = {fs_lds(qs + (4 * m) * 32 + lane), fs_lds(qs + (4 * m + 1) * 32 + lane)};
-                const uint32_t q1[2] = {fs_lds(qs + (4 * m + 2) * 32 + lane), fs_lds(qs + (4 * m + 3) * 32 + lane)};
-                fs_mma16816(sc, q0, b[0], b[1]);
-                fs_mma16816(sc, q1, b[2], b[3]);
+                if constexpr (QS) {
+                    const uint32_t q0[2] = {fs_lds(qs + (4 * m) * 32 + lane), fs_lds(qs + (4 * m + 1) * 32 + lane)};
+                    const uint32_t q1[2] = {fs_lds(qs + (4 * m + 2) * 32 + lane), fs_lds(qs + (4 * m + 3) * 32 + lane)};
+                    fs_mma16816(sc, q0, b[0], b[1]);
+                    fs_mma16816(sc, q1, b[2], b[3]);
+                } else {
+                    fs_mma16816(sc, qf[2 * m], b[0], b[1]);
+                    fs_mma16816(sc, qf[2 * m + 1], b[2], b[3]);
+                }
             }
             const int kk = j0 + (lane & 3) * 2;
             const float e0 = kk < cs ? sc[0] * a.scale : -INFINITY, e1 = kk + 1 < cs ? sc[1] * a.scale : -INFINITY;
