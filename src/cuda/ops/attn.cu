@@ -787,7 +787,8 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
  * of the tile, keeps its own running max, sum and acc, and the warps' states meet once before fa_tail.
  * TC (CLL_CU_ATTN_STREAM_TC, head dims <= 128): the WI scheme on tensor cores, 8 keys a warp: S = Q K^T
  * by mma m16n8k16 (K by ldmatrix from XOR-swizzled rows), the softmax in quads of lanes, O += P V by
- * mma m16n8k8 (p as f16 hi + lo, V by ldmatrix .trans); docs/cuda.md "The tensor-core tile body".
+ * one mma m16n8k16 an n-tile (p as f16 hi + lo, its two k-halves against the same V rows, V by ldmatrix
+ * .trans; two m16n8k8 before 2026-12-07); docs/cuda.md "The tensor-core tile body".
  * Issuing each tile's copies before the wait for the oldest (NS tiles in flight instead of NS - 1, a
  * second barrier a tile) was measured and left out: no gain in the step (docs/cuda.md). */
 #define FS_TK 64
@@ -847,12 +848,18 @@ static __device__ __forceinline__ void fs_mma16816(float (&c)[4], const uint32_t
                  : "r"(a[0]), "r"(0u), "r"(a[1]), "r"(0u), "r"(b0), "r"(b1));
 }
 
-/* c (row lane / 4 of an m16n8 tile) += A B, m16n8k8 f16 -> f32, A's rows 8-15 zero */
-static __device__ __forceinline__ void fs_mma1688(float (&c)[2], uint32_t a0, uint32_t b) {
+/* c (row lane / 4 of an m16n8 tile) += (A_hi + A_lo) B in ONE m16n8k16 (A's rows 8-15 zero): k 0-7
+ * take the hi halves a_hi against B's 8 rows b, k 8-15 the lo halves a_lo against the same rows again.
+ * The p v product of the tile body (p as f16 hi + lo) was two m16n8k8 a tile and n-tile, each with its
+ * own zero rows to marshal: half the mma and most of the ~100 register moves a tile went with them
+ * (a different summation inside the mma: the bits of this body, held to the f64 reference and the TMA
+ * pipelines to the cp.async one's by the gates) */
+static __device__ __forceinline__ void fs_mma16816_hl(float (&c)[2], uint32_t a_hi, uint32_t a_lo, uint32_t b) {
     float z2 = 0.0f, z3 = 0.0f; /* rows 8-15: nothing */
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(z2), "+f"(z3)
-                 : "r"(a0), "r"(0u), "r"(b));
+                 : "r"(a_hi), "r"(0u), "r"(a_lo), "r"(0u), "r"(b), "r"(b));
 }
 
 /* 8 dims of a staged K row (f16, 16 bytes) as floats; zeros for a key past the tile */
@@ -1141,18 +1148,18 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
             const __half2 pl = __floats2half2_rn(p0 - pb.x, p1 - pb.y);
             const uint32_t ahi = *(const uint32_t *)&ph, alo = *(const uint32_t *)&pl;
             const unsigned char *vt = st + TK * ROWB;
+            /* the running o rescaled only when some lane's max moved (corr 1 leaves it as it is: the same
+             * bits), which at depth is the first tiles only: 32 multiplies a tile left out */
+            if (__any_sync(0xffffffffu, corr != 1.0f)) {
+#pragma unroll
+                for (int n = 0; n < TNT; n++) tacc[n][0] *= corr, tacc[n][1] *= corr;
+            }
 #pragma unroll
             for (int m = 0; m < HD / 32; m++) { /* dims 32m .. 32m+31: n-tiles 4m .. 4m+3 */
                 uint32_t b[4];
                 fs_ldm4<true>(vt + fs_swz(r, 4 * m + (lane >> 3)), b);
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    float (&o)[2] = tacc[4 * m + i];
-                    o[0] *= corr;
-                    o[1] *= corr;
-                    fs_mma1688(o, ahi, b[i]);
-                    fs_mma1688(o, alo, b[i]);
-                }
+                for (int i = 0; i < 4; i++) fs_mma16816_hl(tacc[4 * m + i], ahi, alo, b[i]);
             }
             if constexpr (TKT) {
                 /* this warp is done with the stage (its ldmatrix results are in registers): the last of
