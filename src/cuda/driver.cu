@@ -116,7 +116,7 @@ static const cll_cu_gemv_impl *few_form_row(const cll_cu_part *p, int64_t n) {
  * row reads q8_1 (a block type's; the float rows read the f32 rows); more, a part the pick gives a
  * few-token gemv row (the GEMM forms read the f32 rows only). So the norm, activation and attention
  * kernels skip writing q8_1 rows nobody reads: a prefill's, and an F16 / BF16 / F32 model's decode
- * step's (192 q8_1 rows a token on l2-7b F16 before 2026-12-07) */
+ * step's (129 q8_1 rows a token on l2-7b F16 before 2026-12-07: four a layer and the first norm's) */
 static bool wants_q8(const cll_cu_part *parts, int np, int64_t n) {
     for (int i = 0; i < np; i++)
         if (n == 1 ? !parts[i].gemv || parts[i].gemv->needs_q8 : few_form_row(&parts[i], n) != NULL) return true;
