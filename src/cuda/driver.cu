@@ -699,7 +699,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             fz.act_out.f = s->ff;
             fz.act_out.gelu = gelu;
             PTRY(CLL_PK_GATE_UP, gemv(&C->gu[0], 1, NULL, s->xn, 0, NULL, 0, s->gu, 0, s->st, &C->down, NULL, NULL, NULL, &fz));
-            xkd = -1;
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down, NULL, SIZE_MAX,
                                          xkg));
