@@ -279,7 +279,7 @@ static void decode_forms(int hd, int n_head, int n_kv, int len, int n_chunks, bo
 
 /* decode attention: one sub-chunk staged before the wait (len <= 128), the newest key in a later
  * sub-chunk (130), chunks merged (300 / 4, 2100 / 8), GQA groups split over blocks (32/8, 32/4),
- * head dims 64/128/256 (256: 64-key tiles), a paged cache */
+ * head dims 64/128/256 (256: 64-key tiles), a paged cache, grids of chunks no key reaches */
 static void test_attn_decode(void **state) {
     (void)state;
     g_fail = 0;
@@ -293,6 +293,10 @@ static void test_attn_decode(void **state) {
         /* GQA 7 (qwen2-7b: 28 / 4, heads split unevenly over blocks), MHA of head dim 64, GQA 8 over
          * many chunks (q3moe at depth) */
         {128, 28, 4, 3000, 24, false, 0}, {64, 16, 16, 900, 8, false, 0}, {128, 32, 4, 4100, 33, false, 0},
+        /* grids of many chunks for few keys (a step early in a large context: one live chunk, the others'
+         * blocks leave before the wait) and many more chunks than the live cap (the grid is the live ones) */
+        {128, 32, 32, 90, 5, false, 0},   {128, 32, 8, 40, 40, true, 0},   {128, 32, 32, 1000, 97, false, 0},
+        {128, 32, 8, 1500, 60, false, 3},
     };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         decode_forms(shapes[s].hd, shapes[s].n_head, shapes[s].n_kv, shapes[s].len, shapes[s].n_chunks, shapes[s].paged,

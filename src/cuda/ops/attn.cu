@@ -558,6 +558,11 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
     const int kvh = g.kvh, h0 = g.h0, hg = g.hg, c = g.c;
     const int64_t r = g.r, base = g.base;
     const int32_t pos = g.pos, seq = g.seq, nc = g.nc, c0 = g.c0, c1 = g.c1;
+    /* a chunk this step leaves empty (tg128's 1-128 keys in a 5-chunk grid: 4 blocks of 5) leaves at once,
+     * before the PDL wait: it held its SM slot until the q|k|v product was done, and the o product's
+     * blocks could launch only once the last such block had come and gone. Unless it owes its share of
+     * the next product's L2 prefetch (a.pf, after the wait) */
+    if (c >= nc && !a.pf) return;
     const int64_t ks = (int64_t)a.n_kv * HD; /* hd_k == hd_v == HD */
     /* the cache row of the key at position p */
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, seq, p) : base + p; };
@@ -913,6 +918,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const FaGeo g(a);
+    if (g.c >= g.nc && !a.pf) return; /* an empty chunk leaves before the wait (attn_gqa_kernel) */
     const int64_t ks = (int64_t)a.n_kv * HD, kvo = (int64_t)g.kvh * HD;
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, g.seq, p) : g.base + p; };
     /* TC: the byte offset of 16-byte chunk c of row j in a K or V tile, chunks XOR-swizzled by j % 8
@@ -1548,6 +1554,13 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
                                                       env_per_sm > 0 ? env_per_sm
                                                       : stream      ? (ns ? 1 : FS_PER_SM)
                                                                     : FA_PER_SM);
+        /* the grid's chunks: the live ones only (FaGeo spans at most min(act_chunks, n_chunks) chunks; a
+         * block past them never has a key). It launched n_chunks, the context's: tg128 @ d8192's 12296-cell
+         * context ran 97 chunks' blocks for 8 live ones, ~2800 idle blocks a layer cycling through the
+         * SMs' two stage slots after the live ones (CLLAMA_CUDA_ATTN_FULL_GRID=1: the old grid, A/B) */
+        static int c_full = -1;
+        const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
+        if (!cll_cu_env_flag(&c_full, "CLLAMA_CUDA_ATTN_FULL_GRID", false)) g.y = (unsigned)live;
         if (stream) {
             /* whole tiles a chunk (cll_cu_attn_chunk_span); CLLAMA_CUDA_ATTN_TILE_CHUNKS=0: key spans (A/B) */
             static int c_tc = -1;
@@ -1559,7 +1572,6 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
             else CLL_CU_RET(fs_launch_hg<256>(a, g, HG, tc, ns, pw, 0, s));
             return cudaGetLastError();
         }
-        const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
         const int64_t blocks = (int64_t)g.x * live * g.z;
         const int W = cll_cu_attn_warps(a->warps, blocks, cll_cu_sm_count(), hd, HG, a->kv_f16);
         const int U = cll_cu_attn_loads(cll_cuda_knobs_now()->attn_loads8 ? 8 : 4, HG); /* a runtime knob */
