@@ -452,6 +452,30 @@ static void test_attn_active_chunks(void **state) {
     assert_int_equal(cll_cu_attn_active_chunks(65, 32, 0, 4), 65);     /* no SM count: off */
 }
 
+/* the chunks a decode attention grid launches: the live cap where it caps the context's chunks, else
+ * every chunk; the window's spread (cll_cu_attn_chunk_span's nch) is the same count */
+static void test_attn_live_chunks(void **state) {
+    (void)state;
+    assert_int_equal(cll_cu_attn_live_chunks(8, 97), 8);   /* tg128 @ d8192 in a 12296-cell context: 8 of 97 */
+    assert_int_equal(cll_cu_attn_live_chunks(0, 5), 5);    /* no cap (the split kernel's default): the grid's */
+    assert_int_equal(cll_cu_attn_live_chunks(16, 5), 5);   /* a cap above the context's chunks */
+    assert_int_equal(cll_cu_attn_live_chunks(5, 5), 5);
+    assert_int_equal(cll_cu_attn_live_chunks(-1, 3), 3);
+    assert_int_equal(cll_cu_attn_live_chunks(1, 65), 1);
+    /* every key of a window lands in a chunk below the count, at any depth the context allows */
+    for (int32_t hi = 1; hi <= 12296; hi += 97) {
+        const int32_t nch = cll_cu_attn_live_chunks(8, 97);
+        int32_t covered = 0, c0, c1;
+        const int32_t nc = cll_cu_attn_chunk_span(0, hi, nch, 128, 64, 0, &c0, &c1);
+        assert_true(nc >= 1 && nc <= nch);
+        for (int32_t c = 0; c < nch; c++) {
+            cll_cu_attn_chunk_span(0, hi, nch, 128, 64, c, &c0, &c1);
+            covered += c1 - c0;
+        }
+        assert_int_equal(covered, hi);
+    }
+}
+
 /* the decode attention's chunk spans (pure): every key of the window in exactly one live chunk, in order;
  * key spans (gran 1) as the split kernel always cut them; whole tiles (gran 64, the streaming kernels)
  * leave only the window's last tile partial and deal the tiles evenly */
@@ -990,6 +1014,7 @@ int main(void) {
         cmocka_unit_test(test_gemv_f_pre),
         cmocka_unit_test(test_sp_launch_choices),
         cmocka_unit_test(test_attn_active_chunks),
+        cmocka_unit_test(test_attn_live_chunks),
         cmocka_unit_test(test_attn_chunk_span),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
@@ -1010,6 +1035,7 @@ int main(void) {
         cmocka_unit_test(test_gemv_f_pre),
         cmocka_unit_test(test_sp_launch_choices),
         cmocka_unit_test(test_attn_active_chunks),
+        cmocka_unit_test(test_attn_live_chunks),
         cmocka_unit_test(test_attn_chunk_span),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),

@@ -2201,7 +2201,7 @@ extern "C" cll_status cll_cuda_gate_attn_decode(int hd, int n_head, int n_kv, in
     char name[64];
     const int G = n_kv > 0 ? n_head / n_kv : 1;
     const int hg = cll_cu_attn_heads_per_block(n_head, n_kv, n_chunks, rows, CLL_CU_ATTN_MIN_BLOCKS), n_sub = (G + hg - 1) / hg;
-    const int live = act_chunks > 0 && act_chunks < n_chunks ? act_chunks : n_chunks;
+    const int live = cll_cu_attn_live_chunks(act_chunks, n_chunks);
     const bool stream = cll_cu_attn_form_stream(form);
     const int w = stream ? 8 : cll_cu_attn_warps(warps, (int64_t)n_kv * n_sub * live * rows, cll_cu_sm_count(), hd, hg, true);
     char cap[16] = "", rw[32] = "";

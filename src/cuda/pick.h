@@ -85,7 +85,7 @@ int cll_cu_attn_warps(int32_t want, int64_t blocks, int32_t n_sm, int32_t hd, in
  * Over a long context the grid sized for n_ctx makes thousands of one-sub-chunk blocks, each a
  * short chain of dependent load rounds; fewer, longer chunks keep their next keys streaming
  * (CLLAMA_CUDA_ATTN_PER_SM; the kernel caps its chunks at this count, so a replayed graph grows
- * its chunks with the context). */
+ * its chunks with the context, and the grid launches only that many: cll_cu_attn_live_chunks). */
 int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, int32_t n_sm, int32_t per_sm);
 /* Chunk c's keys [*c0, *c1) of a decode window [lo, hi) split over at most nch live chunks; returns nc, the
  * chunks that hold keys (chunks c >= nc get the empty span [hi, hi)). gran <= 1 (the split kernel): chunks
@@ -101,6 +101,13 @@ int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, in
 #else
 #define CLL_CU_PURE_HD
 #endif
+/* The chunks a decode attention launch spreads a window over at most (its kernels' nch) and so the chunks
+ * its grid launches (y): act_chunks where it caps n_chunks, else n_chunks. A block past them never holds a
+ * key; the grid was n_chunks until the forty-third session (tg128 @ d8192's 97-chunk context launched ~2800
+ * idle blocks a layer for 256 live ones: 1.8% of that step on an H100). */
+static inline CLL_CU_PURE_HD int32_t cll_cu_attn_live_chunks(int32_t act_chunks, int32_t n_chunks) {
+    return act_chunks > 0 && act_chunks < n_chunks ? act_chunks : n_chunks;
+}
 static inline CLL_CU_PURE_HD int32_t cll_cu_attn_chunk_span(int32_t lo, int32_t hi, int32_t nch, int32_t min_chunk,
                                                             int32_t gran, int32_t c, int32_t *c0, int32_t *c1) {
     const int32_t len = hi - lo;

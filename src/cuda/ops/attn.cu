@@ -394,7 +394,7 @@ struct FaGeo {
         r = blockIdx.z;
         pos = a.pos[r];
         const int32_t lo = (a.n_swa > 0 && pos - a.n_swa + 1 > 0) ? pos - a.n_swa + 1 : 0, hi = pos + 1, len = hi - lo;
-        const int32_t nch = a.act_chunks > 0 && a.act_chunks < a.n_chunks ? a.act_chunks : a.n_chunks;
+        const int32_t nch = cll_cu_attn_live_chunks(a.act_chunks, a.n_chunks);
         nc = cll_cu_attn_chunk_span(lo, hi, nch, a.min_chunk, a.gran, c, &c0, &c1);
         keys = len;
         seq = a.seq[r];
@@ -1557,12 +1557,12 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
                                                       env_per_sm > 0 ? env_per_sm
                                                       : stream      ? (ns ? 1 : FS_PER_SM)
                                                                     : FA_PER_SM);
-        /* the grid's chunks: the live ones only (FaGeo spans at most min(act_chunks, n_chunks) chunks; a
-         * block past them never has a key). It launched n_chunks, the context's: tg128 @ d8192's 12296-cell
-         * context ran 97 chunks' blocks for 8 live ones, ~2800 idle blocks a layer cycling through the
-         * SMs' two stage slots after the live ones (CLLAMA_CUDA_ATTN_FULL_GRID=1: the old grid, A/B) */
+        /* the grid's chunks: the live ones only (cll_cu_attn_live_chunks). It launched n_chunks, the
+         * context's: tg128 @ d8192's 12296-cell context ran 97 chunks' blocks for 8 live ones, ~2800 idle
+         * blocks a layer cycling through the SMs' two stage slots after the live ones
+         * (CLLAMA_CUDA_ATTN_FULL_GRID=1: the old grid, A/B) */
         static int c_full = -1;
-        const int32_t live = ac.act_chunks > 0 && ac.act_chunks < a->n_chunks ? ac.act_chunks : a->n_chunks;
+        const int32_t live = cll_cu_attn_live_chunks(ac.act_chunks, a->n_chunks);
         if (!cll_cu_env_flag(&c_full, "CLLAMA_CUDA_ATTN_FULL_GRID", false)) g.y = (unsigned)live;
         if (stream) {
             /* whole tiles a chunk (cll_cu_attn_chunk_span); CLLAMA_CUDA_ATTN_TILE_CHUNKS=0: key spans (A/B) */
