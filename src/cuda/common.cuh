@@ -210,15 +210,6 @@ static inline int cll_cu_env_pos_int(int *cache, const char *name, int dflt) {
     return *cache;
 }
 
-/* CLLAMA_CUDA_SMALL_TRIGGER=bits (an A/B knob, default 0): these small kernels of a step let the next kernel
- * launch at their start instead of right after their PDL wait: 1 the decode attention, 2 the norms, 4 the
- * activation */
-static inline int cll_cu_small_trigger(void) {
-    static int c = -2;
-    const int v = cll_cu_env_nonneg(&c, "CLLAMA_CUDA_SMALL_TRIGGER");
-    return v > 0 ? v : 0;
-}
-
 /* gemvs trigger the next kernel's launch first thing (cuda.gemv_trigger, CLLAMA_CUDA_GEMV_TRIGGER)
  * or only by finishing */
 static inline int cll_cu_gemv_early_trigger(void) { return cll_cuda_knobs_now()->gemv_trigger; }

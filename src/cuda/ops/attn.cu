@@ -563,7 +563,6 @@ __global__ static void __launch_bounds__(32 * W, MINB) attn_gqa_kernel(cll_cu_at
      * blocks could launch only once the last such block had come and gone. Unless it owes its share of
      * the next product's L2 prefetch (a.pf, after the wait) */
     if (c >= nc && !a.pf) return;
-    if (a.early) cll_pdl_trigger();
     const int64_t ks = (int64_t)a.n_kv * HD; /* hd_k == hd_v == HD */
     /* the cache row of the key at position p */
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, seq, p) : base + p; };
@@ -920,7 +919,6 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const FaGeo g(a);
     if (g.c >= g.nc && !a.pf) return; /* an empty chunk leaves before the wait (attn_gqa_kernel) */
-    if (a.early) cll_pdl_trigger();
     const int64_t ks = (int64_t)a.n_kv * HD, kvo = (int64_t)g.kvh * HD;
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, g.seq, p) : g.base + p; };
     /* TC: the byte offset of 16-byte chunk c of row j in a K or V tile, chunks XOR-swizzled by j % 8
@@ -1542,7 +1540,6 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         static int c_drop = -2; /* CLLAMA_CUDA_ATTN_DROP=bits: the split kernel's stages left out (a measurement) */
         const int drop = cll_cu_env_nonneg(&c_drop, "CLLAMA_CUDA_ATTN_DROP");
         ac.drop = drop > 0 ? drop : 0;
-        ac.early = (cll_cu_small_trigger() & 1) ? 1 : 0;
         const int form = cll_cu_attn_form(a->form ? a->form : attn_env_form(), a->kv_f16, a->n_ctx, n, hd, G);
         const bool tc = form == CLL_CU_ATTN_STREAM_TC || cll_cu_attn_form_tma(form);
         const bool stream = cll_cu_attn_form_stream(form);

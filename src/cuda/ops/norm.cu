@@ -96,9 +96,8 @@ static __device__ __forceinline__ void load_w4(const float *w, int d4, float4 (&
 template <int V>
 __global__ static void __launch_bounds__(NORM_REG_MAX_NT) rmsnorm_q8_regs(const float *x, const float *w, int d,
                                                                            float eps, float *xn, cll_block_q8_1 *xq,
-                                                                           uint16_t *xh, bool plain, bool early) {
+                                                                           uint16_t *xh, bool plain) {
     __shared__ double red[32];
-    if (early) cll_pdl_trigger();
     const int NT = blockDim.x, d4 = d >> 2;
     float4 wv[V], xv[V];
     load_w4<V>(w, d4, wv);
@@ -155,10 +154,10 @@ cudaError_t cll_cu_rmsnorm_q8(const float *x, const float *w, int64_t n, int64_t
     if (norm_regs_shape(d, &v, &nt)) {
         cll_block_q8_1 *q = (cll_block_q8_1 *)xq;
         const int di = (int)d;
-        const bool pl = xh_plain, early = (cll_cu_small_trigger() & 2) != 0;
-        if (v == 1) CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<1>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h, pl, early));
-        else if (v == 2) CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<2>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h, pl, early));
-        else CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<4>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h, pl, early));
+        const bool pl = xh_plain;
+        if (v == 1) CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<1>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h, pl));
+        else if (v == 2) CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<2>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h, pl));
+        else CLL_CU_RET(cll_cu_launch(rmsnorm_q8_regs<4>, dim3((unsigned)n), dim3(nt), 0, s, x, w, di, eps, xn, q, h, pl));
         return cudaGetLastError();
     }
     CLL_CU_RET(cll_cu_launch(rmsnorm_q8_kernel, dim3((unsigned)n), dim3(NORM_THREADS), 0, s, x, w, d, eps, xn,
@@ -185,7 +184,6 @@ cudaError_t cll_cu_quantize_rows_q8(const float *x, int64_t ld, int64_t n, int64
 template <int V>
 __global__ static void __launch_bounds__(NORM_REG_MAX_NT) resid_norm_q8_regs(cll_cu_resid_args a, int d, float eps) {
     __shared__ double red[32];
-    if (a.early) cll_pdl_trigger();
     const int NT = blockDim.x, d4 = d >> 2;
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
     float4 pw[V], nw[V], xv[V], tv[V];
@@ -289,11 +287,9 @@ cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t 
     int v, nt;
     if (norm_regs_shape(d, &v, &nt)) {
         const int di = (int)d;
-        cll_cu_resid_args ra = *a;
-        ra.early = (cll_cu_small_trigger() & 2) != 0;
-        if (v == 1) CLL_CU_RET(cll_cu_launch(resid_norm_q8_regs<1>, dim3((unsigned)n), dim3(nt), 0, s, ra, di, eps));
-        else if (v == 2) CLL_CU_RET(cll_cu_launch(resid_norm_q8_regs<2>, dim3((unsigned)n), dim3(nt), 0, s, ra, di, eps));
-        else CLL_CU_RET(cll_cu_launch(resid_norm_q8_regs<4>, dim3((unsigned)n), dim3(nt), 0, s, ra, di, eps));
+        if (v == 1) CLL_CU_RET(cll_cu_launch(resid_norm_q8_regs<1>, dim3((unsigned)n), dim3(nt), 0, s, *a, di, eps));
+        else if (v == 2) CLL_CU_RET(cll_cu_launch(resid_norm_q8_regs<2>, dim3((unsigned)n), dim3(nt), 0, s, *a, di, eps));
+        else CLL_CU_RET(cll_cu_launch(resid_norm_q8_regs<4>, dim3((unsigned)n), dim3(nt), 0, s, *a, di, eps));
         return cudaGetLastError();
     }
     CLL_CU_RET(cll_cu_launch(resid_norm_q8_kernel, dim3((unsigned)n), dim3(NORM_THREADS), 0, s, *a, d, eps));
@@ -301,8 +297,7 @@ cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t 
 }
 
 __global__ static void act_q8_kernel(const float *gu, int64_t ld, int64_t f, bool gelu, float *y, cll_block_q8_1 *yq,
-                                     uint16_t *yh, bool yh_plain, const void *pf, size_t pf_bytes, bool early) {
-    if (early) cll_pdl_trigger();
+                                     uint16_t *yh, bool yh_plain, const void *pf, size_t pf_bytes) {
     cll_pdl_wait();
     cll_pdl_trigger();
     if (threadIdx.x == 0) cll_l2_prefetch_share(pf, pf_bytes, blockIdx.y * gridDim.x + blockIdx.x, gridDim.x * gridDim.y);
@@ -353,6 +348,6 @@ cudaError_t cll_cu_act_q8(const float *gu, int64_t ld_gu, int64_t n, int64_t f, 
     }
     dim3 grid((unsigned)cll_cdiv(f, 256), (unsigned)n);
     CLL_CU_RET(cll_cu_launch(act_q8_kernel, dim3(grid), dim3(256), 0, s, gu, ld_gu, f, gelu, y, (cll_block_q8_1 *)yq,
-                             (uint16_t *)yh, yh_plain, pf, pf_bytes, (cll_cu_small_trigger() & 4) != 0));
+                             (uint16_t *)yh, yh_plain, pf, pf_bytes));
     return cudaGetLastError();
 }

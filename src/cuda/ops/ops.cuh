@@ -113,7 +113,6 @@ typedef struct {
     void *xq;              /* (n, q8_blocks(d)) or NULL */
     void *xh;              /* (n, d) xn as f16 in the fused rows' order (d % 32 == 0), or NULL */
     bool xh_plain;         /* xh in plain order instead (a cuBLAS f16 product's X) */
-    bool early;            /* set by cll_cu_resid_norm_q8 (cll_cu_small_trigger bit 2): trigger at the start */
 } cll_cu_resid_args;
 cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t d, float eps, cudaStream_t s);
 
@@ -188,7 +187,6 @@ typedef struct {
                             * 32 everything after the PDL wait (the kernel boundary alone) */
     float *part;           /* (n, n_head, n_chunks, hd_v + 2) */
     int *count;            /* (n, n_head) chunk blocks landed; zero between launches (self-resetting) */
-    int32_t early;         /* set by cll_cu_attention (cll_cu_small_trigger bit 1): the next kernel may launch at the start */
     float *out;            /* (n, n_head*hd_v) */
     void *outq;            /* (n, q8_blocks(n_head*hd_v)) or NULL */
     /* the tensor-core prefill kernel only (cll_cu_attention_prefill_ok; NULL elsewhere): out as f16 rows too,
