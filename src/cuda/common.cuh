@@ -289,5 +289,26 @@ static inline cudaError_t cll_cu_launch(void (*k)(KArgs...), dim3 grid, dim3 blo
     return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
 }
 
+/* cll_cu_launch of a kernel in clusters of cl blocks (sm_90: the blocks of a cluster share one GPC and
+ * reach each other's shared memory) */
+template <typename... KArgs, typename... Args>
+static inline cudaError_t cll_cu_launch_cluster(void (*k)(KArgs...), dim3 grid, dim3 block, dim3 cl, size_t smem,
+                                                cudaStream_t s, Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute at[2];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = cl.x;
+    at[0].val.clusterDim.y = cl.y;
+    at[0].val.clusterDim.z = cl.z;
+    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = cll_cu_pdl_on() ? 2 : 1;
+    return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
+}
 
 #endif
