@@ -1439,10 +1439,12 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     }
 }
 
-/* CLLAMA_CUDA_ATTN_CLUSTER=0: the streaming blocks merge through global partials and a ticket (A/B) */
+/* CLLAMA_CUDA_ATTN_CLUSTER=1: the streaming blocks of a head group meet in a cluster (fa_tail_cluster); off by
+ * default until a GPU has run its gates and timed it (written in the forty-third session, which got no device
+ * machine after writing it; docs/cuda.md) */
 static int cll_cu_attn_cluster_want(void) {
     static int c = -1;
-    return cll_cu_env_flag(&c, "CLLAMA_CUDA_ATTN_CLUSTER", true) ? 1 : 0;
+    return cll_cu_env_flag(&c, "CLLAMA_CUDA_ATTN_CLUSTER", false) ? 1 : 0;
 }
 
 template <int D, int HGV, int BODY, int NSX = 0, bool PW = false, int TMA = 0, bool CLM = false>
