@@ -444,6 +444,27 @@ static __device__ __forceinline__ void fa_load_q(const cll_cu_attn_args &a, cons
     }
 }
 
+/* head h's unnormalized acc, float4 dq: the W warps' sums in red, added in warp order */
+template <int HD, int HG, int W>
+static __device__ __forceinline__ float4 fa_block_acc(const float (*red)[HG][HD], int h, int dq) {
+    float4 v = *(const float4 *)&red[0][h][4 * dq];
+#pragma unroll
+    for (int w = 1; w < W; w++) {
+        const float4 b = *(const float4 *)&red[w][h][4 * dq];
+        v.x += b.x; v.y += b.y; v.z += b.z; v.w += b.w;
+    }
+    return v;
+}
+
+/* a head group whose window one chunk held: its block's sums are the output (whole block) */
+template <int HD, int HG, int W>
+static __device__ __forceinline__ void fa_write_one_chunk(const cll_cu_attn_args &a, const FaGeo &g,
+                                                          const float (*red)[HG][HD], const float *sm_l, float *inv) {
+    if (threadIdx.x < HG) inv[threadIdx.x] = sm_l[threadIdx.x] > 0.0f ? 1.0f / sm_l[threadIdx.x] : 0.0f;
+    __syncthreads();
+    fa_write_out<HD, HG, W>(a, g.r, g.h0, g.hg, inv, [&](int h, int dq, int) { return fa_block_acc<HD, HG, W>(red, h, dq); });
+}
+
 /* The merge of a head group's nc chunk partials (the last block of the group; whole block): per head
  * M = max m_c, L = sum l_c e^(m_c - M), o = sum acc_c e^(m_c - M) / L, then the output rows. pm(h, cc),
  * pl(h, cc): chunk cc's (m, l) of the block's head h; pa(h, cc, dq): float4 dq of its acc row (global
@@ -508,19 +529,8 @@ static __device__ void fa_tail(const cll_cu_attn_args &a, const FaGeo &g, const 
     const int64_t r = g.r;
     const int h0 = g.h0, hg = g.hg, c = g.c, nc = g.nc;
     constexpr int Q = HD / 4;
-    auto block_acc = [&](int h, int dq, int) {
-        float4 v = *(const float4 *)&red[0][h][4 * dq];
-#pragma unroll
-        for (int w = 1; w < W; w++) {
-            const float4 b = *(const float4 *)&red[w][h][4 * dq];
-            v.x += b.x; v.y += b.y; v.z += b.z; v.w += b.w;
-        }
-        return v;
-    };
     if (nc == 1) {
-        if (threadIdx.x < HG) inv[threadIdx.x] = sm_l[threadIdx.x] > 0.0f ? 1.0f / sm_l[threadIdx.x] : 0.0f;
-        __syncthreads();
-        fa_write_out<HD, HG, W>(a, r, h0, hg, inv, block_acc);
+        fa_write_one_chunk<HD, HG, W>(a, g, red, sm_l, inv);
         return;
     }
     /* partials */
@@ -530,7 +540,7 @@ static __device__ void fa_tail(const cll_cu_attn_args &a, const FaGeo &g, const 
     for (int t = threadIdx.x; t < hg * Q; t += blockDim.x) {
         const int h = t / Q, dq = t % Q;
         const int64_t idx = (r * H + h0 + h) * NCH + c;
-        ((float4 *)(pacc + idx * HD))[dq] = block_acc(h, dq, 0);
+        ((float4 *)(pacc + idx * HD))[dq] = fa_block_acc<HD, HG, W>(red, h, dq);
         if (dq == 0) {
             pml[2 * idx] = sm_m[h];
             pml[2 * idx + 1] = sm_l[h];
@@ -556,7 +566,7 @@ static __device__ void fa_tail(const cll_cu_attn_args &a, const FaGeo &g, const 
 
 /* The decode attention's streaming blocks of a cluster (CLM: its chunks, cluster rank = chunk) meet in
  * distributed shared memory instead of global partials: each live block leaves its unnormalized acc
- * rows (block_acc, fa_tail's values) and (m, l) pairs in its own shared memory at pbuf, the cluster
+ * rows (fa_block_acc, fa_tail's values) and (m, l) pairs in its own shared memory at pbuf, the cluster
  * barrier publishes them, rank 0 merges them (fa_merge, reading the ranks' memory: fa_tail's arithmetic
  * in fa_tail's order, so the same bits) and a second barrier keeps every rank's memory alive until
  * rank 0 has read it. In place of a partial row write, a global fence, an atomic ticket and the last
@@ -569,20 +579,11 @@ static __device__ void fa_tail_cluster(const cll_cu_attn_args &a, const FaGeo &g
     cg::cluster_group cl = cg::this_cluster();
     constexpr int Q = HD / 4;
     float *pacc = pbuf, *pml = pbuf + HG * HD; /* HG rows of HD, then HG (m, l) pairs */
-    auto block_acc = [&](int h, int dq) {
-        float4 v = *(const float4 *)&red[0][h][4 * dq];
-#pragma unroll
-        for (int w = 1; w < W; w++) {
-            const float4 b = *(const float4 *)&red[w][h][4 * dq];
-            v.x += b.x; v.y += b.y; v.z += b.z; v.w += b.w;
-        }
-        return v;
-    };
     const int nc = g.nc;
     if (g.c < nc && nc > 1)
         for (int t = threadIdx.x; t < g.hg * Q; t += blockDim.x) {
             const int h = t / Q, dq = t % Q;
-            ((float4 *)(pacc + h * HD))[dq] = block_acc(h, dq);
+            ((float4 *)(pacc + h * HD))[dq] = fa_block_acc<HD, HG, W>(red, h, dq);
             if (dq == 0) {
                 pml[2 * h] = sm_m[h];
                 pml[2 * h + 1] = sm_l[h];
@@ -591,9 +592,7 @@ static __device__ void fa_tail_cluster(const cll_cu_attn_args &a, const FaGeo &g
     cl.sync();
     if (g.c == 0) {
         if (nc == 1) {
-            if (threadIdx.x < HG) inv[threadIdx.x] = sm_l[threadIdx.x] > 0.0f ? 1.0f / sm_l[threadIdx.x] : 0.0f;
-            __syncthreads();
-            fa_write_out<HD, HG, W>(a, g.r, g.h0, g.hg, inv, [&](int h, int dq, int) { return block_acc(h, dq); });
+            fa_write_one_chunk<HD, HG, W>(a, g, red, sm_l, inv);
         } else {
             fa_merge<HD, HG, W, SC>(a, g, S, sm_m, inv,
                                     [&](int h, int cc) { return cl.map_shared_rank(pml, cc)[2 * h]; },
