@@ -36,8 +36,6 @@ static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const 
         a.route = fused->route;
         a.act_in = fused->act_in;
         a.act_out = fused->act_out;
-        a.norm_in = fused->norm_in; /* the folded norm step (norm_fold) */
-        a.resid_add = fused->resid_add;
     }
     if (!ids) set_pf_next(&a, next, pf_cap);
     a.nb = nb;
@@ -176,36 +174,6 @@ static cudaError_t gemm(cll_driver_state *s, const cll_cu_part *p, const float *
 static bool gu_act_on(void) {
     static int on = -1; /* process-wide setting read once; not state */
     return cll_cu_env_flag(&on, "CLLAMA_CUDA_GU_ACT", true);
-}
-
-/* CLLAMA_CUDA_NORM_IN=1: a float model's one-token step folds its RMS norms into the products that read
- * them (norm_fold; off by default until a GPU has timed it) */
-static bool norm_in_on(void) {
-    static int on = -1; /* process-wide setting read once; not state */
-    return cll_cu_env_flag(&on, "CLLAMA_CUDA_NORM_IN", false);
-}
-
-/* A one-token step whose every layer product is a float row with norms_in (F16 / F32 weights), with no post
- * norms, no experts, one rank, and the gate|up pair activated by its launch (act_out): each layer runs q|k|v
- * (norming the residual rows itself), attention, o (adding into the residual), gate|up (norming, activating),
- * down (adding into the residual): five kernels, no norm kernel; the last layer's down product keeps the
- * residual kernel, which norms for the output head. */
-static bool norm_fold(const cll_driver_state *s, int64_t n, bool tp) {
-    const cll_driver_model *dm = s->dm;
-    const cll_hparams *hp = &dm->m->hp;
-    if (n != 1 || tp || hp->n_expert > 0 || !norm_in_on() || !gu_act_on()) return false;
-    auto ok = [](const cll_cu_part *p, int np) {
-        for (int i = 0; i < np; i++)
-            if (!p[i].gemv || !p[i].gemv->norms_in || p[i].w.n_mat != 1) return false;
-        return np > 0;
-    };
-    for (int32_t il = 0; il < hp->n_layer; il++) {
-        const cll_cu_layer *C = &dm->layers[il];
-        if (C->post_attn_norm || C->post_ffn_norm || !C->attn_norm || !C->ffn_norm) return false;
-        if (!ok(C->qkv, C->n_qkv) || !ok(&C->wo, 1) || !ok(C->gu, C->n_gu) || !ok(&C->down, 1)) return false;
-        if (C->n_gu != 1 || !C->gu[0].gemv->acts_out || C->gu[0].w.rows != 2 * s->ff || C->down.gemv->needs_q8) return false;
-    }
-    return true;
 }
 
 /* CLLAMA_CUDA_PAIR=0: a one-token product of two weights runs two launches (cll_cu_gemv_pair off; A/B) */
@@ -586,13 +554,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     int xk_qkv; /* the X kind the q|k|v product's producer writes (this norm, then each layer's tail) */
     void *xh0 = fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d, &xk_qkv);
     /* the f32 rows only where a product reads them (not when the q|k|v product reads xh alone) */
-    const bool fold = norm_fold(s, n, tp); /* the norms folded into the products (norm_fold) */
-    if (!fold)
-        PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, xh0 ? NULL : s->xn,
-                                            wants_q8(dm->layers[0].qkv, dm->layers[0].n_qkv, n) ? s->xq : NULL, s->st,
-                                            xh0, xk_qkv == 1));
-    cll_cu_gemv_args fz0; /* the folded step's product arguments */
-    memset(&fz0, 0, sizeof fz0);
+    PTRY(CLL_PK_NORM, cll_cu_rmsnorm_q8(s->x, dm->layers[0].attn_norm, n, d, hp->eps, xh0 ? NULL : s->xn,
+                                        wants_q8(dm->layers[0].qkv, dm->layers[0].n_qkv, n) ? s->xq : NULL, s->st, xh0,
+                                        xk_qkv == 1));
     /* attention split: decode grids cover n_ctx in fixed chunks; a batch takes as many chunks as
      * the partial buffer holds */
     const int32_t n_chunks = attn_chunks(s, n);
@@ -603,17 +567,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         const bool moe = hp->n_expert > 0;
         const cll_cu_part *after_ffn = il + 1 < hp->n_layer ? &dm->layers[il + 1].qkv[0] : &dm->output;
         /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
-        if (fold) { /* q|k|v from the residual rows, normed by the launch */
-            cll_cu_gemv_args fz = fz0;
-            fz.norm_in.g = C->attn_norm;
-            fz.norm_in.eps = hp->eps;
-            for (int i = 0; i < C->n_qkv; i++)
-                PTRY(CLL_PK_QKV, gemv(&C->qkv[i], 1, NULL, s->x, 0, NULL, 0, s->qkv, 0, s->st,
-                                      i + 1 < C->n_qkv ? &C->qkv[i + 1] : &C->wo, NULL, NULL, NULL, &fz));
-        } else {
-            PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
-                                     xk_qkv));
-        }
+        PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
+                                 xk_qkv));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -703,16 +658,9 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         cll_cu_resid_epi ep;
         /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
          * the residual (no fused tail) */
-        const cll_cu_resid_epi *e1 = tp || fold ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
-        if (fold) { /* o added into the residual rows by the launch; no residual kernel */
-            cll_cu_gemv_args fz = fz0;
-            fz.resid_add = true;
-            PTRY(CLL_PK_O, gemv(&C->wo, 1, NULL, s->ao, 0, NULL, 0, s->x, 0, s->st, &C->gu[0], NULL, NULL, NULL, &fz,
-                                o_next_bytes()));
-        } else {
-            PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
-                                   o_next_bytes(), xko));
-        }
+        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
+        PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
+                               o_next_bytes(), xko));
         if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
         cll_cu_resid_args rr;
         memset(&rr, 0, sizeof rr);
@@ -726,7 +674,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         rr.xh = moe || e1 ? NULL : fused_x(s, C->gu, C->n_gu, n, d, &xkg);
         rr.xh_plain = xkg == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the f32 rows only where the gate|up product reads them */
-        if (!e1 && !fold) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        if (!e1) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
         if (hp->n_expert > 0) {
             cll_status st = moe_ffn(s, C, n);
             if (st != CLL_OK) return st;
@@ -750,12 +698,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
             fz.act_out.y = s->act;
             fz.act_out.f = s->ff;
             fz.act_out.gelu = gelu;
-            if (fold) { /* from the residual rows, normed by the launch */
-                fz.norm_in.g = C->ffn_norm;
-                fz.norm_in.eps = hp->eps;
-            }
-            PTRY(CLL_PK_GATE_UP, gemv(&C->gu[0], 1, NULL, fold ? s->x : s->xn, 0, NULL, 0, s->gu, 0, s->st, &C->down, NULL,
-                                      NULL, NULL, &fz));
+            PTRY(CLL_PK_GATE_UP, gemv(&C->gu[0], 1, NULL, s->xn, 0, NULL, 0, s->gu, 0, s->st, &C->down, NULL, NULL, NULL, &fz));
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down, NULL, SIZE_MAX,
                                          xkg));
@@ -781,18 +724,12 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                                             : NULL;
         rr.xh_plain = xk_qkv == 1;
         rr.xn = rr.xh ? NULL : s->xn; /* the next q|k|v product reads xh alone; the output head reads xn */
-        const bool fold_down = fold && il + 1 < hp->n_layer; /* the last layer's residual kernel norms for the head */
-        if (fold_down) { /* down added into the residual rows by the launch; no residual kernel */
-            cll_cu_gemv_args fz = fz0;
-            fz.resid_add = true;
-            PTRY(CLL_PK_DOWN, gemv(&C->down, 1, NULL, s->act, 0, NULL, 0, s->x, 0, s->st, after_ffn, NULL, NULL, NULL, &fz,
-                                   down_next_bytes()));
-        } else if (!moe) {
+        if (!moe) {
             PTRY(CLL_PK_DOWN, product(s, &C->down, 1, n, s->act, s->ff, s->actq, s->t, d, after_ffn, e2, down_next_bytes(),
                                       xkd));
             if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
         }
-        if (!e2 && !fold_down) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
+        if (!e2) PTRY(CLL_PK_NORM, cll_cu_resid_norm_q8(&rr, n, d, hp->eps, s->st));
     }
     if (n_out == 0) return CLL_OK;
     /* xn now holds output_norm(x) for every row */

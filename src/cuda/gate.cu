@@ -490,124 +490,6 @@ static cll_status gate_act_out(const cll_kernel_row *row, const cll_cu_gemv_impl
     return CLL_OK;
 }
 
-/* The RMS norm folded into the launch (norm_in, resid_add; float rows). (1) x read as a raw residual row
- * with the norm's weights g: the rows, into a poisoned buffer, within the gemv bar of f64 to_f32(w) .
- * (x g / sqrt(mean(x^2) + eps)), the bar's control failing; (2) with acts_out, the pair activated by a folded
- * launch within the bar (carried through SiLU's slope) of SiLU(gate) up over those f64 rows, nothing written
- * at y; (3) resid_add: a launch into rows holding r leaves r + the plain launch's rows y1, bit for bit (the
- * residual kernel's add). W: the weight's bytes (rows of rb), x: the input row. */
-static cll_status gate_norm_in(const cll_kernel_row *row, const cll_cu_gemv_impl *impl, const cll_cu_weight *w,
-                               cll_cu_gemv_args a, const std::vector<float> &y1, const std::vector<uint8_t> &W,
-                               const std::vector<float> &x, int64_t rows, int64_t cols, Rng &rng, Dev &dev) {
-    const cll_type_traits *tr = cll_type_traits_get(row->wtype);
-    const size_t rb = (size_t)cll_row_bytes(row->wtype, (uint64_t)cols);
-    const float eps = 1e-5f;
-    std::vector<float> g((size_t)cols);
-    for (int64_t k = 0; k < cols; k++) g[(size_t)k] = 1.0f + 0.5f * rng.uni();
-    float *dg = NULL, *dx = NULL, *dy = NULL;
-    GATE_CU(dev.alloc((void **)&dg, (size_t)cols * sizeof(float)));
-    GATE_CU(cudaMemcpy(dg, g.data(), (size_t)cols * sizeof(float), cudaMemcpyHostToDevice));
-    /* the raw row at ten times the gate's scale (a norm that did nothing would miss by 10x) */
-    std::vector<float> xr((size_t)cols);
-    for (int64_t k = 0; k < cols; k++) xr[(size_t)k] = 10.0f * x[(size_t)k];
-    GATE_CU(dev.alloc((void **)&dx, (size_t)cols * sizeof(float)));
-    GATE_CU(cudaMemcpy(dx, xr.data(), (size_t)cols * sizeof(float), cudaMemcpyHostToDevice));
-    double ss = 0.0;
-    for (int64_t k = 0; k < cols; k++) ss += (double)xr[(size_t)k] * (double)xr[(size_t)k];
-    const double inv = 1.0 / sqrt(ss / (double)cols + (double)eps);
-    std::vector<double> want((size_t)rows), scale((size_t)rows);
-    std::vector<float> wf((size_t)cols);
-    for (int64_t r = 0; r < rows; r++) {
-        tr->to_f32(W.data() + rb * (size_t)r, wf.data(), cols);
-        double sum = 0.0, m = 0.0;
-        for (int64_t k = 0; k < cols; k++) {
-            const double p = (double)wf[(size_t)k] * ((double)xr[(size_t)k] * inv * (double)g[(size_t)k]);
-            sum += p;
-            m += fabs(p);
-        }
-        want[(size_t)r] = sum;
-        scale[(size_t)r] = m;
-    }
-    const double tol = 1e-5;
-    /* (1) the folded rows */
-    GATE_CU(poisoned(dev, &dy, (size_t)rows));
-    cll_cu_gemv_args b = a;
-    b.x = dx;
-    b.y = dy;
-    b.norm_in.g = dg;
-    b.norm_in.eps = eps;
-    GATE_CU(impl->gemv(w, &b, 0));
-    GATE_CU(cudaDeviceSynchronize());
-    std::vector<float> got((size_t)rows);
-    GATE_CU(cudaMemcpy(got.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
-    Cmp c = compare(got.data(), want.data(), scale.data(), rows, tol);
-    if (c.bad)
-        return cll_err(CLL_ERR_INTERNAL, "gate %s: the norm folded into the launch misses f64 in %lld of %lld rows "
-                       "(%lld unwritten, worst %.3g of the bar %.0e)", row->name, (long long)c.bad, (long long)rows,
-                       (long long)c.unwritten, c.max_err, tol);
-    if (!control_fails(got.data(), want.data(), scale.data(), rows, tol))
-        return cll_err(CLL_ERR_INTERNAL, "gate %s: the folded norm's control passed (the bar cannot fail)", row->name);
-    /* (2) the folded gate|up pair activated by its launch */
-    if (impl->acts_out && rows >= 2) {
-        const int64_t f = rows / 2;
-        float *dact = NULL, *dy2 = NULL;
-        GATE_CU(poisoned(dev, &dact, (size_t)f));
-        GATE_CU(poisoned(dev, &dy2, (size_t)rows));
-        cll_cu_gemv_args c2 = b;
-        c2.y = dy2;
-        c2.act_out.y = dact;
-        c2.act_out.f = f;
-        c2.act_out.gelu = false;
-        GATE_CU(impl->gemv(w, &c2, 0));
-        GATE_CU(cudaDeviceSynchronize());
-        std::vector<float> act((size_t)f), yy((size_t)rows);
-        GATE_CU(cudaMemcpy(act.data(), dact, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
-        GATE_CU(cudaMemcpy(yy.data(), dy2, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
-        std::vector<double> wa((size_t)f), sa((size_t)f);
-        for (int64_t i = 0; i < f; i++) {
-            const double gv = want[(size_t)i], uv = want[(size_t)(f + i)], sg = gv / (1.0 + exp(-gv));
-            wa[(size_t)i] = sg * uv;
-            sa[(size_t)i] = 1.1 * fabs(uv) * scale[(size_t)i] + fabs(sg) * scale[(size_t)(f + i)] + 1e-30;
-        }
-        c = compare(act.data(), wa.data(), sa.data(), f, tol);
-        if (c.bad)
-            return cll_err(CLL_ERR_INTERNAL, "gate %s: the folded gate|up pair activated by its launch misses f64 in %lld "
-                           "of %lld values (%lld unwritten, worst %.3g)", row->name, (long long)c.bad, (long long)f,
-                           (long long)c.unwritten, c.max_err);
-        if (!control_fails(act.data(), wa.data(), sa.data(), f, tol))
-            return cll_err(CLL_ERR_INTERNAL, "gate %s: the folded pair's control passed", row->name);
-        if (count_clobbered(yy, 1, 0, rows))
-            return cll_err(CLL_ERR_INTERNAL, "gate %s: the folded activated launch wrote rows at y", row->name);
-    }
-    /* (3) the residual add */
-    std::vector<float> r0((size_t)rows), want_add((size_t)rows), got_add((size_t)rows);
-    for (int64_t i = 0; i < rows; i++) {
-        r0[(size_t)i] = 4.0f * rng.uni();
-        want_add[(size_t)i] = r0[(size_t)i] + y1[(size_t)i];
-    }
-    float *dr = NULL;
-    GATE_CU(dev.alloc((void **)&dr, (size_t)rows * sizeof(float)));
-    GATE_CU(cudaMemcpy(dr, r0.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
-    cll_cu_gemv_args d2 = a;
-    d2.y = dr;
-    d2.resid_add = true;
-    GATE_CU(impl->gemv(w, &d2, 0));
-    GATE_CU(cudaDeviceSynchronize());
-    GATE_CU(cudaMemcpy(got_add.data(), dr, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
-    const int64_t differ = count_bit_diffs(want_add, got_add, 1, rows, rows);
-    std::vector<float> flip = want_add;
-    uint32_t u;
-    memcpy(&u, &flip[(size_t)(rows / 2)], 4);
-    u ^= 1u;
-    memcpy(&flip[(size_t)(rows / 2)], &u, 4);
-    if (count_bit_diffs(want_add, flip, 1, rows, rows) != 1)
-        return cll_err(CLL_ERR_INTERNAL, "gate %s: the residual add's control did not see a flipped bit", row->name);
-    if (differ)
-        return cll_err(CLL_ERR_INTERNAL, "gate %s: the residual add by the launch differs from r + the plain rows in "
-                       "%lld of %lld", row->name, (long long)differ, (long long)rows);
-    return CLL_OK;
-}
-
 /* ---- gemv ---- */
 cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed, cll_cuda_gate_report *rep) {
     const uint32_t t = row->wtype;
@@ -816,11 +698,6 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
         cll_status st = gate_act_out(row, impl, &w, a, y, rows, dev);
         if (st != CLL_OK) return st;
         rep->act_out_checked = true;
-    }
-    if (nb == 1 && impl->norms_in) {
-        cll_status st = gate_norm_in(row, impl, &w, a, y, W, x, rows, cols, rng, dev);
-        if (st != CLL_OK) return st;
-        rep->norm_in_checked = true;
     }
     return verdict(rep, moe ? "gemv moe" : "gemv");
 }

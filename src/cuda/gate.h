@@ -32,8 +32,6 @@ typedef struct {
     char tail_why[96];     /* the first mismatch, when not */
     bool act_out_checked;  /* gemv nb = 1 of a row with acts_out: the gate|up pair activated by the launch gave the
                             * act kernel's bits on the plain launch's rows, SiLU and GELU (a mismatch fails the gate) */
-    bool norm_in_checked;  /* gemv nb = 1 of a row with norms_in: the folded norm, its activated pair and the residual add
-                            * passed (gate_norm_in) */
     bool exact_checked;    /* a row claiming bit_exact ran beside its type's default row (same layout) */
     bool exact_control_failed; /* ... and a one-bit flip of the default's output was counted */
     int64_t n_exact_diff;  /* outputs whose bits differ from the default's (counted in n_bad) */

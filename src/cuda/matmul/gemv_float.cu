@@ -70,49 +70,18 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_F32>(const uint8_t *w
 template <> __device__ __forceinline__ float sdot<CLL_TYPE_F16>(const uint8_t *w, int64_t e, float x) { return cll_h2f(((const uint16_t *)w)[e]) * x; }
 template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *w, int64_t e, float x) { return cll_bf2f(((const uint16_t *)w)[e]) * bfr(x); }
 
-/* norm_in (the RMS norm folded into the product): the dot of one 16-byte weight vector with x g, and the
- * squares of its x into ss (F32 and F16 only: cll_cu_gemv_impl.norms_in) */
-template <int T> static __device__ __forceinline__ float vdot_n(uint4 w, const float *x, const float *g, float &ss);
-template <> __device__ __forceinline__ float vdot_n<CLL_TYPE_F32>(uint4 w, const float *x, const float *g, float &ss) {
-    const float4 a = __ldg((const float4 *)x), ga = __ldg((const float4 *)g);
-    ss = fmaf(a.x, a.x, ss), ss = fmaf(a.y, a.y, ss), ss = fmaf(a.z, a.z, ss), ss = fmaf(a.w, a.w, ss);
-    return __uint_as_float(w.x) * (a.x * ga.x) + __uint_as_float(w.y) * (a.y * ga.y) + __uint_as_float(w.z) * (a.z * ga.z) +
-           __uint_as_float(w.w) * (a.w * ga.w);
-}
-template <> __device__ __forceinline__ float vdot_n<CLL_TYPE_F16>(uint4 w, const float *x, const float *g, float &ss) {
-    const float4 a = __ldg((const float4 *)x), b = __ldg((const float4 *)x + 1);
-    const float4 ga = __ldg((const float4 *)g), gb = __ldg((const float4 *)g + 1);
-    ss = fmaf(a.x, a.x, ss), ss = fmaf(a.y, a.y, ss), ss = fmaf(a.z, a.z, ss), ss = fmaf(a.w, a.w, ss);
-    ss = fmaf(b.x, b.x, ss), ss = fmaf(b.y, b.y, ss), ss = fmaf(b.z, b.z, ss), ss = fmaf(b.w, b.w, ss);
-    const float2 w0 = __half22float2(*(__half2 *)&w.x), w1 = __half22float2(*(__half2 *)&w.y);
-    const float2 w2 = __half22float2(*(__half2 *)&w.z), w3 = __half22float2(*(__half2 *)&w.w);
-    return w0.x * (a.x * ga.x) + w0.y * (a.y * ga.y) + w1.x * (a.z * ga.z) + w1.y * (a.w * ga.w) + w2.x * (b.x * gb.x) +
-           w2.y * (b.y * gb.y) + w3.x * (b.z * gb.z) + w3.y * (b.w * gb.w);
-}
-template <> __device__ __forceinline__ float vdot_n<CLL_TYPE_BF16>(uint4, const float *, const float *, float &) {
-    return __int_as_float(0x7fc00000); /* not a norms_in row: a NaN should it ever run */
-}
-/* the norm's scale of a row whose squares sum to ss (the norm kernel's formula over a float sum) */
-static __device__ __forceinline__ float norm_in_scale(float ss, int64_t cols, float eps) {
-    return 1.0f / sqrtf(ss / (float)cols + eps);
-}
-
 /* PRE: a short row on a small grid (cll_cu_gemv_f_pre: the MoE router, 128 x 2048 f32) puts every
  * vector of the lane's row in flight at once, before the PDL wait (weights depend on no kernel), so
  * after the wait only x is read; the default path keeps 4 in flight a round. Same sums in the same
  * order: the two give the same bits. */
 #define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
 template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return T == CLL_TYPE_F32 ? 4 : 8; } /* elements a 16-byte vector */
-/* NI: norm_in (g: the norm's weights; the non-PRE body only); radd: resid_add */
-template <int T, int WARPS, bool PRE, bool DB = false, bool NI = false>
+template <int T, int WARPS, bool PRE, bool DB = false>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
          const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
-         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi, const float *__restrict__ g,
-         float eps, bool radd) {
+         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
     constexpr int EPV = gemv_f_epv<T>();
-    static_assert(!(NI && PRE), "norm_in runs the streaming body");
-    float ss = 0.0f; /* NI: the squares of the x this lane reads */
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -132,11 +101,6 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     const uint4 *wv = (const uint4 *)wr;
     const float *xr = x + b * x_stride;
     const int64_t nvec = cols / EPV;
-    /* vector v's dot with its x (NI: with x g, its squares into ss) */
-    auto dot = [&](uint4 wv_, int64_t v_) -> float {
-        if constexpr (NI) return vdot_n<T>(wv_, xr + v_ * EPV, g + v_ * EPV, ss);
-        else return vdot<T>(wv_, xr + v_ * EPV);
-    };
     float acc = 0.0f;
     if constexpr (PRE) {
         uint4 wb[GEMV_F_PRE_V];
@@ -178,19 +142,19 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
                     n2 = ld_stream(wv + v + 64);
                     n3 = ld_stream(wv + v + 96);
                 }
-                acc += dot(w0, v - 128);
-                acc += dot(w1, v - 96);
-                acc += dot(w2, v - 64);
-                acc += dot(w3, v - 32);
+                acc += vdot<T>(w0, xr + (v - 128) * EPV);
+                acc += vdot<T>(w1, xr + (v - 96) * EPV);
+                acc += vdot<T>(w2, xr + (v - 64) * EPV);
+                acc += vdot<T>(w3, xr + (v - 32) * EPV);
                 if (!nx) break;
                 w0 = n0, w1 = n1, w2 = n2, w3 = n3;
                 v += 128;
             }
         } else if (first) {
-            acc += dot(w0, v);
-            acc += dot(w1, v + 32);
-            acc += dot(w2, v + 64);
-            acc += dot(w3, v + 96);
+            acc += vdot<T>(w0, xr + v * EPV);
+            acc += vdot<T>(w1, xr + (v + 32) * EPV);
+            acc += vdot<T>(w2, xr + (v + 64) * EPV);
+            acc += vdot<T>(w3, xr + (v + 96) * EPV);
             v += 128;
         }
         for (; v + 96 < nvec; v += 128) { /* (DB: none left) */
@@ -198,27 +162,17 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             w1 = ld_stream(wv + v + 32);
             w2 = ld_stream(wv + v + 64);
             w3 = ld_stream(wv + v + 96);
-            acc += dot(w0, v);
-            acc += dot(w1, v + 32);
-            acc += dot(w2, v + 64);
-            acc += dot(w3, v + 96);
+            acc += vdot<T>(w0, xr + v * EPV);
+            acc += vdot<T>(w1, xr + (v + 32) * EPV);
+            acc += vdot<T>(w2, xr + (v + 64) * EPV);
+            acc += vdot<T>(w3, xr + (v + 96) * EPV);
         }
-        for (; v < nvec; v += 32) acc += dot(ld_stream(wv + v), v);
+        for (; v < nvec; v += 32) acc += vdot<T>(ld_stream(wv + v), xr + v * EPV);
     }
-    for (int64_t e = nvec * EPV + lane; e < cols; e += 32) {
-        if constexpr (NI) {
-            const float xe = xr[e];
-            ss = fmaf(xe, xe, ss);
-            acc += sdot<T>(wr, e, xe * g[e]);
-        } else {
-            acc += sdot<T>(wr, e, xr[e]);
-        }
-    }
+    for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
     acc = cll_warp_sum(acc);
-    if constexpr (NI) acc *= norm_in_scale(cll_warp_sum(ss), cols, eps);
     if (lane == 0) {
-        float *yo = y + b * y_stride + row;
-        *yo = radd ? *yo + acc : acc;
+        y[b * y_stride + row] = acc;
         if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
     }
     cll_l2_prefetch_next(pfn, pfb);
@@ -234,23 +188,11 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
  * act kernel's launch is gone (F16 l2-7b: 32 launches a token; H100 tg128 +1.1%). The same two-rows
  * body over the other products' row pairs (rows 2p, 2p + 1) lost: H100 l2-7b F16 tg128 206.25 / 206.31
  * vs 213.12 / 213.33 tok/s one row a warp (ABBA, one call, 2026-12-07). */
-template <int T, int WARPS, bool NI = false> /* NI: norm_in (g the norm's weights) */
+template <int T, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_stride, const float *__restrict__ x,
-            float *__restrict__ act, bool gelu, int early, const void *pfn, size_t pfb, const float *__restrict__ g, float eps) {
+            float *__restrict__ act, bool gelu, int early, const void *pfn, size_t pfb) {
     constexpr int EPV = gemv_f_epv<T>();
-    float ss = 0.0f; /* NI: the squares of x (summed over the gate row's pass only) */
-    /* vector v's dots (NI: with x g), gate's then up's */
-    auto dot2 = [&](uint4 wg_, uint4 wu_, int64_t v_, float &ag_, float &au_) {
-        if constexpr (NI) {
-            float dummy = 0.0f;
-            ag_ += vdot_n<T>(wg_, x + v_ * EPV, g + v_ * EPV, ss);
-            au_ += vdot_n<T>(wu_, x + v_ * EPV, g + v_ * EPV, dummy);
-        } else {
-            ag_ += vdot<T>(wg_, x + v_ * EPV);
-            au_ += vdot<T>(wu_, x + v_ * EPV);
-        }
-    };
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t p = (int64_t)blockIdx.x * WARPS + warp;
@@ -281,28 +223,26 @@ k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_
                 h2 = ld_stream(vg + v + 64), t2 = ld_stream(vu + v + 64);
                 h3 = ld_stream(vg + v + 96), t3 = ld_stream(vu + v + 96);
             }
-            dot2(g0, u0, v - 128, ag, au);
-            dot2(g1, u1, v - 96, ag, au);
-            dot2(g2, u2, v - 64, ag, au);
-            dot2(g3, u3, v - 32, ag, au);
+            const float *xv = x + (v - 128) * EPV;
+            ag += vdot<T>(g0, xv), au += vdot<T>(u0, xv);
+            ag += vdot<T>(g1, xv + 32 * EPV), au += vdot<T>(u1, xv + 32 * EPV);
+            ag += vdot<T>(g2, xv + 64 * EPV), au += vdot<T>(u2, xv + 64 * EPV);
+            ag += vdot<T>(g3, xv + 96 * EPV), au += vdot<T>(u3, xv + 96 * EPV);
             if (!nx) break;
             g0 = h0, g1 = h1, g2 = h2, g3 = h3, u0 = t0, u1 = t1, u2 = t2, u3 = t3;
             v += 128;
         }
     }
-    for (; v < nvec; v += 32) dot2(ld_stream(vg + v), ld_stream(vu + v), v, ag, au);
+    for (; v < nvec; v += 32) {
+        ag += vdot<T>(ld_stream(vg + v), x + v * EPV);
+        au += vdot<T>(ld_stream(vu + v), x + v * EPV);
+    }
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) {
-        float xe = x[e];
-        if constexpr (NI) ss = fmaf(xe, xe, ss), xe *= g[e];
-        ag += sdot<T>(wg, e, xe);
-        au += sdot<T>(wu, e, xe);
+        ag += sdot<T>(wg, e, x[e]);
+        au += sdot<T>(wu, e, x[e]);
     }
     ag = cll_warp_sum(ag);
     au = cll_warp_sum(au);
-    if constexpr (NI) {
-        const float sc = norm_in_scale(cll_warp_sum(ss), cols, eps);
-        ag *= sc, au *= sc;
-    }
     if (lane == 0) act[p] = cll_act_gated(ag, au, gelu);
     cll_l2_prefetch_next(pfn, pfb);
 }
@@ -310,15 +250,12 @@ k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_
 template <int T>
 static cudaError_t gemv_f_gu_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     const int64_t f = a->act_out.f;
-    const bool ni = a->norm_in.g != NULL;
-    if (!a->x || a->nb != 1 || a->mat_ids || a->epi.on || a->route.logits || a->act_in.gu || f <= 0 || a->resid_add ||
-        w->rows < 2 * f || ((uintptr_t)a->x & 15) || cll_cdiv(f, CLL_GEMV_WARPS) > INT32_MAX ||
-        (ni && (T == CLL_TYPE_BF16 || ((uintptr_t)a->norm_in.g & 15))))
+    if (!a->x || a->nb != 1 || a->mat_ids || a->epi.on || a->route.logits || a->act_in.gu || f <= 0 ||
+        w->rows < 2 * f || ((uintptr_t)a->x & 15) || cll_cdiv(f, CLL_GEMV_WARPS) > INT32_MAX)
         return cudaErrorInvalidValue;
-    CLL_CU_RET(cll_cu_launch(ni ? k_gemv_f_gu<T, CLL_GEMV_WARPS, true> : k_gemv_f_gu<T, CLL_GEMV_WARPS, false>,
-                             dim3((unsigned)cll_cdiv(f, CLL_GEMV_WARPS)), dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, f,
-                             w->cols, (int64_t)w->row_stride, a->x, a->act_out.y, a->act_out.gelu,
-                             cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes, a->norm_in.g, a->norm_in.eps));
+    CLL_CU_RET(cll_cu_launch(k_gemv_f_gu<T, CLL_GEMV_WARPS>, dim3((unsigned)cll_cdiv(f, CLL_GEMV_WARPS)),
+                             dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, f, w->cols, (int64_t)w->row_stride, a->x,
+                             a->act_out.y, a->act_out.gelu, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes));
     return cudaGetLastError();
 }
 
@@ -328,16 +265,6 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
     if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
-    const bool ni = a->norm_in.g != NULL;
-    if ((ni || a->resid_add) && (a->nb != 1 || a->mat_ids || a->epi.on || T == CLL_TYPE_BF16 || ((uintptr_t)a->norm_in.g & 15)))
-        return cudaErrorInvalidValue;
-    if (ni) { /* the streaming body with the norm folded in (double-buffered: the default's sums) */
-        CLL_CU_RET(cll_cu_launch(k_gemv_f<T, CLL_GEMV_WARPS, false, true, true>, grid, dim3(CLL_GEMV_WARPS * 32), 0, st, w->d,
-                                 w->rows, w->cols, (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
-                                 a->x, a->x_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next,
-                                 a->pf_bytes, a->epi, a->norm_in.g, a->norm_in.eps, a->resid_add));
-        return cudaGetLastError();
-    }
     const bool pre = cll_cu_gemv_f_pre(w->cols / gemv_f_epv<T>(), (int64_t)grid.x * grid.y, cll_cu_sm_count(), GEMV_F_PRE_V,
                                        cll_cu_gemv_f_pre_mode());
     static int db_on = -1; /* CLLAMA_CUDA_GEMV_F_DB=0: the single buffer (A/B; the same sums, the same bits) */
@@ -346,7 +273,7 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
                              dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
                              a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
-                             a->epi, (const float *)NULL, 0.0f, a->resid_add));
+                             a->epi));
     return cudaGetLastError();
 }
 

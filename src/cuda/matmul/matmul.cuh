@@ -116,18 +116,6 @@ typedef struct {
         int64_t f;
         bool gelu;
     } act_out;
-    /* optional (g non-NULL): x is a raw residual row and the product reads it RMS-normed by the weights g:
-     * each warp sums its row's W . (x g) and the squares of the x it reads anyway, and scales the sum by
-     * 1 / sqrt(mean(x^2) + eps), so no norm kernel runs before it. Its own rounding (the norm kernel
-     * scales each x before the dot): within float tolerance of norm kernel + plain launch, not its bits.
-     * The rows with cll_cu_gemv_impl.norms_in only; nb 1, no mat_ids, no epi, no route, no act_in. */
-    struct {
-        const float *g;
-        float eps;
-    } norm_in;
-    /* y[i] = y[i] + the row's sum: the residual add done by the product (y the residual rows; the norm
-     * kernel's add, so its bits). The rows with cll_cu_gemv_impl.norms_in only; nb 1, no epi. */
-    bool resid_add;
 } cll_cu_gemv_args;
 
 /* launcher of one gemv row; returns the launch's cudaError_t */
@@ -179,7 +167,6 @@ typedef struct {
     bool acts;             /* honours cll_cu_gemv_args.act_in (the activation computed in the staging) */
     cll_cu_fgemm_fn fgemm; /* the fused dequant-in-tile GEMM rows (CLL_KOP_GEMM); NULL otherwise */
     bool acts_out;         /* honours cll_cu_gemv_args.act_out (the gate|up pair activated by the launch) */
-    bool norms_in;         /* honours cll_cu_gemv_args.norm_in and .resid_add (the RMS norm folded into the product) */
 } cll_cu_gemv_impl;
 
 /* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),

@@ -418,8 +418,6 @@ static void fill_impls(void) {
         k_gemv_impl[i].needs_q8 = o && o->qk > 1;
         k_gemv_impl[i].layout = 0;
         k_gemv_impl[i].acts_out = o && o->qk == 1; /* the float rows (k_gemv_f_gu) */
-        /* F32 and F16 (BF16 rounds x to bf16 before its dot: a raw residual row would round otherwise) */
-        k_gemv_impl[i].norms_in = o && o->qk == 1 && k_types[i] != CLL_TYPE_BF16;
         k_moe_impl[i].moe = o ? o->moe : NULL;
         k_moe_impl[i].layout = 0;
     }
