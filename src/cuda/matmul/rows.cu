@@ -171,7 +171,7 @@ static const uint32_t k_types[CU_NTYPES] = {
 #undef CU_TYPE_ID
 };
 static cll_cu_gemv_impl k_gemv_impl[CU_NTYPES];
-static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false, false, NULL, false, false};
+static const cll_cu_gemv_impl k_gemm_impl = {NULL, false, 0, NULL, false, false, false, NULL, false};
 /* the split rows, table order */
 static const uint32_t k_sp_types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q8_0, CLL_TYPE_Q5_1, CLL_TYPE_Q4_K,
                                       CLL_TYPE_Q6_K, CLL_TYPE_IQ4_XS, CLL_TYPE_IQ3_S, CLL_TYPE_Q5_K, CLL_TYPE_Q3_K,
