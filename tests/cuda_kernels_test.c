@@ -462,9 +462,6 @@ static void test_attn_live_chunks(void **state) {
     assert_int_equal(cll_cu_attn_live_chunks(5, 5), 5);
     assert_int_equal(cll_cu_attn_live_chunks(-1, 3), 3);
     assert_int_equal(cll_cu_attn_live_chunks(1, 65), 1);
-    /* the cluster merge: asked for, and 2-8 live chunks (one cluster a head group; one chunk merges nothing) */
-    assert_true(cll_cu_attn_cluster_chunks(8, 1) && cll_cu_attn_cluster_chunks(2, 1));
-    assert_false(cll_cu_attn_cluster_chunks(8, 0) || cll_cu_attn_cluster_chunks(1, 1) || cll_cu_attn_cluster_chunks(9, 1));
     /* every key of a window lands in a chunk below the count, at any depth the context allows */
     for (int32_t hi = 1; hi <= 12296; hi += 97) {
         const int32_t nch = cll_cu_attn_live_chunks(8, 97);

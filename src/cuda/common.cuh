@@ -273,39 +273,21 @@ template <typename F> static inline cudaError_t cll_cu_open_smem(int *opened, F 
 
 static inline bool cll_cu_pdl_on(void) { return cll_cuda_knobs_now()->pdl != 0; }
 
-/* cll_cu_launch of a kernel in clusters of cl blocks (cl.x == 0: no clusters; sm_90: the blocks of a
- * cluster share one GPC and reach each other's shared memory) */
 template <typename... KArgs, typename... Args>
-static inline cudaError_t cll_cu_launch_cluster(void (*k)(KArgs...), dim3 grid, dim3 block, dim3 cl, size_t smem,
-                                                cudaStream_t s, Args... args) {
+static inline cudaError_t cll_cu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                                        Args... args) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
-    cudaLaunchAttribute at[2];
-    unsigned n = 0;
-    if (cl.x) {
-        at[n].id = cudaLaunchAttributeClusterDimension;
-        at[n].val.clusterDim.x = cl.x;
-        at[n].val.clusterDim.y = cl.y;
-        at[n].val.clusterDim.z = cl.z;
-        n++;
-    }
-    if (cll_cu_pdl_on()) {
-        at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[n].val.programmaticStreamSerializationAllowed = 1;
-        n++;
-    }
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
-    cfg.numAttrs = n;
+    cfg.numAttrs = cll_cu_pdl_on() ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
 }
 
-template <typename... KArgs, typename... Args>
-static inline cudaError_t cll_cu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                                        Args... args) {
-    return cll_cu_launch_cluster(k, grid, block, dim3(0, 0, 0), smem, s, args...);
-}
 
 #endif

@@ -108,10 +108,6 @@ int32_t cll_cu_attn_active_chunks(int32_t n_chunks, int64_t blocks_per_chunk, in
 static inline CLL_CU_PURE_HD int32_t cll_cu_attn_live_chunks(int32_t act_chunks, int32_t n_chunks) {
     return act_chunks > 0 && act_chunks < n_chunks ? act_chunks : n_chunks;
 }
-/* whether the streaming decode attention's blocks of a head group meet in a cluster (fa_tail_cluster) rather
- * than through global partials and a ticket: want (CLLAMA_CUDA_ATTN_CLUSTER, default off) and 2-8 live
- * chunks (the grid's y, one cluster a group: 8 is the portable cluster size; one chunk has nothing to merge) */
-static inline bool cll_cu_attn_cluster_chunks(int32_t live, int want) { return want && live >= 2 && live <= 8; }
 static inline CLL_CU_PURE_HD int32_t cll_cu_attn_chunk_span(int32_t lo, int32_t hi, int32_t nch, int32_t min_chunk,
                                                             int32_t gran, int32_t c, int32_t *c0, int32_t *c1) {
     const int32_t len = hi - lo;

@@ -16,7 +16,6 @@
  * Counts: (n, n_head) ints, zeroed once at state creation; the merging block re-zeroes its own. */
 #include <cuda.h> /* CUtensorMap and its enums (the encoder is reached through the runtime's entry point) */
 #include <cudaTypedefs.h>
-#include <cooperative_groups.h> /* the streaming blocks' cluster merge (fa_tail_cluster) */
 
 #include "cuda/ops/ops.cuh"
 #include "cuda/pick.h"
@@ -444,43 +443,64 @@ static __device__ __forceinline__ void fa_load_q(const cll_cu_attn_args &a, cons
     }
 }
 
-/* head h's unnormalized acc, float4 dq: the W warps' sums in red, added in warp order */
-template <int HD, int HG, int W>
-static __device__ __forceinline__ float4 fa_block_acc(const float (*red)[HG][HD], int h, int dq) {
-    float4 v = *(const float4 *)&red[0][h][4 * dq];
-#pragma unroll
-    for (int w = 1; w < W; w++) {
-        const float4 b = *(const float4 *)&red[w][h][4 * dq];
-        v.x += b.x; v.y += b.y; v.z += b.z; v.w += b.w;
-    }
-    return v;
-}
-
-/* a head group whose window one chunk held: its block's sums are the output (whole block) */
-template <int HD, int HG, int W>
-static __device__ __forceinline__ void fa_write_one_chunk(const cll_cu_attn_args &a, const FaGeo &g,
-                                                          const float (*red)[HG][HD], const float *sm_l, float *inv) {
-    if (threadIdx.x < HG) inv[threadIdx.x] = sm_l[threadIdx.x] > 0.0f ? 1.0f / sm_l[threadIdx.x] : 0.0f;
-    __syncthreads();
-    fa_write_out<HD, HG, W>(a, g.r, g.h0, g.hg, inv, [&](int h, int dq, int) { return fa_block_acc<HD, HG, W>(red, h, dq); });
-}
-
-/* The merge of a head group's nc chunk partials (the last block of the group; whole block): per head
- * M = max m_c, L = sum l_c e^(m_c - M), o = sum acc_c e^(m_c - M) / L, then the output rows. pm(h, cc),
- * pl(h, cc): chunk cc's (m, l) of the block's head h; pa(h, cc, dq): float4 dq of its acc row (global
- * partials: fa_tail; a cluster's shared memory: fa_tail_cluster). S: SC floats a head of scratch. */
-template <int HD, int HG, int W, int SC, typename PM, typename PL, typename PA>
-static __device__ __forceinline__ void fa_merge(const cll_cu_attn_args &a, const FaGeo &g, float (*S)[SC], float *sm_m,
-                                                float *inv, PM pm, PL pl, PA pa) {
+/* The end both GQA kernels share: red[w][h][d] holds warp w's unnormalized sums, sm_m / sm_l the
+ * block's running max and sum per head (all synced before the call). One live chunk writes the
+ * output; else the block writes its partials and the last block of the group to land merges them
+ * (S: SC floats a head of scratch; inv, last: block-shared). Partials: idx = (r*n_head + h)*n_chunks + c;
+ * acc (n, H, n_chunks, HD) then (m, l) pairs. Whole block. */
+template <int HD, int HG, int W, int SC>
+static __device__ void fa_tail(const cll_cu_attn_args &a, const FaGeo &g, const float (*red)[HG][HD], float (*S)[SC],
+                               float *sm_m, const float *sm_l, float *inv, bool *last) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int hg = g.hg, nc = g.nc;
+    const int64_t r = g.r;
+    const int h0 = g.h0, hg = g.hg, c = g.c, nc = g.nc;
     constexpr int Q = HD / 4;
+    auto block_acc = [&](int h, int dq, int) {
+        float4 v = *(const float4 *)&red[0][h][4 * dq];
+#pragma unroll
+        for (int w = 1; w < W; w++) {
+            const float4 b = *(const float4 *)&red[w][h][4 * dq];
+            v.x += b.x; v.y += b.y; v.z += b.z; v.w += b.w;
+        }
+        return v;
+    };
+    if (nc == 1) {
+        if (threadIdx.x < HG) inv[threadIdx.x] = sm_l[threadIdx.x] > 0.0f ? 1.0f / sm_l[threadIdx.x] : 0.0f;
+        __syncthreads();
+        fa_write_out<HD, HG, W>(a, r, h0, hg, inv, block_acc);
+        return;
+    }
+    /* partials */
+    const int64_t H = a.n_head, NCH = a.n_chunks;
+    float *pacc = a.part;
+    float *pml = a.part + (int64_t)gridDim.z * H * NCH * HD;
+    for (int t = threadIdx.x; t < hg * Q; t += blockDim.x) {
+        const int h = t / Q, dq = t % Q;
+        const int64_t idx = (r * H + h0 + h) * NCH + c;
+        ((float4 *)(pacc + idx * HD))[dq] = block_acc(h, dq, 0);
+        if (dq == 0) {
+            pml[2 * idx] = sm_m[h];
+            pml[2 * idx + 1] = sm_l[h];
+        }
+    }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int *cnt = a.count + r * H + h0;
+        *last = atomicAdd(cnt, 1) == nc - 1;
+        if (*last) *cnt = 0; /* self-resetting for the next launch / replay */
+    }
+    __syncthreads();
+    if (!*last) return;
+    /* merge: per head M = max m_c, L = sum l_c e^(m_c - M), o = sum acc_c e^(m_c - M) / L.
+     * Partials are read with ld.cg (other blocks wrote them; L1 is not coherent). */
     for (int h = warp; h < hg; h += W) {
+        const float *ml = pml + 2 * ((r * H + h0 + h) * NCH);
         float M = -INFINITY;
-        for (int cc = lane; cc < nc; cc += 32) M = fmaxf(M, pm(h, cc));
+        for (int cc = lane; cc < nc; cc += 32) M = fmaxf(M, __ldcg(ml + 2 * cc));
         M = cll_warp_max(M);
         float L = 0.0f;
-        for (int cc = lane; cc < nc; cc += 32) L += pl(h, cc) * expf(pm(h, cc) - M);
+        for (int cc = lane; cc < nc; cc += 32) L += __ldcg(ml + 2 * cc + 1) * expf(__ldcg(ml + 2 * cc) - M);
         L = cll_warp_sum(L);
         if (lane == 0) {
             sm_m[h] = M;
@@ -496,16 +516,17 @@ static __device__ __forceinline__ void fa_merge(const cll_cu_attn_args &a, const
         __syncthreads();
         for (int t = threadIdx.x; t < hg * pn; t += blockDim.x) {
             const int h = t / pn, cc = t % pn;
-            S[h][cc] = expf(pm(h, p0 + cc) - sm_m[h]);
+            S[h][cc] = expf(__ldcg(pml + 2 * ((r * H + h0 + h) * NCH + p0 + cc)) - sm_m[h]);
         }
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < KT; k++) {
             const int t = threadIdx.x + k * 32 * W, h = t / Q, dq = t % Q;
             if (t >= HG * Q || h >= hg) continue;
+            const float4 *pa = (const float4 *)(pacc + ((r * H + h0 + h) * NCH + p0) * HD) + dq;
 #pragma unroll 8
             for (int cc = 0; cc < pn; cc++) {
-                const float4 b = pa(h, p0 + cc, dq);
+                const float4 b = __ldcg(pa + (int64_t)cc * Q);
                 const float e = S[h][cc];
                 o[k].x = fmaf(b.x, e, o[k].x);
                 o[k].y = fmaf(b.y, e, o[k].y);
@@ -515,94 +536,7 @@ static __device__ __forceinline__ void fa_merge(const cll_cu_attn_args &a, const
         }
     }
     __syncthreads();
-    fa_write_out<HD, HG, W>(a, g.r, g.h0, hg, inv, [&](int, int, int k) { return o[k]; });
-}
-
-/* The end both GQA kernels share: red[w][h][d] holds warp w's unnormalized sums, sm_m / sm_l the
- * block's running max and sum per head (all synced before the call). One live chunk writes the
- * output; else the block writes its partials and the last block of the group to land merges them
- * (S: SC floats a head of scratch; inv, last: block-shared). Partials: idx = (r*n_head + h)*n_chunks + c;
- * acc (n, H, n_chunks, HD) then (m, l) pairs. Whole block. */
-template <int HD, int HG, int W, int SC>
-static __device__ void fa_tail(const cll_cu_attn_args &a, const FaGeo &g, const float (*red)[HG][HD], float (*S)[SC],
-                               float *sm_m, const float *sm_l, float *inv, bool *last) {
-    const int64_t r = g.r;
-    const int h0 = g.h0, hg = g.hg, c = g.c, nc = g.nc;
-    constexpr int Q = HD / 4;
-    if (nc == 1) {
-        fa_write_one_chunk<HD, HG, W>(a, g, red, sm_l, inv);
-        return;
-    }
-    /* partials */
-    const int64_t H = a.n_head, NCH = a.n_chunks;
-    float *pacc = a.part;
-    float *pml = a.part + (int64_t)gridDim.z * H * NCH * HD;
-    for (int t = threadIdx.x; t < hg * Q; t += blockDim.x) {
-        const int h = t / Q, dq = t % Q;
-        const int64_t idx = (r * H + h0 + h) * NCH + c;
-        ((float4 *)(pacc + idx * HD))[dq] = fa_block_acc<HD, HG, W>(red, h, dq);
-        if (dq == 0) {
-            pml[2 * idx] = sm_m[h];
-            pml[2 * idx + 1] = sm_l[h];
-        }
-    }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int *cnt = a.count + r * H + h0;
-        *last = atomicAdd(cnt, 1) == nc - 1;
-        if (*last) *cnt = 0; /* self-resetting for the next launch / replay */
-    }
-    __syncthreads();
-    if (!*last) return;
-    /* partials are read with ld.cg (other blocks wrote them; L1 is not coherent) */
-    fa_merge<HD, HG, W, SC>(a, g, S, sm_m, inv,
-                            [&](int h, int cc) { return __ldcg(pml + 2 * ((r * H + h0 + h) * NCH + cc)); },
-                            [&](int h, int cc) { return __ldcg(pml + 2 * ((r * H + h0 + h) * NCH + cc) + 1); },
-                            [&](int h, int cc, int dq) {
-                                return __ldcg((const float4 *)(pacc + ((r * H + h0 + h) * NCH + cc) * HD) + dq);
-                            });
-}
-
-/* The decode attention's streaming blocks of a cluster (CLM: its chunks, cluster rank = chunk) meet in
- * distributed shared memory instead of global partials: each live block leaves its unnormalized acc
- * rows (fa_block_acc, fa_tail's values) and (m, l) pairs in its own shared memory at pbuf, the cluster
- * barrier publishes them, rank 0 merges them (fa_merge, reading the ranks' memory: fa_tail's arithmetic
- * in fa_tail's order, so the same bits) and a second barrier keeps every rank's memory alive until
- * rank 0 has read it. In place of a partial row write, a global fence, an atomic ticket and the last
- * block's two dependent rounds of L2 reads. Every block of the cluster reaches both barriers (its
- * empty chunks too: they do not leave early). Whole block. */
-template <int HD, int HG, int W, int SC>
-static __device__ void fa_tail_cluster(const cll_cu_attn_args &a, const FaGeo &g, const float (*red)[HG][HD],
-                                       float (*S)[SC], float *sm_m, const float *sm_l, float *inv, float *pbuf) {
-    namespace cg = cooperative_groups;
-    cg::cluster_group cl = cg::this_cluster();
-    constexpr int Q = HD / 4;
-    float *pacc = pbuf, *pml = pbuf + HG * HD; /* HG rows of HD, then HG (m, l) pairs */
-    const int nc = g.nc;
-    if (g.c < nc && nc > 1)
-        for (int t = threadIdx.x; t < g.hg * Q; t += blockDim.x) {
-            const int h = t / Q, dq = t % Q;
-            ((float4 *)(pacc + h * HD))[dq] = fa_block_acc<HD, HG, W>(red, h, dq);
-            if (dq == 0) {
-                pml[2 * h] = sm_m[h];
-                pml[2 * h + 1] = sm_l[h];
-            }
-        }
-    cl.sync();
-    if (g.c == 0) {
-        if (nc == 1) {
-            fa_write_one_chunk<HD, HG, W>(a, g, red, sm_l, inv);
-        } else {
-            fa_merge<HD, HG, W, SC>(a, g, S, sm_m, inv,
-                                    [&](int h, int cc) { return cl.map_shared_rank(pml, cc)[2 * h]; },
-                                    [&](int h, int cc) { return cl.map_shared_rank(pml, cc)[2 * h + 1]; },
-                                    [&](int h, int cc, int dq) {
-                                        return ((const float4 *)(cl.map_shared_rank(pacc, cc) + h * HD))[dq];
-                                    });
-        }
-    }
-    cl.sync();
+    fa_write_out<HD, HG, W>(a, r, h0, hg, inv, [&](int, int, int k) { return o[k]; });
 }
 
 /* PG: the cache is paged (a.map.blk): every key's row comes from the block table; else the rows of
@@ -962,7 +896,7 @@ template <int NV> static __device__ __forceinline__ void fs_v(const unsigned cha
 
 /* TMQ: 0 the cp.async pipeline, 1 the TMA one (a block barrier a tile before a stage is refilled), 2 the
  * TMA one with tickets (TKT: the last warp to finish reading a stage refills it; no block barrier) */
-template <int HD, int HG, bool PG, int BODY, int NSX = 0, bool PW = false, int TMQ = 0, bool CLM = false>
+template <int HD, int HG, bool PG, int BODY, int NSX = 0, bool PW = false, int TMQ = 0>
 __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 0 ? FS_PER_SM : 1) attn_stream_kernel(cll_cu_attn_args a) {
     constexpr bool WI = BODY == FS_WI, TC = BODY == FS_TC, TMA = TMQ != 0, TKT = TMQ == 2;
     static_assert(!PW || TC, "the per-warp pipeline: the tensor-core body only (a warp reads only its own keys' rows)");
@@ -984,9 +918,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     __shared__ bool last;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const FaGeo g(a);
-    /* an empty chunk leaves before the wait (attn_gqa_kernel), but not from a cluster (CLM): every block of
-     * one meets its barriers in fa_tail_cluster (with no tiles it brings nothing to the merge) */
-    if (!CLM && g.c >= g.nc && !a.pf) return;
+    if (g.c >= g.nc && !a.pf) return; /* an empty chunk leaves before the wait (attn_gqa_kernel) */
     const int64_t ks = (int64_t)a.n_kv * HD, kvo = (int64_t)g.kvh * HD;
     auto krow = [&](int32_t p) -> int64_t { return PG ? cll_cu_kv_cell(a.map, a.n_ctx, g.seq, p) : g.base + p; };
     /* TC: the byte offset of 16-byte chunk c of row j in a K or V tile, chunks XOR-swizzled by j % 8
@@ -1070,7 +1002,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     cll_pdl_wait();
     cll_pdl_trigger();
     fa_pf_next(a, g);
-    if (!CLM && g.c >= g.nc) return;
+    if (g.c >= g.nc) return;
     if (!a.fuse_rope)
         for (int t = 0; t < NS - 1; t++) issue(t);
     if (PW || TKT) issue(NS - 1); /* the last stage is free: its tile streams while the rope runs */
@@ -1430,33 +1362,18 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
 #pragma unroll
             for (int e = 0; e < NV; e++) red[warp][h][NV * lane + e] = acc[h][e];
     __syncthreads();
-    if constexpr (CLM) { /* the partials after red in the free stages (W HG HD + HG (HD + 2) floats <= NS STAGE) */
-        static_assert((W * HG * HD + HG * (HD + 2)) * 4 <= NS * STAGE, "the cluster partials fit the stages");
-        fa_tail_cluster<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, (float *)fs_smem + W * HG * HD);
-    } else {
-        fa_tail<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, &last);
-    }
+    fa_tail<HD, HG, W, TK>(a, g, red, S, sm_m, sm_l, inv, &last);
 }
 
-/* CLLAMA_CUDA_ATTN_CLUSTER=1: the streaming blocks of a head group meet in a cluster (fa_tail_cluster); off by
- * default until a GPU has run its gates and timed it (written in the forty-third session, which got no device
- * machine after writing it; docs/cuda.md) */
-static int cll_cu_attn_cluster_want(void) {
-    static int c = -1;
-    return cll_cu_env_flag(&c, "CLLAMA_CUDA_ATTN_CLUSTER", false) ? 1 : 0;
-}
-
-template <int D, int HGV, int BODY, int NSX = 0, bool PW = false, int TMA = 0, bool CLM = false>
+template <int D, int HGV, int BODY, int NSX = 0, bool PW = false, int TMA = 0>
 static cudaError_t fs_launch_body(const cll_cu_attn_args *a, dim3 g, cudaStream_t s) {
     constexpr int SMEM = (NSX ? NSX : FsGeo<D>::NS) * FsGeo<D>::STAGE + (TMA ? 1024 : 0);
     static int opened[2][64]; /* the dynamic shared memory, per instantiation and device */
-    auto k = TMA ? attn_stream_kernel<D, HGV, false, BODY, NSX, PW, TMA, CLM>
+    auto k = TMA ? attn_stream_kernel<D, HGV, false, BODY, NSX, PW, TMA>
              : a->map.blk ? attn_stream_kernel<D, HGV, true, BODY, NSX, PW>
                           : attn_stream_kernel<D, HGV, false, BODY, NSX, PW>;
     /* and the largest shared-memory carveout (two blocks an SM at FsGeo's depth) */
     CLL_CU_RET(cll_cu_open_smem(opened[a->map.blk ? 1 : 0], k, SMEM, true));
-    if constexpr (CLM) /* a cluster of a head group's chunks (g.y <= 8: cll_cu_attn_cluster_chunks) */
-        return cll_cu_launch_cluster(k, g, dim3(32 * FS_WARPS), dim3(1, g.y, 1), (size_t)SMEM, s, *a);
     return cll_cu_launch(k, g, dim3(32 * FS_WARPS), (size_t)SMEM, s, *a);
 }
 /* tc: the tensor-core body (head dims up to 128; 256 keeps the CUDA-core ones); ns: its stages
@@ -1471,8 +1388,6 @@ static cudaError_t fs_launch(const cll_cu_attn_args *a, dim3 g, bool tc, int ns,
                            : tma    ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, false, 1>(a, g, s)
                            : pw     ? fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP, true>(a, g, s)
                                     : fs_launch_body<D, HGV, FS_TC, CLL_CU_ATTN_NS_DEEP>(a, g, s);
-            if (tma == 2 && cll_cu_attn_cluster_chunks(g.y, cll_cu_attn_cluster_want()))
-                return fs_launch_body<D, HGV, FS_TC, 0, false, 2, true>(a, g, s);
             return tma == 2 ? fs_launch_body<D, HGV, FS_TC, 0, false, 2>(a, g, s)
                    : tma    ? fs_launch_body<D, HGV, FS_TC, 0, false, 1>(a, g, s)
                    : pw     ? fs_launch_body<D, HGV, FS_TC, 0, true>(a, g, s)
