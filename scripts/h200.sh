@@ -242,6 +242,9 @@ gate() {
       grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/per-warp attention at depth $ns: /" || rc=1
   done
   CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) |chat template" | tail -60 || rc=1
+  # and a float model's step with its norms folded into the products (CLLAMA_CUDA_NORM_FOLD=1; off by default until timed)
+  CLLAMA_CUDA_NORM_FOLD=1 CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_fold.log" |
+    grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/folded norms: /" || rc=1
   # tensor parallel on GPU ranks (one GPU: TP=1 through the tp driver, bit for bit, and the load checks)
   NCCL_NVLS_ENABLE=0 CLLAMA_TEST_BACKEND=cuda .gpu/bin/tp_test 2>&1 | tee "$OUT/tp_cuda.log" | grep -E "SKIP|FAIL|PASSED|ERROR" || rc=1
   [ "${1:-}" = "--quick" ] && return $rc # kernel rows and golden only

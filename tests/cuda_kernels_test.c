@@ -26,11 +26,12 @@ static int g_fail;
 
 static void report(const cll_cuda_gate_report *r, cll_status st) {
     printf("%-28s %-9s %6lldx%-6lld nb=%-3d mats=%lld  max_err %.2e bar %.0e  bad %lld unwritten %lld clobbered %lld  "
-           "control %s  %s%s%s%s%s\n",
+           "control %s  %s%s%s%s%s%s%s\n",
            r->row, st == CLL_OK ? "PASS" : "FAIL", (long long)r->rows, (long long)r->cols, r->nb, (long long)r->n_mat,
            r->max_err, r->tol, (long long)r->n_bad, (long long)r->n_unwritten, (long long)r->n_clobbered,
            r->control_failed ? "failed(ok)" : "PASSED(bad)", r->ref,
            !r->tail_checked ? "" : r->tail_ok ? "  +resid tail ok" : "  +resid tail FAILED",
+           r->fold_checked ? "  +fold ok" : "", r->scale_in_checked ? "  +scale_in ok" : "",
            r->act_out_checked ? "  +act_out ok" : "",
            !r->exact_checked ? "" : r->n_exact_diff ? "  +bits DIFFER from " : "  +same bits as ", r->exact_checked ? r->exact_ref : "");
     if (st != CLL_OK) {

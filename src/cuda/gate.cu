@@ -335,7 +335,118 @@ cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_c
         snprintf(why, cap, "ticket left at %d", ticket);
         return CLL_OK;
     }
+    /* the fold (epi.acc): the same x + y, xn = x * g bit for bit (the consumer scales), no q8_1, and the
+     * blocks' limbs adding up to the f64 sum of the squares; twice, the same limbs (integer adds: the
+     * blocks' order cannot show) */
+    long long *dacc = NULL;
+    GATE_CU(dev.alloc((void **)&dacc, CLL_FOLD_LIMBS * sizeof(long long)));
+    cll_cu_gemv_args f = a;
+    f.epi.xq = NULL;
+    f.epi.acc = dacc;
+    long long lim[2][CLL_FOLD_LIMBS];
+    for (int run = 0; run < 2; run++) {
+        GATE_CU(cudaMemcpy(dx0, x0.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+        GATE_CU(cudaMemset(dxn, 0xFF, (size_t)rows * sizeof(float)));
+        GATE_CU(cudaMemset(dy, 0xFF, (size_t)rows * sizeof(float)));
+        GATE_CU(cudaMemset(dacc, 0, CLL_FOLD_LIMBS * sizeof(long long)));
+        GATE_CU(impl->gemv(w, &f, 0));
+        GATE_CU(cudaDeviceSynchronize());
+        GATE_CU(cudaMemcpy(lim[run], dacc, sizeof lim[run], cudaMemcpyDeviceToHost));
+    }
+    GATE_CU(cudaMemcpy(y.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(x.data(), dx0, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(xn.data(), dxn, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    if (memcmp(y.data(), y1.data(), (size_t)rows * sizeof(float))) {
+        snprintf(why, cap, "fold: y differs from the plain run");
+        return CLL_OK;
+    }
+    for (int64_t i = 0; i < rows; i++) {
+        const float want = x0[(size_t)i] + y[(size_t)i], wn = want * g[(size_t)i];
+        if (memcmp(&want, &x[(size_t)i], sizeof want) || memcmp(&wn, &xn[(size_t)i], sizeof wn)) {
+            snprintf(why, cap, "fold: x or x * w differs at %lld", (long long)i);
+            return CLL_OK;
+        }
+    }
+    if (memcmp(lim[0], lim[1], sizeof lim[0])) {
+        snprintf(why, cap, "fold: two launches left different limbs");
+        return CLL_OK;
+    }
+    const double got = cll_fold_sum(lim[0]);
+    if (!(fabs(got - sum) <= 1e-10 * sum)) { /* f64 sums in two orders: ~1e-16 x sqrt(rows) apart */
+        snprintf(why, cap, "fold: the limbs sum to %.17g, the squares to %.17g", got, sum);
+        return CLL_OK;
+    }
+    if (fabs(got - sum * (1.0 + 1e-8)) <= 1e-10 * sum) { /* control: a total off by 1e-8 must fail the bar */
+        snprintf(why, cap, "fold: the limbs' control passed (the bar cannot fail)");
+        return CLL_OK;
+    }
+    rep->fold_checked = true;
     rep->tail_ok = true;
+    return CLL_OK;
+}
+
+/* The input of a folded norm (scale_in; the rows with scales_in): with limbs on the device holding a
+ * known sum S, each row is the plain launch's sum times cll_fold_scale(S) (the same warp sum, one f32
+ * multiply: bit for bit); with act_out, the pair activated by the launch gives the act kernel's bits on
+ * those scaled rows. y1: the plain launch's rows. */
+static cll_status gate_scale_in(const cll_kernel_row *row, const cll_cu_gemv_impl *impl, const cll_cu_weight *w,
+                                cll_cu_gemv_args a, const std::vector<float> &y1, int64_t rows, Rng &rng, Dev &dev) {
+    const int64_t d = 4096;
+    const float eps = 1e-5f;
+    const double S = (double)d * (0.25 + 2.0 * rng.uni()); /* a mean square in [0.25, 2.25) */
+    long long l[CLL_FOLD_LIMBS];
+    cll_fold_limbs(S, l);
+    const float sc = cll_fold_scale(l, d, eps);
+    long long *dacc = NULL;
+    float *dy = NULL;
+    GATE_CU(dev.alloc((void **)&dacc, sizeof l));
+    GATE_CU(cudaMemcpy(dacc, l, sizeof l, cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &dy, (size_t)rows));
+    cll_cu_gemv_args b = a;
+    b.y = dy;
+    b.scale_in.acc = dacc;
+    b.scale_in.d = d;
+    b.scale_in.eps = eps;
+    GATE_CU(impl->gemv(w, &b, 0));
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> got((size_t)rows), want((size_t)rows);
+    GATE_CU(cudaMemcpy(got.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int64_t r = 0; r < rows; r++) want[(size_t)r] = y1[(size_t)r] * sc;
+    std::vector<float> flip = want;
+    uint32_t u;
+    memcpy(&u, &flip[(size_t)(rows / 2)], 4);
+    u ^= 1u;
+    memcpy(&flip[(size_t)(rows / 2)], &u, 4);
+    if (count_bit_diffs(want, flip, 1, rows, rows) != 1)
+        return cll_err(CLL_ERR_INTERNAL, "gate %s: the scale_in control did not see a flipped bit", row->name);
+    const int64_t differ = count_bit_diffs(want, got, 1, rows, rows);
+    if (differ)
+        return cll_err(CLL_ERR_INTERNAL, "gate %s: scale_in rows differ from the plain rows x %.9g in %lld of %lld",
+                       row->name, (double)sc, (long long)differ, (long long)rows);
+    if (impl->acts_out && rows >= 2) { /* the folded gate|up pair: the act kernel's bits on the scaled rows */
+        const int64_t f = rows / 2;
+        float *dys = NULL, *dref = NULL, *dact = NULL;
+        GATE_CU(dev.alloc((void **)&dys, (size_t)rows * sizeof(float)));
+        GATE_CU(cudaMemcpy(dys, want.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+        for (int gelu = 0; gelu < 2; gelu++) {
+            GATE_CU(poisoned(dev, &dref, (size_t)f));
+            GATE_CU(poisoned(dev, &dact, (size_t)f));
+            GATE_CU(cll_cu_act_q8(dys, 2 * f, 1, f, gelu != 0, dref, NULL, 0, NULL, 0));
+            cll_cu_gemv_args c = b;
+            c.act_out.y = dact;
+            c.act_out.f = f;
+            c.act_out.gelu = gelu != 0;
+            GATE_CU(impl->gemv(w, &c, 0));
+            GATE_CU(cudaDeviceSynchronize());
+            std::vector<float> ref((size_t)f), act((size_t)f);
+            GATE_CU(cudaMemcpy(ref.data(), dref, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
+            GATE_CU(cudaMemcpy(act.data(), dact, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
+            const int64_t dif = count_bit_diffs(ref, act, 1, f, f);
+            if (dif)
+                return cll_err(CLL_ERR_INTERNAL, "gate %s: the folded gate|up pair (%s) differs from the act kernel on the "
+                               "scaled rows in %lld of %lld", row->name, gelu ? "gelu" : "silu", (long long)dif, (long long)f);
+        }
+    }
     return CLL_OK;
 }
 
@@ -698,6 +809,11 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
         cll_status st = gate_act_out(row, impl, &w, a, y, rows, dev);
         if (st != CLL_OK) return st;
         rep->act_out_checked = true;
+    }
+    if (nb == 1 && impl->scales_in) {
+        cll_status st = gate_scale_in(row, impl, &w, a, y, rows, rng, dev);
+        if (st != CLL_OK) return st;
+        rep->scale_in_checked = true;
     }
     return verdict(rep, moe ? "gemv moe" : "gemv");
 }

@@ -29,6 +29,9 @@ typedef struct {
     bool tables_exact;     /* device codebooks == the C tables (i-quant rows) */
     bool tail_checked;     /* gemv nb = 1: the row also ran with the fused residual tail (cll_cu_resid_epi) */
     bool tail_ok;          /* ... and y, x + y, the RMS norm and its q8_1 bytes matched, the ticket reset */
+    bool fold_checked;     /* ... and the fold (cll_cu_resid_epi.acc): x + y, x * w and the limbs' total matched */
+    bool scale_in_checked; /* gemv nb = 1 of a row with scales_in: the rows (and the activated pair) scaled by a folded
+                            * norm's limbs gave the plain rows' bits times the scale */
     char tail_why[96];     /* the first mismatch, when not */
     bool act_out_checked;  /* gemv nb = 1 of a row with acts_out: the gate|up pair activated by the launch gave the
                             * act kernel's bits on the plain launch's rows, SiLU and GELU (a mismatch fails the gate) */

@@ -8,6 +8,8 @@
  * (a thread's rows in its own order, block trees, partials by index), so a step is
  * bit-reproducible. The last block's loads go out in batches (4 float4 or 8 doubles per thread)
  * so it waits for a few L2 round trips, not one per element.
+ * The fold (e.acc): no ticket and no last block; the row writers also write x * w and each block adds
+ * its sum of squares to the limbs the consumer scales by (matmul.cuh, cll_fold_limbs).
  * Owns nothing. Rule: every thread of every block reaches cll_epi_finish (no early returns in a
  * kernel that has a tail). */
 #ifndef CLL_CUDA_MATMUL_EPILOGUE_CUH
@@ -20,6 +22,16 @@
 static __device__ __forceinline__ double cll_epi_row(const cll_cu_resid_epi &e, int64_t row, float v) {
     const float xv = __fadd_rn(e.x[row], v);
     e.x[row] = xv;
+    if (e.acc) e.xn[row] = e.norm ? __fmul_rn(xv, e.norm[row]) : xv; /* the fold: x * w, scaled by its consumer */
+    return (double)__fmul_rn(xv, xv);
+}
+
+/* the same with x[row] (xv, read after the PDL wait) and the fold's norm weight (wv, read before it: a
+ * constant) already in registers, so the row's writer does not wait for two more loads at its end */
+static __device__ __forceinline__ double cll_epi_row_pre(const cll_cu_resid_epi &e, int64_t row, float v, float xv, float wv) {
+    xv = __fadd_rn(xv, v);
+    e.x[row] = xv;
+    if (e.acc) e.xn[row] = __fmul_rn(xv, wv);
     return (double)__fmul_rn(xv, xv);
 }
 
@@ -31,6 +43,14 @@ static __device__ __noinline__ void cll_epi_finish(const cll_cu_resid_epi e, int
     const int nt = blockDim.x, tid = threadIdx.x;
     const unsigned nblk = gridDim.x * gridDim.y * gridDim.z, bid = blockIdx.x + gridDim.x * blockIdx.y;
     const double bs = cll_block_sum_d(acc, red);
+    if (e.acc) { /* the fold: this block's limbs, no ticket, no last block */
+        if (tid == 0) {
+            long long l[CLL_FOLD_LIMBS];
+            cll_fold_limbs(bs, l);
+            for (int k = 0; k < CLL_FOLD_LIMBS; k++) atomicAdd((unsigned long long *)e.acc + k, (unsigned long long)l[k]);
+        }
+        return;
+    }
     if (tid == 0) e.part[bid] = bs;
     __threadfence(); /* this block's x and partial before its ticket */
     __syncthreads();

@@ -76,11 +76,17 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *
  * order: the two give the same bits. */
 #define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
 template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return T == CLL_TYPE_F32 ? 4 : 8; } /* elements a 16-byte vector */
-template <int T, int WARPS, bool PRE, bool DB = false>
+/* FO: the producer of a folded norm (epi.on with epi.acc), its own instance; SI: the scale_in form (sacc:
+ * a folded norm's limbs, read by lane 0 after the warp sum), its own instance so the plain rows keep their
+ * code. Held in registers through the loop, the limbs took the
+ * streaming body from 60 to 70 registers (7 blocks an SM instead of 8: a 4096-row product's 4096 warps
+ * no longer one wave on 132 SMs; the forty-fourth session's fold lost 9% at 72). */
+template <int T, int WARPS, bool PRE, bool DB = false, bool SI = false, bool FO = false>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
          const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
-         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
+         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi, const long long *sacc,
+         int64_t sd, float seps) {
     constexpr int EPV = gemv_f_epv<T>();
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
@@ -102,6 +108,10 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     const float *xr = x + b * x_stride;
     const int64_t nvec = cols / EPV;
     float acc = 0.0f;
+    /* the fold's tail (epi.acc): the row's norm weight before the wait (a constant), its residual after it */
+    float ex = 0.0f, ew = 1.0f;
+    const bool fold = FO && live && lane == 0; /* FO: the launch has epi.on and epi.acc */
+    if (fold && epi.norm) ew = __ldg(epi.norm + row);
     if constexpr (PRE) {
         uint4 wb[GEMV_F_PRE_V];
 #pragma unroll
@@ -112,6 +122,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
+        if (fold) ex = __ldcg(epi.x + row);
 #pragma unroll
         for (int i = 0; i < GEMV_F_PRE_V; i++)
             if (lane + 32 * i < nvec) acc += vdot<T>(wb[i], xr + (lane + 32 * i) * EPV);
@@ -131,6 +142,8 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
+        if (fold) ex = __ldcg(epi.x + row);
+
         if (DB && first) { /* register double buffer: the next four vectors go out before these are summed */
             v += 128;
             for (;;) {
@@ -172,8 +185,14 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
     acc = cll_warp_sum(acc);
     if (lane == 0) {
+        if (SI) { /* the folded norm's limbs, read here: held through the loop they spill or cost an SM a block */
+            long long sl[CLL_FOLD_LIMBS];
+            for (int k = 0; k < CLL_FOLD_LIMBS; k++) sl[k] = __ldcg(sacc + k);
+            acc = __fmul_rn(acc, cll_fold_scale(sl, sd, seps));
+        }
         y[b * y_stride + row] = acc;
-        if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
+        if (fold) epi_acc += cll_epi_row_pre(epi, row, acc, ex, ew);
+        else if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
     }
     cll_l2_prefetch_next(pfn, pfb);
     if (epi.on) cll_epi_finish(epi, rows, epi_acc);
@@ -188,10 +207,11 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
  * act kernel's launch is gone (F16 l2-7b: 32 launches a token; H100 tg128 +1.1%). The same two-rows
  * body over the other products' row pairs (rows 2p, 2p + 1) lost: H100 l2-7b F16 tg128 206.25 / 206.31
  * vs 213.12 / 213.33 tok/s one row a warp (ABBA, one call, 2026-12-07). */
-template <int T, int WARPS>
+template <int T, int WARPS, bool SI = false>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_stride, const float *__restrict__ x,
-            float *__restrict__ act, bool gelu, int early, const void *pfn, size_t pfb) {
+            float *__restrict__ act, bool gelu, int early, const void *pfn, size_t pfb, const long long *sacc, int64_t sd,
+            float seps) {
     constexpr int EPV = gemv_f_epv<T>();
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -243,7 +263,16 @@ k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_
     }
     ag = cll_warp_sum(ag);
     au = cll_warp_sum(au);
-    if (lane == 0) act[p] = cll_act_gated(ag, au, gelu);
+    if (lane == 0) {
+        if (SI) { /* the folded norm's limbs, read here (held through the loop they cost 8 registers: 6 blocks an SM) */
+            long long sl[CLL_FOLD_LIMBS];
+            for (int k = 0; k < CLL_FOLD_LIMBS; k++) sl[k] = __ldcg(sacc + k);
+            const float sc = cll_fold_scale(sl, sd, seps);
+            ag = __fmul_rn(ag, sc);
+            au = __fmul_rn(au, sc);
+        }
+        act[p] = cll_act_gated(ag, au, gelu);
+    }
     cll_l2_prefetch_next(pfn, pfb);
 }
 
@@ -251,11 +280,14 @@ template <int T>
 static cudaError_t gemv_f_gu_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     const int64_t f = a->act_out.f;
     if (!a->x || a->nb != 1 || a->mat_ids || a->epi.on || a->route.logits || a->act_in.gu || f <= 0 ||
-        w->rows < 2 * f || ((uintptr_t)a->x & 15) || cll_cdiv(f, CLL_GEMV_WARPS) > INT32_MAX)
+        w->rows < 2 * f || ((uintptr_t)a->x & 15) || cll_cdiv(f, CLL_GEMV_WARPS) > INT32_MAX ||
+        (a->scale_in.acc && T == CLL_TYPE_BF16))
         return cudaErrorInvalidValue;
-    CLL_CU_RET(cll_cu_launch(k_gemv_f_gu<T, CLL_GEMV_WARPS>, dim3((unsigned)cll_cdiv(f, CLL_GEMV_WARPS)),
+    CLL_CU_RET(cll_cu_launch(a->scale_in.acc ? k_gemv_f_gu<T, CLL_GEMV_WARPS, true> : k_gemv_f_gu<T, CLL_GEMV_WARPS>,
+                             dim3((unsigned)cll_cdiv(f, CLL_GEMV_WARPS)),
                              dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, f, w->cols, (int64_t)w->row_stride, a->x,
-                             a->act_out.y, a->act_out.gelu, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes));
+                             a->act_out.y, a->act_out.gelu, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
+                             a->scale_in.acc, a->scale_in.d, a->scale_in.eps));
     return cudaGetLastError();
 }
 
@@ -265,15 +297,24 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
     if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
+    /* scale_in: one token, no ids, no tail; BF16 rounds x to bf16 (a folded xn would round otherwise) */
+    if (a->scale_in.acc && (a->nb != 1 || a->mat_ids || a->epi.on || T == CLL_TYPE_BF16)) return cudaErrorInvalidValue;
     const bool pre = cll_cu_gemv_f_pre(w->cols / gemv_f_epv<T>(), (int64_t)grid.x * grid.y, cll_cu_sm_count(), GEMV_F_PRE_V,
                                        cll_cu_gemv_f_pre_mode());
     static int db_on = -1; /* CLLAMA_CUDA_GEMV_F_DB=0: the single buffer (A/B; the same sums, the same bits) */
     const bool db = !pre && cll_cu_env_flag(&db_on, "CLLAMA_CUDA_GEMV_F_DB", true);
-    CLL_CU_RET(cll_cu_launch(pre ? k_gemv_f<T, CLL_GEMV_WARPS, true> : db ? k_gemv_f<T, CLL_GEMV_WARPS, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>, grid,
+    const bool si = a->scale_in.acc != NULL, fo = a->epi.on && a->epi.acc;
+    auto k = fo   ? (pre ? k_gemv_f<T, CLL_GEMV_WARPS, true, false, false, true>
+                    : db ? k_gemv_f<T, CLL_GEMV_WARPS, false, true, false, true>
+                         : k_gemv_f<T, CLL_GEMV_WARPS, false, false, false, true>)
+             : pre ? (si ? k_gemv_f<T, CLL_GEMV_WARPS, true, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, true>)
+             : db  ? (si ? k_gemv_f<T, CLL_GEMV_WARPS, false, true, true> : k_gemv_f<T, CLL_GEMV_WARPS, false, true>)
+                   : (si ? k_gemv_f<T, CLL_GEMV_WARPS, false, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>);
+    CLL_CU_RET(cll_cu_launch(k, grid,
                              dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
                              a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
-                             a->epi));
+                             a->epi, a->scale_in.acc, a->scale_in.d, a->scale_in.eps));
     return cudaGetLastError();
 }
 
