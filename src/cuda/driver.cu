@@ -186,10 +186,15 @@ static bool pair_on(void) {
 
 /* CLLAMA_CUDA_NORM_FOLD=1: a float model's one-token step folds its RMS norms into the products
  * (norm_fold; off by default until a GPU has timed it) */
-static bool norm_fold_on(void) {
-    static int on = -1; /* process-wide setting read once; not state */
-    return cll_cu_env_flag(&on, "CLLAMA_CUDA_NORM_FOLD", false);
+static int norm_fold_mode(void) {
+    static int v = -1; /* process-wide setting read once; not state */
+    if (v < 0) {
+        const char *e = getenv("CLLAMA_CUDA_NORM_FOLD");
+        v = e && (e[0] == '1' || e[0] == '2') ? e[0] - '0' : 0;
+    }
+    return v;
 }
+static bool norm_fold_on(void) { return norm_fold_mode() != 0; }
 
 /* The norms folded into the products (a one-token step of a dense model whose products that read a norm
  * are float rows with scales_in: F16 / F32 weights): the o and down products add their rows into the
@@ -218,7 +223,7 @@ static bool norm_fold(const cll_driver_state *s, int64_t n, bool tp) {
 /* the limbs of the norm a folded product writes: layer il's attention norm (il >= 1), its ffn norm, the
  * output norm (il = n_layer, attn = true) */
 static long long *fold_acc(const cll_driver_state *s, int32_t il, bool attn) {
-    return s->nacc + (size_t)(2 * il + (attn ? 0 : 1)) * CLL_FOLD_LIMBS;
+    return s->nacc + (size_t)(2 * il + (attn ? 0 : 1)) * CLL_FOLD_WORDS;
 }
 static cll_cu_resid_epi fold_epi(const cll_driver_state *s, const float *norm, long long *acc) {
     cll_cu_resid_epi e;
@@ -234,7 +239,9 @@ static cll_cu_resid_epi fold_epi(const cll_driver_state *s, const float *norm, l
 static cll_cu_gemv_args fold_in(const cll_driver_state *s, const long long *acc) {
     cll_cu_gemv_args a;
     memset(&a, 0, sizeof a);
-    a.scale_in.acc = acc;
+    /* CLLAMA_CUDA_NORM_FOLD=2, diagnosis only: the consumers read x * w unscaled (the producers' cost alone;
+     * the tokens are wrong) */
+    a.scale_in.acc = norm_fold_mode() == 2 ? NULL : acc;
     a.scale_in.d = s->dm->m->hp.n_embd;
     a.scale_in.eps = s->dm->m->hp.eps;
     return a;
@@ -613,7 +620,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     /* the output head reads a folded norm where its row can */
     const bool fold_out = fold && n_out == 1 && dm->output.gemv && dm->output.gemv->scales_in && dm->output.w.n_mat == 1;
     if (fold)
-        PTRY(CLL_PK_NORM, cudaMemsetAsync(s->nacc, 0, (size_t)(2 * hp->n_layer + 1) * CLL_FOLD_LIMBS * sizeof(long long),
+        PTRY(CLL_PK_NORM, cudaMemsetAsync(s->nacc, 0, (size_t)(2 * hp->n_layer + 1) * CLL_FOLD_WORDS * sizeof(long long),
                                           s->st));
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
     int xk_qkv; /* the X kind the q|k|v product's producer writes (this norm, then each layer's tail) */
@@ -1211,7 +1218,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->t, nb * d * F},
         {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
         {(void **)&s->rticket, sizeof(int)},
-        {(void **)&s->nacc, (size_t)(2 * hp->n_layer + 1) * CLL_FOLD_LIMBS * sizeof(long long)},
+        {(void **)&s->nacc, (size_t)(2 * hp->n_layer + 1) * CLL_FOLD_WORDS * sizeof(long long)},
         {(void **)&s->sk.ws, (size_t)CLL_CU_SPLITK_FLOATS(cll_cu_sm_count()) * F},
         {(void **)&s->kvblk, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)},
         {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},

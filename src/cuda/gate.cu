@@ -339,20 +339,22 @@ cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_c
      * blocks' limbs adding up to the f64 sum of the squares; twice, the same limbs (integer adds: the
      * blocks' order cannot show) */
     long long *dacc = NULL;
-    GATE_CU(dev.alloc((void **)&dacc, CLL_FOLD_LIMBS * sizeof(long long)));
+    GATE_CU(dev.alloc((void **)&dacc, CLL_FOLD_WORDS * sizeof(long long)));
     cll_cu_gemv_args f = a;
     f.epi.xq = NULL;
     f.epi.acc = dacc;
-    long long lim[2][CLL_FOLD_LIMBS];
+    long long lim[2][CLL_FOLD_WORDS];
     for (int run = 0; run < 2; run++) {
         GATE_CU(cudaMemcpy(dx0, x0.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
         GATE_CU(cudaMemset(dxn, 0xFF, (size_t)rows * sizeof(float)));
         GATE_CU(cudaMemset(dy, 0xFF, (size_t)rows * sizeof(float)));
-        GATE_CU(cudaMemset(dacc, 0, CLL_FOLD_LIMBS * sizeof(long long)));
+        GATE_CU(cudaMemset(dacc, 0, CLL_FOLD_WORDS * sizeof(long long)));
         GATE_CU(impl->gemv(w, &f, 0));
         GATE_CU(cudaDeviceSynchronize());
         GATE_CU(cudaMemcpy(lim[run], dacc, sizeof lim[run], cudaMemcpyDeviceToHost));
     }
+    long long tot[CLL_FOLD_LIMBS] = {0, 0, 0}; /* the slots' sum, as a consumer warp adds them */
+    for (int k = 0; k < CLL_FOLD_WORDS; k++) tot[k % CLL_FOLD_LIMBS] += lim[0][k];
     GATE_CU(cudaMemcpy(y.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
     GATE_CU(cudaMemcpy(x.data(), dx0, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
     GATE_CU(cudaMemcpy(xn.data(), dxn, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
@@ -371,7 +373,7 @@ cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_c
         snprintf(why, cap, "fold: two launches left different limbs");
         return CLL_OK;
     }
-    const double got = cll_fold_sum(lim[0]);
+    const double got = cll_fold_sum(tot);
     if (!(fabs(got - sum) <= 1e-10 * sum)) { /* f64 sums in two orders: ~1e-16 x sqrt(rows) apart */
         snprintf(why, cap, "fold: the limbs sum to %.17g, the squares to %.17g", got, sum);
         return CLL_OK;
@@ -393,10 +395,14 @@ static cll_status gate_scale_in(const cll_kernel_row *row, const cll_cu_gemv_imp
                                 cll_cu_gemv_args a, const std::vector<float> &y1, int64_t rows, Rng &rng, Dev &dev) {
     const int64_t d = 4096;
     const float eps = 1e-5f;
-    const double S = (double)d * (0.25 + 2.0 * rng.uni()); /* a mean square in [0.25, 2.25) */
-    long long l[CLL_FOLD_LIMBS];
-    cll_fold_limbs(S, l);
-    const float sc = cll_fold_scale(l, d, eps);
+    /* the slots as producer blocks leave them: parts of a mean square in [0.25, 2.25), some slots empty */
+    long long l[CLL_FOLD_WORDS], tot[CLL_FOLD_LIMBS] = {0, 0, 0};
+    for (int k = 0; k < CLL_FOLD_SLOTS; k++) {
+        const double part = k % 5 == 3 ? 0.0 : (double)d / CLL_FOLD_SLOTS * (0.25 + 2.0 * fabs((double)rng.uni()));
+        cll_fold_limbs(part, l + k * CLL_FOLD_LIMBS);
+        for (int j = 0; j < CLL_FOLD_LIMBS; j++) tot[j] += l[k * CLL_FOLD_LIMBS + j];
+    }
+    const float sc = cll_fold_scale(tot, d, eps);
     long long *dacc = NULL;
     float *dy = NULL;
     GATE_CU(dev.alloc((void **)&dacc, sizeof l));

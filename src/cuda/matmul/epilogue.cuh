@@ -35,6 +35,19 @@ static __device__ __forceinline__ double cll_epi_row_pre(const cll_cu_resid_epi 
     return (double)__fmul_rn(xv, xv);
 }
 
+/* a folded norm's scale (cll_cu_gemv_args.scale_in) in every lane of a warp: lane k reads slot k's limbs,
+ * the warp sums them (integers: the same total whatever the order), cll_fold_scale; all 32 lanes call it */
+static __device__ __forceinline__ float cll_fold_scale_warp(const long long *acc, int64_t d, float eps, int lane) {
+    long long l[CLL_FOLD_LIMBS];
+#pragma unroll
+    for (int k = 0; k < CLL_FOLD_LIMBS; k++) l[k] = __ldcg(acc + lane * CLL_FOLD_LIMBS + k);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < CLL_FOLD_LIMBS; k++) l[k] += __shfl_xor_sync(0xffffffffu, l[k], o);
+    return cll_fold_scale(l, d, eps);
+}
+
 /* every thread of every block, after the block's last y write; d = the product's rows;
  * acc = this thread's sum of cll_epi_row results */
 static __device__ __noinline__ void cll_epi_finish(const cll_cu_resid_epi e, int64_t d, double acc) {
@@ -47,7 +60,8 @@ static __device__ __noinline__ void cll_epi_finish(const cll_cu_resid_epi e, int
         if (tid == 0) {
             long long l[CLL_FOLD_LIMBS];
             cll_fold_limbs(bs, l);
-            for (int k = 0; k < CLL_FOLD_LIMBS; k++) atomicAdd((unsigned long long *)e.acc + k, (unsigned long long)l[k]);
+            unsigned long long *slot = (unsigned long long *)e.acc + (bid % CLL_FOLD_SLOTS) * CLL_FOLD_LIMBS;
+            for (int k = 0; k < CLL_FOLD_LIMBS; k++) atomicAdd(slot + k, (unsigned long long)l[k]);
         }
         return;
     }

@@ -184,12 +184,9 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     }
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
     acc = cll_warp_sum(acc);
+    /* the folded norm's limbs, read here: held through the loop they spill or cost an SM a block */
+    if (SI) acc = __fmul_rn(acc, cll_fold_scale_warp(sacc, sd, seps, lane));
     if (lane == 0) {
-        if (SI) { /* the folded norm's limbs, read here: held through the loop they spill or cost an SM a block */
-            long long sl[CLL_FOLD_LIMBS];
-            for (int k = 0; k < CLL_FOLD_LIMBS; k++) sl[k] = __ldcg(sacc + k);
-            acc = __fmul_rn(acc, cll_fold_scale(sl, sd, seps));
-        }
         y[b * y_stride + row] = acc;
         if (fold) epi_acc += cll_epi_row_pre(epi, row, acc, ex, ew);
         else if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
@@ -263,16 +260,12 @@ k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_
     }
     ag = cll_warp_sum(ag);
     au = cll_warp_sum(au);
-    if (lane == 0) {
-        if (SI) { /* the folded norm's limbs, read here (held through the loop they cost 8 registers: 6 blocks an SM) */
-            long long sl[CLL_FOLD_LIMBS];
-            for (int k = 0; k < CLL_FOLD_LIMBS; k++) sl[k] = __ldcg(sacc + k);
-            const float sc = cll_fold_scale(sl, sd, seps);
-            ag = __fmul_rn(ag, sc);
-            au = __fmul_rn(au, sc);
-        }
-        act[p] = cll_act_gated(ag, au, gelu);
+    if (SI) { /* the folded norm's limbs, read here (held through the loop they cost 8 registers: 6 blocks an SM) */
+        const float sc = cll_fold_scale_warp(sacc, sd, seps, lane);
+        ag = __fmul_rn(ag, sc);
+        au = __fmul_rn(au, sc);
     }
+    if (lane == 0) act[p] = cll_act_gated(ag, au, gelu);
     cll_l2_prefetch_next(pfn, pfb);
 }
 

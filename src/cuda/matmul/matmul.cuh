@@ -54,7 +54,7 @@ typedef struct {
      * total is the same whatever order the blocks land in); the consumer reads xn with
      * cll_cu_gemv_args.scale_in = acc and scales its sums by the norm's 1/rms. acc: zero before the
      * launch. */
-    long long *acc;
+    long long *acc;        /* (CLL_FOLD_SLOTS x CLL_FOLD_LIMBS) */
 } cll_cu_resid_epi;
 
 /* The fold's sum of squares as exact fixed point: p (a block's double sum, 0 <= p < 2^63) is
@@ -63,6 +63,11 @@ typedef struct {
  * three sums in double. Every step is exact but the last limb's rounding (2^-80) and the recombination,
  * so the total does not depend on the blocks' order. __host__ too: the gate recomputes it. */
 #define CLL_FOLD_LIMBS 3
+/* Block b adds its limbs into slot b % CLL_FOLD_SLOTS (a 4096-row product's 1024 blocks end within a
+ * microsecond of each other: 1024 atomics on three addresses queued behind each other there), and a
+ * consumer warp sums the slots, lane k slot k (integer sums: any order, the same total) */
+#define CLL_FOLD_SLOTS 32
+#define CLL_FOLD_WORDS (CLL_FOLD_SLOTS * CLL_FOLD_LIMBS)
 static __host__ __device__ inline void cll_fold_limbs(double p, long long l[CLL_FOLD_LIMBS]) {
     const double hi = floor(p);
     const double r1 = (p - hi) * 0x1p40; /* the fraction in units of 2^-40 (exact) */
