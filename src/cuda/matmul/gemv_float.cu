@@ -76,7 +76,8 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *
  * order: the two give the same bits. */
 #define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
 template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return T == CLL_TYPE_F32 ? 4 : 8; } /* elements a 16-byte vector */
-/* FO: the producer of a folded norm (epi.on with epi.acc), its own instance; SI: the scale_in form (sacc:
+/* FO: the producer of a folded norm (epi.on with epi.acc), its own instance: each row's writer adds its own
+ * square's limbs (cll_epi_fold_row; no block sum, no barrier at the block's end); SI: the scale_in form (sacc:
  * a folded norm's limbs, read by lane 0 after the warp sum), its own instance so the plain rows keep their
  * code. Held in registers through the loop, the limbs took the
  * streaming body from 60 to 70 registers (7 blocks an SM instead of 8: a 4096-row product's 4096 warps
@@ -119,7 +120,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             if (live && lane + 32 * i < nvec) wb[i] = ld_stream(wv + lane + 32 * i);
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
         if (!live) {
-            if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+            if (epi.on && !FO) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
         if (fold) ex = __ldcg(epi.x + row);
@@ -139,7 +140,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         }
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
         if (!live) { /* past the rows: nothing but the tail */
-            if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+            if (epi.on && !FO) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
         if (fold) ex = __ldcg(epi.x + row);
@@ -188,11 +189,11 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     if (SI) acc = __fmul_rn(acc, cll_fold_scale_warp(sacc, sd, seps, lane));
     if (lane == 0) {
         y[b * y_stride + row] = acc;
-        if (fold) epi_acc += cll_epi_row_pre(epi, row, acc, ex, ew);
+        if (fold) cll_epi_fold_row(epi, row, acc, ex, ew);
         else if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
     }
     cll_l2_prefetch_next(pfn, pfb);
-    if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+    if (epi.on && !FO) cll_epi_finish(epi, rows, epi_acc);
 }
 
 /* A gate|up pair of one token with its activation (cll_cu_gemv_args.act_out): warp p of the grid sums
