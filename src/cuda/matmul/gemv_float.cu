@@ -76,8 +76,10 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *
  * order: the two give the same bits. */
 #define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
 template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return T == CLL_TYPE_F32 ? 4 : 8; } /* elements a 16-byte vector */
-/* FO: the producer of a folded norm (epi.on with epi.acc), its own instance: each row's writer adds its own
- * square's limbs (cll_epi_fold_row; no block sum, no barrier at the block's end); SI: the scale_in form (sacc:
+/* FO: the producer of a folded norm (epi.on with epi.acc), its own instance: its blocks let the next kernel
+ * launch after their loop, not at their start (with no norm kernel between them, the consumer's whole grid
+ * would take every slot a producer block frees and put its weights in flight against the producer's last
+ * blocks; the norm kernel, launched early but triggering after its wait, kept it back); SI: the scale_in form (sacc:
  * a folded norm's limbs, read by lane 0 after the warp sum), its own instance so the plain rows keep their
  * code. Held in registers through the loop, the limbs took the
  * streaming body from 60 to 70 registers (7 blocks an SM instead of 8: a 4096-row product's 4096 warps
@@ -89,7 +91,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
          int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi, const long long *sacc,
          int64_t sd, float seps) {
     constexpr int EPV = gemv_f_epv<T>();
-    if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    if (early && !FO) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
@@ -120,7 +122,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             if (live && lane + 32 * i < nvec) wb[i] = ld_stream(wv + lane + 32 * i);
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
         if (!live) {
-            if (epi.on && !FO) cll_epi_finish(epi, rows, epi_acc);
+            if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
         if (fold) ex = __ldcg(epi.x + row);
@@ -140,7 +142,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         }
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
         if (!live) { /* past the rows: nothing but the tail */
-            if (epi.on && !FO) cll_epi_finish(epi, rows, epi_acc);
+            if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
         if (fold) ex = __ldcg(epi.x + row);
@@ -184,16 +186,17 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         for (; v < nvec; v += 32) acc += vdot<T>(ld_stream(wv + v), xr + v * EPV);
     }
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
+    if (FO && early) cll_pdl_trigger(); /* the fold's producer: the consumer may launch once every block is here */
     acc = cll_warp_sum(acc);
     /* the folded norm's limbs, read here: held through the loop they spill or cost an SM a block */
     if (SI) acc = __fmul_rn(acc, cll_fold_scale_warp(sacc, sd, seps, lane));
     if (lane == 0) {
         y[b * y_stride + row] = acc;
-        if (fold) cll_epi_fold_row(epi, row, acc, ex, ew);
+        if (fold) epi_acc += cll_epi_row_pre(epi, row, acc, ex, ew);
         else if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
     }
     cll_l2_prefetch_next(pfn, pfb);
-    if (epi.on && !FO) cll_epi_finish(epi, rows, epi_acc);
+    if (epi.on) cll_epi_finish(epi, rows, epi_acc);
 }
 
 /* A gate|up pair of one token with its activation (cll_cu_gemv_args.act_out): warp p of the grid sums
