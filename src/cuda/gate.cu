@@ -221,6 +221,16 @@ int64_t count_bit_diffs(const std::vector<float> &a, const std::vector<float> &b
     return n;
 }
 
+/* a bit-for-bit check's control: the count sees one low bit flipped in v[n / 2] (n values) */
+static bool flip_seen(const std::vector<float> &v, int64_t n) {
+    std::vector<float> flip = v;
+    uint32_t u;
+    memcpy(&u, &flip[(size_t)(n / 2)], 4);
+    u ^= 1u;
+    memcpy(&flip[(size_t)(n / 2)], &u, 4);
+    return count_bit_diffs(v, flip, 1, n, n) == 1;
+}
+
 int64_t count_clobbered(const std::vector<float> &y, int64_t nrow, int64_t width, int64_t ld) {
     int64_t c = 0;
     for (int64_t b = 0; b < nrow; b++)
@@ -418,12 +428,7 @@ static cll_status gate_scale_in(const cll_kernel_row *row, const cll_cu_gemv_imp
     std::vector<float> got((size_t)rows), want((size_t)rows);
     GATE_CU(cudaMemcpy(got.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
     for (int64_t r = 0; r < rows; r++) want[(size_t)r] = y1[(size_t)r] * sc;
-    std::vector<float> flip = want;
-    uint32_t u;
-    memcpy(&u, &flip[(size_t)(rows / 2)], 4);
-    u ^= 1u;
-    memcpy(&flip[(size_t)(rows / 2)], &u, 4);
-    if (count_bit_diffs(want, flip, 1, rows, rows) != 1)
+    if (!flip_seen(want, rows))
         return cll_err(CLL_ERR_INTERNAL, "gate %s: the scale_in control did not see a flipped bit", row->name);
     const int64_t differ = count_bit_diffs(want, got, 1, rows, rows);
     if (differ)
@@ -590,12 +595,7 @@ static cll_status gate_act_out(const cll_kernel_row *row, const cll_cu_gemv_impl
         GATE_CU(cudaMemcpy(got.data(), dact, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
         GATE_CU(cudaMemcpy(y.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
         const int64_t differ = count_bit_diffs(ref, got, 1, f, f);
-        std::vector<float> flip = ref;
-        uint32_t u;
-        memcpy(&u, &flip[(size_t)(f / 2)], 4);
-        u ^= 1u;
-        memcpy(&flip[(size_t)(f / 2)], &u, 4);
-        if (count_bit_diffs(ref, flip, 1, f, f) != 1)
+        if (!flip_seen(ref, f))
             return cll_err(CLL_ERR_INTERNAL, "gate %s: the activation's control did not see a flipped bit", row->name);
         if (differ)
             return cll_err(CLL_ERR_INTERNAL, "gate %s: the gate|up pair activated by the launch (%s) differs from the "
