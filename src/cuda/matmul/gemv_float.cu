@@ -91,7 +91,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
          int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi, const long long *sacc,
          int64_t sd, float seps) {
     constexpr int EPV = gemv_f_epv<T>();
-    if (early && !FO) cll_pdl_trigger(); /* the next kernel may launch now */
+    if (FO ? early == 2 : early != 0) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
@@ -186,7 +186,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         for (; v < nvec; v += 32) acc += vdot<T>(ld_stream(wv + v), xr + v * EPV);
     }
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
-    if (FO && early) cll_pdl_trigger(); /* the fold's producer: the consumer may launch once every block is here */
+    if (FO && early == 1) cll_pdl_trigger(); /* the fold's producer: the consumer may launch once every block is here */
     acc = cll_warp_sum(acc);
     /* the folded norm's limbs, read here: held through the loop they spill or cost an SM a block */
     if (SI) acc = __fmul_rn(acc, cll_fold_scale_warp(sacc, sd, seps, lane));
@@ -288,6 +288,18 @@ static cudaError_t gemv_f_gu_launch(const cll_cu_weight *w, const cll_cu_gemv_ar
     return cudaGetLastError();
 }
 
+/* where a folded norm's producer lets its consumer launch (the early argument of its FO instance): 1 after
+ * its loop (default), 2 at its start as the other gemvs, 0 at its end (CLLAMA_CUDA_FOLD_TRIGGER, A/B) */
+static int fold_trigger(void) {
+    static int v = -1; /* process-wide setting read once; not state */
+    if (v < 0) {
+        const char *e = getenv("CLLAMA_CUDA_FOLD_TRIGGER");
+        v = e && e[0] >= '0' && e[0] <= '2' && !e[1] ? e[0] - '0' : 1;
+        if (!cll_cu_gemv_early_trigger()) v = 0; /* CLLAMA_CUDA_GEMV_TRIGGER=0: every gemv at its end */
+    }
+    return v;
+}
+
 template <int T>
 static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (a->act_out.y) return gemv_f_gu_launch<T>(w, a, st);
@@ -310,7 +322,7 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
     CLL_CU_RET(cll_cu_launch(k, grid,
                              dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
-                             a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
+                             a->y, a->y_stride, fo ? fold_trigger() : cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
                              a->epi, a->scale_in.acc, a->scale_in.d, a->scale_in.eps));
     return cudaGetLastError();
 }
