@@ -8,7 +8,9 @@
  * CLLAMA_CUDA_GEMV_F_DB=0 the single buffer), the matching x from L1 as float4. No shared
  * memory. Programmatic dependent launch: the first 4 x 16 B per lane are loaded before the wait.
  * Needs x rows 16-byte aligned (x and x_stride % 4 == 0); a ragged tail (cols % 8) is summed per
- * element. Owns nothing. Rule: f32 accumulation, one writer per output. */
+ * element. The norm fold (CLLAMA_CUDA_NORM_FOLD, docs/cuda.md): the FO instance is a folded norm's producer
+ * (epi.acc: x + y, (x + y) w and the block's squares as limbs), the SI instances its consumers (scale_in).
+ * Owns nothing. Rule: f32 accumulation, one writer per output. */
 #include <cuda_bf16.h>
 
 #define CLL_CU_MOE_F16 1 /* this file exports the f16 grouped MoE form (moe_gemm.cuh) */
@@ -80,8 +82,8 @@ template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return 
  * launch after their loop, not at their start (with no norm kernel between them, the consumer's whole grid
  * would take every slot a producer block frees and put its weights in flight against the producer's last
  * blocks; the norm kernel, launched early but triggering after its wait, kept it back); SI: the scale_in form (sacc:
- * a folded norm's limbs, read by lane 0 after the warp sum), its own instance so the plain rows keep their
- * code. Held in registers through the loop, the limbs took the
+ * a folded norm's limb slots, read through L1 after the warp sum, lane k slot k: cll_fold_scale_warp), its own
+ * instance so the plain rows keep their code. Held in registers through the loop, the limbs took the
  * streaming body from 60 to 70 registers (7 blocks an SM instead of 8: a 4096-row product's 4096 warps
  * no longer one wave on 132 SMs; the forty-fourth session's fold lost 9% at 72). */
 template <int T, int WARPS, bool PRE, bool DB = false, bool SI = false, bool FO = false>
@@ -146,7 +148,6 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             return;
         }
         if (fold) ex = __ldcg(epi.x + row);
-
         if (DB && first) { /* register double buffer: the next four vectors go out before these are summed */
             v += 128;
             for (;;) {
