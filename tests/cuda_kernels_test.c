@@ -359,6 +359,14 @@ static void test_decoders_host(void **state) {
     assert_int_equal(st, CLL_OK);
 }
 
+/* the norm fold's fixed-point limbs (host): exact, order-free, NaN-poisoning */
+static void test_fold_limbs_host(void **state) {
+    (void)state;
+    const cll_status st = cll_cuda_gate_fold_limbs();
+    if (st != CLL_OK) printf("fold limbs: %s\n", cll_last_error());
+    assert_int_equal(st, CLL_OK);
+}
+
 /* the form pick (cuda/matmul/pick.cu): pure, so it runs without a GPU */
 static cll_cu_form pick(uint32_t t, int64_t n_mat, int64_t n, bool resident, bool row, bool off, int32_t dev) {
     const cll_cu_form_query q = {.wtype = t, .rows = 4096, .cols = 4096, .n_mat = n_mat, .n_tokens = n, .resident = resident,
@@ -1008,6 +1016,7 @@ int main(void) {
     if (!cll_cuda_built()) tu_skip("cuda_kernels_test: built without the CUDA driver");
     const struct CMUnitTest host[] = {
         cmocka_unit_test(test_decoders_host),
+        cmocka_unit_test(test_fold_limbs_host),
         cmocka_unit_test(test_table_shape),
         cmocka_unit_test(test_pick_form),
         cmocka_unit_test(test_attn_heads_per_block),
@@ -1029,6 +1038,7 @@ int main(void) {
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decoders_host),
+        cmocka_unit_test(test_fold_limbs_host),
         cmocka_unit_test(test_table_shape),
         cmocka_unit_test(test_pick_form),
         cmocka_unit_test(test_attn_heads_per_block),

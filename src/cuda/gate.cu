@@ -1725,6 +1725,56 @@ template <int T> bool check_split(uint64_t seed, char *why, size_t cap) {
 } // namespace
 
 /* ---- public ---- */
+extern "C" cll_status cll_cuda_gate_fold_limbs(void) {
+    Rng rng{0x51ab5ull};
+    for (int trial = 0; trial < 200; trial++) {
+        const int n = 1 + (int)(rng.next() % 2048); /* blocks */
+        std::vector<double> p((size_t)n);
+        long double want = 0.0L;
+        for (int i = 0; i < n; i++) { /* partials from 1e-12 to 1e9, some zero */
+            const double mag = pow(10.0, -12.0 + 21.0 * (0.5 + 0.5 * (double)rng.uni()));
+            p[(size_t)i] = i % 17 == 5 ? 0.0 : mag * (0.5 + 0.5 * fabs((double)rng.uni()));
+            want += (long double)p[(size_t)i];
+        }
+        long long a[CLL_FOLD_WORDS] = {0}, b[CLL_FOLD_WORDS] = {0};
+        for (int i = 0; i < n; i++) { /* block i into slot i % 32, and in reverse order into other slots */
+            long long l[CLL_FOLD_LIMBS];
+            cll_fold_limbs(p[(size_t)i], l);
+            for (int k = 0; k < CLL_FOLD_LIMBS; k++) a[(i % CLL_FOLD_SLOTS) * CLL_FOLD_LIMBS + k] += l[k];
+            cll_fold_limbs(p[(size_t)(n - 1 - i)], l);
+            for (int k = 0; k < CLL_FOLD_LIMBS; k++) b[((7 * i + 3) % CLL_FOLD_SLOTS) * CLL_FOLD_LIMBS + k] += l[k];
+        }
+        long long ta[CLL_FOLD_LIMBS] = {0, 0, 0}, tb[CLL_FOLD_LIMBS] = {0, 0, 0};
+        for (int k = 0; k < CLL_FOLD_WORDS; k++) ta[k % CLL_FOLD_LIMBS] += a[k], tb[k % CLL_FOLD_LIMBS] += b[k];
+        const double ga = cll_fold_sum(ta), gb = cll_fold_sum(tb);
+        if (memcmp(&ga, &gb, sizeof ga))
+            return cll_err(CLL_ERR_INTERNAL, "fold limbs: two orders / slot maps gave %.17g and %.17g", ga, gb);
+        /* each partial to 2^-80, the recombination to a double's rounding */
+        const long double err = fabsl((long double)ga - want), bar = want * 4e-16L + (long double)n * 0x1p-80L;
+        if (!(err <= bar))
+            return cll_err(CLL_ERR_INTERNAL, "fold limbs: %d partials sum to %.17g, want %.17Lg", n, ga, want);
+        if (!(fabsl((long double)ga * (1.0L + 1e-12L) - want) > bar)) /* control: 1e-12 off must fail the bar */
+            return cll_err(CLL_ERR_INTERNAL, "fold limbs: the control passed (the bar cannot fail)");
+        const float sc = cll_fold_scale(ta, 4096, 1e-5f), ref = 1.0f / sqrtf((float)(ga / 4096.0) + 1e-5f);
+        if (memcmp(&sc, &ref, sizeof sc))
+            return cll_err(CLL_ERR_INTERNAL, "fold limbs: scale %.9g, want %.9g", (double)sc, (double)ref);
+    }
+    const double bad[] = {nan(""), INFINITY, -1.0, 0x1p41};
+    for (double v : bad) { /* one broken block among sane ones poisons the scale */
+        long long t[CLL_FOLD_LIMBS] = {0, 0, 0}, l[CLL_FOLD_LIMBS];
+        for (int i = 0; i < 4096; i++) {
+            cll_fold_limbs(i == 1000 ? v : 3.5, l);
+            for (int k = 0; k < CLL_FOLD_LIMBS; k++) t[k] += l[k];
+        }
+        if (!isnan(cll_fold_scale(t, 4096, 1e-5f)))
+            return cll_err(CLL_ERR_INTERNAL, "fold limbs: a block partial of %g did not make the scale NaN", v);
+    }
+    long long z[CLL_FOLD_LIMBS] = {0, 0, 0};
+    const float sz = cll_fold_scale(z, 4096, 1e-5f), rz = 1.0f / sqrtf(1e-5f);
+    if (memcmp(&sz, &rz, sizeof sz)) return cll_err(CLL_ERR_INTERNAL, "fold limbs: zero sums gave scale %.9g", (double)sz);
+    return CLL_OK;
+}
+
 extern "C" cll_status cll_cuda_gate_decoders(void) {
     char why[256] = "";
     const bool ok = check_decoder<CLL_TYPE_Q4_0>(1, why, sizeof why) && check_decoder<CLL_TYPE_Q4_1>(2, why, sizeof why) &&

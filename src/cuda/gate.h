@@ -123,6 +123,11 @@ cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cu
  * HOST: element decoders bit-exact with to_f32, the 4-lane group dots summed per row equal to the
  * CPU reference dot (1e-5 of sum |w x|). Needs no GPU: the build box runs it in make test. */
 cll_status cll_cuda_gate_decoders(void);
+/* The norm fold's fixed-point limbs (cll_fold_limbs / cll_fold_sum / cll_fold_scale, __host__ __device__) on
+ * the HOST: sums of random block partials exact to 2^-80 against long double, the same total in any order
+ * and over any slots, NaN / inf / huge partials poisoning the scale to NaN, zero giving 1/sqrt(eps). Needs
+ * no GPU. */
+cll_status cll_cuda_gate_fold_limbs(void);
 /* the device codebooks (i-quant grids, ksigns, IQ4 levels) bit-identical with formats/iq_tables.c */
 cll_status cll_cuda_gate_tables(void);
 

@@ -57,18 +57,27 @@ typedef struct {
     long long *acc;        /* (CLL_FOLD_SLOTS x CLL_FOLD_LIMBS) */
 } cll_cu_resid_epi;
 
-/* The fold's sum of squares as exact fixed point: p (a block's double sum, 0 <= p < 2^63) is
+/* The fold's sum of squares as exact fixed point: p (a block's double sum, 0 <= p < 2^40) is
  * round(p * 2^80) cut into limbs of 40 bits, l[2] * 2^80 + l[1] * 2^40 + l[0]; blocks add their limbs
  * with integer atomics (at most 2^16 blocks: no limb sum overflows), and the reader recombines the
  * three sums in double. Every step is exact but the last limb's rounding (2^-80) and the recombination,
  * so the total does not depend on the blocks' order. __host__ too: the gate recomputes it. */
 #define CLL_FOLD_LIMBS 3
+/* a block whose sum is NaN, infinite or past 2^40 (a residual row past ~10^5: a broken step) leaves this in
+ * its top limb, and a total whose top limb reaches it reads as NaN, so the scale is NaN as the norm kernel's
+ * would be (legal top limbs add up to less: 2^40 a block would need 4096 blocks of such rows) */
+#define CLL_FOLD_POISON (1LL << 52)
 /* Block b adds its limbs into slot b % CLL_FOLD_SLOTS (a 4096-row product's 1024 blocks end within a
  * microsecond of each other: 1024 atomics on three addresses queued behind each other there), and a
  * consumer warp sums the slots, lane k slot k (integer sums: any order, the same total) */
 #define CLL_FOLD_SLOTS 32
 #define CLL_FOLD_WORDS (CLL_FOLD_SLOTS * CLL_FOLD_LIMBS)
 static __host__ __device__ inline void cll_fold_limbs(double p, long long l[CLL_FOLD_LIMBS]) {
+    if (!(p >= 0.0 && p < 0x1p40)) {
+        l[0] = l[1] = 0;
+        l[2] = CLL_FOLD_POISON;
+        return;
+    }
     const double hi = floor(p);
     const double r1 = (p - hi) * 0x1p40; /* the fraction in units of 2^-40 (exact) */
     const double mid = floor(r1);
@@ -77,6 +86,7 @@ static __host__ __device__ inline void cll_fold_limbs(double p, long long l[CLL_
     l[0] = (long long)rint((r1 - mid) * 0x1p40);
 }
 static __host__ __device__ inline double cll_fold_sum(const long long l[CLL_FOLD_LIMBS]) {
+    if (l[2] >= CLL_FOLD_POISON) return nan("");
     return (double)l[2] + (double)l[1] * 0x1p-40 + (double)l[0] * 0x1p-80;
 }
 /* the norm's scale from the fold's limbs, as cuda/ops/norm.cu computes it from its sum */
