@@ -194,7 +194,6 @@ static int norm_fold_mode(void) {
     }
     return v;
 }
-static bool norm_fold_on(void) { return norm_fold_mode() != 0; }
 
 /* The norms folded into the products (a one-token step of a dense model whose products that read a norm
  * are float rows with scales_in: F16 / F32 weights): the o and down products add their rows into the
@@ -207,7 +206,7 @@ static bool norm_fold_on(void) { return norm_fold_mode() != 0; }
 static bool norm_fold(const cll_driver_state *s, int64_t n, bool tp) {
     const cll_driver_model *dm = s->dm;
     const cll_hparams *hp = &dm->m->hp;
-    if (n != 1 || tp || hp->n_expert > 0 || !norm_fold_on()) return false;
+    if (n != 1 || tp || hp->n_expert > 0 || !norm_fold_mode()) return false;
     auto reads = [](const cll_cu_part *p, int np) { /* products that read a folded norm */
         for (int i = 0; i < np; i++)
             if (!p[i].gemv || !p[i].gemv->scales_in || p[i].w.n_mat != 1) return false;

@@ -18,23 +18,22 @@
 #include "cuda/matmul/matmul.cuh"
 #include "cuda/ops/ops.cuh"
 
-/* the writer of output row `row` (value v): x[row] += v; returns the square to accumulate */
-static __device__ __forceinline__ double cll_epi_row(const cll_cu_resid_epi &e, int64_t row, float v) {
-    const float xv = __fadd_rn(e.x[row], v);
-    e.x[row] = xv;
-    if (e.acc) e.xn[row] = e.norm ? __fmul_rn(xv, e.norm[row]) : xv; /* the fold: x * w, scaled by its consumer */
-    return (double)__fmul_rn(xv, xv);
-}
-
-/* the fold's row writer with x[row] (xv, read after the PDL wait) and the norm weight (wv, read before it: a
- * constant) already in registers, so it does not wait for two more loads at the row's end; returns the
- * square. (Each row adding its own square's limbs instead of the block's sum cost more: H100 F16 tg128 212.2
- * with the producers alone against 215.6, 4096 rows x 3 atomics on 96 addresses.) */
+/* the writer of output row `row` (value v) with x[row] (xv) and, for the fold, the norm weight (wv)
+ * already in registers (the fold's float producer reads xv after its PDL wait and wv before it, a
+ * constant, so its row's end does not wait for two more loads): x[row] = xv + v, and for the fold (e.acc)
+ * xn[row] = (xv + v) * wv, which the consumer scales; returns the square to accumulate. (Each row adding
+ * its own square's limbs instead of the block's sum cost more: H100 F16 tg128 212.2 with the producers
+ * alone against 215.6, 4096 rows x 3 atomics on 96 addresses.) */
 static __device__ __forceinline__ double cll_epi_row_pre(const cll_cu_resid_epi &e, int64_t row, float v, float xv, float wv) {
     xv = __fadd_rn(xv, v);
     e.x[row] = xv;
-    e.xn[row] = __fmul_rn(xv, wv);
+    if (e.acc) e.xn[row] = __fmul_rn(xv, wv);
     return (double)__fmul_rn(xv, xv);
+}
+
+/* the same, loading x[row] and the norm weight (ones where norm is NULL) itself */
+static __device__ __forceinline__ double cll_epi_row(const cll_cu_resid_epi &e, int64_t row, float v) {
+    return cll_epi_row_pre(e, row, v, e.x[row], e.acc && e.norm ? e.norm[row] : 1.0f);
 }
 
 /* a folded norm's scale (cll_cu_gemv_args.scale_in) in every lane of a warp: lane k reads slot k's limbs,
