@@ -41,6 +41,14 @@ static __device__ __forceinline__ double cll_epi_row(const cll_cu_resid_epi &e, 
  * Read through L1 (after the PDL wait the producer's writes are visible there, as x is): every warp of
  * the grid reads the same 768 bytes, and from L2 alone (ld.cg) those few lines' slices served ~10^5
  * requests a product (H100 F16 tg128 -7.6% with the fold, against +0.7% with the producers alone). */
+/* a folded norm's slots into this SM's L1, issued right after the consumer's PDL wait: the warp's sums read them
+ * at its end (cll_fold_scale_warp), and an L1 miss there (the slots' lines come from L2: the producer's atomics
+ * wrote them) sat in every warp's tail, where the grid's warps all end together. Lane k asks for its slot's first
+ * and last limb (768 bytes: every line of any alignment). No registers, no result. */
+static __device__ __forceinline__ void cll_fold_prefetch(const long long *acc, int lane) {
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(acc + lane * CLL_FOLD_LIMBS));
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(acc + lane * CLL_FOLD_LIMBS + CLL_FOLD_LIMBS - 1));
+}
 static __device__ __forceinline__ float cll_fold_scale_warp(const long long *acc, int64_t d, float eps, int lane) {
     long long l[CLL_FOLD_LIMBS];
 #pragma unroll

@@ -123,6 +123,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         for (int i = 0; i < GEMV_F_PRE_V; i++)
             if (live && lane + 32 * i < nvec) wb[i] = ld_stream(wv + lane + 32 * i);
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
+        if (SI) cll_fold_prefetch(sacc, lane);
         if (!live) {
             if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
@@ -143,6 +144,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             w3 = ld_stream(wv + v + 96);
         }
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
+        if (SI) cll_fold_prefetch(sacc, lane);
         if (!live) { /* past the rows: nothing but the tail */
             if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
@@ -233,6 +235,7 @@ k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_
         g3 = ld_stream(vg + v + 96), u3 = ld_stream(vu + v + 96);
     }
     cll_pdl_wait(); /* x's producer */
+    if (SI) cll_fold_prefetch(sacc, lane);
     if (!live) return;
     if (first) {
         v += 128;
