@@ -31,9 +31,6 @@
 #               l2-7b-f16, l3-8b-IQ3_S) tg128 whole and with kernel kinds removed (CLLAMA_CUDA_SKIP: attn; attn,norm,act;
 #               + output), then the gemv rows of those types alone (cuda_kbench -T) and the decode attention alone
 #               at 128 keys (cuda_kbench -A); a table of the removals' us a token at the end (any GPU; one call)
-#       fold    the float norm fold (CLLAMA_CUDA_NORM_FOLD): its gates, golden with it, the graph's nodes, then
-#               l2-7b F16 tg128 ABBA against the default with each producer trigger, the producers alone and
-#               the bound (no norm kernels) (any GPU; one call, ~80 s on an H100)
 #       owed_board  gate --quick, then the board cells recorded before the last decode changes (IQ4_XS,
 #               IQ3_S, both Q4_K_M, Q6_K) (an H200's; one call; the long cells: `long`, a call of its own)
 #       serve [NAME] [PAR] [CTX]  cllama serve --backend cuda under scripts/load_test.py (64 streams,
@@ -245,9 +242,6 @@ gate() {
       grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/per-warp attention at depth $ns: /" || rc=1
   done
   CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_cuda.log" | grep -vE "^\[ (RUN|      OK) |chat template" | tail -60 || rc=1
-  # and a float model's step with its norms folded into the products (CLLAMA_CUDA_NORM_FOLD=1; off by default until timed)
-  CLLAMA_CUDA_NORM_FOLD=1 CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/golden_fold.log" |
-    grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/folded norms: /" || rc=1
   # tensor parallel on GPU ranks (one GPU: TP=1 through the tp driver, bit for bit, and the load checks)
   NCCL_NVLS_ENABLE=0 CLLAMA_TEST_BACKEND=cuda .gpu/bin/tp_test 2>&1 | tee "$OUT/tp_cuda.log" | grep -E "SKIP|FAIL|PASSED|ERROR" || rc=1
   [ "${1:-}" = "--quick" ] && return $rc # kernel rows and golden only
@@ -797,27 +791,6 @@ owed_board() {
   bench "$OWED_CELLS"
 }
 
-# fold: the float norm fold (CLLAMA_CUDA_NORM_FOLD, forty-fifth session) on any GPU in one call: the float rows'
-# gates (the fold's producer and consumer parts), golden on the GPU with the fold, the graph's node count with it,
-# then l2-7b F16 tg128 ABBA against the default with each producer trigger (after the loop, the default; at the
-# end: 0; at the start: 2), the producers alone (=2, wrong tokens) and no norm kernels at all (the bound)
-fold() {
-  dev_env
-  CLL_GATE_ONLY=f16,f32,bf16 CLL_TEST_FILTER=test_gemv_rows .gpu/bin/cuda_kernels_test >"$OUT/fold_gate.log" 2>&1
-  echo "fold gate: $(grep -c PASS "$OUT/fold_gate.log") PASS, $(grep -c FAIL "$OUT/fold_gate.log") FAIL lines," \
-    "fold ok $(grep -c '+fold ok' "$OUT/fold_gate.log"), scale_in ok $(grep -c '+scale_in ok' "$OUT/fold_gate.log")"
-  grep -E "FAIL|->" "$OUT/fold_gate.log" | head -8
-  CLLAMA_CUDA_NORM_FOLD=1 CLLAMA_TEST_BACKEND=cuda .gpu/bin/golden_test 2>&1 | tee "$OUT/fold_golden.log" |
-    grep -E "FAIL|\[  (PASSED|FAILED)" | sed "s/^/folded norms: /"
-  synth_anchor l2-7b-f16 || return 1
-  CLLAMA_CUDA_NORM_FOLD=1 CLLAMA_CUDA_PROFILE=graph .gpu/bin/cllama bench --backend cuda -p 0 -n 1 -r 1 \
-    -m "$MODELS/l2-7b-f16.gguf" 2>&1 | grep -i "cuda graph" | sed "s/^/folded: /"
-  # (the producer's trigger at its end or start, FOLD_TRIGGER=0 / 2, lost or tied at c06e8ba: not re-run)
-  AB_ENVS=(- CLLAMA_CUDA_NORM_FOLD=1 CLLAMA_CUDA_NORM_FOLD=2 CLLAMA_CUDA_NORM_FOLD=1 - CLLAMA_CUDA_SKIP=norm)
-  AB_ARGS=${AB_ARGS:-"-p 0 -n 128 -r 3"} ab l2-7b-f16
-  [ -n "${KEEP:-}" ] || rm -f "$MODELS/l2-7b-f16.gguf"
-}
-
 cmd=${1:-}; shift || true
 case $cmd in
   pack) pack "$@" ;;
@@ -838,7 +811,6 @@ case $cmd in
   tiles) tiles ;;
   owed_board) owed_board ;;
   profile) profile "$@" ;;
-  fold) fold ;;
   tp) tp "$@" ;;
   tboard) tboard "$@" ;;
   sh) dev_env; eval "$*" ;; # sh 'COMMANDS': the unpacked binaries and shared files in place, then COMMANDS

@@ -36,8 +36,6 @@ static cudaError_t gemv(const cll_cu_part *p, int nb, const int32_t *ids, const 
         a.route = fused->route;
         a.act_in = fused->act_in;
         a.act_out = fused->act_out;
-        a.scale_in = fused->scale_in;
-        if (a.scale_in.acc && !(row ? row : p->gemv)->scales_in) return cudaErrorInvalidValue; /* a row that would ignore it */
     }
     if (!ids) set_pf_next(&a, next, pf_cap);
     a.nb = nb;
@@ -184,76 +182,13 @@ static bool pair_on(void) {
     return cll_cu_env_flag(&on, "CLLAMA_CUDA_PAIR", true);
 }
 
-/* CLLAMA_CUDA_NORM_FOLD=1: a float model's one-token step folds its RMS norms into the products
- * (norm_fold; off by default until a GPU has timed it) */
-static int norm_fold_mode(void) {
-    static int v = -1; /* process-wide setting read once; not state */
-    if (v < 0) {
-        const char *e = getenv("CLLAMA_CUDA_NORM_FOLD");
-        v = e && (e[0] == '1' || e[0] == '2') ? e[0] - '0' : 0;
-    }
-    return v;
-}
-
-/* The norms folded into the products (a one-token step of a dense model whose products that read a norm
- * are float rows with scales_in: F16 / F32 weights): the o and down products add their rows into the
- * residual and write x * w (w the next norm's weights) with their blocks' sums of squares as exact
- * fixed-point limbs (cll_cu_resid_epi.acc, no ticket, no last block); the gate|up and next q|k|v products
- * (and the output head, where its row folds too) read those rows and scale each sum by the norm's
- * 1/rms (cll_cu_gemv_args.scale_in). No norm kernel runs after the first layer's; the consumer reads
- * the same bytes as from the norm kernel, and the producer's extra work is one row's add and store.
- * No post norms, no experts, one rank. */
-static bool norm_fold(const cll_driver_state *s, int64_t n, bool tp) {
-    const cll_driver_model *dm = s->dm;
-    const cll_hparams *hp = &dm->m->hp;
-    if (n != 1 || tp || hp->n_expert > 0 || !norm_fold_mode()) return false;
-    auto reads = [](const cll_cu_part *p, int np) { /* products that read a folded norm */
-        for (int i = 0; i < np; i++)
-            if (!p[i].gemv || !p[i].gemv->scales_in || p[i].w.n_mat != 1) return false;
-        return np > 0;
-    };
-    for (int32_t il = 0; il < hp->n_layer; il++) {
-        const cll_cu_layer *C = &dm->layers[il];
-        if (C->post_attn_norm || C->post_ffn_norm || !C->attn_norm || !C->ffn_norm) return false;
-        if (!reads(C->qkv, C->n_qkv) || !reads(C->gu, C->n_gu) || !C->wo.gemv || !C->down.gemv) return false;
-    }
-    return true;
-}
-/* the limbs of the norm a folded product writes: layer il's attention norm (il >= 1), its ffn norm, the
- * output norm (il = n_layer, attn = true) */
-static long long *fold_acc(const cll_driver_state *s, int32_t il, bool attn) {
-    return s->nacc + (size_t)(2 * il + (attn ? 0 : 1)) * CLL_FOLD_WORDS;
-}
-static cll_cu_resid_epi fold_epi(const cll_driver_state *s, const float *norm, long long *acc) {
-    cll_cu_resid_epi e;
-    memset(&e, 0, sizeof e);
-    e.on = 1;
-    e.x = s->x;
-    e.norm = norm;
-    e.eps = s->dm->m->hp.eps;
-    e.xn = s->xn;
-    e.acc = acc;
-    return e;
-}
-static cll_cu_gemv_args fold_in(const cll_driver_state *s, const long long *acc) {
-    cll_cu_gemv_args a;
-    memset(&a, 0, sizeof a);
-    /* CLLAMA_CUDA_NORM_FOLD=2, diagnosis only: the consumers read x * w unscaled (the producers' cost alone;
-     * the tokens are wrong) */
-    a.scale_in.acc = norm_fold_mode() == 2 ? NULL : acc;
-    a.scale_in.d = s->dm->m->hp.n_embd;
-    a.scale_in.eps = s->dm->m->hp.eps;
-    return a;
-}
-
 /* a product of 1..3 parts over n rows: gemv for one token (decode), gemm for a batch; next: the
  * product the step runs after this one (its weights are prefetched into L2 by the last part) */
 static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np, int64_t n, const float *x,
                            int64_t ldx, const void *xq, float *y, int64_t ldy, const cll_cu_part *next = NULL,
-                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1,
-                           const cll_cu_gemv_args *fused = NULL) {
+                           const cll_cu_resid_epi *epi = NULL, size_t pf_cap = SIZE_MAX, int xh_kind = -1) {
     int xk = xh_kind; /* the parts' X, converted once (gemm); xh_kind >= 0: by its producer (fused_x's kind) */
-    if (n == 1 && np == 2 && !epi && !fused && pair_on() && parts[0].gemv && parts[1].gemv) {
+    if (n == 1 && np == 2 && !epi && pair_on() && parts[0].gemv && parts[1].gemv) {
         /* a one-token product of two types (q|k then a v of another type): one launch where both rows run
          * the w4r2pre body (cll_cu_gemv_pair; the same bits), else the two launches below */
         cll_cu_gemv_args a;
@@ -268,7 +203,7 @@ static cudaError_t product(cll_driver_state *s, const cll_cu_part *parts, int np
     for (int i = 0; i < np; i++) {
         const cll_cu_part *p = &parts[i], *nx = i + 1 < np ? &parts[i + 1] : next;
         if (n == 1) {
-            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi, NULL, NULL, fused, pf_cap));
+            CLL_CU_RET(gemv(p, 1, NULL, x, 0, xq, 0, y, 0, s->st, nx, epi, NULL, NULL, NULL, pf_cap));
         } else if (const cll_cu_gemv_impl *fr = few_form_row(p, n)) { /* a few sequences' decode step */
             CLL_CU_RET(gemv(p, (int)n, NULL, x, ldx, xq, cll_cu_q8_blocks(p->w.cols), y, ldy, s->st, nx, NULL, fr, &s->sk));
         } else {
@@ -615,12 +550,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     const int32_t *tok = s->io, *pos = s->io + n, *seq = s->io + 2 * n, *rows = s->io + 3 * n;
     const bool gelu = m->recipe.act == CLL_ACT_GELU_TANH;
     const bool tp = s->p.comm && cll_cu_comm_size(s->p.comm) > 1; /* a rank of a split model */
-    const bool fold = norm_fold(s, n, tp); /* the norms folded into the products (norm_fold) */
-    /* the output head reads a folded norm where its row can */
-    const bool fold_out = fold && n_out == 1 && dm->output.gemv && dm->output.gemv->scales_in && dm->output.w.n_mat == 1;
-    if (fold)
-        PTRY(CLL_PK_NORM, cudaMemsetAsync(s->nacc, 0, (size_t)(2 * hp->n_layer + 1) * CLL_FOLD_WORDS * sizeof(long long),
-                                          s->st));
     PTRY(CLL_PK_EMBD, cll_cu_get_rows(&dm->tok_embd, tok, n, s->x, d, m->recipe.embd_scale ? sqrtf((float)d) : 1.0f, s->st));
     int xk_qkv; /* the X kind the q|k|v product's producer writes (this norm, then each layer's tail) */
     void *xh0 = fused_x(s, dm->layers[0].qkv, dm->layers[0].n_qkv, n, d, &xk_qkv);
@@ -638,9 +567,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         const bool moe = hp->n_expert > 0;
         const cll_cu_part *after_ffn = il + 1 < hp->n_layer ? &dm->layers[il + 1].qkv[0] : &dm->output;
         /* its input's f16 rows came with the norm (the first layer's, or the previous layer's tail) */
-        const cll_cu_gemv_args fq = fold_in(s, fold_acc(s, il, true)); /* layer il >= 1 reads a folded norm */
         PTRY(CLL_PK_QKV, product(s, C->qkv, C->n_qkv, n, s->xn, d, s->xq, s->qkv, s->nqkv, &C->wo, NULL, SIZE_MAX,
-                                 xk_qkv, fold && il > 0 ? &fq : NULL));
+                                 xk_qkv));
         cll_cu_rope_args ra;
         memset(&ra, 0, sizeof ra);
         ra.qkv = s->qkv;
@@ -731,10 +659,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
          * the residual (no fused tail) */
         const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
-        if (fold) { /* o adds into the residual and writes x * ffn_norm with its limbs */
-            ep = fold_epi(s, C->ffn_norm, fold_acc(s, il, false));
-            e1 = &ep;
-        }
         PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
                                o_next_bytes(), xko));
         if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
@@ -771,15 +695,13 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
              * activation itself (act_out), no act kernel */
             cll_cu_gemv_args fz;
             memset(&fz, 0, sizeof fz);
-            if (fold) fz.scale_in = fold_in(s, fold_acc(s, il, false)).scale_in;
             fz.act_out.y = s->act;
             fz.act_out.f = s->ff;
             fz.act_out.gelu = gelu;
             PTRY(CLL_PK_GATE_UP, gemv(&C->gu[0], 1, NULL, s->xn, 0, NULL, 0, s->gu, 0, s->st, &C->down, NULL, NULL, NULL, &fz));
         } else {
-            const cll_cu_gemv_args fg = fold_in(s, fold_acc(s, il, false));
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down, NULL, SIZE_MAX,
-                                         xkg, fold ? &fg : NULL));
+                                         xkg));
             const bool apf = n == 1 && act_pf_bytes();
             void *yh = fused_x(s, &C->down, 1, n, s->ff, &xkd);
             /* the f32 rows only where the down product reads them (not when it reads yh alone) */
@@ -797,10 +719,6 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                     ? s->xq
                     : NULL;
         const cll_cu_resid_epi *e2 = moe || tp ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
-        if (fold && (il + 1 < hp->n_layer || fold_out)) { /* down adds into the residual and writes x * next norm */
-            ep = fold_epi(s, rr.next, fold_acc(s, il + 1, true));
-            e2 = &ep;
-        }
         xk_qkv = -1;
         rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d, &xk_qkv)
                                             : NULL;
@@ -816,9 +734,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
     if (n_out == 0) return CLL_OK;
     /* xn now holds output_norm(x) for every row */
     if (n == 1) {
-        const cll_cu_gemv_args fo = fold_in(s, fold_acc(s, hp->n_layer, true));
-        PTRY(CLL_PK_OUTPUT, gemv(&dm->output, 1, NULL, s->xn, 0, s->xq, 0, s->logits, 0, s->st, NULL, NULL, NULL, NULL,
-                                 fold_out ? &fo : NULL));
+        PTRY(CLL_PK_OUTPUT, gemv(&dm->output, 1, NULL, s->xn, 0, s->xq, 0, s->logits, 0, s->st));
     } else {
         PTRY(CLL_PK_OUTPUT, cll_cu_gather_rows(s->xn, d, rows, n_out, d, s->xo, d, s->st));
         const cll_cu_gemv_impl *fo = n_out == 1 ? dm->output.gemv : few_form_row(&dm->output, n_out);
@@ -1217,7 +1133,6 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->t, nb * d * F},
         {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
         {(void **)&s->rticket, sizeof(int)},
-        {(void **)&s->nacc, (size_t)(2 * hp->n_layer + 1) * CLL_FOLD_WORDS * sizeof(long long)},
         {(void **)&s->sk.ws, (size_t)CLL_CU_SPLITK_FLOATS(cll_cu_sm_count()) * F},
         {(void **)&s->kvblk, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)},
         {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},

@@ -138,7 +138,6 @@ struct cll_driver_state {
     float *t;             /* (n_batch, n_embd) block output */
     double *rpart;        /* (CLL_CU_EPI_MAX_BLOCKS) the fused residual tail's block partials (cll_cu_resid_epi) */
     int *rticket;         /* its last-block ticket (self-resetting, zeroed once) */
-    long long *nacc;      /* ((2 n_layer + 1) x CLL_FOLD_WORDS) the folded norms' sums (norm_fold), zeroed each step */
     cll_cu_splitk sk;     /* the split-K products' partials and tickets (self-resetting, zeroed once) */
     float *gu;            /* (max(n_batch, n_used), 2*ff_max) gate | up */
     float *act;           /* (max(n_batch, n_used), ff_max) act(gate) * up */

@@ -29,9 +29,6 @@ typedef struct {
     bool tables_exact;     /* device codebooks == the C tables (i-quant rows) */
     bool tail_checked;     /* gemv nb = 1: the row also ran with the fused residual tail (cll_cu_resid_epi) */
     bool tail_ok;          /* ... and y, x + y, the RMS norm and its q8_1 bytes matched, the ticket reset */
-    bool fold_checked;     /* ... and the fold (cll_cu_resid_epi.acc): x + y, x * w and the limbs' total matched */
-    bool scale_in_checked; /* gemv nb = 1 of a row with scales_in: the rows (and the activated pair) scaled by a folded
-                            * norm's limbs gave the plain rows' bits times the scale */
     char tail_why[96];     /* the first mismatch, when not */
     bool act_out_checked;  /* gemv nb = 1 of a row with acts_out: the gate|up pair activated by the launch gave the
                             * act kernel's bits on the plain launch's rows, SiLU and GELU (a mismatch fails the gate) */
@@ -123,11 +120,6 @@ cll_status cll_cuda_gate_quantize(int64_t n, int64_t cols, uint64_t seed, cll_cu
  * HOST: element decoders bit-exact with to_f32, the 4-lane group dots summed per row equal to the
  * CPU reference dot (1e-5 of sum |w x|). Needs no GPU: the build box runs it in make test. */
 cll_status cll_cuda_gate_decoders(void);
-/* The norm fold's fixed-point limbs (cll_fold_limbs / cll_fold_sum / cll_fold_scale, __host__ __device__) on
- * the HOST: sums of random block partials exact to 2^-80 against long double, the same total in any order
- * and over any slots, NaN / inf / huge partials poisoning the scale to NaN, zero giving 1/sqrt(eps). Needs
- * no GPU. */
-cll_status cll_cuda_gate_fold_limbs(void);
 /* the device codebooks (i-quant grids, ksigns, IQ4 levels) bit-identical with formats/iq_tables.c */
 cll_status cll_cuda_gate_tables(void);
 

@@ -8,8 +8,6 @@
  * (a thread's rows in its own order, block trees, partials by index), so a step is
  * bit-reproducible. The last block's loads go out in batches (4 float4 or 8 doubles per thread)
  * so it waits for a few L2 round trips, not one per element.
- * The fold (e.acc): no ticket and no last block; the row writers also write x * w and each block adds
- * its sum of squares to the limbs the consumer scales by (matmul.cuh, cll_fold_limbs).
  * Owns nothing. Rule: every thread of every block reaches cll_epi_finish (no early returns in a
  * kernel that has a tail). */
 #ifndef CLL_CUDA_MATMUL_EPILOGUE_CUH
@@ -18,46 +16,11 @@
 #include "cuda/matmul/matmul.cuh"
 #include "cuda/ops/ops.cuh"
 
-/* the writer of output row `row` (value v) with x[row] (xv) and, for the fold, the norm weight (wv)
- * already in registers (the fold's float producer reads xv after its PDL wait and wv before it, a
- * constant, so its row's end does not wait for two more loads): x[row] = xv + v, and for the fold (e.acc)
- * xn[row] = (xv + v) * wv, which the consumer scales; returns the square to accumulate. (Each row adding
- * its own square's limbs instead of the block's sum cost more: H100 F16 tg128 212.2 with the producers
- * alone against 215.6, 4096 rows x 3 atomics on 96 addresses.) */
-static __device__ __forceinline__ double cll_epi_row_pre(const cll_cu_resid_epi &e, int64_t row, float v, float xv, float wv) {
-    xv = __fadd_rn(xv, v);
-    e.x[row] = xv;
-    if (e.acc) e.xn[row] = __fmul_rn(xv, wv);
-    return (double)__fmul_rn(xv, xv);
-}
-
-/* the same, loading x[row] and the norm weight (ones where norm is NULL) itself */
+/* the writer of output row `row` (value v): x[row] += v; returns the square to accumulate */
 static __device__ __forceinline__ double cll_epi_row(const cll_cu_resid_epi &e, int64_t row, float v) {
-    return cll_epi_row_pre(e, row, v, e.x[row], e.acc && e.norm ? e.norm[row] : 1.0f);
-}
-
-/* a folded norm's scale (cll_cu_gemv_args.scale_in) in every lane of a warp: lane k reads slot k's limbs,
- * the warp sums them (integers: the same total whatever the order), cll_fold_scale; all 32 lanes call it.
- * Read through L1 (after the PDL wait the producer's writes are visible there, as x is): every warp of
- * the grid reads the same 768 bytes, and from L2 alone (ld.cg) those few lines' slices served ~10^5
- * requests a product (H100 F16 tg128 -7.6% with the fold, against +0.7% with the producers alone). */
-/* a folded norm's slots into this SM's L1, issued right after the consumer's PDL wait: the warp's sums read them
- * at its end (cll_fold_scale_warp), and an L1 miss there (the slots' lines come from L2: the producer's atomics
- * wrote them) sat in every warp's tail, where the grid's warps all end together. Lane k asks for its slot's first
- * and last limb (768 bytes: every line of any alignment). No registers, no result. */
-static __device__ __forceinline__ void cll_fold_prefetch(const long long *acc, int lane) {
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(acc + lane * CLL_FOLD_LIMBS));
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(acc + lane * CLL_FOLD_LIMBS + CLL_FOLD_LIMBS - 1));
-}
-static __device__ __forceinline__ float cll_fold_scale_warp(const long long *acc, int64_t d, float eps, int lane) {
-    long long l[CLL_FOLD_LIMBS];
-#pragma unroll
-    for (int k = 0; k < CLL_FOLD_LIMBS; k++) l[k] = __ldg(acc + lane * CLL_FOLD_LIMBS + k);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int k = 0; k < CLL_FOLD_LIMBS; k++) l[k] += __shfl_xor_sync(0xffffffffu, l[k], o);
-    return cll_fold_scale(l, d, eps);
+    const float xv = __fadd_rn(e.x[row], v);
+    e.x[row] = xv;
+    return (double)__fmul_rn(xv, xv);
 }
 
 /* every thread of every block, after the block's last y write; d = the product's rows;
@@ -68,15 +31,6 @@ static __device__ __noinline__ void cll_epi_finish(const cll_cu_resid_epi e, int
     const int nt = blockDim.x, tid = threadIdx.x;
     const unsigned nblk = gridDim.x * gridDim.y * gridDim.z, bid = blockIdx.x + gridDim.x * blockIdx.y;
     const double bs = cll_block_sum_d(acc, red);
-    if (e.acc) { /* the fold: this block's limbs, no ticket, no last block */
-        if (tid == 0) {
-            long long l[CLL_FOLD_LIMBS];
-            cll_fold_limbs(bs, l);
-            unsigned long long *slot = (unsigned long long *)e.acc + (bid % CLL_FOLD_SLOTS) * CLL_FOLD_LIMBS;
-            for (int k = 0; k < CLL_FOLD_LIMBS; k++) atomicAdd(slot + k, (unsigned long long)l[k]);
-        }
-        return;
-    }
     if (tid == 0) e.part[bid] = bs;
     __threadfence(); /* this block's x and partial before its ticket */
     __syncthreads();

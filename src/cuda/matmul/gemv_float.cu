@@ -8,9 +8,7 @@
  * CLLAMA_CUDA_GEMV_F_DB=0 the single buffer), the matching x from L1 as float4. No shared
  * memory. Programmatic dependent launch: the first 4 x 16 B per lane are loaded before the wait.
  * Needs x rows 16-byte aligned (x and x_stride % 4 == 0); a ragged tail (cols % 8) is summed per
- * element. The norm fold (CLLAMA_CUDA_NORM_FOLD, docs/cuda.md): the FO instance is a folded norm's producer
- * (epi.acc: x + y, (x + y) w and the block's squares as limbs), the SI instances its consumers (scale_in).
- * Owns nothing. Rule: f32 accumulation, one writer per output. */
+ * element. Owns nothing. Rule: f32 accumulation, one writer per output. */
 #include <cuda_bf16.h>
 
 #define CLL_CU_MOE_F16 1 /* this file exports the f16 grouped MoE form (moe_gemm.cuh) */
@@ -78,22 +76,13 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *
  * order: the two give the same bits. */
 #define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
 template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return T == CLL_TYPE_F32 ? 4 : 8; } /* elements a 16-byte vector */
-/* FO: the producer of a folded norm (epi.on with epi.acc), its own instance: its blocks let the next kernel
- * launch after their loop, not at their start (with no norm kernel between them, the consumer's whole grid
- * would take every slot a producer block frees and put its weights in flight against the producer's last
- * blocks; the norm kernel, launched early but triggering after its wait, kept it back); SI: the scale_in form (sacc:
- * a folded norm's limb slots, read through L1 after the warp sum, lane k slot k: cll_fold_scale_warp), its own
- * instance so the plain rows keep their code. Held in registers through the loop, the limbs took the
- * streaming body from 60 to 70 registers (7 blocks an SM instead of 8: a 4096-row product's 4096 warps
- * no longer one wave on 132 SMs; the forty-fourth session's fold lost 9% at 72). */
-template <int T, int WARPS, bool PRE, bool DB = false, bool SI = false, bool FO = false>
+template <int T, int WARPS, bool PRE, bool DB = false>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
          const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
-         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi, const long long *sacc,
-         int64_t sd, float seps) {
+         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
     constexpr int EPV = gemv_f_epv<T>();
-    if (FO ? early == 2 : early != 0) cll_pdl_trigger(); /* the next kernel may launch now */
+    if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
@@ -113,22 +102,16 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     const float *xr = x + b * x_stride;
     const int64_t nvec = cols / EPV;
     float acc = 0.0f;
-    /* the fold's tail (epi.acc): the row's norm weight before the wait (a constant), its residual after it */
-    float ex = 0.0f, ew = 1.0f;
-    const bool fold = FO && live && lane == 0; /* FO: the launch has epi.on and epi.acc */
-    if (fold && epi.norm) ew = __ldg(epi.norm + row);
     if constexpr (PRE) {
         uint4 wb[GEMV_F_PRE_V];
 #pragma unroll
         for (int i = 0; i < GEMV_F_PRE_V; i++)
             if (live && lane + 32 * i < nvec) wb[i] = ld_stream(wv + lane + 32 * i);
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
-        if (SI) cll_fold_prefetch(sacc, lane);
         if (!live) {
             if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
-        if (fold) ex = __ldcg(epi.x + row);
 #pragma unroll
         for (int i = 0; i < GEMV_F_PRE_V; i++)
             if (lane + 32 * i < nvec) acc += vdot<T>(wb[i], xr + (lane + 32 * i) * EPV);
@@ -144,12 +127,10 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             w3 = ld_stream(wv + v + 96);
         }
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
-        if (SI) cll_fold_prefetch(sacc, lane);
         if (!live) { /* past the rows: nothing but the tail */
             if (epi.on) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
-        if (fold) ex = __ldcg(epi.x + row);
         if (DB && first) { /* register double buffer: the next four vectors go out before these are summed */
             v += 128;
             for (;;) {
@@ -189,14 +170,10 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         for (; v < nvec; v += 32) acc += vdot<T>(ld_stream(wv + v), xr + v * EPV);
     }
     for (int64_t e = nvec * EPV + lane; e < cols; e += 32) acc += sdot<T>(wr, e, xr[e]);
-    if (FO && early == 1) cll_pdl_trigger(); /* the fold's producer: the consumer may launch once every block is here */
     acc = cll_warp_sum(acc);
-    /* the folded norm's limbs, read here: held through the loop they spill or cost an SM a block */
-    if (SI) acc = __fmul_rn(acc, cll_fold_scale_warp(sacc, sd, seps, lane));
     if (lane == 0) {
         y[b * y_stride + row] = acc;
-        if (fold) epi_acc += cll_epi_row_pre(epi, row, acc, ex, ew);
-        else if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
+        if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
     }
     cll_l2_prefetch_next(pfn, pfb);
     if (epi.on) cll_epi_finish(epi, rows, epi_acc);
@@ -211,11 +188,10 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
  * act kernel's launch is gone (F16 l2-7b: 32 launches a token; H100 tg128 +1.1%). The same two-rows
  * body over the other products' row pairs (rows 2p, 2p + 1) lost: H100 l2-7b F16 tg128 206.25 / 206.31
  * vs 213.12 / 213.33 tok/s one row a warp (ABBA, one call, 2026-12-07). */
-template <int T, int WARPS, bool SI = false>
+template <int T, int WARPS>
 __global__ void __launch_bounds__(WARPS * 32)
 k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_stride, const float *__restrict__ x,
-            float *__restrict__ act, bool gelu, int early, const void *pfn, size_t pfb, const long long *sacc, int64_t sd,
-            float seps) {
+            float *__restrict__ act, bool gelu, int early, const void *pfn, size_t pfb) {
     constexpr int EPV = gemv_f_epv<T>();
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -235,7 +211,6 @@ k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_
         g3 = ld_stream(vg + v + 96), u3 = ld_stream(vu + v + 96);
     }
     cll_pdl_wait(); /* x's producer */
-    if (SI) cll_fold_prefetch(sacc, lane);
     if (!live) return;
     if (first) {
         v += 128;
@@ -268,11 +243,6 @@ k_gemv_f_gu(const uint8_t *__restrict__ W, int64_t f, int64_t cols, int64_t row_
     }
     ag = cll_warp_sum(ag);
     au = cll_warp_sum(au);
-    if (SI) { /* the folded norm's limbs, read here (held through the loop they cost 8 registers: 6 blocks an SM) */
-        const float sc = cll_fold_scale_warp(sacc, sd, seps, lane);
-        ag = __fmul_rn(ag, sc);
-        au = __fmul_rn(au, sc);
-    }
     if (lane == 0) act[p] = cll_act_gated(ag, au, gelu);
     cll_l2_prefetch_next(pfn, pfb);
 }
@@ -281,27 +251,12 @@ template <int T>
 static cudaError_t gemv_f_gu_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     const int64_t f = a->act_out.f;
     if (!a->x || a->nb != 1 || a->mat_ids || a->epi.on || a->route.logits || a->act_in.gu || f <= 0 ||
-        w->rows < 2 * f || ((uintptr_t)a->x & 15) || cll_cdiv(f, CLL_GEMV_WARPS) > INT32_MAX ||
-        (a->scale_in.acc && T == CLL_TYPE_BF16))
+        w->rows < 2 * f || ((uintptr_t)a->x & 15) || cll_cdiv(f, CLL_GEMV_WARPS) > INT32_MAX)
         return cudaErrorInvalidValue;
-    CLL_CU_RET(cll_cu_launch(a->scale_in.acc ? k_gemv_f_gu<T, CLL_GEMV_WARPS, true> : k_gemv_f_gu<T, CLL_GEMV_WARPS>,
-                             dim3((unsigned)cll_cdiv(f, CLL_GEMV_WARPS)),
+    CLL_CU_RET(cll_cu_launch(k_gemv_f_gu<T, CLL_GEMV_WARPS>, dim3((unsigned)cll_cdiv(f, CLL_GEMV_WARPS)),
                              dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, f, w->cols, (int64_t)w->row_stride, a->x,
-                             a->act_out.y, a->act_out.gelu, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
-                             a->scale_in.acc, a->scale_in.d, a->scale_in.eps));
+                             a->act_out.y, a->act_out.gelu, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes));
     return cudaGetLastError();
-}
-
-/* where a folded norm's producer lets its consumer launch (the early argument of its FO instance): 1 after
- * its loop (default), 2 at its start as the other gemvs, 0 at its end (CLLAMA_CUDA_FOLD_TRIGGER, A/B) */
-static int fold_trigger(void) {
-    static int v = -1; /* process-wide setting read once; not state */
-    if (v < 0) {
-        const char *e = getenv("CLLAMA_CUDA_FOLD_TRIGGER");
-        v = e && e[0] >= '0' && e[0] <= '2' && !e[1] ? e[0] - '0' : 1;
-        if (!cll_cu_gemv_early_trigger()) v = 0; /* CLLAMA_CUDA_GEMV_TRIGGER=0: every gemv at its end */
-    }
-    return v;
 }
 
 template <int T>
@@ -310,24 +265,15 @@ static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args 
     if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
-    /* scale_in: one token, no ids, no tail; BF16 rounds x to bf16 (a folded xn would round otherwise) */
-    if (a->scale_in.acc && (a->nb != 1 || a->mat_ids || a->epi.on || T == CLL_TYPE_BF16)) return cudaErrorInvalidValue;
     const bool pre = cll_cu_gemv_f_pre(w->cols / gemv_f_epv<T>(), (int64_t)grid.x * grid.y, cll_cu_sm_count(), GEMV_F_PRE_V,
                                        cll_cu_gemv_f_pre_mode());
     static int db_on = -1; /* CLLAMA_CUDA_GEMV_F_DB=0: the single buffer (A/B; the same sums, the same bits) */
     const bool db = !pre && cll_cu_env_flag(&db_on, "CLLAMA_CUDA_GEMV_F_DB", true);
-    const bool si = a->scale_in.acc != NULL, fo = a->epi.on && a->epi.acc;
-    auto k = fo   ? (pre ? k_gemv_f<T, CLL_GEMV_WARPS, true, false, false, true>
-                    : db ? k_gemv_f<T, CLL_GEMV_WARPS, false, true, false, true>
-                         : k_gemv_f<T, CLL_GEMV_WARPS, false, false, false, true>)
-             : pre ? (si ? k_gemv_f<T, CLL_GEMV_WARPS, true, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, true>)
-             : db  ? (si ? k_gemv_f<T, CLL_GEMV_WARPS, false, true, true> : k_gemv_f<T, CLL_GEMV_WARPS, false, true>)
-                   : (si ? k_gemv_f<T, CLL_GEMV_WARPS, false, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>);
-    CLL_CU_RET(cll_cu_launch(k, grid,
+    CLL_CU_RET(cll_cu_launch(pre ? k_gemv_f<T, CLL_GEMV_WARPS, true> : db ? k_gemv_f<T, CLL_GEMV_WARPS, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>, grid,
                              dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
-                             a->y, a->y_stride, fo ? fold_trigger() : cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
-                             a->epi, a->scale_in.acc, a->scale_in.d, a->scale_in.eps));
+                             a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,
+                             a->epi));
     return cudaGetLastError();
 }
 

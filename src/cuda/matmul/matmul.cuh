@@ -10,7 +10,6 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <math.h>
 #include <stdint.h>
 
 #include "cuda/pick.h"
@@ -48,51 +47,7 @@ typedef struct {
     float eps;
     float *xn;             /* (rows) */
     void *xq;              /* q8_1 blocks of xn, or NULL */
-    /* the fold (acc non-NULL; float consumers only, xq NULL, no ticket): each row writer also writes
-     * xn[i] = x[i] * norm[i] (the next norm's weights, not its scale), and each block adds its double
-     * sum of squares into acc[0..2] as three fixed-point limbs (cll_fold_limbs: integer adds, so the
-     * total is the same whatever order the blocks land in); the consumer reads xn with
-     * cll_cu_gemv_args.scale_in = acc and scales its sums by the norm's 1/rms. acc: zero before the
-     * launch. */
-    long long *acc;        /* (CLL_FOLD_SLOTS x CLL_FOLD_LIMBS) */
 } cll_cu_resid_epi;
-
-/* The fold's sum of squares as exact fixed point: p (a block's double sum, 0 <= p < 2^40) is
- * round(p * 2^80) cut into limbs of 40 bits, l[2] * 2^80 + l[1] * 2^40 + l[0]; blocks add their limbs
- * with integer atomics (at most 2^16 blocks: no limb sum overflows), and the reader recombines the
- * three sums in double. Every step is exact but the last limb's rounding (2^-80) and the recombination,
- * so the total does not depend on the blocks' order. __host__ too: the gate recomputes it. */
-#define CLL_FOLD_LIMBS 3
-/* a block whose sum is NaN, infinite or past 2^40 (a residual row past ~10^5: a broken step) leaves this in
- * its top limb, and a total whose top limb reaches it reads as NaN, so the scale is NaN as the norm kernel's
- * would be (legal top limbs add up to less: 2^40 a block would need 4096 blocks of such rows) */
-#define CLL_FOLD_POISON (1LL << 52)
-/* Block b adds its limbs into slot b % CLL_FOLD_SLOTS (a 4096-row product's 1024 blocks end within a
- * microsecond of each other: 1024 atomics on three addresses queued behind each other there), and a
- * consumer warp sums the slots, lane k slot k (integer sums: any order, the same total) */
-#define CLL_FOLD_SLOTS 32
-#define CLL_FOLD_WORDS (CLL_FOLD_SLOTS * CLL_FOLD_LIMBS)
-static __host__ __device__ inline void cll_fold_limbs(double p, long long l[CLL_FOLD_LIMBS]) {
-    if (!(p >= 0.0 && p < 0x1p40)) {
-        l[0] = l[1] = 0;
-        l[2] = CLL_FOLD_POISON;
-        return;
-    }
-    const double hi = floor(p);
-    const double r1 = (p - hi) * 0x1p40; /* the fraction in units of 2^-40 (exact) */
-    const double mid = floor(r1);
-    l[2] = (long long)hi;
-    l[1] = (long long)mid;
-    l[0] = (long long)rint((r1 - mid) * 0x1p40);
-}
-static __host__ __device__ inline double cll_fold_sum(const long long l[CLL_FOLD_LIMBS]) {
-    if (l[2] >= CLL_FOLD_POISON) return nan("");
-    return (double)l[2] + (double)l[1] * 0x1p-40 + (double)l[0] * 0x1p-80;
-}
-/* the norm's scale from the fold's limbs, as cuda/ops/norm.cu computes it from its sum */
-static __host__ __device__ inline float cll_fold_scale(const long long l[CLL_FOLD_LIMBS], int64_t d, float eps) {
-    return 1.0f / sqrtf((float)(cll_fold_sum(l) / (double)d) + eps);
-}
 
 /* Scratch of the split-K products (the int8 tensor-core tile of 9..64 tokens, gemv_mma.cu):
  * room for ws_floats float partial sums and n_tickets ints, zero between launches (each launch
@@ -161,16 +116,6 @@ typedef struct {
         int64_t f;
         bool gelu;
     } act_out;
-    /* optional (acc non-NULL): x is a folded producer's xn (x * the norm's weights, cll_cu_resid_epi.acc),
-     * and each row's sum is multiplied by the norm's scale cll_fold_scale(acc, d, eps) (read after the PDL
-     * wait) before it is written (or activated, act_out): the norm kernel's output is (x * scale) * w, so
-     * the rows are within rounding of norm kernel + plain launch, not its bits. The rows with
-     * cll_cu_gemv_impl.scales_in only; nb 1, no mat_ids, no epi. */
-    struct {
-        const long long *acc;
-        int64_t d;
-        float eps;
-    } scale_in;
 } cll_cu_gemv_args;
 
 /* launcher of one gemv row; returns the launch's cudaError_t */
@@ -222,7 +167,6 @@ typedef struct {
     bool acts;             /* honours cll_cu_gemv_args.act_in (the activation computed in the staging) */
     cll_cu_fgemm_fn fgemm; /* the fused dequant-in-tile GEMM rows (CLL_KOP_GEMM); NULL otherwise */
     bool acts_out;         /* honours cll_cu_gemv_args.act_out (the gate|up pair activated by the launch) */
-    bool scales_in;        /* honours cll_cu_gemv_args.scale_in (the input of a folded norm) */
 } cll_cu_gemv_impl;
 
 /* Quantize n rows of cols floats (row stride ld) to q8_1 blocks (row stride cols/32 blocks),
