@@ -61,40 +61,59 @@ struct SpAct {
     bool gelu;
 };
 
+/* a cluster barrier's halves (sm_90; every thread of the cluster arrives once a phase, and a thread that has
+ * arrived may exit: exited threads do not hold a phase up) */
+static __device__ __forceinline__ void sp_cluster_arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void sp_cluster_arrive_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void sp_cluster_wait_acquire() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+
 /* the end of an activated block (every thread calls; v: the warp's activation, valid in lane 0 of a live
- * warp; p0: the block's first pair): the q8_1 block of pairs [p0 & ~31, +32) once its 8 blocks have them */
+ * warp; p0: the block's first pair): the q8_1 block of pairs [p0 & ~31, +32) once its 8 blocks have them.
+ * Only the warp that writes the q8_1 block stays: the others leave as soon as their part is published */
 template <int WARPS, int JOIN>
 static __device__ __forceinline__ void sp_act_join(const SpAct &act, float v, int64_t p0, int warp, int lane) {
     static_assert(32 % WARPS == 0, "a q8_1 block of whole blocks");
     constexpr int NB = 32 / WARPS; /* blocks a q8_1 block */
     const int64_t g = p0 / 32;
     if constexpr (JOIN == 1) {
-        __shared__ bool last;
         if (!act.yq) return; /* block-uniform */
         __threadfence(); /* y[p] (lane 0 of each warp) before the ticket */
         __syncthreads();
-        if (threadIdx.x == 0) {
-            const int t = atomicAdd(&act.tickets[g], 1);
-            last = t == NB - 1;
-            if (last) act.tickets[g] = 0; /* every block of g has taken its ticket: zero for the next launch */
-        }
-        __syncthreads();
-        if (last && warp == 0) {
-            __threadfence();
-            cll_warp_q8_1(__ldcg(act.y + g * 32 + lane), act.yq + g, lane); /* the other blocks' values from L2 */
-        }
+        if (warp != 0) return;
+        int t = 0;
+        if (lane == 0) t = atomicAdd(&act.tickets[g], 1);
+        t = __shfl_sync(0xffffffffu, t, 0);
+        if (t != NB - 1) return;
+        if (lane == 0) act.tickets[g] = 0; /* every block of g has taken its ticket: zero for the next launch */
+        __threadfence();
+        cll_warp_q8_1(__ldcg(act.y + g * 32 + lane), act.yq + g, lane); /* the other blocks' values from L2 */
     } else if constexpr (JOIN == 2) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         __shared__ float sv[32];
         namespace cg = cooperative_groups;
         cg::cluster_group cl = cg::this_cluster();
         const unsigned rank = cl.block_rank(); /* == blockIdx.x % NB: the launcher's cluster is (NB, 1, 1) */
+        sp_cluster_wait_acquire(); /* phase 1 (arrived at the kernel's start): every block of the cluster runs */
         if (lane == 0) {
             float *dst = cl.map_shared_rank(sv, 0);
             dst[rank * WARPS + warp] = v;
         }
-        cl.sync(); /* release / acquire over the cluster: rank 0 sees the 32 values, and stays until all wrote */
-        if (rank == 0 && warp == 0) cll_warp_q8_1(sv[lane], act.yq + g, lane);
+        sp_cluster_arrive_release(); /* phase 2: the values published; all but rank 0's first warp leave */
+        if (rank != 0 || warp != 0) return;
+        sp_cluster_wait_acquire();
+        cll_warp_q8_1(sv[lane], act.yq + g, lane);
 #endif
     }
 }
@@ -111,6 +130,7 @@ sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row
     typedef typename S::Wv Wv;
     static_assert(ACT == 0 || (R == 2 && !EPI && !RT), "an activated launch: R = 2, no tail, no route");
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    if constexpr (ACT == 2) sp_cluster_arrive_relaxed(); /* sp_act_join's phase 1: this block has started */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     /* ACT: the warp's pair p (gate row p, up row f + p) */

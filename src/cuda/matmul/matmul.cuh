@@ -115,7 +115,8 @@ typedef struct {
      * act kernel's bytes (cll_warp_q8_1 over the 32 values of a block). A block of 4 warps has 4 of a q8_1
      * block's 32 values, so 8 blocks meet: join 1 by an atomic ticket a q8_1 block (sk.tickets, f / 32 of
      * them, left at zero; the last of the 8 reads the 32 floats back from y and writes the block), join 2
-     * as a cluster of 8 blocks (the values gathered in rank 0's shared memory, one cluster barrier). */
+     * as a cluster of 8 blocks (the values gathered in rank 0's shared memory: a cluster barrier's phase whose
+     * arrival is the kernel's first instruction, then one whose wait is rank 0's first warp's alone). */
     struct {
         float *y;
         int64_t f;
