@@ -110,19 +110,11 @@ typedef struct {
      * f up rows, f = act_out.f), and the launch writes their gated activation act(gate_i, up_i)
      * (cll_act_gated: the act kernel's bits) to act_out.y (f floats) in place of the 2f rows at y: a
      * warp sums gate row i and up row f + i. The rows with cll_cu_gemv_impl.acts_out only; nb 1, no
-     * mat_ids, no epi, no route, no act_in.
-     * yq (the quantized rows, R = 2 split rows only; f % 32 == 0): the activation's q8_1 blocks too, the
-     * act kernel's bytes (cll_warp_q8_1 over the 32 values of a block). A block of 4 warps has 4 of a q8_1
-     * block's 32 values, so 8 blocks meet: join 1 by an atomic ticket a q8_1 block (sk.tickets, f / 32 of
-     * them, left at zero; the last of the 8 reads the 32 floats back from y and writes the block), join 2
-     * as a cluster of 8 blocks (the values gathered in rank 0's shared memory: a cluster barrier's phase whose
-     * arrival is the kernel's first instruction, then one whose wait is rank 0's first warp's alone). */
+     * mat_ids, no epi, no route, no act_in. */
     struct {
         float *y;
         int64_t f;
         bool gelu;
-        void *yq;
-        int join;
     } act_out;
 } cll_cu_gemv_args;
 
