@@ -289,26 +289,5 @@ static inline cudaError_t cll_cu_launch(void (*k)(KArgs...), dim3 grid, dim3 blo
     return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
 }
 
-/* cll_cu_launch with the grid's x cut into clusters of cx blocks (grid.x % cx == 0: the caller's) */
-template <typename... KArgs, typename... Args>
-static inline cudaError_t cll_cu_launch_cluster(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                                                unsigned cx, Args... args) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = s;
-    cudaLaunchAttribute at[2];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = cx;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = cll_cu_pdl_on() ? 2 : 1;
-    return cudaLaunchKernelEx(&cfg, k, ((KArgs)args)...);
-}
-
 
 #endif
