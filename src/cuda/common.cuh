@@ -163,6 +163,11 @@ static __device__ __forceinline__ void cll_tma_load_2d(void *dst, const void *tm
                  "l"(tmap), "r"(x), "r"(y), "r"(cll_smem_u32(b))
                  : "memory");
 }
+/* the box of a 2-D tensor map at element x, row y asked of L2 only (no shared memory, no barrier): a
+ * later cll_tma_load_2d of the same box finds it there */
+static __device__ __forceinline__ void cll_tma_prefetch_2d(const void *tmap, int32_t x, int32_t y) {
+    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(tmap), "r"(x), "r"(y) : "memory");
+}
 /* this thread's generic writes to shared memory ordered before later TMA (async proxy) accesses */
 static __device__ __forceinline__ void cll_fence_proxy_async_smem(void) {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

@@ -933,6 +933,18 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     /* TMA: the calling thread asks for tile t (< nt): its K and V boxes (HD / 64 each), STAGE bytes
      * counted on stage t % NS's barrier; rows past the chunk come too (other cells, or zeros past the
      * cache), so the body zeroes a last tile's V rows past it */
+    /* tile t's K and V boxes asked of L2 only (a.l2pf_tiles ahead of the stages; nothing past the chunk) */
+    auto tma_l2 = [&](int t) {
+        if constexpr (TMA) {
+            if (t >= nt) return;
+            const int32_t y = (int32_t)(g.base + g.c0 + t * TK);
+#pragma unroll
+            for (int b = 0; b < HD / 64; b++) {
+                cll_tma_prefetch_2d(a.tmk, g.kvh * HD + 64 * b, y);
+                cll_tma_prefetch_2d(a.tmv, g.kvh * HD + 64 * b, y);
+            }
+        }
+    };
     auto tma_tile = [&](int t) {
         if constexpr (TMA) {
             const int sg = t % NS;
@@ -1006,6 +1018,9 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
     if (!a.fuse_rope)
         for (int t = 0; t < NS - 1; t++) issue(t);
     if (PW || TKT) issue(NS - 1); /* the last stage is free: its tile streams while the rope runs */
+    if constexpr (TKT)
+        if (threadIdx.x == 0) /* the tiles after the stages', asked of L2 (CLLAMA_CUDA_ATTN_L2PF) */
+            for (int t = NS; t < NS + a.l2pf_tiles; t++) tma_l2(t);
     const bool has_pos = g.pos >= g.c0 && g.pos < g.c1;
     if (a.fuse_rope) fa_rope(a.rope, buf, HD, g.r, g.h0, g.hg, g.kvh, g.pos, has_pos, rcs);
     const int sub = lane / LPK, l = lane % LPK;
@@ -1180,6 +1195,7 @@ __global__ static void __launch_bounds__(32 * FS_WARPS, BODY == FS_TC && NSX == 
                     if (done % W == 0 && t + NS < nt) {
                         __threadfence_block();
                         tma_tile(t + NS);
+                        if (a.l2pf_tiles) tma_l2(t + NS + a.l2pf_tiles);
                     }
                 }
             }
@@ -1537,6 +1553,9 @@ cudaError_t cll_cu_attention(const cll_cu_attn_args *a, int64_t n, cudaStream_t 
         ac.kv_pf_keys = kvpf >= 0 ? kvpf : cll_cu_attn_kv_pf_keys((int64_t)g.x * g.z, cll_cu_sm_count(), FA_CS);
         static int c_pre = -1; /* CLLAMA_CUDA_ATTN_PRE=0: the register preload off (A/B runs) */
         ac.pre_kv = cll_cu_env_flag(&c_pre, "CLLAMA_CUDA_ATTN_PRE", true) ? 1 : 0;
+        static int c_l2pf = -2; /* CLLAMA_CUDA_ATTN_L2PF=N: the ticketed TMA kernel asks L2 for tiles N past its stages */
+        const int l2pf = cll_cu_env_nonneg(&c_l2pf, "CLLAMA_CUDA_ATTN_L2PF");
+        ac.l2pf_tiles = l2pf > 0 ? (l2pf < 8 ? l2pf : 8) : 0;
         static int c_drop = -2; /* CLLAMA_CUDA_ATTN_DROP=bits: the split kernel's stages left out (a measurement) */
         const int drop = cll_cu_env_nonneg(&c_drop, "CLLAMA_CUDA_ATTN_DROP");
         ac.drop = drop > 0 ? drop : 0;

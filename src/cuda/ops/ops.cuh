@@ -181,6 +181,9 @@ typedef struct {
                             * first (set by cll_cu_attention: cll_cu_attn_kv_pf_keys, or CLLAMA_CUDA_ATTN_KV_PF; 0 none) */
     int32_t pre_kv;        /* split GQA kernel, set by cll_cu_attention: a chunk one pass of each phase covers loads its
                             * cached K / V rows into registers before the PDL wait (CLLAMA_CUDA_ATTN_PRE=0: off) */
+    int32_t l2pf_tiles;    /* TMA tensor-core streaming kernels, set by cll_cu_attention from CLLAMA_CUDA_ATTN_L2PF (0
+                            * unset, the default): as tile t + NS is asked for, tile t + NS + l2pf_tiles is asked of L2
+                            * (cll_tma_prefetch_2d), so more of the cache is in flight than the stages hold */
     int32_t drop;          /* split GQA kernel, set by cll_cu_attention from CLLAMA_CUDA_ATTN_DROP (0 unset): stages left
                             * out to time the others (a measurement: the output is wrong). Bits: 1 the fused rope and its
                             * k / v store, 2 the scores, 4 the softmax, 8 the p v sums, 16 the tail (nothing written),
