@@ -176,6 +176,26 @@ static bool gu_act_on(void) {
     return cll_cu_env_flag(&on, "CLLAMA_CUDA_GU_ACT", true);
 }
 
+/* CLLAMA_CUDA_GU_ACTQ=0: a one-token gate|up product of a quantized type (a split row of two rows a warp,
+ * cll_cu_gemv_impl.acts_out) runs the act kernel after it (A/B); by default the launch writes the activation
+ * and its q8_1 blocks itself (cll_cu_gemv_args.act_out, polled slots; the same bits either way) */
+static bool gu_actq_on(void) {
+    static int on = -1; /* process-wide setting read once; not state */
+    return cll_cu_env_flag(&on, "CLLAMA_CUDA_GU_ACTQ", true);
+}
+
+/* whether a one-token step's gate|up product of layer C writes the activation itself (act_out): one part of
+ * 2 ff rows whose row honours act_out on this weight, and either a float pair whose down product reads f32
+ * rows (CLLAMA_CUDA_GU_ACT) or a quantized pair (CLLAMA_CUDA_GU_ACTQ) whose q8_1 blocks are whole (ff % 32) */
+static bool gu_acts_out(const cll_driver_state *s, const cll_cu_layer *C) {
+    const cll_cu_gemv_impl *g = C->n_gu == 1 ? C->gu[0].gemv : NULL;
+    if (!g || !g->acts_out || C->gu[0].w.rows != 2 * s->ff || !C->down.gemv || !cll_cu_acts_out_ok(g->gemv, &C->gu[0].w))
+        return false;
+    if (!g->needs_q8) return !C->down.gemv->needs_q8 && gu_act_on();
+    if (!gu_actq_on()) return false;
+    return !wants_q8(&C->down, 1, 1) || (s->ff % 32 == 0 && s->actslot);
+}
+
 /* CLLAMA_CUDA_PAIR=0: a one-token product of two weights runs two launches (cll_cu_gemv_pair off; A/B) */
 static bool pair_on(void) {
     static int on = -1; /* process-wide setting read once; not state */
@@ -689,16 +709,18 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                 rr.moe_w = s->selw;
                 rr.n_used = hp->n_expert_used;
             }
-        } else if (n == 1 && C->n_gu == 1 && C->gu[0].gemv && C->gu[0].gemv->acts_out && C->gu[0].w.rows == 2 * s->ff &&
-                   C->down.gemv && !C->down.gemv->needs_q8 && gu_act_on()) {
-            /* a float gate|up pair and a down product that reads f32 rows: the pair's launch writes the
-             * activation itself (act_out), no act kernel */
+        } else if (n == 1 && gu_acts_out(s, C)) {
+            /* the gate|up pair's launch writes the activation itself (act_out), no act kernel: a float pair
+             * with a down product that reads f32 rows, or a quantized pair (its q8_1 rows too) */
             cll_cu_gemv_args fz;
             memset(&fz, 0, sizeof fz);
             fz.act_out.y = s->act;
             fz.act_out.f = s->ff;
             fz.act_out.gelu = gelu;
-            PTRY(CLL_PK_GATE_UP, gemv(&C->gu[0], 1, NULL, s->xn, 0, NULL, 0, s->gu, 0, s->st, &C->down, NULL, NULL, NULL, &fz));
+            fz.act_out.yq = C->gu[0].gemv->needs_q8 && wants_q8(&C->down, 1, n) ? s->actq : NULL;
+            fz.act_out.slot = s->actslot;
+            PTRY(CLL_PK_GATE_UP, gemv(&C->gu[0], 1, NULL, s->xn, 0, C->gu[0].gemv->needs_q8 ? s->xq : NULL, 0, s->gu, 0,
+                                      s->st, &C->down, NULL, NULL, NULL, &fz));
         } else {
             PTRY(CLL_PK_GATE_UP, product(s, C->gu, C->n_gu, n, s->xn, d, s->xq, s->gu, 2 * s->ff, &C->down, NULL, SIZE_MAX,
                                          xkg));
@@ -1138,6 +1160,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},
         {(void **)&s->gu, gu_f * F},
         {(void **)&s->act, act_f * F},
+        {&s->actslot, ffm * F},
         {&s->actq, actq_b * Q8},
         {(void **)&s->router, K ? nb * (size_t)hp->n_expert * F : 0},
         {(void **)&s->sel, nb * K * sizeof(int32_t)},
@@ -1241,6 +1264,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     STRY(cudaMemset(s->count, 0, nb * (size_t)H * sizeof(int)));
     STRY(cudaMemset(s->rticket, 0, sizeof(int)));
     STRY(cudaMemset(s->sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
+    STRY(cudaMemset(s->actslot, 0xFF, ffm * F)); /* every slot empty */
     if (s->kvblk) STRY(cudaMemset(s->kvblk, 0, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)));
     s->sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());
     s->sk.n_tickets = CLL_CU_SPLITK_TICKETS;

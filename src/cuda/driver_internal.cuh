@@ -142,6 +142,8 @@ struct cll_driver_state {
     float *gu;            /* (max(n_batch, n_used), 2*ff_max) gate | up */
     float *act;           /* (max(n_batch, n_used), ff_max) act(gate) * up */
     void *actq;           /* its q8_1 form */
+    void *actslot;        /* (ff_max) words: a one-token gate|up launch's polled activation slots
+                           * (CLLAMA_CUDA_GU_ACTQ=3; all 0xffffffff between launches, set once) */
     float *router;        /* (n_batch, n_expert) */
     int32_t *sel;         /* (n_batch, n_used) */
     int32_t *lsel;        /* expert parallel: (n_batch, n_used) the slots' local expert ids (NULL: every expert here) */

@@ -446,6 +446,84 @@ static cll_status gate_fused_act(const cll_kernel_row *row, const cll_cu_gemv_im
     return CLL_OK;
 }
 
+/* A quantized gate|up pair activated by the launch with its q8_1 blocks (act_out.yq, polled slots): for SiLU and
+ * GELU, the poisoned f floats and f / 32 q8_1 blocks must be the act kernel's (cll_cu_act_q8 on the plain
+ * launch's rows dy1) bit for bit and byte for byte, twice in a row on the same slots (each launch leaves every
+ * slot empty: checked), with no row written at y; a shape of ragged q8_1 blocks (f % 32) is refused
+ * (cudaErrorNotSupported), never half done. Control: one flipped byte of the reference blocks is seen. */
+static cll_status gate_act_out_q8(const cll_kernel_row *row, const cll_cu_gemv_impl *impl, const cll_cu_weight *w,
+                                  cll_cu_gemv_args a, const float *dy1, int64_t f, Dev &dev) {
+    const int64_t nq = f / 32;
+    const size_t qbytes = (size_t)(nq > 0 ? nq : 1) * sizeof(cll_block_q8_1);
+    float *dref = NULL, *dact = NULL;
+    void *dq = NULL, *drefq = NULL;
+    GATE_CU(poisoned(dev, &dref, (size_t)f));
+    GATE_CU(poisoned(dev, &dact, (size_t)f));
+    GATE_CU(dev.alloc(&dq, qbytes));
+    GATE_CU(dev.alloc(&drefq, qbytes));
+    float *dy = NULL, *dslot = NULL;
+    GATE_CU(poisoned(dev, &dy, (size_t)(2 * f)));
+    GATE_CU(poisoned(dev, &dslot, (size_t)f)); /* the slots, every one empty (0xffffffff) */
+    a.act_out.slot = dslot;
+    a.y = dy;
+    a.act_out.y = dact;
+    a.act_out.f = f;
+    a.act_out.yq = dq;
+    if (f % 32) {
+        const cudaError_t e = impl->gemv(w, &a, 0);
+        cudaGetLastError();
+        if (e != cudaErrorNotSupported)
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: q8_1 rows of a ragged activation (f %lld) were not refused (%s)",
+                           row->name, (long long)f, cudaGetErrorString(e));
+        return CLL_OK;
+    }
+    for (int gelu = 0; gelu < 2; gelu++) {
+        GATE_CU(cll_cu_act_q8(dy1, 2 * f, 1, f, gelu != 0, dref, drefq, 0, NULL, 0));
+        std::vector<float> ref((size_t)f);
+        std::vector<uint8_t> refq(qbytes);
+        GATE_CU(cudaMemcpy(ref.data(), dref, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
+        GATE_CU(cudaMemcpy(refq.data(), drefq, qbytes, cudaMemcpyDeviceToHost));
+        for (int rep = 0; rep < 2; rep++) {
+            GATE_CU(cudaMemset(dact, 0xFF, (size_t)f * sizeof(float)));
+            GATE_CU(cudaMemset(dq, 0xFF, qbytes));
+            a.act_out.gelu = gelu != 0;
+            GATE_CU(impl->gemv(w, &a, 0));
+            GATE_CU(cudaDeviceSynchronize());
+            std::vector<float> got((size_t)f), y((size_t)(2 * f));
+            std::vector<uint8_t> gotq(qbytes);
+            int64_t left = 0;
+            GATE_CU(cudaMemcpy(got.data(), dact, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
+            GATE_CU(cudaMemcpy(gotq.data(), dq, qbytes, cudaMemcpyDeviceToHost));
+            GATE_CU(cudaMemcpy(y.data(), dy, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+            std::vector<uint32_t> slots((size_t)f);
+            GATE_CU(cudaMemcpy(slots.data(), dslot, slots.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+            for (uint32_t v : slots) left += v != 0xffffffffu; /* a launch leaves every slot empty */
+            const int64_t differ = count_bit_diffs(ref, got, 1, f, f);
+            int64_t qdiffer = 0;
+            for (int64_t k = 0; k < nq; k++)
+                qdiffer += memcmp(&refq[(size_t)k * sizeof(cll_block_q8_1)], &gotq[(size_t)k * sizeof(cll_block_q8_1)],
+                                  sizeof(cll_block_q8_1)) != 0;
+            std::vector<uint8_t> flip = refq;
+            flip[qbytes / 2] ^= 0x10;
+            int64_t seen = 0;
+            for (int64_t k = 0; k < nq; k++)
+                seen += memcmp(&refq[(size_t)k * sizeof(cll_block_q8_1)], &flip[(size_t)k * sizeof(cll_block_q8_1)],
+                               sizeof(cll_block_q8_1)) != 0;
+            if (seen != 1)
+                return cll_err(CLL_ERR_INTERNAL, "gate %s: the q8_1 blocks' control did not see a flipped byte", row->name);
+            if (differ || qdiffer || left || count_clobbered(y, 1, 0, 2 * f))
+                return cll_err(CLL_ERR_INTERNAL,
+                               "gate %s: the quantized gate|up pair activated by the launch (%s, launch %d) "
+                               "differs from the plain launch + act kernel in %lld of %lld values and %lld of %lld "
+                               "q8_1 blocks, left %lld slots set, wrote %lld rows at y",
+                               row->name, gelu ? "gelu" : "silu", rep + 1, (long long)differ, (long long)f,
+                               (long long)qdiffer, (long long)nq, (long long)left,
+                               (long long)count_clobbered(y, 1, 0, 2 * f));
+        }
+    }
+    return CLL_OK;
+}
+
 /* The gate|up pair activated by the launch (act_out): the row's weight read as f gate rows then f up
  * rows (f = rows / 2; an odd last row is left out) must give, in a poisoned f-float buffer, what the
  * act kernel (cll_cu_act_q8) gives on the plain launch's rows y1, bit for bit (SiLU and GELU both), and
@@ -453,6 +531,16 @@ static cll_status gate_fused_act(const cll_kernel_row *row, const cll_cu_gemv_im
 static cll_status gate_act_out(const cll_kernel_row *row, const cll_cu_gemv_impl *impl, const cll_cu_weight *w,
                                cll_cu_gemv_args a, const std::vector<float> &y1, int64_t rows, Dev &dev) {
     const int64_t f = rows / 2;
+    if (!cll_cu_acts_out_ok(impl->gemv, w)) { /* a shape the row sums in another order: it must refuse, cleanly */
+        a.act_out.y = (float *)w->d; /* never written: the launch refuses first */
+        a.act_out.f = f;
+        const cudaError_t e = impl->gemv(w, &a, 0);
+        cudaGetLastError();
+        if (e != cudaErrorNotSupported)
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: act_out on rows it splits was not refused (%s)", row->name,
+                           cudaGetErrorString(e));
+        return CLL_OK;
+    }
     float *dy1 = NULL, *dref = NULL, *dact = NULL, *dy = NULL;
     GATE_CU(dev.alloc((void **)&dy1, (size_t)rows * sizeof(float)));
     GATE_CU(cudaMemcpy(dy1, y1.data(), (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
@@ -486,6 +574,10 @@ static cll_status gate_act_out(const cll_kernel_row *row, const cll_cu_gemv_impl
                            (long long)differ, (long long)f);
         if (count_clobbered(y, 1, 0, rows))
             return cll_err(CLL_ERR_INTERNAL, "gate %s: the activated launch wrote rows at y", row->name);
+    }
+    if (impl->needs_q8) {
+        cll_status st = gate_act_out_q8(row, impl, w, a, dy1, f, dev);
+        if (st != CLL_OK) return st;
     }
     return CLL_OK;
 }

@@ -47,21 +47,70 @@ static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b
 
 /* ONE: the launcher guarantees ng <= 32 U (the whole row in the first U groups a lane, loaded before
  * the PDL wait): no second buffer, so U = 4 costs the registers of U = 2 double-buffered */
+/* the gate|up pair activated by the launch (cll_cu_gemv_args.act_out) as k_gemv_sp's R = 2 body reads it:
+ * warp p of the grid sums gate row p and up row f + p, lane 0 writes act(gate_p, up_p) to y[p]; yq: the
+ * q8_1 blocks too. A q8_1 block's 32 values come from 8 blocks of 4 warps, which do not wait for each
+ * other: each producer warp stores its value into slot p with a relaxed store and leaves, and f / 32
+ * consumer warps placed after the producers in the grid each poll one q8_1 block's 32 slots, write the
+ * block (the act kernel's bytes: cll_warp_q8_1) and empty the slots for the next launch. A block is never
+ * made to wait for another block's join, so no slot of the multi-wave grid is held by a join (the
+ * forty-seventh session's ticket and cluster joins held each block until its q8_1 block was whole and
+ * lost 6-10%: docs/cuda.md). The consumers spin only on producers dispatched before them (the grid's
+ * blocks start in index order, and the next kernel's blocks launch only once every block here has
+ * triggered), and there are f / 128 of them: a few per SM */
+struct SpAct {
+    float *y;
+    cll_block_q8_1 *yq;
+    uint32_t *slot; /* f words, all CLL_CU_ACT_EMPTY between launches (yq only) */
+    int64_t f;
+    bool gelu;
+};
+
+/* an empty slot's bits (a NaN no arithmetic writes: the GPU's own NaN is 0x7fffffff) */
+#define CLL_CU_ACT_EMPTY 0xffffffffu
+static __device__ __forceinline__ void sp_st_relaxed(uint32_t *p, uint32_t v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#endif
+}
+static __device__ __forceinline__ uint32_t sp_ld_relaxed(const uint32_t *p) {
+    uint32_t v = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+#endif
+    return v;
+}
+
+/* a consumer warp: q8_1 block g of the activation once its 32 slots are full (each lane polls its own slot;
+ * the producers wrote them with relaxed stores and never wait), then the slots emptied for the next launch */
+static __device__ __forceinline__ void sp_act_consume(const SpAct &act, int64_t g, int lane) {
+    uint32_t *sl = act.slot + g * 32 + lane;
+    uint32_t u = sp_ld_relaxed(sl);
+    while (__any_sync(0xffffffffu, u == CLL_CU_ACT_EMPTY))
+        if (u == CLL_CU_ACT_EMPTY) u = sp_ld_relaxed(sl);
+    cll_warp_q8_1(__uint_as_float(u), act.yq + g, lane);
+    sp_st_relaxed(sl, CLL_CU_ACT_EMPTY);
+}
+
 /* the body of k_gemv_sp as block bx of its rows (k_gemv_sp: blockIdx.x; k_gemv_sp2: the block's place in
  * its part); the grid-wide steps (the early trigger, the next weights' L2 prefetch) read the launch's grid */
-template <class S, int WARPS, int U, bool EPI, bool RT, int R, bool ONE>
+/* ACT (R = 2): the gate|up pair activated by the launch (act) */
+template <class S, int WARPS, int U, bool EPI, bool RT, int R, bool ONE, bool ACT = false>
 static __device__ __forceinline__ void
 sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
             const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
             float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi &epi,
-            const cll_cu_route &rt, int64_t bx) {
+            const cll_cu_route &rt, int64_t bx, const SpAct *act = nullptr) {
     typedef typename S::Wv Wv;
+    static_assert(ACT == 0 || (R == 2 && !EPI && !RT), "an activated launch: R = 2, no tail, no route");
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t row0 = (bx * WARPS + warp) * R;
+    /* ACT: the warp's pair p (gate row p, up row f + p) */
+    const int64_t p = bx * WARPS + warp;
+    const int64_t row0 = ACT ? p : p * R;
     const int b = blockIdx.y;
-    const bool live = row0 < rows; /* warp-uniform */
+    const bool live = ACT ? p < act->f : row0 < rows; /* warp-uniform */
     if constexpr (SpTables<S>::on) { /* the codebook into shared memory (a constant: before the wait) */
         SpTables<S>::stage();
         __syncthreads();
@@ -81,7 +130,7 @@ sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row
     const uint8_t *wr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        const int64_t rr = row0 + r < rows ? row0 + r : rows - 1;
+        const int64_t rr = ACT ? (r == 0 ? p : act->f + p) : row0 + r < rows ? row0 + r : rows - 1;
         wr[r] = W + mat * mat_stride + (live ? rr : 0) * row_stride;
     }
     Wv cur[R][U] = {};
@@ -127,16 +176,45 @@ sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row
 #pragma unroll
             for (int r = 0; r < R; r++) cur[r][u] = nxt[r][u];
     }
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const float v = cll_warp_sum(acc[r]);
-        if (live && lane == 0 && row0 + r < rows) {
-            y[b * y_stride + row0 + r] = v;
-            if (EPI) epi_acc += cll_epi_row(epi, row0 + r, v);
+    if constexpr (ACT) {
+        /* the rows' sums as the plain launch writes them, then the act kernel's arithmetic on them */
+        const float g = cll_warp_sum(acc[0]), u = cll_warp_sum(acc[R - 1]);
+        const float v = live ? cll_act_gated(g, u, act->gelu) : 0.0f;
+        if (live && lane == 0) {
+            act->y[p] = v;
+            if (act->yq) sp_st_relaxed(act->slot + p, __float_as_uint(v)); /* for the consumers; then leave */
         }
+        cll_l2_prefetch_next(pfn, pfb);
+    } else {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const float v = cll_warp_sum(acc[r]);
+            if (live && lane == 0 && row0 + r < rows) {
+                y[b * y_stride + row0 + r] = v;
+                if (EPI) epi_acc += cll_epi_row(epi, row0 + r, v);
+            }
+        }
+        cll_l2_prefetch_next(pfn, pfb);
+        if (EPI) cll_epi_finish(epi, rows, epi_acc);
     }
-    cll_l2_prefetch_next(pfn, pfb);
-    if (EPI) cll_epi_finish(epi, rows, epi_acc);
+}
+
+/* k_gemv_sp's R = 2 body activated: blocks [0, nprod) the producers (f / WARPS), then (yq) the consumers */
+template <class S, int U, int MINB, bool ONE>
+__global__ void __launch_bounds__(SP_WARPS * 32, MINB)
+k_gemv_sp_act(const uint8_t *__restrict__ W, int64_t ng, int64_t row_stride, const cll_block_q8_1 *__restrict__ xq,
+              int early, const void *pfn, size_t pfb, const SpAct act) {
+    const cll_cu_resid_epi epi = {};
+    const cll_cu_route rt = {};
+    const int64_t nprod = (act.f + SP_WARPS - 1) / SP_WARPS;
+    if (blockIdx.x >= nprod) { /* the grid's last blocks: a warp a q8_1 block, polling its slots */
+        if (early) cll_pdl_trigger();
+        const int64_t g = (blockIdx.x - nprod) * SP_WARPS + (threadIdx.x >> 5);
+        if (g < act.f / 32) sp_act_consume(act, g, threadIdx.x & 31);
+        return;
+    }
+    sp_gemv_dev<S, SP_WARPS, U, false, false, 2, ONE, true>(W, 2 * act.f, ng, row_stride, 0, 1, nullptr, xq, 0, nullptr, 0,
+                                                         early, pfn, pfb, epi, rt, blockIdx.x, &act);
 }
 
 template <class S, int WARPS, int U, bool EPI, bool RT, int MINB = SP_MIN_BLOCKS, int R = 1, bool ONE = false>
@@ -247,6 +325,26 @@ static bool sp_route_ok(const cll_cu_gemv_args *a) {
            !a->mat_ids && !a->epi.on && r.sel && r.selw;
 }
 
+/* the gate|up pair activated by the launch (cll_cu_gemv_args.act_out) on k_gemv_sp's R = 2 body: its checks, then
+ * f / 4 producer blocks and (yq) f / 128 consumer blocks */
+template <class S, int U, int MINB, bool ONE>
+static cudaError_t sp_act_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
+    const int64_t f = a->act_out.f;
+    if (a->nb != 1 || a->mat_ids || a->epi.on || a->route.logits || w->n_mat != 1 || f < 1 || w->rows < 2 * f)
+        return cudaErrorInvalidValue;
+    if (a->act_out.yq && (f % 32 || !a->act_out.slot)) return cudaErrorNotSupported;
+    SpAct act;
+    act.y = a->act_out.y;
+    act.yq = (cll_block_q8_1 *)a->act_out.yq;
+    act.slot = (uint32_t *)a->act_out.slot;
+    act.f = f;
+    act.gelu = a->act_out.gelu;
+    const unsigned nprod = (unsigned)cll_cdiv(f, SP_WARPS), ncons = act.yq ? (unsigned)cll_cdiv(f / 32, SP_WARPS) : 0u;
+    return cll_cu_launch(k_gemv_sp_act<S, U, MINB, ONE>, dim3(nprod + ncons), dim3(SP_WARPS * 32), 0, st, w->d,
+                         w->cols / 32, (int64_t)w->row_stride, (const cll_block_q8_1 *)a->xq,
+                         cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes, act);
+}
+
 /* U: groups per lane in flight (4: the w4u4 rows; 1 / 2 their variants), MINB: the resident
  * blocks an SM the registers are capped for, R: rows a warp (one activation read per group for
  * all R). A row's sum depends on none of them (each lane adds its groups l, l + 32, .. in that
@@ -267,6 +365,10 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
     if (a->act_in.gu) return cudaErrorNotSupported; /* the staging of k_gemv_spx only */
+    if (a->act_out.y) {
+        if constexpr (R == 2) return sp_act_launch<S, U, MINB, ONE>(w, a, st);
+        return cudaErrorNotSupported;
+    }
     auto k = a->route.logits ? k_gemv_sp<S, SP_WARPS, U, false, true, MINB, R, ONE>
              : a->epi.on     ? k_gemv_sp<S, SP_WARPS, U, true, false, MINB, R, ONE>
                              : k_gemv_sp<S, SP_WARPS, U, false, false, MINB, R, ONE>;
@@ -282,7 +384,9 @@ static cudaError_t spk_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
     const int64_t ng = w->cols / 32;
-    if (!cll_cu_sp_ks(ng, KS, U, a->mat_ids || a->route.logits || a->act_in.gu)) return F(w, a, st);
+    const bool split = cll_cu_sp_ks(ng, KS, U, a->mat_ids || a->route.logits || a->act_in.gu);
+    if (a->act_out.y) return split ? cudaErrorNotSupported : F(w, a, st); /* cll_cu_acts_out_ok */
+    if (!split) return F(w, a, st);
     const dim3 grid((unsigned)cll_cdiv(w->rows, 2 * (SP_WARPS / KS)), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
     auto k = a->epi.on ? k_gemv_spk<S, KS, U, MINB, true> : k_gemv_spk<S, KS, U, MINB, false>;
@@ -654,6 +758,12 @@ static bool sp_runs_pre(cll_cu_gemv_fn fn, const cll_cu_weight *w) {
     else if (fn == o->gemv_r2ks4 && !cll_cu_sp_ks(ng, SP_KS, SP_KS_U, false))
         pre = cll_cu_sp_base(w->type) == 14 ? 1 : cll_cu_sp_base(w->type) == 15 ? 2 : 0;
     return pre && cll_cu_sp_pre(pre, ng, w->rows, 1, SP_PRE_U, SP_MIN_BLOCKS, cll_cu_sm_count(), false);
+}
+
+bool cll_cu_acts_out_ok(cll_cu_gemv_fn fn, const cll_cu_weight *w) {
+    const cll_cu_sp_ops *o = cll_cu_sp_ops_get(w->type);
+    if (!o || w->layout != CLL_CU_LAYOUT_SPLIT) return true;
+    return !(fn == o->gemv_r2ks4 && cll_cu_sp_ks(w->cols / 32, SP_KS, SP_KS_U, false));
 }
 
 template <class S1, class S2>

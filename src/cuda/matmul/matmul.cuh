@@ -110,11 +110,18 @@ typedef struct {
      * f up rows, f = act_out.f), and the launch writes their gated activation act(gate_i, up_i)
      * (cll_act_gated: the act kernel's bits) to act_out.y (f floats) in place of the 2f rows at y: a
      * warp sums gate row i and up row f + i. The rows with cll_cu_gemv_impl.acts_out only; nb 1, no
-     * mat_ids, no epi, no route, no act_in. */
+     * mat_ids, no epi, no route, no act_in.
+     * yq (the quantized rows, R = 2 split rows only; f % 32 == 0): the activation's q8_1 blocks too, the
+     * act kernel's bytes (cll_warp_q8_1 over the 32 values of a block). A block of 4 warps has 4 of a q8_1
+     * block's 32 values: the producers store their values into slot with relaxed stores and leave, and
+     * f / 32 consumer warps after them in the grid each poll a q8_1 block's 32 slots, write it and empty
+     * the slots (gemv_split.cu, SpAct). */
     struct {
         float *y;
         int64_t f;
         bool gelu;
+        void *yq;
+        void *slot; /* yq: f 32-bit words, all 0xffffffff between launches (the caller sets them once) */
     } act_out;
 } cll_cu_gemv_args;
 
@@ -258,6 +265,10 @@ bool cll_cu_gemv_tile_pinned(uint32_t type, int layout, int64_t rows, int64_t co
 
 /* the gemv rows: one table (cuda/matmul/rows.cu) */
 typedef struct cll_kernel_table cll_kernel_table;
+/* whether row fn (an impl with acts_out) activates a gate|up pair of weight w without changing its sums: not
+ * where it would split the rows' K over warps (w4r2ks4 on rows past 128 groups: its activated launch would
+ * run its base form's order), which refuses act_out (cudaErrorNotSupported) */
+bool cll_cu_acts_out_ok(cll_cu_gemv_fn fn, const cll_cu_weight *w);
 /* Two one-token products over one q8_1 activation (a->xq, nb 1) in one launch, y1 = W1 . x and y2 = W2 . x
  * (a->y unused; a->pf_next as a gemv's), where f1 and f2 (the rows a step picked for w1 and w2) both run the
  * w4r2pre body on their shapes and the type pair is one of gemv_split.cu's SP_PAIRS: the outputs are the

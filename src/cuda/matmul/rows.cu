@@ -448,6 +448,10 @@ static void fill_impls(void) {
         like(k_spr2pre_impl, k_sp_impl[i], o ? o->gemv_r2pre : NULL);
         like(k_spr2pre1w_impl, k_sp_impl[i], o ? o->gemv_r2pre1w : NULL);
         like(k_spr2ks4_impl, k_sp_impl[i], o ? o->gemv_r2ks4 : NULL);
+        /* the R = 2 rows (w4r2ks4: its base form, one of them, on the gate|up rows) activate a gate|up pair
+         * themselves (act_out: k_gemv_sp_act) */
+        for (cll_cu_gemv_impl *r2 : {k_spr2g_impl, k_spr2u1g_impl, k_spr2pre_impl, k_spr2pre1w_impl, k_spr2ks4_impl})
+            r2[i].acts_out = r2[i].gemv != NULL;
         k_tma_impl[i] = k_sp_impl[i];
         k_tma_impl[i].gemv = cll_cu_sp_tma_gemv(k_sp_types[i]);
         k_tma_impl[i].routes = false;
