@@ -570,6 +570,19 @@ static void test_attn_chunk_span(void **state) {
 
 /* the decode attention's form (pure): knob or caller first, else streaming for one row from 4096
  * cells; batches of rows and F32 caches split */
+/* the quantized gate|up pair's own activation (act_out.yq): every type but Q8_0 (its measured loss), forced
+ * either way by CLLAMA_CUDA_GU_ACTQ's 0 / 1 */
+static void test_gu_actq(void **state) {
+    (void)state;
+    assert_true(cll_cu_gu_actq(-1, CLL_TYPE_Q4_0));
+    assert_true(cll_cu_gu_actq(-1, CLL_TYPE_Q4_K));
+    assert_true(cll_cu_gu_actq(-1, CLL_TYPE_Q6_K));
+    assert_true(cll_cu_gu_actq(-1, CLL_TYPE_IQ4_XS));
+    assert_false(cll_cu_gu_actq(-1, CLL_TYPE_Q8_0));
+    assert_true(cll_cu_gu_actq(1, CLL_TYPE_Q8_0));
+    assert_false(cll_cu_gu_actq(0, CLL_TYPE_Q4_K));
+}
+
 static void test_attn_form(void **state) {
     (void)state;
     assert_int_equal(cll_cu_attn_form(CLL_CU_ATTN_AUTO, true, 640, 1, 128, 1), CLL_CU_ATTN_SPLIT);     /* tg128 */
@@ -1018,6 +1031,7 @@ int main(void) {
         cmocka_unit_test(test_attn_chunk_span),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
+        cmocka_unit_test(test_gu_actq),
         cmocka_unit_test(test_gemm_tokens),
         cmocka_unit_test(test_attn_stream_wi),
     };
@@ -1039,6 +1053,7 @@ int main(void) {
         cmocka_unit_test(test_attn_chunk_span),
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
+        cmocka_unit_test(test_gu_actq),
         cmocka_unit_test(test_gemm_tokens),
         cmocka_unit_test(test_attn_stream_wi),
         cmocka_unit_test(test_tables_and_quantize),

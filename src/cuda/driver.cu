@@ -176,12 +176,12 @@ static bool gu_act_on(void) {
     return cll_cu_env_flag(&on, "CLLAMA_CUDA_GU_ACT", true);
 }
 
-/* CLLAMA_CUDA_GU_ACTQ=0: a one-token gate|up product of a quantized type (a split row of two rows a warp,
- * cll_cu_gemv_impl.acts_out) runs the act kernel after it (A/B); by default the launch writes the activation
- * and its q8_1 blocks itself (cll_cu_gemv_args.act_out, polled slots; the same bits either way) */
-static bool gu_actq_on(void) {
-    static int on = -1; /* process-wide setting read once; not state */
-    return cll_cu_env_flag(&on, "CLLAMA_CUDA_GU_ACTQ", true);
+/* CLLAMA_CUDA_GU_ACTQ=0|1: whether a one-token gate|up product of a quantized type (a split row of two rows
+ * a warp, cll_cu_gemv_impl.acts_out) writes the activation and its q8_1 blocks itself (cll_cu_gemv_args.act_out,
+ * polled slots) or the act kernel runs after it (the same bits either way; A/B); unset: cll_cu_gu_actq's pick */
+static bool gu_actq_on(uint32_t type) {
+    static int want = -2; /* process-wide setting read once; not state */
+    return cll_cu_gu_actq(cll_cu_env_tri(&want, "CLLAMA_CUDA_GU_ACTQ"), type);
 }
 
 /* whether a one-token step's gate|up product of layer C writes the activation itself (act_out): one part of
@@ -192,7 +192,7 @@ static bool gu_acts_out(const cll_driver_state *s, const cll_cu_layer *C) {
     if (!g || !g->acts_out || C->gu[0].w.rows != 2 * s->ff || !C->down.gemv || !cll_cu_acts_out_ok(g->gemv, &C->gu[0].w))
         return false;
     if (!g->needs_q8) return !C->down.gemv->needs_q8 && gu_act_on();
-    if (!gu_actq_on()) return false;
+    if (!gu_actq_on(C->gu[0].w.type)) return false;
     return !wants_q8(&C->down, 1, 1) || (s->ff % 32 == 0 && s->actslot);
 }
 

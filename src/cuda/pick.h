@@ -253,6 +253,13 @@ bool cll_cu_attn_stream_wi(int want, int hg);
  * vs 260.2 / 261.5, ABBA; docs/cuda.md, "The H100 board") */
 #define CLL_CU_ATTN_PW_AUTO 0
 bool cll_cu_attn_stream_pw(int want);
+/* Whether a one-token quantized gate|up pair of weight type `type` writes its activation and q8_1 blocks
+ * itself (cll_cu_gemv_args.act_out.yq, polled slots; cuda/matmul/gemv_split.cu SpAct) instead of the act kernel
+ * after it. want 0 / 1 (CLLAMA_CUDA_GU_ACTQ) forces either; else every type but Q8_0. H100, ABBA in one call
+ * (tg128, default vs the act kernel; docs/cuda.md, "The quantized gate|up pair's activation by polled slots"):
+ * l2-7b Q4_K_M 505.6 / 507.6 vs 500.7 / 500.7, l3-8b Q6_K 390.5 / 389.6 vs 382.5 / 384.4, IQ4_XS 521.6 / 522.1
+ * vs 519.8 / 518.6, Q4_0 543.1 / 542.7 vs 541.9 / 540.0; Q8_0 lost (364.5 / 364.9 vs 367.3 / 366.2) */
+bool cll_cu_gu_actq(int want, uint32_t type);
 /* The float gemv's PRE form (cuda/matmul/gemv_float.cu): a row of nvec 16-byte vectors all in flight
  * before the PDL wait, when they fit the lane's hold (nvec <= 32 * hold) and the grid is at most
  * one block per SM (blocks <= n_sm: the MoE router, 128 rows x 2048 f32 = 32 blocks), where the

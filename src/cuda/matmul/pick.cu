@@ -237,6 +237,11 @@ bool cll_cu_attn_stream_pw(int want) {
     return CLL_CU_ATTN_PW_AUTO;
 }
 
+bool cll_cu_gu_actq(int want, uint32_t type) {
+    if (want == 0 || want == 1) return want == 1;
+    return type != CLL_TYPE_Q8_0;
+}
+
 bool cll_cu_sp_pre(int pre, int64_t ng, int64_t rows, int64_t nb, int u, int minb, int32_t n_sm, bool experts) {
     if (pre <= 0 || experts || ng <= 0 || ng > 32 * (int64_t)u) return false;
     return pre == 1 || (rows + 7) / 8 * nb <= (int64_t)minb * n_sm;
