@@ -168,6 +168,16 @@ static __device__ __forceinline__ void cll_tma_load_2d(void *dst, const void *tm
 static __device__ __forceinline__ void cll_tma_prefetch_2d(const void *tmap, int32_t x, int32_t y) {
     asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(tmap), "r"(x), "r"(y) : "memory");
 }
+/* a 32-bit word of global memory read / written relaxed at GPU scope: a poll that sees another block's store
+ * without a fence (the store is the only thing the reader uses) */
+static __device__ __forceinline__ uint32_t cll_ld_relaxed_u32(const uint32_t *p) {
+    uint32_t v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+static __device__ __forceinline__ void cll_st_relaxed_u32(uint32_t *p, uint32_t v) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
 /* this thread's generic writes to shared memory ordered before later TMA (async proxy) accesses */
 static __device__ __forceinline__ void cll_fence_proxy_async_smem(void) {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

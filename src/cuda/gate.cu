@@ -477,12 +477,24 @@ static cll_status gate_act_out_q8(const cll_kernel_row *row, const cll_cu_gemv_i
                            row->name, (long long)f, cudaGetErrorString(e));
         return CLL_OK;
     }
+    /* the q8_1 blocks that differ between two copies of the f / 32 */
+    auto blocks_differ = [nq](const std::vector<uint8_t> &x, const std::vector<uint8_t> &z) {
+        int64_t n = 0;
+        for (int64_t k = 0; k < nq; k++)
+            n += memcmp(&x[(size_t)k * sizeof(cll_block_q8_1)], &z[(size_t)k * sizeof(cll_block_q8_1)],
+                        sizeof(cll_block_q8_1)) != 0;
+        return n;
+    };
     for (int gelu = 0; gelu < 2; gelu++) {
         GATE_CU(cll_cu_act_q8(dy1, 2 * f, 1, f, gelu != 0, dref, drefq, 0, NULL, 0));
         std::vector<float> ref((size_t)f);
         std::vector<uint8_t> refq(qbytes);
         GATE_CU(cudaMemcpy(ref.data(), dref, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
         GATE_CU(cudaMemcpy(refq.data(), drefq, qbytes, cudaMemcpyDeviceToHost));
+        std::vector<uint8_t> flip = refq; /* the control: one flipped byte of the reference must be seen */
+        flip[qbytes / 2] ^= 0x10;
+        if (blocks_differ(refq, flip) != 1)
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: the q8_1 blocks' control did not see a flipped byte", row->name);
         for (int rep = 0; rep < 2; rep++) {
             GATE_CU(cudaMemset(dact, 0xFF, (size_t)f * sizeof(float)));
             GATE_CU(cudaMemset(dq, 0xFF, qbytes));
@@ -498,27 +510,15 @@ static cll_status gate_act_out_q8(const cll_kernel_row *row, const cll_cu_gemv_i
             std::vector<uint32_t> slots((size_t)f);
             GATE_CU(cudaMemcpy(slots.data(), dslot, slots.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
             for (uint32_t v : slots) left += v != 0xffffffffu; /* a launch leaves every slot empty */
-            const int64_t differ = count_bit_diffs(ref, got, 1, f, f);
-            int64_t qdiffer = 0;
-            for (int64_t k = 0; k < nq; k++)
-                qdiffer += memcmp(&refq[(size_t)k * sizeof(cll_block_q8_1)], &gotq[(size_t)k * sizeof(cll_block_q8_1)],
-                                  sizeof(cll_block_q8_1)) != 0;
-            std::vector<uint8_t> flip = refq;
-            flip[qbytes / 2] ^= 0x10;
-            int64_t seen = 0;
-            for (int64_t k = 0; k < nq; k++)
-                seen += memcmp(&refq[(size_t)k * sizeof(cll_block_q8_1)], &flip[(size_t)k * sizeof(cll_block_q8_1)],
-                               sizeof(cll_block_q8_1)) != 0;
-            if (seen != 1)
-                return cll_err(CLL_ERR_INTERNAL, "gate %s: the q8_1 blocks' control did not see a flipped byte", row->name);
-            if (differ || qdiffer || left || count_clobbered(y, 1, 0, 2 * f))
+            const int64_t differ = count_bit_diffs(ref, got, 1, f, f), qdiffer = blocks_differ(refq, gotq);
+            const int64_t clobbered = count_clobbered(y, 1, 0, 2 * f);
+            if (differ || qdiffer || left || clobbered)
                 return cll_err(CLL_ERR_INTERNAL,
                                "gate %s: the quantized gate|up pair activated by the launch (%s, launch %d) "
                                "differs from the plain launch + act kernel in %lld of %lld values and %lld of %lld "
                                "q8_1 blocks, left %lld slots set, wrote %lld rows at y",
                                row->name, gelu ? "gelu" : "silu", rep + 1, (long long)differ, (long long)f,
-                               (long long)qdiffer, (long long)nq, (long long)left,
-                               (long long)count_clobbered(y, 1, 0, 2 * f));
+                               (long long)qdiffer, (long long)nq, (long long)left, (long long)clobbered);
         }
     }
     return CLL_OK;

@@ -74,12 +74,6 @@ __device__ __forceinline__ void ch_mbar_arrive(uint64_t *b) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(cll_smem_u32(b)) : "memory");
 }
 
-__device__ __forceinline__ unsigned ch_ld_relaxed(const unsigned *p) {
-    unsigned v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
 /* every consumer thread of every block: the writes before it are seen by every block after it */
 __device__ __forceinline__ void ch_grid_sync(unsigned *ctr, unsigned &gen, int flags) {
     ch_bar();
@@ -90,7 +84,7 @@ __device__ __forceinline__ void ch_grid_sync(unsigned *ctr, unsigned &gen, int f
          * acquire fence orders the reads after it */
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(ctr) : "memory");
         const long long t0 = clock64();
-        while (ch_ld_relaxed(ctr) < gen)
+        while (cll_ld_relaxed_u32(ctr) < gen)
             if (clock64() - t0 > CH_SPIN) __trap();
         asm volatile("fence.acq_rel.gpu;" ::: "memory");
     }

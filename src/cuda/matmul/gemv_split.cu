@@ -68,28 +68,16 @@ struct SpAct {
 
 /* an empty slot's bits (a NaN no arithmetic writes: the GPU's own NaN is 0x7fffffff) */
 #define CLL_CU_ACT_EMPTY 0xffffffffu
-static __device__ __forceinline__ void sp_st_relaxed(uint32_t *p, uint32_t v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#endif
-}
-static __device__ __forceinline__ uint32_t sp_ld_relaxed(const uint32_t *p) {
-    uint32_t v = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-#endif
-    return v;
-}
 
 /* a consumer warp: q8_1 block g of the activation once its 32 slots are full (each lane polls its own slot;
  * the producers wrote them with relaxed stores and never wait), then the slots emptied for the next launch */
 static __device__ __forceinline__ void sp_act_consume(const SpAct &act, int64_t g, int lane) {
     uint32_t *sl = act.slot + g * 32 + lane;
-    uint32_t u = sp_ld_relaxed(sl);
+    uint32_t u = cll_ld_relaxed_u32(sl);
     while (__any_sync(0xffffffffu, u == CLL_CU_ACT_EMPTY))
-        if (u == CLL_CU_ACT_EMPTY) u = sp_ld_relaxed(sl);
+        if (u == CLL_CU_ACT_EMPTY) u = cll_ld_relaxed_u32(sl);
     cll_warp_q8_1(__uint_as_float(u), act.yq + g, lane);
-    sp_st_relaxed(sl, CLL_CU_ACT_EMPTY);
+    cll_st_relaxed_u32(sl, CLL_CU_ACT_EMPTY);
 }
 
 /* the body of k_gemv_sp as block bx of its rows (k_gemv_sp: blockIdx.x; k_gemv_sp2: the block's place in
@@ -182,7 +170,7 @@ sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row
         const float v = live ? cll_act_gated(g, u, act->gelu) : 0.0f;
         if (live && lane == 0) {
             act->y[p] = v;
-            if (act->yq) sp_st_relaxed(act->slot + p, __float_as_uint(v)); /* for the consumers; then leave */
+            if (act->yq) cll_st_relaxed_u32(act->slot + p, __float_as_uint(v)); /* for the consumers; then leave */
         }
         cll_l2_prefetch_next(pfn, pfb);
     } else {
