@@ -25,6 +25,8 @@
 #               (cuda_kbench -A, AUTO and tc at each stage count, the CUDA-core stream body), tg128 @ d8192 of
 #               l2-7b Q4_0 with the default MHA form and CLLAMA_CUDA_ATTN_STREAM=1 (ABBA), then `long`
 #               (recorded as the box's), on an H200 then the owed board cells while the call has time (one call)
+#       poll    the polled residual tail (CLLAMA_CUDA_FUSE_RESID=2): its gates, golden with it, greedy md5 and
+#               tg128 ABBA default vs =2 on POLL_FILES (any GPU; one call)
 #       tiles   the whole-tile chunks of the streaming attention: its gates, golden forced onto it, kbench -A
 #               and tg128 @ d8192 with CLLAMA_CUDA_ATTN_TILE_CHUNKS on / off (any GPU; one call)
 #       profile [NAME..]  where a one-token step's time goes on this card: per anchor file (default l2-7b-Q4_0,
@@ -711,6 +713,39 @@ owed() {
   return 0
 }
 
+# poll: the forty-ninth session's polled residual tail (CLLAMA_CUDA_FUSE_RESID=2, off by default; written without a
+# device): the split rows' gemv gates (`+poll ok` where a row serves it, bit for bit the residual kernel's, `+poll
+# refused` where cll_cu_resid_poll_ok says no), golden on the GPU with it, then per file the greedy ids' md5 under
+# both settings and tg128 ABBA default vs FUSE_RESID=2 (POLL_FILES; any GPU; one call, ~7 min). Also $OUT/poll.log
+poll() {
+  dev_env
+  exec > >(tee -a "$OUT/poll.log") 2>&1
+  echo "poll on $BOX ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+  CLL_TEST_FILTER="test_gemv_rows" CLL_GATE_ONLY=_split_w4r2,_split_w4u4 timeout 300 .gpu/bin/cuda_kernels_test \
+    >"$OUT/gate_poll.log" 2>&1
+  echo "gates: rc $? PASS $(grep -c ' PASS ' "$OUT/gate_poll.log") FAIL $(grep -c ' FAIL ' "$OUT/gate_poll.log")" \
+    "poll ok $(grep -c '+poll ok' "$OUT/gate_poll.log") refused $(grep -c '+poll refused' "$OUT/gate_poll.log")"
+  grep -A1 " FAIL " "$OUT/gate_poll.log" | head -20
+  grep -q " FAIL " "$OUT/gate_poll.log" && { echo "poll: a gate failed, no timings"; return 1; }
+  CLLAMA_CUDA_FUSE_RESID=2 CLLAMA_TEST_BACKEND=cuda timeout 120 .gpu/bin/golden_test >"$OUT/golden_poll.log" 2>&1
+  echo "golden_test, CLLAMA_CUDA_FUSE_RESID=2: rc $? ($(grep -cE '^\[  FAILED' "$OUT/golden_poll.log") failed)"
+  mkdir -p "$MODELS"
+  local name e
+  for name in ${POLL_FILES:-l2-7b-Q4_K_M l2-7b-Q4_0 l3-8b-Q6_K l2-7b-IQ4_XS}; do
+    [ "$SECONDS" -gt 470 ] && { echo "$name: not run (${SECONDS}s)"; continue; }
+    synth_anchor "$name" || continue
+    for e in - 2; do
+      echo "$name FUSE_RESID=$e greedy ids md5 $(CLLAMA_CUDA_FUSE_RESID=$([ "$e" = - ] || echo "$e") .gpu/bin/cllama run \
+        --backend cuda -m "$MODELS/$name.gguf" -p 'Once upon a time' -n 64 --temp 0 --print-ids 2>/dev/null | md5sum)"
+    done
+    for e in - 2 2 -; do
+      CLLAMA_CUDA_FUSE_RESID=$([ "$e" = - ] || echo "$e") .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 \
+        -m "$MODELS/$name.gguf" 2>&1 | grep "tg128" | grep -v "bench:" | sed "s/^/$name FUSE_RESID=$e /"
+    done
+    rm -f "$MODELS/$name.gguf"
+  done
+}
+
 # tiles: the thirty-third session's whole-tile chunks of the streaming decode attention (cll_cu_attn_chunk_span;
 # CLLAMA_CUDA_ATTN_TILE_CHUNKS=0 the key spans before): the decode attention's gates (every form and shape,
 # the TMA forms held to the cp.async pipeline's bits and all to the f64 reference), golden on the GPU with every
@@ -809,6 +844,7 @@ case $cmd in
   serve) serve "$@" ;;
   owed) owed ;;
   tiles) tiles ;;
+  poll) poll ;;
   owed_board) owed_board ;;
   profile) profile "$@" ;;
   tp) tp "$@" ;;

@@ -26,11 +26,12 @@ static int g_fail;
 
 static void report(const cll_cuda_gate_report *r, cll_status st) {
     printf("%-28s %-9s %6lldx%-6lld nb=%-3d mats=%lld  max_err %.2e bar %.0e  bad %lld unwritten %lld clobbered %lld  "
-           "control %s  %s%s%s%s%s\n",
+           "control %s  %s%s%s%s%s%s\n",
            r->row, st == CLL_OK ? "PASS" : "FAIL", (long long)r->rows, (long long)r->cols, r->nb, (long long)r->n_mat,
            r->max_err, r->tol, (long long)r->n_bad, (long long)r->n_unwritten, (long long)r->n_clobbered,
            r->control_failed ? "failed(ok)" : "PASSED(bad)", r->ref,
            !r->tail_checked ? "" : r->tail_ok ? "  +resid tail ok" : "  +resid tail FAILED",
+           r->tail_poll == 1 ? "  +poll ok" : r->tail_poll == 2 ? "  +poll refused" : "",
            r->act_out_checked ? "  +act_out ok" : "",
            !r->exact_checked ? "" : r->n_exact_diff ? "  +bits DIFFER from " : "  +same bits as ", r->exact_checked ? r->exact_ref : "");
     if (st != CLL_OK) {
@@ -95,6 +96,9 @@ static void test_gemv_rows(void **state) {
         const struct { int64_t rows, cols; int nb; } shapes[] = {
             {13, u, 1}, {4097, 2 * u, 1}, {64, 3 * u, 3}, {37, 3 * u, 8}, {4096, 4096, 1}, {256, 11008, 1}, {33, 14336, 1},
             {7, 14336, 3}, {37, 37, 1}, {4097, 1003, 8},
+            /* the polled residual tail's other replays of the norm kernel: 512 threads of one float4, and 384
+             * of two (4096 above: 512 of two; 256: 64 of one) */
+            {2048, 2 * u, 1}, {3072, u, 1},
         };
         /* the few-token rows (nb tokens of one matrix) at the token counts they serve; the rows of
          * the smem bound depend on cols and nb only, so few rows each (the IQ3_S weights of a big
@@ -572,6 +576,29 @@ static void test_attn_chunk_span(void **state) {
  * cells; batches of rows and F32 caches split */
 /* the quantized gate|up pair's own activation (act_out.yq): every type but Q8_0 (its measured loss), forced
  * either way by CLLAMA_CUDA_GU_ACTQ's 0 / 1 */
+/* the polled residual tail (cll_cu_resid_epi.slot) is served by the default one-token rows of the split types on
+ * the o and down products of the 7B / 8B / q3moe shapes (so CLLAMA_CUDA_FUSE_RESID=2 takes it there), and refused
+ * where the consumer block cannot replay the norm kernel (rows past 4096 or not a multiple of 4) and by the
+ * float rows */
+static void test_resid_poll_rows(void **state) {
+    (void)state;
+    const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_Q8_0,
+                              CLL_TYPE_IQ4_XS, CLL_TYPE_Q5_1, CLL_TYPE_IQ3_S};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const uint32_t t = types[i];
+        assert_true(cll_cuda_resid_poll_served(t, 4096, 4096));  /* o */
+        assert_true(cll_cuda_resid_poll_served(t, 4096, 11008)); /* l2-7b down */
+        assert_true(cll_cuda_resid_poll_served(t, 4096, 14336)); /* l3-8b down */
+        assert_true(cll_cuda_resid_poll_served(t, 2048, 4096));  /* q3moe o */
+        assert_false(cll_cuda_resid_poll_served(t, 5120, 5120));
+        assert_false(cll_cuda_resid_poll_served(t, 8192, 8192));
+        assert_false(cll_cuda_resid_poll_served(t, 4097, 4096));
+        assert_false(cll_cuda_resid_poll_served(t, 4094, 4096));
+    }
+    assert_false(cll_cuda_resid_poll_served(CLL_TYPE_F16, 4096, 4096));
+    assert_false(cll_cuda_resid_poll_served(CLL_TYPE_F32, 4096, 4096));
+}
+
 static void test_gu_actq(void **state) {
     (void)state;
     assert_true(cll_cu_gu_actq(-1, CLL_TYPE_Q4_0));
@@ -1032,6 +1059,7 @@ int main(void) {
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
         cmocka_unit_test(test_gu_actq),
+        cmocka_unit_test(test_resid_poll_rows),
         cmocka_unit_test(test_gemm_tokens),
         cmocka_unit_test(test_attn_stream_wi),
     };
@@ -1054,6 +1082,7 @@ int main(void) {
         cmocka_unit_test(test_attn_min_chunk_loads),
         cmocka_unit_test(test_attn_form),
         cmocka_unit_test(test_gu_actq),
+        cmocka_unit_test(test_resid_poll_rows),
         cmocka_unit_test(test_gemm_tokens),
         cmocka_unit_test(test_attn_stream_wi),
         cmocka_unit_test(test_tables_and_quantize),

@@ -178,6 +178,18 @@ static __device__ __forceinline__ uint32_t cll_ld_relaxed_u32(const uint32_t *p)
 static __device__ __forceinline__ void cll_st_relaxed_u32(uint32_t *p, uint32_t v) {
     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+/* four consecutive words (16-byte aligned) read relaxed at GPU scope: each word is one poll (the vector is
+ * not read as a whole; a reader checks every word) */
+static __device__ __forceinline__ uint4 cll_ld_relaxed_v4(const uint32_t *p) {
+    uint4 v;
+    asm volatile("ld.relaxed.gpu.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+/* a polled slot's empty mark: a NaN no arithmetic writes (the GPU's own NaN is 0x7fffffff) */
+#define CLL_CU_SLOT_EMPTY 0xffffffffu
 /* this thread's generic writes to shared memory ordered before later TMA (async proxy) accesses */
 static __device__ __forceinline__ void cll_fence_proxy_async_smem(void) {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

@@ -255,24 +255,30 @@ static int32_t attn_chunks(const cll_driver_state *s, int64_t n) {
     return (int32_t)(fit < 1 ? 1 : fit < max_chunks ? fit : max_chunks);
 }
 
-/* the fused residual tail for a decode product into the residual width (NULL: run the residual
- * kernel instead): n == 1, no post norm, CLLAMA_CUDA_FUSE_RESID=1. Off by default: measured
- * slower on the H200 than the separate one-block kernel behind PDL (l2-7b tg128: Q4_0 509 vs
- * 569, Q8_0 363 vs 391, F16 245 vs 261 tok/s): the last block's ticket, its fences and its L2
- * round trips cost more on the critical path than a launch the next gemv already overlaps. */
-static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, int64_t n, const float *post, const float *next_norm,
-                                          cll_cu_resid_epi *e) {
-    static int on = -1; /* process-wide setting read once; not state */
-    if (on < 0) {
+/* the fused residual tail for decode product p into the residual width (NULL: run the residual
+ * kernel instead): n == 1, no post norm, CLLAMA_CUDA_FUSE_RESID=1 (the last block's ticket) or 2
+ * (polled slots, where p's row serves them: cll_cu_resid_poll_ok). Off by default: the ticket
+ * tail measured slower on the H200 than the separate one-block kernel behind PDL (l2-7b tg128:
+ * Q4_0 509 vs 569, Q8_0 363 vs 391, F16 245 vs 261 tok/s): the last block's ticket, its fences and
+ * its L2 round trips cost more on the critical path than a launch the next gemv already overlaps.
+ * The polled tail (written in the forty-ninth session, not yet timed) holds no producer block: one
+ * consumer block at the grid's end does the norm kernel's work as the rows land. */
+static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, const cll_cu_part *p, int64_t n, const float *post,
+                                          const float *next_norm, cll_cu_resid_epi *e) {
+    static int mode = -1; /* process-wide setting read once; not state */
+    if (mode < 0) {
         const char *v = getenv("CLLAMA_CUDA_FUSE_RESID");
-        on = v && v[0] == '1';
+        mode = v && (v[0] == '1' || v[0] == '2') ? v[0] - '0' : 0;
     }
-    if (!on || n != 1 || post) return NULL;
+    if (!mode || n != 1 || post) return NULL;
+    const bool poll = mode == 2;
+    if (poll && (!p->gemv || !s->rslot || !cll_cu_resid_poll_ok(p->gemv->gemv, &p->w))) return NULL;
     memset(e, 0, sizeof *e);
     e->on = 1;
     e->x = s->x;
     e->part = s->rpart;
     e->ticket = s->rticket;
+    e->slot = poll ? s->rslot : NULL;
     e->norm = next_norm;
     e->eps = s->dm->m->hp.eps;
     e->xn = s->xn;
@@ -678,7 +684,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         cll_cu_resid_epi ep;
         /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
          * the residual (no fused tail) */
-        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, n, C->post_attn_norm, C->ffn_norm, &ep);
+        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, &C->wo, n, C->post_attn_norm, C->ffn_norm, &ep);
         PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
                                o_next_bytes(), xko));
         if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
@@ -740,7 +746,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                                                    : few_form_row(&dm->output, n_out) != NULL)
                     ? s->xq
                     : NULL;
-        const cll_cu_resid_epi *e2 = moe || tp ? NULL : resid_tail(s, n, rr.post, rr.next, &ep);
+        const cll_cu_resid_epi *e2 = moe || tp ? NULL : resid_tail(s, &C->down, n, rr.post, rr.next, &ep);
         xk_qkv = -1;
         rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d, &xk_qkv)
                                             : NULL;
@@ -1155,6 +1161,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
         {(void **)&s->t, nb * d * F},
         {(void **)&s->rpart, CLL_CU_EPI_MAX_BLOCKS * sizeof(double)},
         {(void **)&s->rticket, sizeof(int)},
+        {(void **)&s->rslot, d * F},
         {(void **)&s->sk.ws, (size_t)CLL_CU_SPLITK_FLOATS(cll_cu_sm_count()) * F},
         {(void **)&s->kvblk, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)},
         {(void **)&s->sk.tickets, CLL_CU_SPLITK_TICKETS * sizeof(int)},
@@ -1265,6 +1272,7 @@ static cll_status cu_state_create(cll_driver_model *dm, const cll_driver_state_p
     STRY(cudaMemset(s->rticket, 0, sizeof(int)));
     STRY(cudaMemset(s->sk.tickets, 0, CLL_CU_SPLITK_TICKETS * sizeof(int)));
     STRY(cudaMemset(s->actslot, 0xFF, ffm * F)); /* every slot empty */
+    STRY(cudaMemset(s->rslot, 0xFF, d * F));
     if (s->kvblk) STRY(cudaMemset(s->kvblk, 0, (size_t)p->n_seq * (size_t)blk_stride * sizeof(int32_t)));
     s->sk.ws_floats = CLL_CU_SPLITK_FLOATS(cll_cu_sm_count());
     s->sk.n_tickets = CLL_CU_SPLITK_TICKETS;

@@ -138,12 +138,14 @@ struct cll_driver_state {
     float *t;             /* (n_batch, n_embd) block output */
     double *rpart;        /* (CLL_CU_EPI_MAX_BLOCKS) the fused residual tail's block partials (cll_cu_resid_epi) */
     int *rticket;         /* its last-block ticket (self-resetting, zeroed once) */
+    uint32_t *rslot;      /* (n_embd) words: the polled residual tail's row slots (cll_cu_resid_epi.slot; all
+                           * 0xffffffff between launches, set once) */
     cll_cu_splitk sk;     /* the split-K products' partials and tickets (self-resetting, zeroed once) */
     float *gu;            /* (max(n_batch, n_used), 2*ff_max) gate | up */
     float *act;           /* (max(n_batch, n_used), ff_max) act(gate) * up */
     void *actq;           /* its q8_1 form */
     void *actslot;        /* (ff_max) words: a one-token gate|up launch's polled activation slots
-                           * (CLLAMA_CUDA_GU_ACTQ=3; all 0xffffffff between launches, set once) */
+                           * (act_out.yq; all 0xffffffff between launches, set once) */
     float *router;        /* (n_batch, n_expert) */
     int32_t *sel;         /* (n_batch, n_used) */
     int32_t *lsel;        /* expert parallel: (n_batch, n_used) the slots' local expert ids (NULL: every expert here) */

@@ -343,6 +343,137 @@ cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_c
  * token routed by the launch itself from random router logits over the n_mat experts must give
  * what the routing kernel (cll_cu_moe_route) followed by the mat_ids launch gives: the same ids
  * and weights, and bit-identical outputs. */
+/* The polled residual tail (cll_cu_resid_epi.slot): where cll_cu_resid_poll_ok holds, the launch must give y as
+ * the plain launch did (y1) and x, xn and the q8_1 blocks of the residual kernel run on y1
+ * (cll_cu_resid_norm_q8, the step's own kernel: the tail replays its sums), bit for bit and byte for byte,
+ * twice in a row on the same slots (a launch leaves every slot empty), touching neither the ticket nor the
+ * partials (NULL here); the residual kernel's own output is first held to the host (x0 + y1 bit for bit, the
+ * norm within 2 ulp of the f64 host norm, cll_quantize_q8_1's bytes); where it does not hold, the launch must refuse (cudaErrorNotSupported) with nothing launched.
+ * Control: one flipped bit of the reference xn is counted. rep->tail_poll: 1 served, 2 refused. */
+static cll_status gate_tail_poll(const cll_kernel_row *row, const cll_cu_gemv_impl *impl, const cll_cu_weight *w,
+                                 cll_cu_gemv_args a, const std::vector<float> &y1, int64_t rows, Rng &rng, Dev &dev,
+                                 cll_cuda_gate_report *rep) {
+    const float eps = 1e-5f;
+    const int64_t nq = (rows + 31) / 32;
+    float *dy = NULL, *dx = NULL, *dxn = NULL, *dg = NULL, *dslot = NULL, *dy1 = NULL, *drx = NULL, *drxn = NULL;
+    void *dq = NULL, *drq = NULL;
+    GATE_CU(poisoned(dev, &dslot, (size_t)rows)); /* every slot empty (0xffffffff) */
+    a.epi = cll_cu_resid_epi{};
+    a.epi.on = 1;
+    a.epi.slot = (uint32_t *)dslot;
+    if (!cll_cu_resid_poll_ok(impl->gemv, w)) {
+        a.epi.x = (float *)w->d; /* never written: the launch refuses first */
+        const cudaError_t e = impl->gemv(w, &a, 0);
+        cudaGetLastError();
+        if (e != cudaErrorNotSupported)
+            return cll_err(CLL_ERR_INTERNAL, "gate %s (%lldx%lld): the polled residual tail was not refused (%s)",
+                           row->name, (long long)rows, (long long)w->cols, cudaGetErrorString(e));
+        rep->tail_poll = 2;
+        return CLL_OK;
+    }
+    std::vector<float> x0((size_t)rows), g((size_t)rows);
+    for (int64_t i = 0; i < rows; i++) {
+        x0[(size_t)i] = 2.0f * rng.uni();
+        g[(size_t)i] = 0.5f + rng.uni();
+    }
+    const size_t fb = (size_t)rows * sizeof(float), qb = (size_t)nq * sizeof(cll_block_q8_1);
+    GATE_CU(dev.alloc((void **)&dg, fb));
+    GATE_CU(cudaMemcpy(dg, g.data(), fb, cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&dy1, fb));
+    GATE_CU(cudaMemcpy(dy1, y1.data(), fb, cudaMemcpyHostToDevice));
+    GATE_CU(dev.alloc((void **)&drx, fb));
+    GATE_CU(cudaMemcpy(drx, x0.data(), fb, cudaMemcpyHostToDevice));
+    GATE_CU(poisoned(dev, &drxn, (size_t)rows));
+    GATE_CU(dev.alloc(&drq, qb));
+    GATE_CU(cudaMemset(drq, 0xA5, qb));
+    /* the reference: the step's residual kernel on the plain launch's rows */
+    cll_cu_resid_args ra;
+    memset(&ra, 0, sizeof ra);
+    ra.x = drx;
+    ra.t = dy1;
+    ra.next_norm = true;
+    ra.next = dg;
+    ra.xn = drxn;
+    ra.xq = drq;
+    GATE_CU(cll_cu_resid_norm_q8(&ra, 1, rows, eps, 0));
+    GATE_CU(cudaDeviceSynchronize());
+    std::vector<float> rx((size_t)rows), rxn((size_t)rows);
+    std::vector<uint8_t> rq(qb);
+    GATE_CU(cudaMemcpy(rx.data(), drx, fb, cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(rxn.data(), drxn, fb, cudaMemcpyDeviceToHost));
+    GATE_CU(cudaMemcpy(rq.data(), drq, qb, cudaMemcpyDeviceToHost));
+    /* the reference against the host: x0 + y1 in f32, the norm within 2 ulp of the f64-summed host norm, its
+     * q8_1 bytes cll_quantize_q8_1's (so the bits the tail must repeat are the right ones) */
+    double ss = 0.0;
+    for (int64_t i = 0; i < rows; i++) {
+        const float want = x0[(size_t)i] + y1[(size_t)i];
+        if (memcmp(&want, &rx[(size_t)i], sizeof want))
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: the residual kernel's x[%lld] = %.9g, want x0 + y = %.9g", row->name,
+                           (long long)i, rx[(size_t)i], want);
+        ss += (double)(want * want);
+    }
+    const float sc = 1.0f / sqrtf((float)(ss / (double)rows) + eps);
+    for (int64_t i = 0; i < rows; i++)
+        if (!ulp_close(rxn[(size_t)i], (double)((rx[(size_t)i] * sc) * g[(size_t)i]), 2))
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: the residual kernel's xn[%lld] = %.9g is off the host norm", row->name,
+                           (long long)i, rxn[(size_t)i]);
+    {
+        std::vector<float> xnp((size_t)nq * 32, 0.0f);
+        std::vector<cll_block_q8_1> hq((size_t)nq);
+        memcpy(xnp.data(), rxn.data(), fb);
+        cll_quantize_q8_1(xnp.data(), hq.data(), nq * 32);
+        if (memcmp(hq.data(), rq.data(), qb))
+            return cll_err(CLL_ERR_INTERNAL, "gate %s: the residual kernel's q8_1 bytes differ from cll_quantize_q8_1(xn)",
+                           row->name);
+    }
+    std::vector<float> flip = rxn;
+    uint32_t u;
+    memcpy(&u, &flip[(size_t)(rows / 2)], 4);
+    u ^= 1u;
+    memcpy(&flip[(size_t)(rows / 2)], &u, 4);
+    if (count_bit_diffs(rxn, flip, 1, rows, rows) != 1)
+        return cll_err(CLL_ERR_INTERNAL, "gate %s: the polled tail's control did not see a flipped bit", row->name);
+    GATE_CU(poisoned(dev, &dy, (size_t)rows));
+    GATE_CU(dev.alloc((void **)&dx, fb));
+    GATE_CU(poisoned(dev, &dxn, (size_t)rows));
+    GATE_CU(dev.alloc(&dq, qb));
+    a.y = dy;
+    a.epi.x = dx;
+    a.epi.norm = dg;
+    a.epi.eps = eps;
+    a.epi.xn = dxn;
+    a.epi.xq = dq;
+    for (int run = 0; run < 2; run++) { /* twice on the same slots: the first launch must have emptied them */
+        GATE_CU(cudaMemcpy(dx, x0.data(), fb, cudaMemcpyHostToDevice));
+        GATE_CU(cudaMemset(dxn, 0xFF, fb));
+        GATE_CU(cudaMemset(dq, 0xFF, qb));
+        GATE_CU(cudaMemset(dy, 0xFF, fb));
+        GATE_CU(impl->gemv(w, &a, 0));
+        GATE_CU(cudaDeviceSynchronize());
+        std::vector<float> y((size_t)rows), x((size_t)rows), xn((size_t)rows);
+        std::vector<uint8_t> q(qb);
+        std::vector<uint32_t> slots((size_t)rows);
+        GATE_CU(cudaMemcpy(y.data(), dy, fb, cudaMemcpyDeviceToHost));
+        GATE_CU(cudaMemcpy(x.data(), dx, fb, cudaMemcpyDeviceToHost));
+        GATE_CU(cudaMemcpy(xn.data(), dxn, fb, cudaMemcpyDeviceToHost));
+        GATE_CU(cudaMemcpy(q.data(), dq, qb, cudaMemcpyDeviceToHost));
+        GATE_CU(cudaMemcpy(slots.data(), dslot, fb, cudaMemcpyDeviceToHost));
+        int64_t left = 0;
+        for (uint32_t v : slots) left += v != 0xffffffffu;
+        const int64_t dyd = count_bit_diffs(y1, y, 1, rows, rows), dxd = count_bit_diffs(rx, x, 1, rows, rows),
+                      dnd = count_bit_diffs(rxn, xn, 1, rows, rows);
+        const bool qd = memcmp(q.data(), rq.data(), qb) != 0;
+        if (dyd || dxd || dnd || qd || left)
+            return cll_err(CLL_ERR_INTERNAL,
+                           "gate %s (%lldx%lld): the polled residual tail (launch %d) differs from the plain launch + "
+                           "residual kernel: y %lld, x %lld, xn %lld of %lld values%s, %lld slots left set",
+                           row->name, (long long)rows, (long long)w->cols, run + 1, (long long)dyd, (long long)dxd,
+                           (long long)dnd, (long long)rows, qd ? ", q8_1 bytes differ" : "", (long long)left);
+    }
+    rep->tail_poll = 1;
+    return CLL_OK;
+}
+
 static cll_status gate_self_route(const cll_kernel_row *row, const cll_cu_gemv_impl *impl, const cll_cu_weight *w,
                                   cll_cu_gemv_args a, int64_t rows, Rng &rng, Dev &dev) {
     const int32_t E = (int32_t)w->n_mat, K = a.nb;
@@ -776,6 +907,8 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
     if (rep->exact_checked && !rep->exact_control_failed) rep->control_failed = false;
     if (nb == 1) {
         cll_status st = gate_tail(impl, &w, a, y, rows, rng, dev, rep);
+        if (st != CLL_OK) return st;
+        st = gate_tail_poll(row, impl, &w, a, y, rows, rng, dev, rep);
         if (st != CLL_OK) return st;
     }
     if (moe && impl->routes) {
@@ -1693,6 +1826,19 @@ template <int T> bool check_split(uint64_t seed, char *why, size_t cap) {
 }
 
 } // namespace
+
+extern "C" bool cll_cuda_resid_poll_served(uint32_t type, int64_t rows, int64_t cols) {
+    const cll_cu_gemv_impl *g = cll_cu_gemv_default(type, rows, cols);
+    if (!g || !g->gemv) return false;
+    cll_cu_weight w;
+    memset(&w, 0, sizeof w);
+    w.type = type;
+    w.layout = g->layout;
+    w.rows = rows;
+    w.cols = cols;
+    w.n_mat = 1;
+    return cll_cu_resid_poll_ok(g->gemv, &w);
+}
 
 /* ---- public ---- */
 extern "C" cll_status cll_cuda_gate_decoders(void) {

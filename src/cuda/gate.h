@@ -30,6 +30,8 @@ typedef struct {
     bool tail_checked;     /* gemv nb = 1: the row also ran with the fused residual tail (cll_cu_resid_epi) */
     bool tail_ok;          /* ... and y, x + y, the RMS norm and its q8_1 bytes matched, the ticket reset */
     char tail_why[96];     /* the first mismatch, when not */
+    int tail_poll;         /* gemv nb = 1: the polled residual tail (cll_cu_resid_epi.slot) 1 served, bit for bit the
+                            * residual kernel's, 2 refused where cll_cu_resid_poll_ok says so (a mismatch fails) */
     bool act_out_checked;  /* gemv nb = 1 of a row with acts_out: the gate|up pair activated by the launch gave the
                             * act kernel's bits on the plain launch's rows, SiLU and GELU (a mismatch fails the gate) */
     bool exact_checked;    /* a row claiming bit_exact ran beside its type's default row (same layout) */
@@ -54,7 +56,10 @@ typedef struct {
  *   nb = 1 also runs the row a second time with the fused residual tail on (residual x0, norm
  *   weight g, poisoned xn / xq): y must repeat bit for bit, x must be x0 + y (f32), xn the RMS
  *   norm of it times g (within 2 ulp of the f64-summed host norm; the poison control moves one
- *   element by 8 ulp and must fail), xq byte-exact with cll_quantize_q8_1(xn), the ticket 0.
+ *   element by 8 ulp and must fail), xq byte-exact with cll_quantize_q8_1(xn), the ticket 0;
+ *   then with the polled tail (cll_cu_resid_epi.slot): where cll_cu_resid_poll_ok holds, y, x, xn and
+ *   xq bit for bit those of the plain launch plus the step's residual kernel (itself held to the host
+ *   as above), twice on the same slots, every slot left empty; elsewhere a clean refusal.
  * GEMM rows: nb tokens, weight of 2 matrices, matrix 1 multiplied, the panel cut into ~3 slabs.
  *   Expectation: f64 to_f32(w) . x (f32). Bar relative to sum |w_k x_k|: 2e-3 (f16 panel and f16 x:
  *   two roundings of 2^-11), 8e-3 (bf16 x), 1e-5 (f32).
@@ -65,6 +70,9 @@ typedef struct {
  * CLL_OK when the row passed and the control failed; otherwise an error naming the worst output. */
 cll_status cll_cuda_gate_row(const cll_kernel_row *row, int64_t rows, int64_t cols, int nb, uint64_t seed,
                              cll_cuda_gate_report *rep);
+/* whether the default one-token gemv row of a type serves the polled residual tail on a rows x cols weight
+ * (cll_cu_resid_poll_ok; host only, no device asked) */
+bool cll_cuda_resid_poll_served(uint32_t type, int64_t rows, int64_t cols);
 /* Two one-token products in one launch (cll_cu_gemv_pair: the q|k|v product of a file whose v weight has
  * another type) on fresh weights of types t1 (rows1 x cols) and t2 (rows2 x cols), split layout, one q8_1
  * activation: every output must have the bits of the two types' one-token default rows launched apart

@@ -61,23 +61,21 @@ static __device__ __forceinline__ int32_t sp_route(const cll_cu_route &rt, int b
 struct SpAct {
     float *y;
     cll_block_q8_1 *yq;
-    uint32_t *slot; /* f words, all CLL_CU_ACT_EMPTY between launches (yq only) */
+    uint32_t *slot; /* f words, all CLL_CU_SLOT_EMPTY between launches (yq only) */
     int64_t f;
     bool gelu;
 };
 
-/* an empty slot's bits (a NaN no arithmetic writes: the GPU's own NaN is 0x7fffffff) */
-#define CLL_CU_ACT_EMPTY 0xffffffffu
 
 /* a consumer warp: q8_1 block g of the activation once its 32 slots are full (each lane polls its own slot;
  * the producers wrote them with relaxed stores and never wait), then the slots emptied for the next launch */
 static __device__ __forceinline__ void sp_act_consume(const SpAct &act, int64_t g, int lane) {
     uint32_t *sl = act.slot + g * 32 + lane;
     uint32_t u = cll_ld_relaxed_u32(sl);
-    while (__any_sync(0xffffffffu, u == CLL_CU_ACT_EMPTY))
-        if (u == CLL_CU_ACT_EMPTY) u = cll_ld_relaxed_u32(sl);
+    while (__any_sync(0xffffffffu, u == CLL_CU_SLOT_EMPTY))
+        if (u == CLL_CU_SLOT_EMPTY) u = cll_ld_relaxed_u32(sl);
     cll_warp_q8_1(__uint_as_float(u), act.yq + g, lane);
-    cll_st_relaxed_u32(sl, CLL_CU_ACT_EMPTY);
+    cll_st_relaxed_u32(sl, CLL_CU_SLOT_EMPTY);
 }
 
 /* the body of k_gemv_sp as block bx of its rows (k_gemv_sp: blockIdx.x; k_gemv_sp2: the block's place in
@@ -179,11 +177,14 @@ sp_gemv_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row
             const float v = cll_warp_sum(acc[r]);
             if (live && lane == 0 && row0 + r < rows) {
                 y[b * y_stride + row0 + r] = v;
-                if (EPI) epi_acc += cll_epi_row(epi, row0 + r, v);
+                if (EPI) {
+                    if (epi.slot) cll_epi_poll_row(epi, row0 + r, v); /* the polled tail: then leave */
+                    else epi_acc += cll_epi_row(epi, row0 + r, v);
+                }
             }
         }
         cll_l2_prefetch_next(pfn, pfb);
-        if (EPI) cll_epi_finish(epi, rows, epi_acc);
+        if (EPI && !epi.slot) cll_epi_finish(epi, rows, epi_acc);
     }
 }
 
@@ -211,6 +212,11 @@ k_gemv_sp(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_s
           const int32_t *__restrict__ mat_ids, const cll_block_q8_1 *__restrict__ xq, int64_t xq_stride,
           float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi,
           const cll_cu_route rt) {
+    if (EPI && epi.slot && blockIdx.x == gridDim.x - 1) { /* the polled tail's consumer, after every producer */
+        if (early) cll_pdl_trigger();
+        cll_epi_poll_consume(epi, rows);
+        return;
+    }
     sp_gemv_dev<S, WARPS, U, EPI, RT, R, ONE>(W, rows, ng, row_stride, mat_stride, n_mat, mat_ids, xq, xq_stride, y, y_stride,
                                              early, pfn, pfb, epi, rt, blockIdx.x);
 }
@@ -257,6 +263,10 @@ k_gemv_spk(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
     constexpr int R = 2, RP = SP_WARPS / KS; /* row pairs a block */
     __shared__ float part[SP_WARPS][R][32];
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    if (EPI && epi.slot && blockIdx.x == gridDim.x - 1) { /* the polled tail's consumer, after every producer */
+        cll_epi_poll_consume(epi, rows);
+        return;
+    }
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, ks = warp % KS;
     const int64_t row0 = ((int64_t)blockIdx.x * RP + warp / KS) * R;
@@ -298,12 +308,15 @@ k_gemv_spk(const uint8_t *__restrict__ W, int64_t rows, int64_t ng, int64_t row_
             v = cll_warp_sum(v);
             if (lane == 0 && row0 + r < rows) {
                 y[b * y_stride + row0 + r] = v;
-                if (EPI) epi_acc += cll_epi_row(epi, row0 + r, v);
+                if (EPI) {
+                    if (epi.slot) cll_epi_poll_row(epi, row0 + r, v);
+                    else epi_acc += cll_epi_row(epi, row0 + r, v);
+                }
             }
         }
     }
     cll_l2_prefetch_next(pfn, pfb);
-    if (EPI) cll_epi_finish(epi, rows, epi_acc);
+    if (EPI && !epi.slot) cll_epi_finish(epi, rows, epi_acc);
 }
 
 /* a self-routing launch: one token's nb == k slots, nothing else asked of the kernel */
@@ -311,6 +324,18 @@ static bool sp_route_ok(const cll_cu_gemv_args *a) {
     const cll_cu_route &r = a->route;
     return r.k >= 1 && r.k <= CLL_CU_ROUTE_KMAX && r.k <= r.n_expert && r.n_expert <= CLL_CU_ROUTE_EMAX && a->nb == r.k &&
            !a->mat_ids && !a->epi.on && r.sel && r.selw;
+}
+
+/* the rows the polled residual tail serves (cll_cu_resid_poll_ok): a width whose norm the consumer block replays
+ * (the norm kernel's register shape at V <= 2: rows % 4 == 0, 4 <= rows <= 4096) */
+static bool sp_poll_rows(int64_t rows) {
+    int v = 0, nt = 0;
+    return rows >= 4 && cll_norm_regs_shape(rows, &v, &nt) && v <= 2 && nt <= 4 * SP_WARPS * 32;
+}
+/* ... and a launch that can carry it: one dense product of one token, nothing else fused */
+static bool sp_poll_shape(const cll_cu_weight *w, const cll_cu_gemv_args *a) {
+    return a->nb == 1 && !a->mat_ids && !a->route.logits && !a->act_in.gu && !a->act_out.y && w->n_mat == 1 &&
+           sp_poll_rows(w->rows);
 }
 
 /* the gate|up pair activated by the launch (cll_cu_gemv_args.act_out) on k_gemv_sp's R = 2 body: its checks, then
@@ -349,8 +374,12 @@ static cudaError_t sp_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args
     static_assert(!ONE || (R == 2 && SP_WARPS == 4), "cll_cu_sp_pre counts blocks of 8 rows");
     if (ONE && !cll_cu_sp_pre(PRE, w->cols / 32, w->rows, a->nb, U, MINB, cll_cu_sm_count(), a->mat_ids || a->route.logits))
         return sp_gemv_launch<S, FU, FMINB, R>(w, a, st);
-    const dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS * R), (unsigned)a->nb);
+    dim3 grid((unsigned)cll_cdiv(w->rows, SP_WARPS * R), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
+    if (a->epi.on && a->epi.slot) { /* the polled tail: one consumer block after the producers */
+        if (!sp_poll_shape(w, a)) return cudaErrorNotSupported;
+        grid.x += 1;
+    }
     if (a->route.logits && !sp_route_ok(a)) return cudaErrorInvalidValue;
     if (a->act_in.gu) return cudaErrorNotSupported; /* the staging of k_gemv_spx only */
     if (a->act_out.y) {
@@ -375,8 +404,12 @@ static cudaError_t spk_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     const bool split = cll_cu_sp_ks(ng, KS, U, a->mat_ids || a->route.logits || a->act_in.gu);
     if (a->act_out.y) return split ? cudaErrorNotSupported : F(w, a, st); /* cll_cu_acts_out_ok */
     if (!split) return F(w, a, st);
-    const dim3 grid((unsigned)cll_cdiv(w->rows, 2 * (SP_WARPS / KS)), (unsigned)a->nb);
+    dim3 grid((unsigned)cll_cdiv(w->rows, 2 * (SP_WARPS / KS)), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
+    if (a->epi.on && a->epi.slot) { /* the polled tail: one consumer block after the producers */
+        if (!sp_poll_shape(w, a)) return cudaErrorNotSupported;
+        grid.x += 1;
+    }
     auto k = a->epi.on ? k_gemv_spk<S, KS, U, MINB, true> : k_gemv_spk<S, KS, U, MINB, false>;
     return cll_cu_launch(k, grid, dim3(SP_WARPS * 32), 0, st, w->d, w->rows, ng, (int64_t)w->row_stride,
                          (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(),
@@ -577,6 +610,7 @@ static cudaError_t spx_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_arg
     const bool act = a->act_in.gu != NULL;
     if ((!a->xq && !act) || a->nb <= 0 || a->nb > 65535 || w->cols % S::QK || w->layout != CLL_CU_LAYOUT_SPLIT)
         return cudaErrorInvalidValue;
+    if (a->epi.on && a->epi.slot) return cudaErrorNotSupported; /* the polled tail: k_gemv_sp / k_gemv_spk only */
     const int64_t ng = w->cols / 32;
     const size_t smem = (size_t)ng * SP_XW * 4;
     if (act && (smem > SPX_MAX_SMEM || a->epi.on || a->route.logits)) return cudaErrorNotSupported;
@@ -746,6 +780,16 @@ static bool sp_runs_pre(cll_cu_gemv_fn fn, const cll_cu_weight *w) {
     else if (fn == o->gemv_r2ks4 && !cll_cu_sp_ks(ng, SP_KS, SP_KS_U, false))
         pre = cll_cu_sp_base(w->type) == 14 ? 1 : cll_cu_sp_base(w->type) == 15 ? 2 : 0;
     return pre && cll_cu_sp_pre(pre, ng, w->rows, 1, SP_PRE_U, SP_MIN_BLOCKS, cll_cu_sm_count(), false);
+}
+
+bool cll_cu_resid_poll_ok(cll_cu_gemv_fn fn, const cll_cu_weight *w) {
+    const cll_cu_sp_ops *o = cll_cu_sp_ops_get(w->type);
+    if (!fn || !o || w->layout != CLL_CU_LAYOUT_SPLIT || w->n_mat != 1 || !sp_poll_rows(w->rows)) return false;
+    /* k_gemv_sp's launchers (the staging rows k_gemv_spx refuse it); w4r2ks4: k_gemv_spk or its base form */
+    for (cll_cu_gemv_fn f : {o->gemv, o->gemv_u2, o->gemv_u2b8, o->gemv_u1b8, o->gemv_u4b6, o->gemv_r2g, o->gemv_r2u1g,
+                             o->gemv_r2pre, o->gemv_r2pre1w, o->gemv_r2ks4})
+        if (f == fn) return true;
+    return false;
 }
 
 bool cll_cu_acts_out_ok(cll_cu_gemv_fn fn, const cll_cu_weight *w) {

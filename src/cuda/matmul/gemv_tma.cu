@@ -138,6 +138,7 @@ bool cll_cu_tma_geometry(int64_t rows, int64_t cols, size_t row_stride, int *rt,
 
 template <class S> static cudaError_t tma_gemv_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (!a->xq || w->layout != CLL_CU_LAYOUT_SPLIT || w->cols % S::QK) return cudaErrorInvalidValue;
+    if (a->epi.on && a->epi.slot) return cudaErrorNotSupported; /* the polled tail: k_gemv_sp / k_gemv_spk only */
     int rt, ns;
     uint32_t sb;
     size_t smem;

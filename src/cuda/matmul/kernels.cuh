@@ -128,6 +128,7 @@ static cudaError_t cu_gemv_q8_launch(const cll_cu_weight *w, const cll_cu_gemv_a
     if (!a->xq || a->nb <= 0 || a->nb > 65535 || w->cols % F::QK) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
+    if (a->epi.on && a->epi.slot) return cudaErrorNotSupported; /* the polled tail: the split rows only */
     CLL_CU_RET(cll_cu_launch(k_gemv_q8<F, CLL_GEMV_WARPS>, grid, dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows,
                              w->cols / F::QK, (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids,
                              (const cll_block_q8_1 *)a->xq, a->xq_stride, a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next,

@@ -36,7 +36,14 @@ typedef struct {
  * double sum of its rows' squares in part[block]; the grid's last block to finish (an atomic
  * ticket, reset by that block) sums the partials in a fixed order and writes the next RMS
  * norm, xn = (x * 1/rms) * norm (norm NULL: ones), and its q8_1 blocks (xq NULL: none). y is
- * still written. on = 0: no tail. Replaces the residual+norm kernel between two gemvs. */
+ * still written. on = 0: no tail. Replaces the residual+norm kernel between two gemvs.
+ * slot non-NULL: the polled tail instead (no ticket, no partials; epilogue.cuh): each row's writer
+ * also stores its value into slot[row] (a relaxed store) and its block leaves; one consumer block,
+ * the grid's last, polls the slots, adds them into x and writes xn and xq with the bits of
+ * cuda/ops/norm.cu's register kernel (it replays that kernel's reduction order), then empties the
+ * slots for the next launch. Served by the split rows that read the activation from global
+ * (k_gemv_sp, k_gemv_spk) where cll_cu_resid_poll_ok holds; every other row refuses it
+ * (cudaErrorNotSupported, nothing launched). */
 #define CLL_CU_EPI_MAX_BLOCKS 65536
 typedef struct {
     int on;
@@ -45,8 +52,10 @@ typedef struct {
     int *ticket;           /* one int, zero between launches */
     const float *norm;     /* (rows) or NULL */
     float eps;
-    float *xn;             /* (rows) */
+    float *xn;             /* (rows), or NULL (polled tail only: nothing reads the f32 rows) */
     void *xq;              /* q8_1 blocks of xn, or NULL */
+    uint32_t *slot;        /* the polled tail: rows words, all 0xffffffff between launches (the caller
+                            * sets them once); NULL: the ticket tail */
 } cll_cu_resid_epi;
 
 /* Scratch of the split-K products (the int8 tensor-core tile of 9..64 tokens, gemv_mma.cu):
@@ -269,6 +278,11 @@ typedef struct cll_kernel_table cll_kernel_table;
  * where it would split the rows' K over warps (w4r2ks4 on rows past 128 groups: its activated launch would
  * run its base form's order), which refuses act_out (cudaErrorNotSupported) */
 bool cll_cu_acts_out_ok(cll_cu_gemv_fn fn, const cll_cu_weight *w);
+/* whether row fn serves the polled residual tail (cll_cu_resid_epi.slot) on weight w (one matrix): a split row
+ * whose kernel reads the activation from global (k_gemv_sp, and k_gemv_spk with its fallback) of a width the
+ * norm kernel keeps in registers at <= 2 float4 a thread (rows % 4 == 0, 4 <= rows <= 4096). Pure: no device
+ * is asked. A row it does not hold for refuses the tail (cudaErrorNotSupported) */
+bool cll_cu_resid_poll_ok(cll_cu_gemv_fn fn, const cll_cu_weight *w);
 /* Two one-token products over one q8_1 activation (a->xq, nb 1) in one launch, y1 = W1 . x and y2 = W2 . x
  * (a->y unused; a->pf_next as a gemv's), where f1 and f2 (the rows a step picked for w1 and w2) both run the
  * w4r2pre body on their shapes and the type pair is one of gemv_split.cu's SP_PAIRS: the outputs are the

@@ -48,22 +48,6 @@ static __device__ __forceinline__ void norm_store_q8(F val, int64_t d, float *xn
     }
 }
 
-#define NORM_REG_MAX_V 4
-#define NORM_REG_MAX_NT 512
-
-static __device__ __forceinline__ float4 f4_mul(float4 a, float4 b) {
-    return make_float4(__fmul_rn(a.x, b.x), __fmul_rn(a.y, b.y), __fmul_rn(a.z, b.z), __fmul_rn(a.w, b.w));
-}
-static __device__ __forceinline__ float4 f4_scale(float4 a, float s) {
-    return make_float4(__fmul_rn(a.x, s), __fmul_rn(a.y, s), __fmul_rn(a.z, s), __fmul_rn(a.w, s));
-}
-static __device__ __forceinline__ float4 f4_add(float4 a, float4 b) {
-    return make_float4(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y), __fadd_rn(a.z, b.z), __fadd_rn(a.w, b.w));
-}
-static __device__ __forceinline__ double f4_sq_d(float4 a) { /* (double)(v*v) per element, in order */
-    return (double)__fmul_rn(a.x, a.x) + (double)__fmul_rn(a.y, a.y) + (double)__fmul_rn(a.z, a.z) +
-           (double)__fmul_rn(a.w, a.w);
-}
 
 /* the register rows' tail: xn = (x * scale) * w from registers, stored with its q8_1 form */
 template <int V>
@@ -75,7 +59,7 @@ static __device__ __forceinline__ void norm_store_regs(const float4 (&xv)[V], co
 #pragma unroll
     for (int k = 0; k < V; k++) {
         const int i = threadIdx.x + k * NT;
-        const float4 v = i < d4 ? f4_mul(f4_scale(xv[k], scale), wv[k]) : make_float4(0.f, 0.f, 0.f, 0.f);
+        const float4 v = i < d4 ? cll_f4_mul(cll_f4_scale(xv[k], scale), wv[k]) : make_float4(0.f, 0.f, 0.f, 0.f);
         if (xn && i < d4) ((float4 *)xn)[i] = v;
         if (xq) cll_q8_1_store_f4(v, xq + (i >> 3), i & 7, (i & ~7) < d4); /* a partial last block is zero-padded */
         if (xh && i < d4) store_xh4(xh, i, v, plain);
@@ -94,7 +78,7 @@ static __device__ __forceinline__ void load_w4(const float *w, int d4, float4 (&
 }
 
 template <int V>
-__global__ static void __launch_bounds__(NORM_REG_MAX_NT) rmsnorm_q8_regs(const float *x, const float *w, int d,
+__global__ static void __launch_bounds__(CLL_NORM_REG_MAX_NT) rmsnorm_q8_regs(const float *x, const float *w, int d,
                                                                            float eps, float *xn, cll_block_q8_1 *xq,
                                                                            uint16_t *xh, bool plain) {
     __shared__ double red[32];
@@ -112,20 +96,12 @@ __global__ static void __launch_bounds__(NORM_REG_MAX_NT) rmsnorm_q8_regs(const 
         xv[k] = i < d4 ? x4[i] : make_float4(0.f, 0.f, 0.f, 0.f);
     }
 #pragma unroll
-    for (int k = 0; k < V; k++) acc += f4_sq_d(xv[k]);
+    for (int k = 0; k < V; k++) acc += cll_f4_sq_d(xv[k]);
     const double sum = cll_block_sum_d(acc, red);
     norm_store_regs<V>(xv, wv, sum, d, eps, xn ? xn + r * d : nullptr, xq ? xq + r * ((d + 31) / 32) : nullptr, xh ? xh + r * d : nullptr,
                        plain);
 }
 
-/* the register-row launch shape of a d-float row, or false (fallback) */
-static bool norm_regs_shape(int64_t d, int *v, int *nt) {
-    if (d <= 0 || d % 4 || d > 4 * NORM_REG_MAX_NT * NORM_REG_MAX_V) return false;
-    const int64_t d4 = d / 4;
-    *v = d4 <= NORM_REG_MAX_NT ? 1 : d4 <= 2 * NORM_REG_MAX_NT ? 2 : 4;
-    *nt = (int)(cll_cdiv(cll_cdiv(d4, *v), 32) * 32);
-    return true;
-}
 
 __global__ static void rmsnorm_q8_kernel(const float *x, const float *w, int64_t d, float eps, float *xn,
                                          cll_block_q8_1 *xq, uint16_t *xh, bool plain) {
@@ -151,7 +127,7 @@ cudaError_t cll_cu_rmsnorm_q8(const float *x, const float *w, int64_t n, int64_t
     if (xh && d % 32) return cudaErrorInvalidValue;
     uint16_t *h = (uint16_t *)xh;
     int v, nt;
-    if (norm_regs_shape(d, &v, &nt)) {
+    if (cll_norm_regs_shape(d, &v, &nt)) {
         cll_block_q8_1 *q = (cll_block_q8_1 *)xq;
         const int di = (int)d;
         const bool pl = xh_plain;
@@ -182,7 +158,7 @@ cudaError_t cll_cu_quantize_rows_q8(const float *x, int64_t ld, int64_t n, int64
 }
 
 template <int V>
-__global__ static void __launch_bounds__(NORM_REG_MAX_NT) resid_norm_q8_regs(cll_cu_resid_args a, int d, float eps) {
+__global__ static void __launch_bounds__(CLL_NORM_REG_MAX_NT) resid_norm_q8_regs(cll_cu_resid_args a, int d, float eps) {
     __shared__ double red[32];
     const int NT = blockDim.x, d4 = d >> 2;
     const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -204,8 +180,8 @@ __global__ static void __launch_bounds__(NORM_REG_MAX_NT) resid_norm_q8_regs(cll
         if (i >= d4) {
             tv[k] = zero;
         } else if (m4) { /* the CPU scales each slot, then adds the slots in order */
-            tv[k] = f4_scale(m4[i], mw[0]);
-            for (int u = 1; u < a.n_used; u++) tv[k] = f4_add(tv[k], f4_scale(m4[(int64_t)u * d4 + i], mw[u]));
+            tv[k] = cll_f4_scale(m4[i], mw[0]);
+            for (int u = 1; u < a.n_used; u++) tv[k] = cll_f4_add(tv[k], cll_f4_scale(m4[(int64_t)u * d4 + i], mw[u]));
         } else {
             tv[k] = t4[i];
         }
@@ -213,21 +189,21 @@ __global__ static void __launch_bounds__(NORM_REG_MAX_NT) resid_norm_q8_regs(cll
     double acc = 0.0;
     if (a.post) {
 #pragma unroll
-        for (int k = 0; k < V; k++) acc += f4_sq_d(tv[k]);
+        for (int k = 0; k < V; k++) acc += cll_f4_sq_d(tv[k]);
         const double s1 = cll_block_sum_d(acc, red);
         const float ps = 1.0f / sqrtf((float)(s1 / (double)d) + eps);
 #pragma unroll
-        for (int k = 0; k < V; k++) xv[k] = f4_add(xv[k], f4_mul(f4_scale(tv[k], ps), pw[k]));
+        for (int k = 0; k < V; k++) xv[k] = cll_f4_add(xv[k], cll_f4_mul(cll_f4_scale(tv[k], ps), pw[k]));
         acc = 0.0;
     } else {
 #pragma unroll
-        for (int k = 0; k < V; k++) xv[k] = f4_add(xv[k], tv[k]);
+        for (int k = 0; k < V; k++) xv[k] = cll_f4_add(xv[k], tv[k]);
     }
 #pragma unroll
     for (int k = 0; k < V; k++) {
         const int i = threadIdx.x + k * NT;
         if (i < d4) x4[i] = xv[k];
-        acc += f4_sq_d(xv[k]);
+        acc += cll_f4_sq_d(xv[k]);
     }
     if (!a.next_norm) return;
     const double sum = cll_block_sum_d(acc, red);
@@ -285,7 +261,7 @@ cudaError_t cll_cu_resid_norm_q8(const cll_cu_resid_args *a, int64_t n, int64_t 
     if (n <= 0) return cudaSuccess;
     if (a->xh && d % 32) return cudaErrorInvalidValue;
     int v, nt;
-    if (norm_regs_shape(d, &v, &nt)) {
+    if (cll_norm_regs_shape(d, &v, &nt)) {
         const int di = (int)d;
         if (v == 1) CLL_CU_RET(cll_cu_launch(resid_norm_q8_regs<1>, dim3((unsigned)n), dim3(nt), 0, s, *a, di, eps));
         else if (v == 2) CLL_CU_RET(cll_cu_launch(resid_norm_q8_regs<2>, dim3((unsigned)n), dim3(nt), 0, s, *a, di, eps));

@@ -71,6 +71,34 @@ static __device__ __forceinline__ void cll_q8_1_store_f4(float4 v, cll_block_q8_
     }
 }
 
+/* the row kernels' float4 arithmetic, each operation rounded alone (no contraction) */
+static __device__ __forceinline__ float4 cll_f4_mul(float4 a, float4 b) {
+    return make_float4(__fmul_rn(a.x, b.x), __fmul_rn(a.y, b.y), __fmul_rn(a.z, b.z), __fmul_rn(a.w, b.w));
+}
+static __device__ __forceinline__ float4 cll_f4_scale(float4 a, float s) {
+    return make_float4(__fmul_rn(a.x, s), __fmul_rn(a.y, s), __fmul_rn(a.z, s), __fmul_rn(a.w, s));
+}
+static __device__ __forceinline__ float4 cll_f4_add(float4 a, float4 b) {
+    return make_float4(__fadd_rn(a.x, b.x), __fadd_rn(a.y, b.y), __fadd_rn(a.z, b.z), __fadd_rn(a.w, b.w));
+}
+static __device__ __forceinline__ double cll_f4_sq_d(float4 a) { /* (double)(v*v) per element, in order */
+    return (double)__fmul_rn(a.x, a.x) + (double)__fmul_rn(a.y, a.y) + (double)__fmul_rn(a.z, a.z) +
+           (double)__fmul_rn(a.w, a.w);
+}
+
+/* The register-row shape of cuda/ops/norm.cu's norm kernels for a d-float row, or false (their strided
+ * fallback): V float4 a thread (1, 2 or 4) on NT threads (cdiv(d / 4, V) rounded up to a warp, <= 512);
+ * thread t holds float4s t + NT k (k < V). The polled residual tail (cuda/matmul/epilogue.cuh) replays
+ * that kernel's sums from it, so both take the shape from here. */
+#define CLL_NORM_REG_MAX_NT 512
+static __host__ __device__ __forceinline__ bool cll_norm_regs_shape(int64_t d, int *v, int *nt) {
+    if (d <= 0 || d % 4 || d > 4 * CLL_NORM_REG_MAX_NT * 4) return false;
+    const int64_t d4 = d / 4;
+    *v = d4 <= CLL_NORM_REG_MAX_NT ? 1 : d4 <= 2 * CLL_NORM_REG_MAX_NT ? 2 : 4;
+    *nt = (int)(((d4 + *v - 1) / *v + 31) / 32 * 32);
+    return true;
+}
+
 /* sum of a double over the block (blockDim.x a multiple of 32, <= 1024); every thread gets it.
  * red: __shared__ double[32]. */
 static __device__ __forceinline__ double cll_block_sum_d(double v, double *red) {
