@@ -190,6 +190,9 @@ static __device__ __forceinline__ uint4 cll_ld_relaxed_v4(const uint32_t *p) {
 }
 /* a polled slot's empty mark: a NaN no arithmetic writes (the GPU's own NaN is 0x7fffffff) */
 #define CLL_CU_SLOT_EMPTY 0xffffffffu
+/* the polls a consumer of slots makes before it traps: a slot nobody fills (a bug) then ends the step with a
+ * CUDA error instead of hanging the GPU (each poll is an L2 round trip: seconds) */
+#define CLL_CU_POLL_MAX (1u << 22)
 /* this thread's generic writes to shared memory ordered before later TMA (async proxy) accesses */
 static __device__ __forceinline__ void cll_fence_proxy_async_smem(void) {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");

@@ -108,9 +108,6 @@ static __device__ __forceinline__ void cll_epi_poll_row(const cll_cu_resid_epi &
     cll_st_relaxed_u32(e.slot + row, __float_as_uint(v));
 }
 
-/* polls a consumer makes before it traps (a row nobody writes would otherwise hang the step; ~1 s) */
-#define CLL_EPI_POLL_MAX (1u << 22)
-
 static __device__ __forceinline__ bool cll_u4_has_empty(uint4 u) {
     return u.x == CLL_CU_SLOT_EMPTY || u.y == CLL_CU_SLOT_EMPTY || u.z == CLL_CU_SLOT_EMPTY || u.w == CLL_CU_SLOT_EMPTY;
 }
@@ -149,7 +146,7 @@ static __device__ __forceinline__ void cll_epi_poll_consume_v(const cll_cu_resid
 #pragma unroll
             for (int k = 0; k < V; k++) pending |= cll_u4_has_empty(yv[j][k]);
         if (!pending) break;
-        if (polls >= CLL_EPI_POLL_MAX) __trap();
+        if (polls >= CLL_CU_POLL_MAX) __trap();
 #pragma unroll
         for (int j = 0; j < J; j++)
 #pragma unroll

@@ -72,8 +72,10 @@ struct SpAct {
 static __device__ __forceinline__ void sp_act_consume(const SpAct &act, int64_t g, int lane) {
     uint32_t *sl = act.slot + g * 32 + lane;
     uint32_t u = cll_ld_relaxed_u32(sl);
-    while (__any_sync(0xffffffffu, u == CLL_CU_SLOT_EMPTY))
+    for (unsigned polls = 0; __any_sync(0xffffffffu, u == CLL_CU_SLOT_EMPTY); polls++) {
+        if (polls >= CLL_CU_POLL_MAX) __trap(); /* a producer that never stored: an error, not a hung step */
         if (u == CLL_CU_SLOT_EMPTY) u = cll_ld_relaxed_u32(sl);
+    }
     cll_warp_q8_1(__uint_as_float(u), act.yq + g, lane);
     cll_st_relaxed_u32(sl, CLL_CU_SLOT_EMPTY);
 }
