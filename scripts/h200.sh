@@ -721,7 +721,7 @@ poll() {
   dev_env
   exec > >(tee -a "$OUT/poll.log") 2>&1
   echo "poll on $BOX ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
-  CLL_TEST_FILTER="test_gemv_rows" CLL_GATE_ONLY=_split_w4r2,_split_w4u4 timeout 300 .gpu/bin/cuda_kernels_test \
+  CLL_TEST_FILTER="test_gemv_rows" CLL_GATE_ONLY=_split_w4r2,_split_w4u4,gemv_f16_,gemv_f32_ timeout 300 .gpu/bin/cuda_kernels_test \
     >"$OUT/gate_poll.log" 2>&1
   echo "gates: rc $? PASS $(grep -c ' PASS ' "$OUT/gate_poll.log") FAIL $(grep -c ' FAIL ' "$OUT/gate_poll.log")" \
     "poll ok $(grep -c '+poll ok' "$OUT/gate_poll.log") refused $(grep -c '+poll refused' "$OUT/gate_poll.log")"
@@ -731,7 +731,7 @@ poll() {
   echo "golden_test, CLLAMA_CUDA_FUSE_RESID=2: rc $? ($(grep -cE '^\[  FAILED' "$OUT/golden_poll.log") failed)"
   mkdir -p "$MODELS"
   local name e
-  for name in ${POLL_FILES:-l2-7b-Q4_K_M l2-7b-Q4_0 l3-8b-Q6_K l2-7b-IQ4_XS}; do
+  for name in ${POLL_FILES:-l2-7b-Q4_K_M l2-7b-f16 l2-7b-Q4_0 l3-8b-Q6_K l2-7b-IQ4_XS}; do
     [ "$SECONDS" -gt 470 ] && { echo "$name: not run (${SECONDS}s)"; continue; }
     synth_anchor "$name" || continue
     for e in - 2; do

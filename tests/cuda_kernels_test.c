@@ -578,8 +578,8 @@ static void test_attn_chunk_span(void **state) {
  * either way by CLLAMA_CUDA_GU_ACTQ's 0 / 1 */
 /* the polled residual tail (cll_cu_resid_epi.slot) is served by the default one-token rows of the split types on
  * the o and down products of the 7B / 8B / q3moe shapes (so CLLAMA_CUDA_FUSE_RESID=2 takes it there), and refused
- * where the consumer block cannot replay the norm kernel (rows past 4096 or not a multiple of 4) and by the
- * float rows */
+ * and by the float rows' k_gemv_f (l2-7b F16), and refused where the consumer block cannot replay the norm
+ * kernel (rows past 4096 or not a multiple of 4) */
 static void test_resid_poll_rows(void **state) {
     (void)state;
     const uint32_t types[] = {CLL_TYPE_Q4_0, CLL_TYPE_Q4_K, CLL_TYPE_Q6_K, CLL_TYPE_Q8_0,
@@ -595,8 +595,13 @@ static void test_resid_poll_rows(void **state) {
         assert_false(cll_cuda_resid_poll_served(t, 4097, 4096));
         assert_false(cll_cuda_resid_poll_served(t, 4094, 4096));
     }
-    assert_false(cll_cuda_resid_poll_served(CLL_TYPE_F16, 4096, 4096));
-    assert_false(cll_cuda_resid_poll_served(CLL_TYPE_F32, 4096, 4096));
+    const uint32_t floats[] = {CLL_TYPE_F16, CLL_TYPE_BF16, CLL_TYPE_F32};
+    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
+        assert_true(cll_cuda_resid_poll_served(floats[i], 4096, 4096));
+        assert_true(cll_cuda_resid_poll_served(floats[i], 4096, 11008));
+        assert_false(cll_cuda_resid_poll_served(floats[i], 5120, 5120));
+        assert_false(cll_cuda_resid_poll_served(floats[i], 4097, 4096));
+    }
 }
 
 static void test_gu_actq(void **state) {

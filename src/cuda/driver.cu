@@ -264,7 +264,7 @@ static int32_t attn_chunks(const cll_driver_state *s, int64_t n) {
  * The polled tail (written in the forty-ninth session, not yet timed) holds no producer block: one
  * consumer block at the grid's end does the norm kernel's work as the rows land. */
 static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, const cll_cu_part *p, int64_t n, const float *post,
-                                          const float *next_norm, cll_cu_resid_epi *e) {
+                                          const float *next_norm, void *xq, cll_cu_resid_epi *e) {
     static int mode = -1; /* process-wide setting read once; not state */
     if (mode < 0) {
         const char *v = getenv("CLLAMA_CUDA_FUSE_RESID");
@@ -282,7 +282,7 @@ static const cll_cu_resid_epi *resid_tail(const cll_driver_state *s, const cll_c
     e->norm = next_norm;
     e->eps = s->dm->m->hp.eps;
     e->xn = s->xn;
-    e->xq = s->xq;
+    e->xq = xq; /* the next products' q8_1 rows, where they read them (NULL: none) */
     return e;
 }
 
@@ -684,7 +684,8 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
         cll_cu_resid_epi ep;
         /* tensor parallel: the o product's rows are this rank's partial sums, added over the ranks before
          * the residual (no fused tail) */
-        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, &C->wo, n, C->post_attn_norm, C->ffn_norm, &ep);
+        const cll_cu_resid_epi *e1 = tp ? NULL : resid_tail(s, &C->wo, n, C->post_attn_norm, C->ffn_norm,
+                                                                   moe || wants_q8(C->gu, C->n_gu, n) ? s->xq : NULL, &ep);
         PTRY(CLL_PK_O, product(s, &C->wo, 1, n, s->ao, s->nao, s->aoq, s->t, d, moe ? &C->router : &C->gu[0], e1,
                                o_next_bytes(), xko));
         if (tp) PSTRY(CLL_PK_ALLREDUCE, cll_cu_comm_allreduce(s->p.comm, s->p.rank, s->t, n * d, s->st));
@@ -746,7 +747,7 @@ static cll_status run_pass(cll_driver_state *s, int64_t n, int64_t n_out, bool a
                                                    : few_form_row(&dm->output, n_out) != NULL)
                     ? s->xq
                     : NULL;
-        const cll_cu_resid_epi *e2 = moe || tp ? NULL : resid_tail(s, &C->down, n, rr.post, rr.next, &ep);
+        const cll_cu_resid_epi *e2 = moe || tp ? NULL : resid_tail(s, &C->down, n, rr.post, rr.next, rr.xq, &ep);
         xk_qkv = -1;
         rr.xh = il + 1 < hp->n_layer && !e2 ? fused_x(s, dm->layers[il + 1].qkv, dm->layers[il + 1].n_qkv, n, d, &xk_qkv)
                                             : NULL;

@@ -103,6 +103,13 @@ static __device__ __noinline__ void cll_epi_finish(const cll_cu_resid_epi e, int
  * cll_block_sum_d's second stage does. The sum, the scale, x, xn and the q8_1 bytes are the kernel's, bit
  * for bit (the gate holds them to it). Rows: cll_cu_resid_poll_ok's (V <= 2: NT <= 4 x 128 threads). */
 
+/* the widths the polled tail serves (cll_cu_resid_poll_ok): those whose norm a 128-thread consumer block
+ * replays (the norm kernel's register shape at V <= 2 on NT <= 4 x 128 threads: rows % 4 == 0, 4 <= rows <= 4096) */
+static inline bool cll_cu_resid_poll_rows(int64_t rows) {
+    int v = 0, nt = 0;
+    return rows >= 4 && cll_norm_regs_shape(rows, &v, &nt) && v <= 2 && nt <= 4 * 128;
+}
+
 /* a row's writer: its value into its slot (relaxed: the consumer polls it) */
 static __device__ __forceinline__ void cll_epi_poll_row(const cll_cu_resid_epi &e, int64_t row, float v) {
     cll_st_relaxed_u32(e.slot + row, __float_as_uint(v));

@@ -76,13 +76,20 @@ template <> __device__ __forceinline__ float sdot<CLL_TYPE_BF16>(const uint8_t *
  * order: the two give the same bits. */
 #define GEMV_F_PRE_V 16 /* vectors per lane held by PRE (the row's <= 512 16-byte vectors) */
 template <int T> __host__ __device__ static constexpr int gemv_f_epv() { return T == CLL_TYPE_F32 ? 4 : 8; } /* elements a 16-byte vector */
-template <int T, int WARPS, bool PRE, bool DB = false>
-__global__ void __launch_bounds__(WARPS * 32)
-k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
-         const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
-         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
+/* POLL: the polled residual tail (epi.slot; epilogue.cuh): the rows' writers store into the slots, the grid's
+ * last block is the consumer (k_gemv_f_poll) */
+template <int T, int WARPS, bool PRE, bool DB, bool POLL>
+static __device__ __forceinline__ void
+gemv_f_dev(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
+           const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
+           int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi &epi) {
     constexpr int EPV = gemv_f_epv<T>();
     if (early) cll_pdl_trigger(); /* the next kernel may launch now */
+    if (POLL && blockIdx.x == gridDim.x - 1) { /* the polled tail's consumer, after every producer */
+        cll_epi_poll_consume(epi, rows);
+        return;
+    }
+    const bool tail = epi.on && !POLL; /* the ticket tail: every block reaches cll_epi_finish */
     double epi_acc = 0.0; /* the fused residual tail: this thread's squares */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * WARPS + warp;
@@ -109,7 +116,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
             if (live && lane + 32 * i < nvec) wb[i] = ld_stream(wv + lane + 32 * i);
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
         if (!live) {
-            if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+            if (tail) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
 #pragma unroll
@@ -128,7 +135,7 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
         }
         if (!mat_ids) cll_pdl_wait(); /* x's producer */
         if (!live) { /* past the rows: nothing but the tail */
-            if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+            if (tail) cll_epi_finish(epi, rows, epi_acc);
             return;
         }
         if (DB && first) { /* register double buffer: the next four vectors go out before these are summed */
@@ -173,10 +180,32 @@ k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_
     acc = cll_warp_sum(acc);
     if (lane == 0) {
         y[b * y_stride + row] = acc;
-        if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
+        if (POLL) cll_epi_poll_row(epi, row, acc); /* then leave */
+        else if (epi.on) epi_acc += cll_epi_row(epi, row, acc);
     }
     cll_l2_prefetch_next(pfn, pfb);
-    if (epi.on) cll_epi_finish(epi, rows, epi_acc);
+    if (tail) cll_epi_finish(epi, rows, epi_acc);
+}
+
+template <int T, int WARPS, bool PRE, bool DB = false>
+__global__ void __launch_bounds__(WARPS * 32)
+k_gemv_f(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride, int64_t n_mat,
+         const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride, float *__restrict__ y,
+         int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
+    gemv_f_dev<T, WARPS, PRE, DB, false>(W, rows, cols, row_stride, mat_stride, n_mat, mat_ids, x, x_stride, y, y_stride,
+                                         early, pfn, pfb, epi);
+}
+
+/* the polled tail's launch (no PRE form: the same sums as the others), capped at 64 registers (8 blocks an SM,
+ * as the default instances' 60-64): the consumer's ~100 would cost a 4096-row product (1024 blocks) its one
+ * wave, so it spills a little instead */
+template <int T, int WARPS, bool DB>
+__global__ void __launch_bounds__(WARPS * 32, 8)
+k_gemv_f_poll(const uint8_t *__restrict__ W, int64_t rows, int64_t cols, int64_t row_stride, int64_t mat_stride,
+              int64_t n_mat, const int32_t *__restrict__ mat_ids, const float *__restrict__ x, int64_t x_stride,
+              float *__restrict__ y, int64_t y_stride, int early, const void *pfn, size_t pfb, const cll_cu_resid_epi epi) {
+    gemv_f_dev<T, WARPS, false, DB, true>(W, rows, cols, row_stride, mat_stride, n_mat, mat_ids, x, x_stride, y, y_stride,
+                                          early, pfn, pfb, epi);
 }
 
 /* A gate|up pair of one token with its activation (cll_cu_gemv_args.act_out): warp p of the grid sums
@@ -263,14 +292,20 @@ template <int T>
 static cudaError_t gemv_f_launch(const cll_cu_weight *w, const cll_cu_gemv_args *a, cudaStream_t st) {
     if (a->act_out.y) return gemv_f_gu_launch<T>(w, a, st);
     if (!a->x || a->nb <= 0 || a->nb > 65535 || ((uintptr_t)a->x & 15) || (a->x_stride & 3)) return cudaErrorInvalidValue;
-    const dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
+    dim3 grid((unsigned)cll_cdiv(w->rows, CLL_GEMV_WARPS), (unsigned)a->nb);
     if (a->epi.on && (a->nb != 1 || grid.x > CLL_CU_EPI_MAX_BLOCKS)) return cudaErrorInvalidValue;
-    if (a->epi.on && a->epi.slot) return cudaErrorNotSupported; /* the polled tail: the split rows only */
-    const bool pre = cll_cu_gemv_f_pre(w->cols / gemv_f_epv<T>(), (int64_t)grid.x * grid.y, cll_cu_sm_count(), GEMV_F_PRE_V,
-                                       cll_cu_gemv_f_pre_mode());
+    const bool poll = a->epi.on && a->epi.slot;
+    if (poll && (a->mat_ids || w->n_mat != 1 || !cll_cu_resid_poll_rows(w->rows))) return cudaErrorNotSupported;
+    const bool pre = !poll && cll_cu_gemv_f_pre(w->cols / gemv_f_epv<T>(), (int64_t)grid.x * grid.y, cll_cu_sm_count(),
+                                                GEMV_F_PRE_V, cll_cu_gemv_f_pre_mode());
     static int db_on = -1; /* CLLAMA_CUDA_GEMV_F_DB=0: the single buffer (A/B; the same sums, the same bits) */
     const bool db = !pre && cll_cu_env_flag(&db_on, "CLLAMA_CUDA_GEMV_F_DB", true);
-    CLL_CU_RET(cll_cu_launch(pre ? k_gemv_f<T, CLL_GEMV_WARPS, true> : db ? k_gemv_f<T, CLL_GEMV_WARPS, false, true> : k_gemv_f<T, CLL_GEMV_WARPS, false>, grid,
+    if (poll) grid.x += 1; /* the polled tail's consumer block, after the producers */
+    auto k = poll  ? (db ? k_gemv_f_poll<T, CLL_GEMV_WARPS, true> : k_gemv_f_poll<T, CLL_GEMV_WARPS, false>)
+             : pre ? k_gemv_f<T, CLL_GEMV_WARPS, true>
+             : db  ? k_gemv_f<T, CLL_GEMV_WARPS, false, true>
+                   : k_gemv_f<T, CLL_GEMV_WARPS, false>;
+    CLL_CU_RET(cll_cu_launch(k, grid,
                              dim3(CLL_GEMV_WARPS * 32), 0, st, w->d, w->rows, w->cols,
                              (int64_t)w->row_stride, (int64_t)w->mat_stride, w->n_mat, a->mat_ids, a->x, a->x_stride,
                              a->y, a->y_stride, cll_cu_gemv_early_trigger(), a->pf_next, a->pf_bytes,

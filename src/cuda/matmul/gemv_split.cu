@@ -328,16 +328,12 @@ static bool sp_route_ok(const cll_cu_gemv_args *a) {
            !a->mat_ids && !a->epi.on && r.sel && r.selw;
 }
 
-/* the rows the polled residual tail serves (cll_cu_resid_poll_ok): a width whose norm the consumer block replays
- * (the norm kernel's register shape at V <= 2: rows % 4 == 0, 4 <= rows <= 4096) */
-static bool sp_poll_rows(int64_t rows) {
-    int v = 0, nt = 0;
-    return rows >= 4 && cll_norm_regs_shape(rows, &v, &nt) && v <= 2 && nt <= 4 * SP_WARPS * 32;
-}
-/* ... and a launch that can carry it: one dense product of one token, nothing else fused */
+/* a launch that can carry the polled residual tail: one dense product of one token of a width it serves
+ * (cll_cu_resid_poll_rows), nothing else fused; the consumer block is 128 threads */
+static_assert(SP_WARPS * 32 == 128, "the polled tail's consumer replays the norm kernel on 128 threads");
 static bool sp_poll_shape(const cll_cu_weight *w, const cll_cu_gemv_args *a) {
     return a->nb == 1 && !a->mat_ids && !a->route.logits && !a->act_in.gu && !a->act_out.y && w->n_mat == 1 &&
-           sp_poll_rows(w->rows);
+           cll_cu_resid_poll_rows(w->rows);
 }
 
 /* the gate|up pair activated by the launch (cll_cu_gemv_args.act_out) on k_gemv_sp's R = 2 body: its checks, then
@@ -785,8 +781,11 @@ static bool sp_runs_pre(cll_cu_gemv_fn fn, const cll_cu_weight *w) {
 }
 
 bool cll_cu_resid_poll_ok(cll_cu_gemv_fn fn, const cll_cu_weight *w) {
+    if (!fn || w->n_mat != 1 || !cll_cu_resid_poll_rows(w->rows)) return false;
+    const cll_cu_fmt_ops *fo = cll_cu_fmt_float(w->type); /* the float rows' gemv (k_gemv_f; its gate|up pair aside) */
+    if (fo) return w->layout == 0 && fn == fo->gemv;
     const cll_cu_sp_ops *o = cll_cu_sp_ops_get(w->type);
-    if (!fn || !o || w->layout != CLL_CU_LAYOUT_SPLIT || w->n_mat != 1 || !sp_poll_rows(w->rows)) return false;
+    if (!o || w->layout != CLL_CU_LAYOUT_SPLIT) return false;
     /* k_gemv_sp's launchers (the staging rows k_gemv_spx refuse it); w4r2ks4: k_gemv_spk or its base form */
     for (cll_cu_gemv_fn f : {o->gemv, o->gemv_u2, o->gemv_u2b8, o->gemv_u1b8, o->gemv_u4b6, o->gemv_r2g, o->gemv_r2u1g,
                              o->gemv_r2pre, o->gemv_r2pre1w, o->gemv_r2ks4})

@@ -42,7 +42,7 @@ typedef struct {
  * the grid's last, polls the slots, adds them into x and writes xn and xq with the bits of
  * cuda/ops/norm.cu's register kernel (it replays that kernel's reduction order), then empties the
  * slots for the next launch. Served by the split rows that read the activation from global
- * (k_gemv_sp, k_gemv_spk) where cll_cu_resid_poll_ok holds; every other row refuses it
+ * (k_gemv_sp, k_gemv_spk) and the float rows (k_gemv_f) where cll_cu_resid_poll_ok holds; every other row refuses it
  * (cudaErrorNotSupported, nothing launched). */
 #define CLL_CU_EPI_MAX_BLOCKS 65536
 typedef struct {
@@ -279,9 +279,10 @@ typedef struct cll_kernel_table cll_kernel_table;
  * run its base form's order), which refuses act_out (cudaErrorNotSupported) */
 bool cll_cu_acts_out_ok(cll_cu_gemv_fn fn, const cll_cu_weight *w);
 /* whether row fn serves the polled residual tail (cll_cu_resid_epi.slot) on weight w (one matrix): a split row
- * whose kernel reads the activation from global (k_gemv_sp, and k_gemv_spk with its fallback) of a width the
- * norm kernel keeps in registers at <= 2 float4 a thread (rows % 4 == 0, 4 <= rows <= 4096). Pure: no device
- * is asked. A row it does not hold for refuses the tail (cudaErrorNotSupported) */
+ * whose kernel reads the activation from global (k_gemv_sp, and k_gemv_spk with its fallback) or a float row
+ * (k_gemv_f), of a width the norm kernel keeps in registers at <= 2 float4 a thread (rows % 4 == 0,
+ * 4 <= rows <= 4096). Pure: no device is asked. A row it does not hold for refuses the tail
+ * (cudaErrorNotSupported) */
 bool cll_cu_resid_poll_ok(cll_cu_gemv_fn fn, const cll_cu_weight *w);
 /* Two one-token products over one q8_1 activation (a->xq, nb 1) in one launch, y1 = W1 . x and y2 = W2 . x
  * (a->y unused; a->pf_next as a gemv's), where f1 and f2 (the rows a step picked for w1 and w2) both run the
