@@ -716,7 +716,8 @@ owed() {
 # poll: the forty-ninth session's polled residual tail (CLLAMA_CUDA_FUSE_RESID=2, off by default; written without a
 # device): the split rows' gemv gates (`+poll ok` where a row serves it, bit for bit the residual kernel's, `+poll
 # refused` where cll_cu_resid_poll_ok says no), golden on the GPU with it, then per file the greedy ids' md5 under
-# both settings and tg128 ABBA default vs FUSE_RESID=2 (POLL_FILES; any GPU; one call, ~7 min). Also $OUT/poll.log
+# both settings, tg128 ABBA default vs FUSE_RESID=2 and the bound without the residual kernel (CLLAMA_CUDA_SKIP=norm)
+# (POLL_FILES; any GPU; one call, ~8 min). Also $OUT/poll.log
 poll() {
   dev_env
   exec > >(tee -a "$OUT/poll.log") 2>&1
@@ -742,6 +743,9 @@ poll() {
       CLLAMA_CUDA_FUSE_RESID=$([ "$e" = - ] || echo "$e") .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 \
         -m "$MODELS/$name.gguf" 2>&1 | grep "tg128" | grep -v "bench:" | sed "s/^/$name FUSE_RESID=$e /"
     done
+    # the bound: no residual kernel at all (its tokens are wrong; a timing only)
+    CLLAMA_CUDA_SKIP=norm .gpu/bin/cllama bench --backend cuda -p 0 -n 128 -r 3 -m "$MODELS/$name.gguf" 2>&1 |
+      grep "tg128" | grep -v "bench:" | sed "s/^/$name SKIP=norm (bound) /"
     rm -f "$MODELS/$name.gguf"
   done
 }
