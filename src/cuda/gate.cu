@@ -214,6 +214,16 @@ cudaError_t poisoned(Dev &dev, float **p, size_t n) {
 }
 
 /* outputs (nrow rows of width, ld apart) whose bits differ between a and b */
+/* a copy of v with element `at`'s low bit flipped (a bit-for-bit check's control) */
+std::vector<float> low_bit_flipped(const std::vector<float> &v, size_t at) {
+    std::vector<float> c = v;
+    uint32_t u;
+    memcpy(&u, &c[at], 4);
+    u ^= 1u;
+    memcpy(&c[at], &u, 4);
+    return c;
+}
+
 int64_t count_bit_diffs(const std::vector<float> &a, const std::vector<float> &b, int64_t nrow, int64_t width, int64_t ld) {
     int64_t n = 0;
     for (int64_t r = 0; r < nrow; r++)
@@ -243,16 +253,59 @@ static bool ulp_close(float got, double want, int ulps) {
     return fabs((double)got - want) <= ulps * u;
 }
 
+/* a residual tail's inputs: the residual x0 and the next norm's weights g */
+static void resid_inputs(int64_t rows, Rng &rng, std::vector<float> &x0, std::vector<float> &g) {
+    x0.resize((size_t)rows);
+    g.resize((size_t)rows);
+    for (int64_t i = 0; i < rows; i++) {
+        x0[(size_t)i] = 2.0f * rng.uni();
+        g[(size_t)i] = 0.5f + rng.uni();
+    }
+}
+
+/* a residual tail's host expectation: x = x0 + y in f32 bit for bit, xn within 2 ulp of the host norm
+ * (x * 1 / rms(x)) * g with the squares summed in double, q the bytes of cll_quantize_q8_1(xn) over
+ * cdiv(rows, 32) blocks; false with the first mismatch in why. ref (may be NULL): the host norm */
+static bool resid_host_ok(const std::vector<float> &x0, const std::vector<float> &y, const std::vector<float> &g,
+                          const std::vector<float> &x, const std::vector<float> &xn, const void *q, int64_t rows,
+                          float eps, std::vector<double> *ref, char *why, size_t cap) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < rows; i++) {
+        const float want = x0[(size_t)i] + y[(size_t)i];
+        if (memcmp(&want, &x[(size_t)i], sizeof want)) {
+            snprintf(why, cap, "x[%lld] = %.9g, want x0 + y = %.9g", (long long)i, x[(size_t)i], want);
+            return false;
+        }
+        sum += (double)(want * want);
+    }
+    const float sc = 1.0f / sqrtf((float)(sum / (double)rows) + eps);
+    std::vector<double> r((size_t)rows);
+    for (int64_t i = 0; i < rows; i++) r[(size_t)i] = (double)((x[(size_t)i] * sc) * g[(size_t)i]);
+    for (int64_t i = 0; i < rows; i++)
+        if (!ulp_close(xn[(size_t)i], r[(size_t)i], 2)) {
+            snprintf(why, cap, "xn[%lld] = %.9g, want %.9g", (long long)i, xn[(size_t)i], r[(size_t)i]);
+            return false;
+        }
+    const int64_t nq = (rows + 31) / 32;
+    std::vector<float> xnp((size_t)nq * 32, 0.0f);
+    std::vector<cll_block_q8_1> qref((size_t)nq);
+    memcpy(xnp.data(), xn.data(), (size_t)rows * sizeof(float));
+    cll_quantize_q8_1(xnp.data(), qref.data(), nq * 32);
+    if (memcmp(q, qref.data(), qref.size() * sizeof(cll_block_q8_1))) {
+        snprintf(why, cap, "xq bytes differ from cll_quantize_q8_1(xn)");
+        return false;
+    }
+    if (ref) *ref = std::move(r);
+    return true;
+}
+
 cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_cu_gemv_args a,
                      const std::vector<float> &y1, int64_t rows, Rng &rng, Dev &dev, cll_cuda_gate_report *rep) {
     rep->tail_checked = true;
     rep->tail_ok = false;
     const float eps = 1e-5f;
-    std::vector<float> x0((size_t)rows), g((size_t)rows);
-    for (int64_t i = 0; i < rows; i++) {
-        x0[(size_t)i] = 2.0f * rng.uni();
-        g[(size_t)i] = 0.5f + rng.uni();
-    }
+    std::vector<float> x0, g;
+    resid_inputs(rows, rng, x0, g);
     const int64_t nq = (rows + 31) / 32;
     float *dx0 = NULL, *dg = NULL, *dxn = NULL, *dy = NULL;
     double *dpart = NULL;
@@ -287,7 +340,7 @@ cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_c
         GATE_CU(cudaDeviceSynchronize());
     }
     std::vector<float> y((size_t)rows), x((size_t)rows), xn((size_t)rows);
-    std::vector<cll_block_q8_1> q((size_t)nq), qref((size_t)nq);
+    std::vector<cll_block_q8_1> q((size_t)nq);
     int ticket = -1;
     GATE_CU(cudaMemcpy(y.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
     GATE_CU(cudaMemcpy(x.data(), dx0, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
@@ -300,35 +353,13 @@ cll_status gate_tail(const cll_cu_gemv_impl *impl, const cll_cu_weight *w, cll_c
         snprintf(why, cap, "y differs from the plain run");
         return CLL_OK;
     }
-    double sum = 0.0;
-    for (int64_t i = 0; i < rows; i++) {
-        const float want = x0[(size_t)i] + y[(size_t)i];
-        if (memcmp(&want, &x[(size_t)i], sizeof want)) {
-            snprintf(why, cap, "x[%lld] = %.9g, want x0 + y = %.9g", (long long)i, x[(size_t)i], want);
-            return CLL_OK;
-        }
-        sum += (double)(want * want);
-    }
-    const float sc = 1.0f / sqrtf((float)(sum / (double)rows) + eps);
-    std::vector<double> ref((size_t)rows);
-    for (int64_t i = 0; i < rows; i++) ref[(size_t)i] = (double)((x[(size_t)i] * sc) * g[(size_t)i]);
-    for (int64_t i = 0; i < rows; i++)
-        if (!ulp_close(xn[(size_t)i], ref[(size_t)i], 2)) {
-            snprintf(why, cap, "xn[%lld] = %.9g, want %.9g", (long long)i, xn[(size_t)i], ref[(size_t)i]);
-            return CLL_OK;
-        }
+    std::vector<double> ref;
+    if (!resid_host_ok(x0, y, g, x, xn, q.data(), rows, eps, &ref, why, cap)) return CLL_OK;
     /* poison control: the same comparison against one element moved by 8 ulp must fail */
     const int64_t k = rows / 2;
     const double moved = ref[(size_t)k] + 8.0 * ldexp(1.0, ilogb(ref[(size_t)k] == 0.0 ? 1e-30 : ref[(size_t)k]) - 23);
     if (ulp_close(xn[(size_t)k], moved, 2)) {
         snprintf(why, cap, "poison control passed (the xn bar cannot fail)");
-        return CLL_OK;
-    }
-    std::vector<float> xnp((size_t)nq * 32, 0.0f);
-    memcpy(xnp.data(), xn.data(), (size_t)rows * sizeof(float));
-    cll_quantize_q8_1(xnp.data(), qref.data(), nq * 32);
-    if (memcmp(q.data(), qref.data(), q.size() * sizeof(cll_block_q8_1))) {
-        snprintf(why, cap, "xq bytes differ from cll_quantize_q8_1(xn)");
         return CLL_OK;
     }
     if (ticket != 0) {
@@ -371,11 +402,8 @@ static cll_status gate_tail_poll(const cll_kernel_row *row, const cll_cu_gemv_im
         rep->tail_poll = 2;
         return CLL_OK;
     }
-    std::vector<float> x0((size_t)rows), g((size_t)rows);
-    for (int64_t i = 0; i < rows; i++) {
-        x0[(size_t)i] = 2.0f * rng.uni();
-        g[(size_t)i] = 0.5f + rng.uni();
-    }
+    std::vector<float> x0, g;
+    resid_inputs(rows, rng, x0, g);
     const size_t fb = (size_t)rows * sizeof(float), qb = (size_t)nq * sizeof(cll_block_q8_1);
     GATE_CU(dev.alloc((void **)&dg, fb));
     GATE_CU(cudaMemcpy(dg, g.data(), fb, cudaMemcpyHostToDevice));
@@ -404,34 +432,10 @@ static cll_status gate_tail_poll(const cll_kernel_row *row, const cll_cu_gemv_im
     GATE_CU(cudaMemcpy(rq.data(), drq, qb, cudaMemcpyDeviceToHost));
     /* the reference against the host: x0 + y1 in f32, the norm within 2 ulp of the f64-summed host norm, its
      * q8_1 bytes cll_quantize_q8_1's (so the bits the tail must repeat are the right ones) */
-    double ss = 0.0;
-    for (int64_t i = 0; i < rows; i++) {
-        const float want = x0[(size_t)i] + y1[(size_t)i];
-        if (memcmp(&want, &rx[(size_t)i], sizeof want))
-            return cll_err(CLL_ERR_INTERNAL, "gate %s: the residual kernel's x[%lld] = %.9g, want x0 + y = %.9g", row->name,
-                           (long long)i, rx[(size_t)i], want);
-        ss += (double)(want * want);
-    }
-    const float sc = 1.0f / sqrtf((float)(ss / (double)rows) + eps);
-    for (int64_t i = 0; i < rows; i++)
-        if (!ulp_close(rxn[(size_t)i], (double)((rx[(size_t)i] * sc) * g[(size_t)i]), 2))
-            return cll_err(CLL_ERR_INTERNAL, "gate %s: the residual kernel's xn[%lld] = %.9g is off the host norm", row->name,
-                           (long long)i, rxn[(size_t)i]);
-    {
-        std::vector<float> xnp((size_t)nq * 32, 0.0f);
-        std::vector<cll_block_q8_1> hq((size_t)nq);
-        memcpy(xnp.data(), rxn.data(), fb);
-        cll_quantize_q8_1(xnp.data(), hq.data(), nq * 32);
-        if (memcmp(hq.data(), rq.data(), qb))
-            return cll_err(CLL_ERR_INTERNAL, "gate %s: the residual kernel's q8_1 bytes differ from cll_quantize_q8_1(xn)",
-                           row->name);
-    }
-    std::vector<float> flip = rxn;
-    uint32_t u;
-    memcpy(&u, &flip[(size_t)(rows / 2)], 4);
-    u ^= 1u;
-    memcpy(&flip[(size_t)(rows / 2)], &u, 4);
-    if (count_bit_diffs(rxn, flip, 1, rows, rows) != 1)
+    char why[96];
+    if (!resid_host_ok(x0, y1, g, rx, rxn, rq.data(), rows, eps, NULL, why, sizeof why))
+        return cll_err(CLL_ERR_INTERNAL, "gate %s: the residual kernel: %s", row->name, why);
+    if (count_bit_diffs(rxn, low_bit_flipped(rxn, (size_t)(rows / 2)), 1, rows, rows) != 1)
         return cll_err(CLL_ERR_INTERNAL, "gate %s: the polled tail's control did not see a flipped bit", row->name);
     GATE_CU(poisoned(dev, &dy, (size_t)rows));
     GATE_CU(dev.alloc((void **)&dx, fb));
@@ -692,12 +696,7 @@ static cll_status gate_act_out(const cll_kernel_row *row, const cll_cu_gemv_impl
         GATE_CU(cudaMemcpy(got.data(), dact, (size_t)f * sizeof(float), cudaMemcpyDeviceToHost));
         GATE_CU(cudaMemcpy(y.data(), dy, (size_t)rows * sizeof(float), cudaMemcpyDeviceToHost));
         const int64_t differ = count_bit_diffs(ref, got, 1, f, f);
-        std::vector<float> flip = ref;
-        uint32_t u;
-        memcpy(&u, &flip[(size_t)(f / 2)], 4);
-        u ^= 1u;
-        memcpy(&flip[(size_t)(f / 2)], &u, 4);
-        if (count_bit_diffs(ref, flip, 1, f, f) != 1)
+        if (count_bit_diffs(ref, low_bit_flipped(ref, (size_t)(f / 2)), 1, f, f) != 1)
             return cll_err(CLL_ERR_INTERNAL, "gate %s: the activation's control did not see a flipped bit", row->name);
         if (differ)
             return cll_err(CLL_ERR_INTERNAL, "gate %s: the gate|up pair activated by the launch (%s) differs from the "
@@ -825,13 +824,8 @@ cll_status gate_gemv(const cll_kernel_row *row, int64_t rows, int64_t cols, int 
             GATE_CU(cudaMemcpy(y2.data(), dy2, y2.size() * sizeof(float), cudaMemcpyDeviceToHost));
             n_exact_diff = count_bit_diffs(y, y2, nb, rows, y_stride);
             /* control: the same count over a copy with one output's low bit flipped must see it */
-            std::vector<float> y3 = y2;
-            uint32_t u;
-            memcpy(&u, &y3[(size_t)(rows / 2)], 4);
-            u ^= 1u;
-            memcpy(&y3[(size_t)(rows / 2)], &u, 4);
             rep->exact_checked = true;
-            rep->exact_control_failed = count_bit_diffs(y2, y3, nb, rows, y_stride) == 1;
+            rep->exact_control_failed = count_bit_diffs(y2, low_bit_flipped(y2, (size_t)(rows / 2)), nb, rows, y_stride) == 1;
             snprintf(rep->exact_ref, sizeof rep->exact_ref, "%s", def->name);
             rep->n_exact_diff = n_exact_diff;
             if (n_exact_diff)
@@ -2068,11 +2062,7 @@ extern "C" cll_status cll_cuda_gate_comm_local(int32_t n, int64_t count, uint64_
     int64_t bad = 0;
     for (int32_t r = 0; r < n; r++)
         bad += memcmp(got.data() + (size_t)r * want.size(), want.data(), want.size() * sizeof(float)) != 0;
-    std::vector<float> moved(want);
-    uint32_t u;
-    memcpy(&u, &moved[want.size() / 2], 4);
-    u ^= 1u;
-    memcpy(&moved[want.size() / 2], &u, 4);
+    const std::vector<float> moved = low_bit_flipped(want, want.size() / 2);
     rep->control_failed = memcmp(got.data(), moved.data(), moved.size() * sizeof(float)) != 0;
     rep->n_out = (int64_t)got.size();
     rep->n_bad = bad;
@@ -2243,12 +2233,8 @@ extern "C" cll_status cll_cuda_gate_gemv_pair(uint32_t t1, uint32_t t2, int64_t 
     rep->n_unwritten = unwritten;
     rep->n_bad = diff + unwritten;
     rep->n_clobbered = clobbered;
-    std::vector<float> y2 = y0; /* control: one flipped low bit in part 2 must be counted */
-    uint32_t u;
-    memcpy(&u, &y2[(size_t)(off2 + rows2 / 2)], 4);
-    u ^= 1u;
-    memcpy(&y2[(size_t)(off2 + rows2 / 2)], &u, 4);
-    rep->exact_control_failed = count_bit_diffs(y0, y2, 1, ny, ny) == 1;
+    /* control: one flipped low bit in part 2 must be counted */
+    rep->exact_control_failed = count_bit_diffs(y0, low_bit_flipped(y0, (size_t)(off2 + rows2 / 2)), 1, ny, ny) == 1;
     rep->control_failed = rep->exact_control_failed;
     return verdict(rep, "gemv pair");
 }
